@@ -1,0 +1,144 @@
+# heapctl: one non-recursive Makefile.  Output goes to build/.
+#   make            build/heapctl and build/libheapctl.a
+#   make deps       install the Debian packages the build and tests need
+#   make test       unit + integration suites (ends with "N passed, N failed")
+#   make demo       narrated end-to-end demo on a leaking service
+#   make bench      heapctl against gdb, side by side
+#   make SAN=1 ...  ASan+UBSan on heapctl itself (victims stay unsanitized)
+#   V=1 shows commands; WERROR=0 drops -Werror.
+
+ARCH ?= $(shell uname -m)
+ifeq ($(wildcard arch/$(ARCH)/arch.c),)
+$(error unsupported ARCH '$(ARCH)': no arch/$(ARCH)/arch.c)
+endif
+
+CROSS_COMPILE ?=
+CC := $(CROSS_COMPILE)gcc
+AR := $(CROSS_COMPILE)ar
+PKG_CONFIG ?= pkg-config
+B := build
+
+ifeq ($(V),1)
+Q :=
+msg := @true
+else
+Q := @
+msg := @printf '  %-7s %s\n'
+endif
+
+PKGS := libelf libdw libunwind-ptrace libunwind-generic capstone
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+JE_CFLAGS = $(shell $(PKG_CONFIG) --cflags jemalloc 2>/dev/null)
+JE_LIBS = $(shell $(PKG_CONFIG) --libs jemalloc 2>/dev/null)
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+	-Wold-style-definition -Wimplicit-fallthrough -Wnull-dereference -Wundef -Wvla \
+	-Wwrite-strings -Wpointer-arith -Wlogical-op -Wduplicated-cond -Wduplicated-branches
+CFLAGS ?= -O2 -g
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC \
+	-fvisibility=hidden -MMD -MP -Iinclude -iquote src/lib -iquote arch -iquote src/prof
+ifneq ($(WERROR),0)
+BASE_CFLAGS += -Werror
+endif
+ifeq ($(SAN),1)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS)
+LDLIBS_ALL = $(PKG_LIBS) -lz -pthread
+
+LIB_SRCS := $(wildcard src/lib/*.c) $(wildcard src/prof/*.c) arch/x86_64/arch.c arch/aarch64/arch.c
+CLI_SRCS := $(wildcard src/cli/*.c)
+LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS))
+CLI_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(CLI_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
+VICTIM_SRCS := $(wildcard tests/victims/*.c)
+VICTIMS := $(patsubst tests/victims/%.c,$(B)/victims/%,$(VICTIM_SRCS))
+ITEST_SRCS := $(wildcard tests/integration/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
+DEMO_BINS := $(patsubst demo/%.c,$(B)/demo/%,$(wildcard demo/*.c))
+# Victims, demo and bench targets: plain programs, never sanitized.
+VICTIM_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread
+
+.PHONY: all deps test check-unit check-integration demo bench clean format-check
+all: $(B)/heapctl $(B)/libheapctl.a
+
+$(B)/obj/%.o: %.c
+	$(msg) CC $<
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(B)/libheapctl.a: $(LIB_OBJS)
+	$(msg) AR $@
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(B)/heapctl: $(CLI_OBJS) $(B)/libheapctl.a
+	$(msg) LD $@
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJS) $(B)/libheapctl.a $(LDLIBS_ALL)
+
+$(B)/tests/%: tests/unit/%.c $(B)/libheapctl.a
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libheapctl.a $(LDLIBS_ALL)
+
+$(B)/tests/itest: $(ITEST_SRCS)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $(ITEST_SRCS)
+
+$(B)/victims/%: tests/victims/%.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $< $(if $(findstring jemalloc,$*),$(JE_CFLAGS) $(JE_LIBS))
+
+$(B)/bench/%: bench/%.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_CFLAGS) $(JE_LIBS)
+
+$(B)/demo/%: demo/%.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_CFLAGS) $(JE_LIBS)
+
+# Debian packages; apt runs only when something is missing.
+DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev \
+	libjemalloc-dev redis-server redis-tools gdb
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+		grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "  DEPS    installing:" $$missing; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+check-unit: $(B)/heapctl $(UNIT_BINS)
+	@tests/run-unit.sh $(B) $(UNIT_BINS)
+
+check-integration: $(B)/heapctl $(VICTIMS) $(B)/tests/itest
+	@HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims $(B)/tests/itest
+
+test: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(VICTIMS) $(B)/tests/itest
+	@tests/run-all.sh $(B) $(UNIT_BINS)
+
+demo: deps
+	@$(MAKE) --no-print-directory all $(DEMO_BINS)
+	@demo/run.sh $(B)
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@bench/run.sh $(B)
+
+format-check:
+	@git diff -U0 --no-color origin/main -- '*.c' '*.h' 2>/dev/null | \
+		clang-format-diff -p1 | (! grep -q .) || \
+		{ echo "format-check: run clang-format on the changed lines"; exit 1; }
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * arch/aarch64/arch.c: the arm64 backend, pure functions over the
+ * NT_PRSTATUS image (struct user_pt_regs) and the NT_PRFPREG image
+ * (struct user_fpsimd_state).  It compiles on every host so that x86_64 CI
+ * unit-tests it; the mirror structs are checked against the kernel's own
+ * layout only when the host is arm64.
+ *
+ * The frame built by prep_call() (AAPCS64: no red zone, the return address
+ * lives in x30, sp must be 16-byte aligned at every public interface):
+ *
+ *            original sp -> +--------------------------+
+ *                           | margin (A64_CALL_MARGIN) |  never touched
+ *   sp at function entry -> +--------------------------+  16-byte aligned
+ *                           | callee frames grow down  |
+ *
+ *   x0..x7 = arguments, x30 (lr) = trap, pc = fn, PSTATE.BTYPE = 0
+ */
+#include <elf.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <capstone/capstone.h>
+
+#include "arch.h"
+#include "err.h"
+
+#if defined(__aarch64__)
+#include <asm/ptrace.h>
+#endif
+
+/* Mirror of struct user_pt_regs, arch/arm64/include/uapi/asm/ptrace.h. */
+struct a64_gregs {
+	uint64_t regs[31]; /* x0..x30; x30 is the link register */
+	uint64_t sp;
+	uint64_t pc;
+	uint64_t pstate;
+};
+
+/* Mirror of struct user_fpsimd_state, the NT_PRFPREG payload. */
+struct a64_fpsimd {
+	uint8_t vregs[32][16]; /* q0..q31, left alone */
+	uint32_t fpsr;
+	uint32_t fpcr;
+	uint32_t reserved[2];
+};
+
+_Static_assert(sizeof(struct a64_gregs) == 272, "NT_PRSTATUS image is 272 bytes on arm64");
+_Static_assert(sizeof(struct a64_fpsimd) == 528, "NT_PRFPREG image is 528 bytes on arm64");
+
+#if defined(__aarch64__)
+_Static_assert(sizeof(struct a64_gregs) == sizeof(struct user_pt_regs),
+	       "struct a64_gregs must mirror struct user_pt_regs");
+_Static_assert(offsetof(struct a64_gregs, sp) == offsetof(struct user_pt_regs, sp),
+	       "sp offset");
+_Static_assert(offsetof(struct a64_gregs, pc) == offsetof(struct user_pt_regs, pc),
+	       "pc offset");
+_Static_assert(offsetof(struct a64_gregs, pstate) == offsetof(struct user_pt_regs, pstate),
+	       "pstate offset");
+_Static_assert(sizeof(struct a64_fpsimd) == sizeof(struct user_fpsimd_state),
+	       "struct a64_fpsimd must mirror struct user_fpsimd_state");
+_Static_assert(offsetof(struct a64_fpsimd, fpsr) == offsetof(struct user_fpsimd_state, fpsr),
+	       "fpsr offset");
+_Static_assert(offsetof(struct a64_fpsimd, fpcr) == offsetof(struct user_fpsimd_state, fpcr),
+	       "fpcr offset");
+#endif
+
+#define A64_NARGS	8	/* x0..x7 carry integer arguments (AAPCS64) */
+#define A64_SYS_NARGS	6	/* x0..x5 carry syscall arguments, x8 the number */
+#define A64_LR		30
+
+/*
+ * AAPCS64 has no red zone: nothing below sp is live, and the frame could
+ * start right at sp.  Leave a margin anyway; it costs nothing and protects
+ * hand-written assembly or JIT code that keeps scratch data below sp
+ * against the ABI.
+ */
+#define A64_CALL_MARGIN 256
+
+/*
+ * si_code of a brk, include/uapi/asm-generic/siginfo.h.  glibc hides
+ * TRAP_BRKPT unless _XOPEN_SOURCE/_GNU_SOURCE is defined.
+ */
+#define A64_TRAP_BRKPT 1
+
+/* PSTATE.BTYPE, bits 11:10 (PSR_BTYPE_MASK, arch/arm64/include/uapi/asm/ptrace.h). */
+#define A64_PSR_BTYPE_MASK 0x00000c00ULL
+
+static const unsigned int a64_extra_regsets[] = {
+	NT_PRFPREG, /* struct user_fpsimd_state: q0..q31, fpsr, fpcr */
+	/*
+	 * NT_ARM_SVE is not listed: it only exists on SVE hardware and its
+	 * size depends on the vector length, so the core probes for it and
+	 * saves it only when the thread has live SVE state.
+	 */
+	0,
+};
+
+static const uint8_t a64_trap[] = {
+	0x00, 0x00, 0x20, 0xd4, /* brk #0 */
+};
+
+static const uint8_t a64_cb_stub[] = {
+	0x00, 0x00, 0x20, 0xd4, /* brk #0 */
+	0xc0, 0x03, 0x5f, 0xd6, /* ret    */
+};
+
+static const uint8_t a64_syscall_insn[] = {
+	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
+};
+
+static uint64_t get_pc(const void *gregs)
+{
+	const struct a64_gregs *r = gregs;
+
+	return r->pc;
+}
+
+static uint64_t get_sp(const void *gregs)
+{
+	const struct a64_gregs *r = gregs;
+
+	return r->sp;
+}
+
+static uint64_t get_arg(const void *gregs, unsigned int i)
+{
+	const struct a64_gregs *r = gregs;
+
+	if (i >= A64_NARGS)
+		return 0;
+	return r->regs[i];
+}
+
+static uint64_t get_ret(const void *gregs)
+{
+	const struct a64_gregs *r = gregs;
+
+	return r->regs[0];
+}
+
+static int prep_call(void *gregs, struct hc_call *c, struct hc_err *err)
+{
+	struct a64_gregs *r = gregs;
+	unsigned int i;
+
+	if (c->nargs > A64_NARGS)
+		return err_set(err, HC_E_ARGS, 0,
+			       "%u arguments for a call on aarch64, at most %u fit in x0-x7",
+			       c->nargs, A64_NARGS);
+
+	for (i = 0; i < c->nargs; i++)
+		r->regs[i] = c->args[i];
+
+	r->sp = (c->sp - A64_CALL_MARGIN) & ~(uint64_t)15;
+	r->regs[A64_LR] = c->trap_addr;
+	r->pc = c->fn;
+	/*
+	 * A thread stopped right after an indirect branch has PSTATE.BTYPE
+	 * set; moving pc to a function whose first instruction is not the
+	 * matching BTI landing pad would then raise a Branch Target exception
+	 * in a BTI-enabled binary.  A pc written by the tracer is not a
+	 * branch, so start the call with BTYPE = 0.
+	 */
+	r->pstate &= ~A64_PSR_BTYPE_MASK;
+
+	/* The return address is in x30: nothing for call.c to write. */
+	c->slot_addr = 0;
+	c->slot_val = 0;
+	return 0;
+}
+
+/*
+ * Used with PTRACE_SYSCALL.  At syscall-entry/exit stops the kernel
+ * clobbers x7 to tell the tracer which one it is and puts the old value
+ * back on resume (report_syscall(), arch/arm64/kernel/ptrace.c), so only
+ * x0..x5 and x8 may be relied on here.
+ */
+static void prep_syscall(void *gregs, uint64_t pc, long nr, const uint64_t *args,
+			 unsigned int nargs)
+{
+	struct a64_gregs *r = gregs;
+	unsigned int i;
+
+	for (i = 0; i < nargs && i < A64_SYS_NARGS; i++)
+		r->regs[i] = args[i];
+	r->regs[8] = (uint64_t)nr;
+	r->pc = pc;
+	r->pstate &= ~A64_PSR_BTYPE_MASK;
+}
+
+static int64_t get_syscall_ret(const void *gregs)
+{
+	const struct a64_gregs *r = gregs;
+
+	return (int64_t)r->regs[0];
+}
+
+/*
+ * brk is reported with si_code TRAP_BRKPT and pc still pointing at the brk
+ * instruction itself (brk_handler(), arch/arm64/kernel/debug-monitors.c);
+ * unlike int3 on x86 the pc is not advanced.
+ */
+static bool stopped_at_trap(const void *gregs, const siginfo_t *si, uint64_t trap_addr)
+{
+	const struct a64_gregs *r = gregs;
+
+	return si->si_signo == SIGTRAP && si->si_code == A64_TRAP_BRKPT && r->pc == trap_addr;
+}
+
+/*
+ * Nothing to do.  arm64's do_signal() (arch/arm64/kernel/signal.c) decides
+ * on a syscall restart *before* get_signal() reports the ptrace stop: it
+ * already rewound pc to the svc and restored x0 from orig_x0.  The x86
+ * fix-up (orig_rax = -1, needed because arch_do_signal_or_restart() looks
+ * at orig_ax after the stop) must not be ported: the image we save is
+ * already the restart state, and restoring it verbatim re-arms the call.
+ */
+static void no_restart(void *gregs)
+{
+	(void)gregs;
+}
+
+/*
+ * The interrupted syscall number is not part of NT_PRSTATUS on arm64
+ * (orig_x0 and syscallno are kernel-only fields of struct pt_regs); it is
+ * exposed through the separate NT_ARM_SYSTEM_CALL regset.  Logs only.
+ */
+static long syscall_nr(const void *gregs)
+{
+	(void)gregs;
+	return -1;
+}
+
+/*
+ * AAPCS64 guarantees the callee FPCR in its default state: round to
+ * nearest, no trapped exceptions, no flush-to-zero, no default NaN.  FPSR
+ * only carries sticky flags and saturation; clear it too.  The vector
+ * registers are caller-saved scratch for the callee (except d8-d15, which
+ * it preserves), so leave them.
+ */
+static bool call_fpstate(unsigned int nt, void *buf, size_t len)
+{
+	struct a64_fpsimd *fp = buf;
+
+	if (nt != NT_PRFPREG || len < sizeof(*fp))
+		return false;
+	fp->fpsr = 0;
+	fp->fpcr = 0;
+	return true;
+}
+
+/*
+ * snprintf() semantics, like the x86_64 backend: returns the length the
+ * whole dump needs; out is always terminated, and truncated if short.
+ * Four registers per line, no trailing newline.
+ */
+static int dump_regs(const void *gregs, char *out, size_t outlen)
+{
+	const struct a64_gregs *r = gregs;
+	static const char *const special[] = { "sp ", "pc ", "pstate" };
+	const uint64_t sval[] = { r->sp, r->pc, r->pstate };
+	const char *sep;
+	size_t total = 0;
+	unsigned int i;
+	int n;
+
+	if (outlen)
+		out[0] = '\0';
+	for (i = 0; i < 34; i++) {
+		char *dst = total < outlen ? out + total : NULL;
+		size_t room = total < outlen ? outlen - total : 0;
+
+		sep = !i ? "" : i % 4 ? " " : "\n";
+		if (i < 31)
+			n = snprintf(dst, room, "%sx%-2u %016" PRIx64, sep, i, r->regs[i]);
+		else
+			n = snprintf(dst, room, "%s%s %016" PRIx64, sep, special[i - 31],
+				     sval[i - 31]);
+		if (n < 0)
+			return n;
+		total += (size_t)n;
+	}
+	return (int)total;
+}
+
+const struct hc_arch hc_arch_aarch64 = {
+	.name = "aarch64",
+	.e_machine = EM_AARCH64,
+	.gregs_len = sizeof(struct a64_gregs),
+	.extra_regsets = a64_extra_regsets,
+	.trap = a64_trap,
+	.trap_len = sizeof(a64_trap),
+	.cb_stub = a64_cb_stub,
+	.cb_stub_len = sizeof(a64_cb_stub),
+	.syscall_insn = a64_syscall_insn,
+	.syscall_insn_len = sizeof(a64_syscall_insn),
+	.max_args = A64_NARGS,
+	.nr_mmap = 222,		/* __NR_mmap, include/uapi/asm-generic/unistd.h */
+	.nr_mprotect = 226,	/* __NR_mprotect */
+	.nr_munmap = 215,	/* __NR_munmap */
+	.cs_arch = CS_ARCH_ARM64,
+	.cs_mode = CS_MODE_ARM,
+
+	.get_pc = get_pc,
+	.get_sp = get_sp,
+	.get_arg = get_arg,
+	.prep_call = prep_call,
+	.get_ret = get_ret,
+	.prep_syscall = prep_syscall,
+	.get_syscall_ret = get_syscall_ret,
+	.stopped_at_trap = stopped_at_trap,
+	.no_restart = no_restart,
+	.syscall_nr = syscall_nr,
+	.call_fpstate = call_fpstate,
+	.dump_regs = dump_regs,
+};

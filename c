@@ -1,0 +1,3 @@
+reset
+gap
+gap

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * heapctl: make a live process call its own allocator's control functions.
+ *
+ * Model: hc_target_open() inspects a process without stopping it (maps,
+ * symbols, allocator).  Every operation below then borrows exactly one
+ * thread at a safe point, runs the allocator's functions on it, restores the
+ * thread bit for bit and detaches.  Other threads keep running throughout.
+ *
+ * Errors: every function takes a caller-owned struct hc_err as its last
+ * parameter and returns 0 on success, -1 on failure (NULL for pointers).
+ * The first failure recorded wins; outer layers only add context.
+ *
+ * The library never prints: install a sink with hc_log_set().
+ *
+ * Thread safety: a struct hc_target is used by one thread at a time.  The
+ * library blocks SIGCHLD in the calling thread while it waits for the
+ * target; a multi-threaded host must not consume SIGCHLD elsewhere.
+ */
+#ifndef HEAPCTL_HEAPCTL_H
+#define HEAPCTL_HEAPCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HC_API __attribute__((visibility("default")))
+#define HC_MUST_CHECK __attribute__((warn_unused_result))
+
+#define HC_VERSION "0.1.0"
+
+/* X-macro: code, default hint.  The single source of codes and hints. */
+#define HC_ERRORS(X)                                                                         \
+	X(HC_OK, "")                                                                         \
+	X(HC_E_USAGE, "see heapctl --help")                                                  \
+	X(HC_E_NO_PROC, "check the pid with ps; the process may have exited")               \
+	X(HC_E_PERM, "run as the target's user or as root (CAP_SYS_PTRACE); with Yama, "    \
+		     "/proc/sys/kernel/yama/ptrace_scope must be 0 or 1")                   \
+	X(HC_E_TRACED, "detach the other tracer (gdb, strace) first")                       \
+	X(HC_E_NO_ALLOC, "heapctl drives jemalloc; the target does not use it")              \
+	X(HC_E_NO_SYM, "the symbol may be stripped; install the debug package")             \
+	X(HC_E_UNSAFE, "every thread was inside the allocator; retry, or raise --timeout")   \
+	X(HC_E_TIMEOUT, "raise --timeout, or retry when the process is less busy")           \
+	X(HC_E_GONE, "the process exited while heapctl worked on it")                       \
+	X(HC_E_FAULT, "the call faulted inside the target; the thread was restored")         \
+	X(HC_E_REMOTE, "the allocator refused the request")                                 \
+	X(HC_E_PROF_OFF, "restart the process with MALLOC_CONF=prof:true,prof_active:false " \
+			 "(no cost while inactive)")                                        \
+	X(HC_E_NO_CTL, "list names in jemalloc(3), section MALLCTL NAMESPACE")               \
+	X(HC_E_TYPE, "check the value's type in jemalloc(3)")                               \
+	X(HC_E_ARGS, "too many arguments for this architecture's calling convention")        \
+	X(HC_E_UNSUPPORTED, "heapctl cannot act safely on this target")                     \
+	X(HC_E_IO, "check the path and free space")                                         \
+	X(HC_E_NOMEM, "free some memory and retry")                                         \
+	X(HC_E_INTERNAL, "please report this as a bug with -vvv output")
+
+#define HC_ERR_ENUM(code, hint) code,
+enum hc_errc { HC_ERRORS(HC_ERR_ENUM) HC_E__COUNT };
+#undef HC_ERR_ENUM
+
+struct hc_err {
+	enum hc_errc code;
+	int sys_errno;  /* local errno behind the failure, or 0 */
+	char msg[256];  /* what failed, naming the pid/tid/symbol */
+	char hint[256]; /* what the user can do about it */
+};
+
+/* Name of a code ("HC_E_PERM") and its default hint. */
+HC_API const char *hc_err_name(enum hc_errc code);
+HC_API const char *hc_err_default_hint(enum hc_errc code);
+
+enum hc_log_level { HC_LOG_ERR, HC_LOG_WARN, HC_LOG_INFO, HC_LOG_DEBUG, HC_LOG_TRACE };
+typedef void (*hc_log_fn)(enum hc_log_level level, const char *msg);
+/* Install the log sink; messages above level are dropped.  NULL silences. */
+HC_API void hc_log_set(hc_log_fn fn, enum hc_log_level level);
+
+struct hc_target;
+
+struct hc_target_opts {
+	pid_t tid;          /* 0: pick a thread at a safe point; else force this one */
+	unsigned timeout_ms; /* whole-operation budget; 0 means 30 s */
+};
+
+/*
+ * Inspect pid: maps, objects, symbols, allocator.  Does not stop anything.
+ * Fails with HC_E_NO_PROC, HC_E_PERM, HC_E_NO_ALLOC.  Free with
+ * hc_target_close().
+ */
+HC_API HC_MUST_CHECK struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o,
+						      struct hc_err *err);
+HC_API void hc_target_close(struct hc_target *t);
+
+/* Where things were found: for `heapctl info`. */
+struct hc_where {
+	const char *allocator;  /* "jemalloc" */
+	const char *object;     /* path of the object that holds it */
+	const char *prefix;     /* symbol prefix, e.g. "" or "je_" or "_rjem_" */
+	const char *symtab;     /* ".dynsym", ".symtab" or the debug file used */
+	uint64_t ctl_raddr;     /* address of <prefix>mallctl in the target */
+	uint64_t stats_raddr;   /* address of <prefix>malloc_stats_print */
+	unsigned ncandidates;   /* allocators found in the process */
+	const char *others;     /* other allocator-looking objects, or "" */
+};
+HC_API void hc_target_where(const struct hc_target *t, struct hc_where *w);
+
+/* Values of allocator controls, typed. */
+enum hc_type { HC_T_VOID, HC_T_BOOL, HC_T_UNSIGNED, HC_T_SIZE, HC_T_SSIZE, HC_T_U64,
+	       HC_T_I64, HC_T_U32, HC_T_STRING };
+
+struct hc_value {
+	enum hc_type type;
+	union {
+		bool b;
+		uint64_t u;
+		int64_t i;
+	};
+	char str[512]; /* HC_T_STRING */
+};
+
+/* Format v for humans and scripts ("true", "4096", "abc"). */
+HC_API void hc_value_format(const struct hc_value *v, char *out, size_t len);
+
+/* Allocator facts for `heapctl info`. */
+struct hc_info {
+	char version[64];
+	bool prof_built;   /* config.prof */
+	bool prof_enabled; /* opt.prof */
+	bool prof_active;  /* prof.active */
+	char conf[32][96]; /* "name=value" for key opt.* settings */
+	unsigned nconf;
+};
+HC_API HC_MUST_CHECK int hc_info_get(struct hc_target *t, struct hc_info *info,
+				     struct hc_err *err);
+
+HC_API HC_MUST_CHECK int hc_prof_get(struct hc_target *t, bool *enabled, bool *active,
+				     struct hc_err *err);
+/* Fails with HC_E_PROF_OFF (and the right MALLOC_CONF hint) if opt.prof is false. */
+HC_API HC_MUST_CHECK int hc_prof_set(struct hc_target *t, bool active, struct hc_err *err);
+/*
+ * Make the allocator write a heap profile inside the target (its mount
+ * namespace, its permissions), copy it to out_path on this side, and remove
+ * the target-side file.
+ */
+HC_API HC_MUST_CHECK int hc_prof_dump(struct hc_target *t, const char *out_path,
+				      struct hc_err *err);
+
+struct hc_stats {
+	char allocator[16];
+	char version[64];
+	uint64_t allocated, active, metadata, resident, mapped, retained, dirty, muzzy;
+	uint64_t rss; /* from /proc/PID/status */
+	unsigned narenas;
+};
+HC_API HC_MUST_CHECK int hc_stats_get(struct hc_target *t, struct hc_stats *st,
+				      struct hc_err *err);
+
+/*
+ * Full text statistics, streamed to sink as the allocator produces them;
+ * nothing is written to the target's own fds.  opts: the allocator's option
+ * string (jemalloc: malloc_stats_print's opts) or NULL.
+ */
+typedef int (*hc_sink_fn)(void *arg, const char *buf, size_t len);
+HC_API HC_MUST_CHECK int hc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink,
+					void *arg, struct hc_err *err);
+
+/* Return dirty pages to the OS.  arena < 0: all arenas. */
+HC_API HC_MUST_CHECK int hc_purge(struct hc_target *t, int arena, struct hc_err *err);
+
+/* Read or write a control by name.  value: text, parsed per the name's type. */
+HC_API HC_MUST_CHECK int hc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
+				    struct hc_err *err);
+HC_API HC_MUST_CHECK int hc_ctl_set(struct hc_target *t, const char *name, const char *value,
+				    struct hc_value *old, struct hc_err *err);
+
+/* Timing of the last operation, for -v and benchmarks. */
+struct hc_timing {
+	pid_t tid;          /* thread borrowed */
+	uint64_t paused_us; /* how long it was stopped */
+	unsigned attempts;  /* threads/tries until a safe point was found */
+};
+HC_API void hc_target_timing(const struct hc_target *t, struct hc_timing *tm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

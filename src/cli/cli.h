@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.h: what the heapctl front end shares between main.c and cmd_*.c.
+ *
+ * main.c parses the command line into a struct cli_env and dispatches on the
+ * action word through a table of struct cli_cmd.  Each handler returns the
+ * process exit status (CLI_EXIT_*); it prints its own results on stdout and
+ * reports failures with cli_fail() or cli_usage(), which write to stderr.
+ */
+#ifndef HEAPCTL_CLI_H
+#define HEAPCTL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <heapctl/heapctl.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+/* Default whole-operation budget, and the per-process one for `list`. */
+#define CLI_TIMEOUT_MS 30000u
+#define CLI_LIST_TIMEOUT_MS 2000u
+
+/* Options a command may accept: a bit each, checked against cli_cmd.opts. */
+enum cli_opt {
+	CLI_O_PID = 1u << 0,
+	CLI_O_TID = 1u << 1,
+	CLI_O_TIMEOUT = 1u << 2,
+	CLI_O_JSON = 1u << 3,
+	CLI_O_FULL = 1u << 4,
+	CLI_O_OPTS = 1u << 5,
+	CLI_O_OUTPUT = 1u << 6,
+	CLI_O_ARENA = 1u << 7,
+};
+
+struct cli_env;
+
+struct cli_cmd {
+	const char *name;
+	int (*fn)(struct cli_env *env);
+	unsigned int opts;    /* CLI_O_* this command accepts besides -v/-h */
+	int min_args;         /* positional words after the command */
+	int max_args;
+	const char *usage;    /* one synopsis line per form, '\n'-separated */
+	const char *summary;  /* one line for `heapctl --help` */
+	const char *help;     /* what it does, in a few lines */
+	const char *options;  /* option lines besides -p and the common ones, or NULL */
+	const char *examples; /* the EXAMPLES section body */
+};
+
+struct cli_env {
+	const struct cli_cmd *cmd;
+	pid_t pid;                 /* 0 until -p */
+	struct hc_target_opts topts;
+	unsigned int seen;         /* CLI_O_* given on the command line */
+	int verbose;               /* number of -v */
+	bool json;
+	bool full;
+	const char *output;        /* dump -o */
+	const char *stats_opts;    /* stats --opts */
+	int arena;                 /* purge --arena, -1 for all */
+	char **args;               /* positional words after the command */
+	int nargs;
+};
+
+/* util.c: reporting */
+void cli_log_init(int verbose);
+void cli_log(enum hc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_fail(const struct hc_err *err);
+int cli_usage(const struct cli_env *env, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void cli_timing(const struct cli_env *env, const struct hc_target *t);
+
+/* util.c: stdout, whose first write error is kept for the exit status */
+int cli_flush(void);
+void cli_stdout_failed(int err);
+int cli_stdout_errno(void);
+
+/* util.c: target lifetime; signals that would kill heapctl are held meanwhile */
+struct hc_target *cli_open(const struct cli_env *env, pid_t pid, struct hc_err *err);
+void cli_close(struct hc_target *t);
+
+/* util.c: parsing and formatting */
+int cli_parse_pid(const char *s, pid_t *out);
+int cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
+int cli_parse_seconds(const char *s, unsigned int *ms);
+void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
+const char *cli_size(uint64_t n, char *buf, size_t len);
+int cli_read_comm(pid_t pid, char *buf, size_t len);
+int cli_read_exe(pid_t pid, char *buf, size_t len);
+void cli_shell_quote(FILE *f, const char *s);
+void cli_json_str(FILE *f, const char *s);
+const char *cli_yesno(bool b);
+const char *cli_bool(bool b);
+
+/* cmd_*.c: one handler per action word */
+int cmd_list(struct cli_env *env);
+int cmd_info(struct cli_env *env);
+int cmd_prof(struct cli_env *env);
+int cmd_dump(struct cli_env *env);
+int cmd_stats(struct cli_env *env);
+int cmd_purge(struct cli_env *env);
+int cmd_get(struct cli_env *env);
+int cmd_set(struct cli_env *env);
+
+#endif /* HEAPCTL_CLI_H */

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_info.c: heapctl info — which allocator, where heapctl found it, and
+ * how it is configured.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *or_none(const char *s)
+{
+	return s && s[0] ? s : "(none)";
+}
+
+/* A JSON number as jemalloc prints integers: -?(0|[1-9][0-9]*). */
+static bool is_json_int(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		return s[1] == '\0';
+	if (*s < '1' || *s > '9')
+		return false;
+	while (*s >= '0' && *s <= '9')
+		s++;
+	return *s == '\0';
+}
+
+/* "name=value" -> JSON member, the value typed as the allocator printed it. */
+static void json_conf(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	const char *val = eq ? eq + 1 : "";
+	char key[96];
+
+	snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - kv) : (int)strlen(kv), kv);
+	cli_json_str(stdout, key);
+	putchar(':');
+	if (!strcmp(val, "true") || !strcmp(val, "false") || is_json_int(val))
+		fputs(val, stdout);
+	else
+		cli_json_str(stdout, val);
+}
+
+static void print_json(pid_t pid, const char *name, const struct hc_where *w,
+		       const struct hc_info *in)
+{
+	unsigned int i;
+
+	printf("{\"pid\":%d,\"name\":", (int)pid);
+	cli_json_str(stdout, name);
+	fputs(",\"allocator\":", stdout);
+	cli_json_str(stdout, w->allocator);
+	fputs(",\"version\":", stdout);
+	cli_json_str(stdout, in->version);
+	fputs(",\"object\":", stdout);
+	cli_json_str(stdout, w->object);
+	fputs(",\"prefix\":", stdout);
+	cli_json_str(stdout, w->prefix);
+	fputs(",\"symtab\":", stdout);
+	cli_json_str(stdout, w->symtab);
+	printf(",\"mallctl\":\"0x%" PRIx64 "\",\"malloc_stats_print\":\"0x%" PRIx64 "\"",
+	       w->ctl_raddr, w->stats_raddr);
+	printf(",\"candidates\":%u,\"others\":", w->ncandidates);
+	cli_json_str(stdout, w->others);
+	printf(",\"prof_built\":%s,\"prof_enabled\":%s,\"prof_active\":%s,\"conf\":{",
+	       cli_bool(in->prof_built), cli_bool(in->prof_enabled), cli_bool(in->prof_active));
+	for (i = 0; i < in->nconf && i < 32; i++) {
+		if (i)
+			putchar(',');
+		json_conf(in->conf[i]);
+	}
+	fputs("}}\n", stdout);
+}
+
+static void print_human(pid_t pid, const char *name, const struct hc_where *w,
+			const struct hc_info *in)
+{
+	const char *prefix = w->prefix ? w->prefix : "";
+	unsigned int i;
+
+	printf("pid           %d (%s)\n", (int)pid, name);
+	printf("allocator     %s %s\n", or_none(w->allocator), or_none(in->version));
+	printf("object        %s\n", or_none(w->object));
+	printf("prefix        %s\n", or_none(prefix));
+	printf("symbols       %s\n", or_none(w->symtab));
+	printf("mallctl       0x%" PRIx64 "%s%s%s\n", w->ctl_raddr, prefix[0] ? " (" : "",
+	       prefix[0] ? prefix : "", prefix[0] ? "mallctl)" : "");
+	printf("stats_print   0x%" PRIx64 "%s%s%s\n", w->stats_raddr, prefix[0] ? " (" : "",
+	       prefix[0] ? prefix : "", prefix[0] ? "malloc_stats_print)" : "");
+	printf("candidates    %u\n", w->ncandidates);
+	printf("others        %s\n", or_none(w->others));
+	printf("profiling     built: %s; enabled at start (opt.prof): %s; "
+	       "active (prof.active): %s\n",
+	       cli_yesno(in->prof_built), cli_yesno(in->prof_enabled), cli_yesno(in->prof_active));
+	if (!in->nconf)
+		return;
+	puts("settings");
+	for (i = 0; i < in->nconf && i < 32; i++) {
+		const char *eq = strchr(in->conf[i], '=');
+
+		if (eq)
+			printf("  %-26.*s %s\n", (int)(eq - in->conf[i]), in->conf[i], eq + 1);
+		else
+			printf("  %s\n", in->conf[i]);
+	}
+}
+
+int cmd_info(struct cli_env *env)
+{
+	struct hc_target *t;
+	struct hc_where w;
+	struct hc_info in;
+	struct hc_err err;
+	char name[64];
+
+	memset(&err, 0, sizeof(err));
+	memset(&w, 0, sizeof(w));
+	memset(&in, 0, sizeof(in));
+	t = cli_open(env, env->pid, &err);
+	if (!t)
+		return cli_fail(&err);
+	hc_target_where(t, &w);
+	if (hc_info_get(t, &in, &err)) {
+		cli_close(t);
+		return cli_fail(&err);
+	}
+	cli_timing(env, t);
+	cli_read_comm(env->pid, name, sizeof(name));
+	if (env->json)
+		print_json(env->pid, name, &w, &in);
+	else
+		print_human(env->pid, name, &w, &in);
+	/* The where strings belong to t: print before closing. */
+	cli_close(t);
+	return CLI_EXIT_OK;
+}

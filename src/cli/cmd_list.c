@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_list.c: heapctl list — every process heapctl can drive.
+ *
+ * hc_target_open() only reads /proc and ELF files, so trying it on every
+ * process is cheap and stops nothing; only the processes that turn out to
+ * use jemalloc lend a thread, once, for hc_prof_get().
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* include/linux/sched.h; not exported to user space. */
+#define PF_KTHREAD 0x00200000u
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Numeric entries of /proc, sorted; NULL with errno set on failure. */
+static pid_t *scan_proc(size_t *count)
+{
+	pid_t *pids = NULL, *p;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		pid_t pid;
+
+		if (!isdigit((unsigned char)de->d_name[0]) || cli_parse_pid(de->d_name, &pid))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			p = realloc(pids, cap * sizeof(*pids));
+			if (!p) {
+				free(pids);
+				closedir(d);
+				errno = ENOMEM;
+				return NULL;
+			}
+			pids = p;
+		}
+		pids[n++] = pid;
+	}
+	closedir(d);
+	if (!pids) {
+		/* An empty /proc: give the caller a valid, empty array. */
+		pids = malloc(sizeof(*pids));
+		if (!pids)
+			return NULL;
+	}
+	qsort(pids, n, sizeof(*pids), cmp_pid);
+	*count = n;
+	return pids;
+}
+
+/* Kernel threads have no user memory to inspect: field 9 of stat, proc(5). */
+static bool is_kthread(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned int flags;
+	const char *p;
+	char state;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* comm may hold spaces and parentheses: parse from the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
+		return false;
+	return flags & PF_KTHREAD;
+}
+
+/* Open failures that just mean "not one of ours": not worth a line. */
+static bool quiet_failure(enum hc_errc code)
+{
+	return code == HC_E_NO_ALLOC || code == HC_E_NO_PROC || code == HC_E_PERM ||
+	       code == HC_E_GONE;
+}
+
+struct row {
+	pid_t pid;
+	char name[64];
+	char allocator[16];
+	const char *prof;
+	bool known, enabled, active;
+};
+
+static void print_row(const struct cli_env *env, const struct row *r, unsigned int index)
+{
+	if (!env->json) {
+		printf("%7d  %-16s %-10s %s\n", (int)r->pid, r->name, r->allocator, r->prof);
+		return;
+	}
+	fputs(index ? ",\n  {" : "\n  {", stdout);
+	printf("\"pid\":%d,\"name\":", (int)r->pid);
+	cli_json_str(stdout, r->name);
+	fputs(",\"allocator\":", stdout);
+	cli_json_str(stdout, r->allocator);
+	printf(",\"prof\":\"%s\"", r->prof);
+	if (r->known)
+		printf(",\"enabled\":%s,\"active\":%s}", cli_bool(r->enabled),
+		       cli_bool(r->active));
+	else
+		fputs(",\"enabled\":null,\"active\":null}", stdout);
+}
+
+/*
+ * Returns 1 if a row was filled, 0 to skip the process.  *denied counts the
+ * processes skipped for lack of permission, for the hint at the end.
+ */
+static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned int *denied)
+{
+	struct hc_target *t;
+	struct hc_where w;
+	struct hc_err err;
+	int ret;
+
+	memset(&err, 0, sizeof(err));
+	memset(r, 0, sizeof(*r));
+	r->pid = pid;
+	if (cli_read_comm(pid, r->name, sizeof(r->name)))
+		return 0; /* gone already */
+
+	t = cli_open(env, pid, &err);
+	if (!t) {
+		if (err.code == HC_E_PERM)
+			(*denied)++;
+		cli_log(quiet_failure(err.code) ? HC_LOG_DEBUG : HC_LOG_INFO, "pid %d (%s): %s",
+			(int)pid, r->name, err.msg[0] ? err.msg : hc_err_name(err.code));
+		return 0;
+	}
+	memset(&w, 0, sizeof(w));
+	hc_target_where(t, &w);
+	/* The where strings belong to t: copy before closing it. */
+	snprintf(r->allocator, sizeof(r->allocator), "%s",
+		 w.allocator && w.allocator[0] ? w.allocator : "?");
+
+	ret = hc_prof_get(t, &r->enabled, &r->active, &err);
+	if (ret == 0) {
+		cli_timing(env, t);
+		r->known = true;
+		r->prof = r->active ? "active" : r->enabled ? "enabled" : "off";
+	} else if (err.code == HC_E_GONE || err.code == HC_E_NO_PROC) {
+		cli_close(t);
+		return 0; /* exited under us */
+	} else {
+		cli_log(HC_LOG_INFO, "pid %d (%s): %s", (int)pid, r->name,
+			err.msg[0] ? err.msg : hc_err_name(err.code));
+		r->prof = "?";
+	}
+	cli_close(t);
+	return 1;
+}
+
+int cmd_list(struct cli_env *env)
+{
+	unsigned int shown = 0, denied = 0;
+	pid_t self = getpid();
+	size_t i, n = 0;
+	pid_t *pids;
+
+	pids = scan_proc(&n);
+	if (!pids) {
+		struct hc_err err = { .code = HC_E_IO, .sys_errno = errno };
+
+		snprintf(err.msg, sizeof(err.msg), "cannot read /proc: %s", strerror(errno));
+		snprintf(err.hint, sizeof(err.hint), "is /proc mounted?");
+		return cli_fail(&err);
+	}
+	if (env->json)
+		fputs("[", stdout);
+	else
+		printf("%7s  %-16s %-10s %s\n", "PID", "NAME", "ALLOCATOR", "PROF");
+	cli_flush();
+
+	for (i = 0; i < n; i++) {
+		struct row r;
+
+		if (pids[i] == self || is_kthread(pids[i]))
+			continue;
+		if (!probe(env, pids[i], &r, &denied))
+			continue;
+		print_row(env, &r, shown++);
+		/*
+		 * Rows appear as they are found, so a long scan shows progress.  Once
+		 * nobody reads them ("| head -3"), stop pausing processes for nothing.
+		 */
+		if (cli_flush())
+			break;
+	}
+	if (env->json)
+		fputs(shown ? "\n]\n" : "]\n", stdout);
+	free(pids);
+
+	cli_log(HC_LOG_INFO, "%zu processes scanned, %u listed", n, shown);
+	if (denied && geteuid() != 0)
+		cli_log(HC_LOG_WARN, "%u processes could not be inspected (permission denied); "
+			"run as root to see them", denied);
+	return CLI_EXIT_OK;
+}

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_purge.c: heapctl purge — return dirty pages to the OS, and show what
+ * that bought: dirty and RSS before and after.
+ */
+#include <string.h>
+
+#include "cli.h"
+
+static void line(const char *name, uint64_t before, uint64_t after)
+{
+	char a[32], b[32];
+
+	printf("%-10s%10s -> %s\n", name, cli_size(before, a, sizeof(a)),
+	       cli_size(after, b, sizeof(b)));
+}
+
+int cmd_purge(struct cli_env *env)
+{
+	struct hc_stats before, after;
+	struct hc_target *t;
+	struct hc_err err;
+	char size[32];
+
+	memset(&err, 0, sizeof(err));
+	memset(&before, 0, sizeof(before));
+	memset(&after, 0, sizeof(after));
+	t = cli_open(env, env->pid, &err);
+	if (!t)
+		return cli_fail(&err);
+	if (hc_stats_get(t, &before, &err))
+		goto fail;
+	cli_timing(env, t);
+	if (hc_purge(t, env->arena, &err))
+		goto fail;
+	cli_timing(env, t);
+	if (hc_stats_get(t, &after, &err))
+		goto fail;
+	cli_timing(env, t);
+	cli_close(t);
+
+	if (env->arena < 0)
+		printf("purged all %u arenas of pid %d\n", before.narenas, (int)env->pid);
+	else
+		printf("purged arena %d of pid %d\n", env->arena, (int)env->pid);
+	line("dirty", before.dirty, after.dirty);
+	if (before.muzzy || after.muzzy)
+		line("muzzy", before.muzzy, after.muzzy);
+	line("rss", before.rss, after.rss);
+	if (after.rss < before.rss)
+		printf("%-10s%10s back to the OS\n", "released",
+		       cli_size(before.rss - after.rss, size, sizeof(size)));
+	else if (!before.dirty && !before.muzzy)
+		printf("%-10s%10s (there was nothing to purge)\n", "released", "0 B");
+	else
+		printf("%-10s%10s (RSS did not drop; the program may have allocated meanwhile)\n",
+		       "released", "0 B");
+	return CLI_EXIT_OK;
+
+fail:
+	cli_close(t);
+	return cli_fail(&err);
+}

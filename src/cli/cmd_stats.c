@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_stats.c: heapctl stats — where the heap memory is, in words.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	size_t off;
+	const char *what;
+} figures[] = {
+	{ "allocated", offsetof(struct hc_stats, allocated), "live bytes the program holds" },
+	{ "active", offsetof(struct hc_stats, active), "pages backing live allocations" },
+	{ "metadata", offsetof(struct hc_stats, metadata), "allocator bookkeeping" },
+	{ "resident", offsetof(struct hc_stats, resident), "allocator pages in RAM" },
+	{ "mapped", offsetof(struct hc_stats, mapped), "mapped by the allocator (active extents)" },
+	{ "retained", offsetof(struct hc_stats, retained),
+	  "virtual memory kept for reuse (not RSS)" },
+	{ "dirty", offsetof(struct hc_stats, dirty),
+	  "freed pages not yet returned to the OS (heapctl purge)" },
+	{ "muzzy", offsetof(struct hc_stats, muzzy), "lazily purged pages" },
+	{ "rss", offsetof(struct hc_stats, rss), "process resident set (all memory, from /proc)" },
+};
+
+static uint64_t figure(const struct hc_stats *st, size_t i)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)st + figures[i].off, sizeof(v));
+	return v;
+}
+
+static void print_human(pid_t pid, const struct hc_stats *st)
+{
+	const char *unit;
+	char num[32];
+	size_t i;
+
+	printf("%s %s, pid %d, %u arena%s\n", st->allocator, st->version, (int)pid, st->narenas,
+	       st->narenas == 1 ? "" : "s");
+	for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++) {
+		cli_size_parts(figure(st, i), num, sizeof(num), &unit);
+		printf("%-12s%6s %-3s   %s\n", figures[i].name, num, unit, figures[i].what);
+	}
+}
+
+static void print_json(pid_t pid, const struct hc_stats *st)
+{
+	size_t i;
+
+	printf("{\"pid\":%d,\"allocator\":", (int)pid);
+	cli_json_str(stdout, st->allocator);
+	fputs(",\"version\":", stdout);
+	cli_json_str(stdout, st->version);
+	for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
+		printf(",\"%s\":%llu", figures[i].name, (unsigned long long)figure(st, i));
+	printf(",\"narenas\":%u}\n", st->narenas);
+}
+
+/*
+ * Never ask the library to stop: the allocator is mid-report in the target
+ * and the call must run to its end.  Output that cannot be written (the
+ * reader of "| head" went away) is dropped instead.
+ */
+static int out_sink(void *arg, const char *buf, size_t len)
+{
+	bool *broken = arg;
+
+	if (*broken)
+		return 0;
+	errno = 0;
+	if (fwrite(buf, 1, len, stdout) != len) {
+		cli_stdout_failed(errno);
+		*broken = true;
+	}
+	return 0;
+}
+
+static int print_full(struct cli_env *env, struct hc_target *t, struct hc_err *err)
+{
+	bool broken = false;
+
+	if (hc_stats_print(t, env->stats_opts, out_sink, &broken, err))
+		return -1;
+	cli_timing(env, t);
+	return 0;
+}
+
+int cmd_stats(struct cli_env *env)
+{
+	struct hc_target *t;
+	struct hc_stats st;
+	struct hc_err err;
+
+	memset(&err, 0, sizeof(err));
+	memset(&st, 0, sizeof(st));
+	t = cli_open(env, env->pid, &err);
+	if (!t)
+		return cli_fail(&err);
+	if (env->full) {
+		if (print_full(env, t, &err))
+			goto fail;
+		cli_close(t);
+		return CLI_EXIT_OK;
+	}
+	if (hc_stats_get(t, &st, &err))
+		goto fail;
+	cli_timing(env, t);
+	cli_close(t);
+	if (env->json)
+		print_json(env->pid, &st);
+	else
+		print_human(env->pid, &st);
+	return CLI_EXIT_OK;
+
+fail:
+	cli_close(t);
+	return cli_fail(&err);
+}

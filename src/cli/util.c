@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: MIT
+/*
+ * util.c: reporting, target lifetime, number parsing and output helpers
+ * shared by the heapctl commands.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ---- logging ---------------------------------------------------------- */
+
+static enum hc_log_level log_level = HC_LOG_WARN;
+
+static const char *level_name(enum hc_log_level level)
+{
+	switch (level) {
+	case HC_LOG_ERR:
+		return "error";
+	case HC_LOG_WARN:
+		return "warning";
+	case HC_LOG_INFO:
+		return "info";
+	case HC_LOG_DEBUG:
+		return "debug";
+	case HC_LOG_TRACE:
+		return "trace";
+	}
+	return "log";
+}
+
+/*
+ * The library's sink.  Multi-line messages (register dumps at -vvv) get the
+ * prefix on every line so `grep 'heapctl: debug'` keeps working.
+ */
+static void log_sink(enum hc_log_level level, const char *msg)
+{
+	const char *p = msg, *nl;
+	const char *name = level_name(level);
+
+	if (level > log_level)
+		return;
+	do {
+		int n;
+
+		nl = strchr(p, '\n');
+		n = nl ? (int)(nl - p) : (int)strlen(p);
+		if (n || !nl)
+			fprintf(stderr, "heapctl: %s: %.*s\n", name, n, p);
+		p = nl ? nl + 1 : NULL;
+	} while (p && *p);
+}
+
+void cli_log_init(int verbose)
+{
+	static const enum hc_log_level levels[] = { HC_LOG_WARN, HC_LOG_INFO, HC_LOG_DEBUG,
+						    HC_LOG_TRACE };
+
+	if (verbose < 0)
+		verbose = 0;
+	if (verbose > 3)
+		verbose = 3;
+	log_level = levels[verbose];
+	hc_log_set(log_sink, log_level);
+}
+
+void cli_log(enum hc_log_level level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_sink(level, buf);
+}
+
+int cli_fail(const struct hc_err *err)
+{
+	const char *msg = err->msg[0] ? err->msg : hc_err_name(err->code);
+	const char *hint = err->hint[0] ? err->hint : hc_err_default_hint(err->code);
+
+	cli_flush();
+	fprintf(stderr, "heapctl: error: %s\n", msg);
+	if (hint && hint[0])
+		fprintf(stderr, "hint: %s\n", hint);
+	cli_log(HC_LOG_DEBUG, "error code %s, errno %d%s%s", hc_err_name(err->code),
+		err->sys_errno, err->sys_errno ? " " : "",
+		err->sys_errno ? strerror(err->sys_errno) : "");
+	/* The library refusing what the user typed is still a usage error. */
+	return err->code == HC_E_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+}
+
+int cli_usage(const struct cli_env *env, const char *fmt, ...)
+{
+	va_list ap;
+
+	cli_flush();
+	fputs("heapctl: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (env && env->cmd)
+		fprintf(stderr, "\nhint: see 'heapctl %s --help'\n", env->cmd->name);
+	else
+		fputs("\nhint: see 'heapctl --help'\n", stderr);
+	return CLI_EXIT_USAGE;
+}
+
+/* Benchmarks parse this exact line; keep the format stable. */
+void cli_timing(const struct cli_env *env, const struct hc_target *t)
+{
+	struct hc_timing tm;
+
+	if (env->verbose < 1)
+		return;
+	memset(&tm, 0, sizeof(tm));
+	hc_target_timing(t, &tm);
+	if (!tm.tid)
+		return;
+	fprintf(stderr, "heapctl: info: borrowed tid %d for %llu us\n", (int)tm.tid,
+		(unsigned long long)tm.paused_us);
+	if (tm.attempts > 1)
+		cli_log(HC_LOG_DEBUG, "safe point found after %u attempts", tm.attempts);
+}
+
+/* ---- stdout ------------------------------------------------------------ */
+
+/*
+ * stdio forgets why a write failed once the error flag is set, and EPIPE
+ * ("| head" went away) must not be reported like a full disk: keep the
+ * first errno here.
+ */
+static int stdout_err;
+
+void cli_stdout_failed(int err)
+{
+	if (!stdout_err)
+		stdout_err = err ? err : EIO;
+}
+
+int cli_flush(void)
+{
+	errno = 0;
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		cli_stdout_failed(errno);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_stdout_errno(void)
+{
+	return stdout_err;
+}
+
+/* ---- target lifetime -------------------------------------------------- */
+
+/*
+ * While a thread of the target is borrowed, dying would leave it running the
+ * injected call with nobody to catch the return trap: the kernel detaches a
+ * dead tracer's tracees but does not restore their registers.  So the
+ * signals a terminal or a supervisor sends are held from open to close and
+ * delivered afterwards.  Blocking (not catching) them keeps the library's
+ * waits free of EINTR.  SIGTTOU is held too: stopping heapctl mid-call would
+ * leave the borrowed thread stopped.  SIGKILL cannot be helped.
+ */
+static sigset_t saved_mask;
+static int held;
+
+static void hold_signals(void)
+{
+	sigset_t set;
+
+	if (held++)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGTSTP);
+	sigaddset(&set, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &set, &saved_mask);
+}
+
+static void release_signals(void)
+{
+	if (held <= 0 || --held)
+		return;
+	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+}
+
+struct hc_target *cli_open(const struct cli_env *env, pid_t pid, struct hc_err *err)
+{
+	struct hc_target *t;
+
+	hold_signals();
+	t = hc_target_open(pid, &env->topts, err);
+	if (!t)
+		release_signals();
+	return t;
+}
+
+void cli_close(struct hc_target *t)
+{
+	if (!t)
+		return;
+	hc_target_close(t);
+	release_signals();
+}
+
+/* ---- parsing ---------------------------------------------------------- */
+
+/* Plain decimal only: no sign, no blanks, no 0x; strtoul would take all three. */
+int cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cli_parse_pid(const char *s, pid_t *out)
+{
+	unsigned long v;
+
+	if (cli_parse_uint(s, INT_MAX, &v) || v == 0)
+		return -1;
+	*out = (pid_t)v;
+	return 0;
+}
+
+/* Seconds, fractions allowed ("0.5"); at least 1 ms, at most UINT_MAX ms. */
+int cli_parse_seconds(const char *s, unsigned int *ms)
+{
+	double v, whole;
+	char *end;
+
+	/* A leading digit or dot rules out "nan", "inf", signs and blanks. */
+	if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || end == s || !(v > 0) || v * 1000.0 > (double)UINT_MAX)
+		return -1;
+	/* Round up by hand: libm is not linked. */
+	v *= 1000.0;
+	whole = (double)(unsigned int)v;
+	*ms = (unsigned int)whole + (whole < v);
+	if (!*ms)
+		*ms = 1;
+	return 0;
+}
+
+/* ---- formatting ------------------------------------------------------- */
+
+void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)n / 1024.0;
+	unsigned int i = 0;
+
+	if (n < 1024) {
+		snprintf(num, len, "%llu", (unsigned long long)n);
+		*unit = "B";
+		return;
+	}
+	/* 1023.97 would print as "1024.0"; move up a unit instead. */
+	while (v >= 1023.95 && i + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024.0;
+		i++;
+	}
+	snprintf(num, len, "%.1f", v);
+	*unit = units[i];
+}
+
+const char *cli_size(uint64_t n, char *buf, size_t len)
+{
+	const char *unit;
+	char num[32];
+
+	cli_size_parts(n, num, sizeof(num), &unit);
+	snprintf(buf, len, "%s %s", num, unit);
+	return buf;
+}
+
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	do
+		n = read(fd, buf, len - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+int cli_read_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	n = read_small(path, buf, len);
+	if (n < 0) {
+		snprintf(buf, len, "?");
+		return -1;
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int cli_read_exe(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, buf, len - 1);
+	if (n < 0) {
+		buf[0] = '\0';
+		return -1;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Quote s for a POSIX shell, only if it needs it, so hints can be pasted. */
+void cli_shell_quote(FILE *f, const char *s)
+{
+	static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				   "0123456789_./-+:,@%=";
+
+	if (*s && strspn(s, safe) == strlen(s)) {
+		fputs(s, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+/* Length of the valid UTF-8 sequence at s, or 0 (overlongs and surrogates too). */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		n = 2;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		n = 3;
+		cp = s[0] & 0x0f;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		n = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/*
+ * A JSON string: quotes, backslash and control characters escaped.  Paths
+ * and process names are bytes, not text; a byte that is not valid UTF-8
+ * becomes U+FFFD so the document stays valid.
+ */
+void cli_json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+
+	fputc('"', f);
+	while (*s) {
+		size_t n;
+
+		switch (*s) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\b':
+			fputs("\\b", f);
+			break;
+		case '\f':
+			fputs("\\f", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		default:
+			if (*s < 0x20 || *s == 0x7f) {
+				fprintf(f, "\\u%04x", *s);
+				break;
+			}
+			n = utf8_len(s);
+			if (!n) {
+				fputs("\\ufffd", f);
+				break;
+			}
+			fwrite(s, 1, n, f);
+			s += n;
+			continue;
+		}
+		s++;
+	}
+	fputc('"', f);
+}
+
+const char *cli_yesno(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+const char *cli_bool(bool b)
+{
+	return b ? "true" : "false";
+}

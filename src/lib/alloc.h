@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Allocator drivers.  The engine (call.c) knows nothing of any allocator;
+ * a driver turns the public operations into remote calls.  jemalloc is the
+ * first driver; glibc and tcmalloc slot in as more entries of alloc_drivers[].
+ */
+#ifndef HC_ALLOC_H
+#define HC_ALLOC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <heapctl/heapctl.h>
+
+struct hc_target;
+struct obj;
+
+struct alloc_ops {
+	const char *name;
+	/*
+	 * Look for this allocator among t's objects (symbols only, nothing is
+	 * stopped).  Returns 1 found (fills t->where, t->alloc_priv), 0 not
+	 * found, -1 error.
+	 */
+	int (*detect)(struct hc_target *t, struct hc_err *err);
+	void (*release)(struct hc_target *t);
+	/* Is raddr inside the allocator's code? (safe-point check) */
+	bool (*contains)(const struct hc_target *t, uint64_t raddr);
+	int (*info)(struct hc_target *t, struct hc_info *info, struct hc_err *err);
+	int (*prof_get)(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err);
+	int (*prof_set)(struct hc_target *t, bool active, struct hc_err *err);
+	int (*prof_dump)(struct hc_target *t, const char *out, struct hc_err *err);
+	int (*stats)(struct hc_target *t, struct hc_stats *st, struct hc_err *err);
+	int (*stats_print)(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,
+			   struct hc_err *err);
+	int (*purge)(struct hc_target *t, int arena, struct hc_err *err);
+	int (*ctl_get)(struct hc_target *t, const char *name, struct hc_value *v,
+		       struct hc_err *err);
+	int (*ctl_set)(struct hc_target *t, const char *name, const char *value,
+		       struct hc_value *old, struct hc_err *err);
+};
+
+extern const struct alloc_ops alloc_jemalloc;
+
+bool alloc_contains(const struct hc_target *t, uint64_t raddr);
+/* What malloc looks like in t when no driver matched, for the error message. */
+const char *alloc_guess(struct hc_target *t);
+
+#endif

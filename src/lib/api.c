@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/* The public entry points: open a target, dispatch to its allocator driver. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "call.h"
+#include "log.h"
+#include "ptrace.h"
+#include "target.h"
+#include "where.h"
+
+static const struct alloc_ops *const drivers[] = { &alloc_jemalloc };
+
+#define DEFAULT_TIMEOUT_MS 30000
+
+struct proc_status {
+	char state;
+	pid_t tracer;
+	int seccomp;
+	char name[64];
+};
+
+static int read_status(pid_t pid, struct proc_status *ps, struct hc_err *err)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	memset(ps, 0, sizeof(*ps));
+	ps->seccomp = -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return err_set(err, HC_E_NO_PROC, ENOENT, "no process with pid %d", pid);
+		return err_errno(err, errno, "open %s", path);
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Name:", 5))
+			sscanf(line + 5, " %63[^\n]", ps->name);
+		else if (!strncmp(line, "State:", 6))
+			sscanf(line + 6, " %c", &ps->state);
+		else if (!strncmp(line, "TracerPid:", 10))
+			ps->tracer = atoi(line + 10);
+		else if (!strncmp(line, "Seccomp:", 8))
+			ps->seccomp = atoi(line + 8);
+	}
+	fclose(f);
+	return 0;
+}
+
+static void comm_of(pid_t pid, char *out, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(out, len, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(out, (int)len, f))
+			out[strcspn(out, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+static int perm_error(pid_t pid, int e, struct hc_err *err)
+{
+	char hint[256];
+	int scope = -1;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	if (scope >= 1)
+		snprintf(hint, sizeof(hint),
+			 "ptrace_scope=%d: run as root or grant CAP_SYS_PTRACE%s", scope,
+			 scope == 1 ? " (or have the target call prctl(PR_SET_PTRACER))" : "");
+	else
+		snprintf(hint, sizeof(hint),
+			 "run as the target's user or as root (CAP_SYS_PTRACE); a setuid or "
+			 "non-dumpable target needs root");
+	return err_sethint(err, HC_E_PERM, e, hint, "not permitted to trace pid %d: %s", pid,
+			   strerror(e));
+}
+
+struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, struct hc_err *err)
+{
+	struct proc_status ps;
+	struct hc_target *t;
+	char path[64];
+
+	if (pid <= 0)
+		return err_set(err, HC_E_USAGE, 0, "invalid pid %d", pid), NULL;
+	if (pid == getpid())
+		return err_set(err, HC_E_UNSUPPORTED, 0, "heapctl cannot drive itself"), NULL;
+	if (read_status(pid, &ps, err) < 0)
+		return NULL;
+	if (ps.state == 'Z' || ps.state == 'X')
+		return err_set(err, HC_E_NO_PROC, 0, "pid %d (%s) is a zombie: it has exited", pid,
+			       ps.name), NULL;
+	if (ps.tracer && ps.tracer != getpid()) {
+		char comm[64];
+
+		comm_of(ps.tracer, comm, sizeof(comm));
+		err_sethint(err, HC_E_TRACED, 0, "detach the other tracer first",
+			    "pid %d (%s) is already traced by pid %d (%s)", pid, ps.name, ps.tracer,
+			    comm);
+		return NULL;
+	}
+	if (ps.seccomp == 1) {
+		err_sethint(err, HC_E_UNSUPPORTED, 0,
+			    "strict seccomp allows only read/write/exit: nothing can be called safely",
+			    "pid %d (%s) runs in strict seccomp mode", pid, ps.name);
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
+	t->pid = pid;
+	t->memfd = -1;
+	if (o)
+		t->opts = *o;
+	if (!t->opts.timeout_ms)
+		t->opts.timeout_ms = DEFAULT_TIMEOUT_MS;
+	t->arch = hc_arch_host();
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	t->memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (t->memfd < 0) {
+		if (errno == EACCES || errno == EPERM)
+			perm_error(pid, errno, err);
+		else if (errno == ENOENT || errno == ESRCH)
+			err_set(err, HC_E_NO_PROC, errno, "pid %d exited", pid);
+		else
+			err_errno(err, errno, "open %s", path);
+		goto fail;
+	}
+	if (t->opts.tid) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, t->opts.tid);
+		if (access(path, F_OK) < 0) {
+			err_set(err, HC_E_NO_PROC, 0, "thread %d is not a thread of pid %d", t->opts.tid,
+				pid);
+			goto fail;
+		}
+	}
+	if (maps_load(t, err) < 0 || where_init(t, err) < 0)
+		goto fail;
+	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++) {
+		int r = drivers[i]->detect(t, err);
+
+		if (r < 0)
+			goto fail;
+		if (r > 0) {
+			t->alloc = drivers[i];
+			break;
+		}
+	}
+	if (!t->alloc) {
+		err_sethint(err, HC_E_NO_ALLOC, 0,
+			    "heapctl drives jemalloc; start the process with jemalloc (linked, or "
+			    "LD_PRELOAD=libjemalloc.so.2)",
+			    "pid %d (%s) does not use jemalloc: its malloc comes from %s", pid, ps.name,
+			    alloc_guess(t));
+		goto fail;
+	}
+	return t;
+fail:
+	hc_target_close(t);
+	return NULL;
+}
+
+void hc_target_close(struct hc_target *t)
+{
+	if (!t)
+		return;
+	if (t->sess) {
+		struct hc_err e = { 0 };
+
+		call_end(t, &e);
+	}
+	if (t->alloc && t->alloc->release)
+		t->alloc->release(t);
+	where_fini(t);
+	objs_free(t);
+	if (t->memfd >= 0)
+		close(t->memfd);
+	free(t);
+}
+
+void hc_target_where(const struct hc_target *t, struct hc_where *w)
+{
+	*w = t->where;
+}
+
+void hc_target_timing(const struct hc_target *t, struct hc_timing *tm)
+{
+	*tm = t->timing;
+}
+
+bool alloc_contains(const struct hc_target *t, uint64_t raddr)
+{
+	return t->alloc && t->alloc->contains && t->alloc->contains(t, raddr);
+}
+
+const char *alloc_guess(struct hc_target *t)
+{
+	static char buf[320];
+
+	/* The executable first, then objects in load order: the linker's lookup scope. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < t->nobjs; i++) {
+			struct obj *o = &t->objs[i];
+			struct hc_err e = { 0 };
+
+			if (o->is_exe != (pass == 0) || !o->base || o->is_vdso)
+				continue;
+			if (sym_load(t, o, &e) < 0 || !sym_by_name(o, "malloc"))
+				continue;
+			if (strstr(o->path, "/libc.so"))
+				snprintf(buf, sizeof(buf), "glibc (%s)", o->path);
+			else if (strstr(o->path, "tcmalloc"))
+				snprintf(buf, sizeof(buf), "tcmalloc (%s)", o->path);
+			else
+				snprintf(buf, sizeof(buf), "%s", o->path);
+			return buf;
+		}
+	return "an unknown allocator";
+}
+
+/* Every operation gets the whole --timeout, counted from its start. */
+static void arm(struct hc_target *t)
+{
+	t->deadline_ns = now_ns() + (uint64_t)t->opts.timeout_ms * 1000000ull;
+}
+
+int hc_info_get(struct hc_target *t, struct hc_info *info, struct hc_err *err)
+{
+	arm(t);
+	return t->alloc->info(t, info, err);
+}
+
+int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
+{
+	arm(t);
+	return t->alloc->prof_get(t, enabled, active, err);
+}
+
+int hc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
+{
+	arm(t);
+	return t->alloc->prof_set(t, active, err);
+}
+
+int hc_prof_dump(struct hc_target *t, const char *out_path, struct hc_err *err)
+{
+	arm(t);
+	return t->alloc->prof_dump(t, out_path, err);
+}
+
+static uint64_t rss_of(pid_t pid)
+{
+	char path[64], line[256];
+	uint64_t kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kb = strtoull(line + 6, NULL, 10);
+	fclose(f);
+	return kb * 1024;
+}
+
+int hc_stats_get(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	arm(t);
+	if (t->alloc->stats(t, st, err) < 0)
+		return -1;
+	st->rss = rss_of(t->pid);
+	return 0;
+}
+
+int hc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,
+		   struct hc_err *err)
+{
+	arm(t);
+	return t->alloc->stats_print(t, opts, sink, arg, err);
+}
+
+int hc_purge(struct hc_target *t, int arena, struct hc_err *err)
+{
+	arm(t);
+	return t->alloc->purge(t, arena, err);
+}
+
+int hc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v, struct hc_err *err)
+{
+	arm(t);
+	return t->alloc->ctl_get(t, name, v, err);
+}
+
+int hc_ctl_set(struct hc_target *t, const char *name, const char *value, struct hc_value *old,
+	       struct hc_err *err)
+{
+	arm(t);
+	return t->alloc->ctl_set(t, name, value, old, err);
+}
+
+void hc_value_format(const struct hc_value *v, char *out, size_t len)
+{
+	switch (v->type) {
+	case HC_T_VOID:
+		snprintf(out, len, "%s", "");
+		break;
+	case HC_T_BOOL:
+		snprintf(out, len, "%s", v->b ? "true" : "false");
+		break;
+	case HC_T_SSIZE:
+	case HC_T_I64:
+		snprintf(out, len, "%" PRId64, v->i);
+		break;
+	case HC_T_STRING:
+		snprintf(out, len, "%s", v->str);
+		break;
+	default:
+		snprintf(out, len, "%" PRIu64, v->u);
+	}
+}

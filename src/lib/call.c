@@ -1,0 +1,875 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The remote-call engine: the arch-neutral sequence.
+ *
+ *  1. Seize ONE thread (PTRACE_SEIZE + PTRACE_INTERRUPT); the others run on.
+ *     Keep it only if where_safe() finds no frame inside the allocator.
+ *  2. Save NT_PRSTATUS, every extra regset at the size the kernel reports
+ *     (11008 bytes of XSTATE on AMX machines), and the signal mask.
+ *  3. mmap heapctl's pages with remote syscalls run under PTRACE_SYSCALL,
+ *     so nothing else in the target is ever patched.  The signal mask is
+ *     read at the first syscall-entry stop: by then the kernel has put back
+ *     a mask that ppoll/pselect/epoll_pwait/sigsuspend had swapped in.
+ *     From there on every asynchronous signal is blocked; they stay pending
+ *     and are delivered after the restore, none lost or doubled.
+ *  4. Calls return onto a trap in heapctl's own page, which no other thread
+ *     can reach.
+ *  5. Restore on every path: unmap, put back registers and mask, then stop
+ *     once more inside signal delivery (PTRACE_INTERRUPT) and detach there,
+ *     so the kernel's syscall-restart logic sees the original registers and
+ *     a blocked read/nanosleep/futex resumes exactly as if nothing happened.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "call.h"
+#include "log.h"
+#include "ptrace.h"
+#include "target.h"
+#include "where.h"
+
+#define NT_PRSTATUS_ 1
+#define CODE_LEN 4096
+#define CB_OFF 16
+#define DATA_LEN (256 * 1024)
+#define MAX_EXTRA 4
+#define MAX_DEFER 64
+
+enum stop { ST_EXITED, ST_EVENT, ST_GROUP, ST_SYSCALL, ST_SIGNAL };
+
+struct deferred {
+	int sig;
+	siginfo_t si;
+};
+
+struct sess {
+	pid_t tid;
+	uint8_t gregs[512]; /* saved */
+	uint8_t cur[512];   /* working copy */
+	struct {
+		unsigned int nt;
+		uint8_t *buf;
+		size_t len;
+	} extra[MAX_EXTRA];
+	unsigned int nextra;
+	uint64_t mask;     /* the thread's real mask, restored at the end */
+	bool mask_blocked; /* heapctl's mask is in place */
+	bool fp_ready;     /* the ABI-clean FP state for calls is in place */
+	bool touched;      /* registers were changed and the thread ran */
+	bool stopped;      /* in a ptrace stop we can act on */
+	bool saved;        /* gregs holds the original registers */
+	enum stop at;      /* the kind of stop the thread is in now */
+	int pending_sig;   /* a signal that arrived before the mask was taken */
+	uint64_t code, data;
+	size_t data_used;
+	struct deferred defer[MAX_DEFER];
+	unsigned int ndefer;
+	uint64_t stopped_ns;
+	bool gone;
+};
+
+/* Signals that report a fault of the running code: never blocked. */
+static bool is_fault_sig(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGTRAP || sig == SIGSYS;
+}
+
+static uint64_t call_mask(void)
+{
+	uint64_t m = ~0ull;
+
+	/*
+	 * Leave synchronous faults unblocked: if a blocked one is forced, the
+	 * kernel resets the target's handler to SIG_DFL (force_sig_info_to_task).
+	 */
+	for (int sig = 1; sig <= 64; sig++)
+		if (is_fault_sig(sig))
+			m &= ~(1ull << (sig - 1));
+	return m;
+}
+
+static const char *stop_name(enum stop st)
+{
+	static const char *const n[] = { "exit", "event-stop", "group-stop", "syscall-stop",
+					 "signal-delivery-stop" };
+	return n[st];
+}
+
+static int wait_stop(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
+		     struct hc_err *err)
+{
+	int status, r = ptrace_wait(tid, &status, t->deadline_ns, err);
+
+	if (r <= 0)
+		return r < 0 ? -1 : 1; /* 1: timed out */
+	*sig = 0;
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		*st = ST_EXITED;
+		pr_debug("tid %d exited (status 0x%x)", tid, status);
+		return 0;
+	}
+	*sig = WSTOPSIG(status);
+	if ((status >> 16) == PTRACE_EVENT_STOP)
+		*st = (*sig == SIGSTOP || *sig == SIGTSTP || *sig == SIGTTIN || *sig == SIGTTOU) ?
+			      ST_GROUP :
+			      ST_EVENT;
+	else if (*sig == (SIGTRAP | 0x80))
+		*st = ST_SYSCALL;
+	else if (status >> 16)
+		*st = ST_EVENT; /* an event we did not ask for: treat as a plain stop */
+	else
+		*st = ST_SIGNAL;
+	pr_trace("tid %d: %s sig %d", tid, stop_name(*st), *sig);
+	return 0;
+}
+
+static int gone(struct hc_target *t, struct hc_err *err)
+{
+	if (t->sess)
+		t->sess->gone = true;
+	return err_set(err, HC_E_GONE, 0, "pid %d exited while heapctl was working on it", t->pid);
+}
+
+static int set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
+{
+	return ptrace_regset_set(t->sess->tid, NT_PRSTATUS_, g, t->arch->gregs_len, err);
+}
+
+static int get_gregs(struct hc_target *t, void *g, struct hc_err *err)
+{
+	size_t len = t->arch->gregs_len;
+
+	return ptrace_regset_get(t->sess->tid, NT_PRSTATUS_, g, &len, err);
+}
+
+static void defer_signal(struct sess *s, int sig, const siginfo_t *si)
+{
+	if (s->ndefer < MAX_DEFER) {
+		s->defer[s->ndefer].sig = sig;
+		s->defer[s->ndefer].si = *si;
+		s->ndefer++;
+	}
+	pr_debug("tid %d: signal %d arrived during the call; it is delivered after the restore",
+		 s->tid, sig);
+}
+
+/* Re-send signals that reached us as signal-delivery-stops while we held the thread. */
+static void redeliver(struct hc_target *t, struct sess *s)
+{
+	for (unsigned int i = 0; i < s->ndefer; i++) {
+		siginfo_t *si = &s->defer[i].si;
+		long r;
+
+		/* rt_tgsigqueueinfo keeps si_value for sigqueue'd signals (si_code < 0). */
+		if (si->si_code < 0 && si->si_code != SI_TKILL)
+			r = syscall(SYS_rt_tgsigqueueinfo, t->pid, s->tid, s->defer[i].sig, si);
+		else
+			r = syscall(SYS_tgkill, t->pid, s->tid, s->defer[i].sig);
+		if (r < 0)
+			pr_warn("could not re-deliver signal %d to tid %d: %s", s->defer[i].sig,
+				s->tid, strerror(errno));
+	}
+	s->ndefer = 0;
+}
+
+/*
+ * Run one syscall from whatever stop the thread is in.  Returns 0 with *ret,
+ * 1 if a signal arrived before heapctl took the mask (s->pending_sig), -1.
+ */
+static int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+		int64_t *ret, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	bool entered = false;
+	enum stop st;
+	int sig, r;
+
+	memcpy(s->cur, s->gregs, t->arch->gregs_len);
+	t->arch->prep_syscall(s->cur, t->where_syscall, nr, args, n);
+	if (set_gregs(t, s->cur, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
+		return -1;
+	s->touched = true;
+	for (;;) {
+		r = wait_stop(t, s->tid, &st, &sig, err);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			return err_set(err, HC_E_TIMEOUT, 0, "syscall %ld in thread %d did not return",
+				       nr, s->tid);
+		s->at = st;
+		switch (st) {
+		case ST_EXITED:
+			return gone(t, err);
+		case ST_EVENT:
+		case ST_GROUP:
+			break;
+		case ST_SIGNAL:
+			if (!s->mask_blocked) {
+				s->pending_sig = sig;
+				return 1;
+			} else {
+				siginfo_t si;
+
+				if (ptrace_siginfo_get(s->tid, &si, err) < 0)
+					return -1;
+				defer_signal(s, sig, &si);
+			}
+			break;
+		case ST_SYSCALL:
+			if (!entered) {
+				entered = true;
+				if (!s->mask_blocked) {
+					/* The real mask, after the kernel's restore_saved_sigmask(). */
+					if (ptrace_sigmask_get(s->tid, &s->mask, err) < 0 ||
+					    ptrace_sigmask_set(s->tid, call_mask(), err) < 0)
+						return -1;
+					s->mask_blocked = true;
+				}
+				break;
+			}
+			if (get_gregs(t, s->cur, err) < 0)
+				return -1;
+			*ret = t->arch->get_syscall_ret(s->cur);
+			pr_trace("tid %d: syscall %ld = %lld", s->tid, nr, (long long)*ret);
+			return 0;
+		}
+		if (ptrace_resume(s->tid, true, 0, err) < 0)
+			return -1;
+	}
+}
+
+static int rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+		   int64_t *ret, const char *what, struct hc_err *err)
+{
+	int r = rsys(t, nr, args, n, ret, err);
+
+	if (r != 0)
+		return r;
+	if (*ret < 0 && *ret > -4096)
+		/* a remote failure: decode the target's errno, not ours */
+		return err_set(err, HC_E_REMOTE, (int)-*ret, "%s in pid %d failed: %s", what, t->pid,
+			       strerror((int)-*ret));
+	return 0;
+}
+
+static void sess_free(struct sess *s)
+{
+	for (unsigned int i = 0; i < s->nextra; i++)
+		free(s->extra[i].buf);
+	free(s);
+}
+
+/* Seize tid and stop it.  1: stopped and safe, 0: not usable now, -1: error. */
+static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
+		      struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	struct hc_err e = { 0 };
+	enum stop st;
+	int sig, r;
+
+	if (ptrace_seize(tid, &e) < 0) {
+		if (e.code == HC_E_GONE) {
+			snprintf(why, whylen, "thread %d exited", tid);
+			return 0;
+		}
+		*err = e;
+		return -1;
+	}
+	s->tid = tid;
+	if (ptrace_interrupt(tid, err) < 0)
+		return -1;
+	for (;;) {
+		r = wait_stop(t, tid, &st, &sig, err);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			return err_set(err, HC_E_TIMEOUT, 0,
+				       "thread %d did not stop (uninterruptible sleep?)", tid);
+		if (st == ST_EXITED) {
+			snprintf(why, whylen, "thread %d exited", tid);
+			return 0;
+		}
+		if (st != ST_SIGNAL)
+			break;
+		/* A signal on its way: deliver it as the kernel would, then stop. */
+		if (ptrace_resume(tid, false, sig, err) < 0)
+			return -1;
+	}
+	s->at = st;
+	s->stopped = true;
+	s->stopped_ns = now_ns();
+	if (get_gregs(t, s->gregs, err) < 0)
+		return -1;
+	s->saved = true;
+	pr_debug("tid %d stopped (%s) at pc 0x%llx, in syscall %ld", tid, stop_name(st),
+		 (unsigned long long)t->arch->get_pc(s->gregs), t->arch->syscall_nr(s->gregs));
+	where_disasm(t, t->arch->get_pc(s->gregs), HC_LOG_TRACE);
+	if (hc_log_on(HC_LOG_TRACE)) {
+		char buf[1024];
+
+		t->arch->dump_regs(s->gregs, buf, sizeof(buf));
+		pr_trace("registers of tid %d:\n%s", tid, buf);
+	}
+	if (where_safe(t, tid, why, whylen) == 1)
+		return 1;
+	pr_debug("tid %d is not at a safe point: %s", tid, why);
+	if (ptrace_detach(tid, 0, err) < 0)
+		return -1;
+	s->tid = 0;
+	s->stopped = s->saved = false;
+	return 0;
+}
+
+/* Threads in the order we try them: sleeping ones first, then running, then the rest. */
+static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err)
+{
+	char path[64];
+	struct dirent *de;
+	pid_t *v = NULL;
+	int *rank = NULL;
+	size_t cnt = 0, cap = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+	d = opendir(path);
+	if (!d)
+		return err_errno(err, errno, "open %s", path);
+	while ((de = readdir(d))) {
+		char sp[96], buf[512], *p;
+		pid_t tid = atoi(de->d_name);
+		FILE *f;
+		int rk = 3;
+
+		if (tid <= 0)
+			continue;
+		snprintf(sp, sizeof(sp), "/proc/%d/task/%d/stat", t->pid, tid);
+		f = fopen(sp, "re");
+		if (f) {
+			if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1]) {
+				char c = p[2];
+
+				rk = c == 'S' ? 0 : c == 'R' ? 1 : (c == 'T' || c == 't') ? 2 : c == 'Z' ? 9 : 3;
+			}
+			fclose(f);
+		}
+		if (rk == 9)
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			v = realloc(v, cap * sizeof(*v));
+			rank = realloc(rank, cap * sizeof(*rank));
+			if (!v || !rank) {
+				closedir(d);
+				free(v);
+				free(rank);
+				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+			}
+		}
+		v[cnt] = tid;
+		rank[cnt++] = rk;
+	}
+	closedir(d);
+	/* stable insertion sort by rank: thread lists are short */
+	for (size_t i = 1; i < cnt; i++)
+		for (size_t j = i; j > 0 && rank[j - 1] > rank[j]; j--) {
+			int rk = rank[j];
+			pid_t tv = v[j];
+
+			rank[j] = rank[j - 1];
+			v[j] = v[j - 1];
+			rank[j - 1] = rk;
+			v[j - 1] = tv;
+		}
+	free(rank);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static int save_extra(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	for (const unsigned int *nt = t->arch->extra_regsets; *nt && s->nextra < MAX_EXTRA; nt++) {
+		/* Ask with a generous buffer; the kernel says how much is real. */
+		size_t len = 64 * 1024;
+		uint8_t *buf = malloc(len);
+
+		if (!buf)
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		if (ptrace_regset_get(s->tid, *nt, buf, &len, err) < 0) {
+			free(buf);
+			return -1;
+		}
+		s->extra[s->nextra].nt = *nt;
+		s->extra[s->nextra].buf = buf;
+		s->extra[s->nextra].len = len;
+		s->nextra++;
+		pr_debug("tid %d: saved regset 0x%x, %zu bytes", s->tid, *nt, len);
+	}
+	return 0;
+}
+
+static int map_pages(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	uint8_t code[CB_OFF + 16];
+	uint64_t a[6];
+	int64_t ret;
+	int r;
+
+	/* code: r-x from the start; written through /proc/PID/mem, never writable */
+	a[0] = 0;
+	a[1] = CODE_LEN;
+	a[2] = PROT_READ | PROT_EXEC;
+	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	a[4] = (uint64_t)-1;
+	a[5] = 0;
+	r = rsys_ok(t, t->arch->nr_mmap, a, 6, &ret, "mmap of heapctl's code page", err);
+	if (r != 0)
+		return r;
+	s->code = (uint64_t)ret;
+	a[1] = DATA_LEN;
+	a[2] = PROT_READ | PROT_WRITE;
+	r = rsys_ok(t, t->arch->nr_mmap, a, 6, &ret, "mmap of heapctl's data area", err);
+	if (r != 0)
+		return r;
+	s->data = (uint64_t)ret;
+	memset(code, 0, sizeof(code));
+	memcpy(code, t->arch->trap, t->arch->trap_len);
+	memcpy(code + CB_OFF, t->arch->cb_stub, t->arch->cb_stub_len);
+	if (mem_write(t->memfd, s->code, code, sizeof(code), err) < 0)
+		return -1;
+	pr_debug("pid %d: code page at 0x%llx, data at 0x%llx", t->pid,
+		 (unsigned long long)s->code, (unsigned long long)s->data);
+	return 0;
+}
+
+/* Hand tid back now, from its first stop: nothing of ours is in it. */
+static int give_back_pending(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	int sig = s->pending_sig;
+
+	/*
+	 * A signal arrived before heapctl took the mask.  Put the original
+	 * registers back and let it be delivered right here, exactly as the
+	 * kernel would have without us: an interrupted syscall gets EINTR or
+	 * restarts per SA_RESTART, and the handler's frame saves the real mask.
+	 */
+	s->pending_sig = 0;
+	if (set_gregs(t, s->gregs, err) < 0 || ptrace_detach(s->tid, sig, err) < 0)
+		return -1;
+	for (unsigned int i = 0; i < s->nextra; i++)
+		free(s->extra[i].buf);
+	s->nextra = 0;
+	s->stopped = s->saved = false;
+	pr_debug("tid %d: signal %d arrived before the call; delivered it and retrying", s->tid,
+		 sig);
+	s->tid = 0;
+	s->touched = false;
+	return 0;
+}
+
+static int find_syscall_insn(struct hc_target *t, struct hc_err *err)
+{
+	/* The vDSO first (always there), then libc, then the executable. */
+	for (int pass = 0; pass < 3; pass++) {
+		for (size_t i = 0; i < t->nobjs; i++) {
+			struct obj *o = &t->objs[i];
+			bool want = pass == 0 ? o->is_vdso :
+				    pass == 1 ? strstr(o->path, "/libc.so") != NULL :
+						o->is_exe;
+			uint8_t buf[65536];
+			size_t step = t->arch->syscall_insn_len;
+
+			if (!want || !o->text_lo)
+				continue;
+			for (uint64_t at = o->text_lo; at < o->text_hi; at += sizeof(buf)) {
+				size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
+				struct hc_err e = { 0 };
+
+				if (mem_read(t->pid, t->memfd, at, buf, len, &e) < 0)
+					break;
+				for (size_t k = 0; k + step <= len; k += (step == 4 ? 4 : 1)) {
+					if (memcmp(buf + k, t->arch->syscall_insn, step))
+						continue;
+					if (where_is_syscall(t, at + k)) {
+						t->where_syscall = at + k;
+						pr_debug("syscall instruction at 0x%llx in %s",
+							 (unsigned long long)t->where_syscall, o->path);
+						return 0;
+					}
+				}
+			}
+		}
+	}
+	return err_set(err, HC_E_UNSUPPORTED, 0, "no syscall instruction found in pid %d", t->pid);
+}
+
+int call_begin(struct hc_target *t, struct hc_err *err)
+{
+	char why[256] = "no thread found";
+	pid_t *tids = NULL;
+	size_t ntids = 0;
+	unsigned int attempts = 0;
+	useconds_t backoff = 200;
+	int r;
+
+	if (!t->where_syscall && find_syscall_insn(t, err) < 0)
+		return -1;
+	t->sess = calloc(1, sizeof(*t->sess));
+	if (!t->sess)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	memset(&t->timing, 0, sizeof(t->timing));
+	for (;;) {
+		if (t->opts.tid) {
+			free(tids);
+			tids = malloc(sizeof(*tids));
+			if (!tids)
+				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+			tids[0] = t->opts.tid;
+			ntids = 1;
+		} else if (list_threads(t, &tids, &ntids, err) < 0) {
+			return -1;
+		}
+		for (size_t i = 0; i < ntids; i++) {
+			attempts++;
+			r = try_thread(t, tids[i], why, sizeof(why), err);
+			if (r < 0)
+				goto fail;
+			if (r == 0)
+				continue;
+			if (save_extra(t, err) < 0)
+				goto fail;
+			r = map_pages(t, err);
+			if (r < 0)
+				goto fail;
+			if (r > 0) {
+				if (give_back_pending(t, err) < 0)
+					goto fail;
+				snprintf(why, sizeof(why), "thread %d took a signal", tids[i]);
+				i--; /* same thread again */
+				continue;
+			}
+			free(tids);
+			t->timing.tid = t->sess->tid;
+			t->timing.attempts = attempts;
+			pr_info("borrowing tid %d of pid %d", t->sess->tid, t->pid);
+			return 0;
+		}
+		if (t->opts.tid && ntids == 1 && strstr(why, "exited")) {
+			err_set(err, HC_E_NO_PROC, 0, "thread %d is not in pid %d", t->opts.tid, t->pid);
+			goto fail;
+		}
+		if (now_ns() + backoff * 1000ull >= t->deadline_ns) {
+			if (t->opts.tid)
+				err_sethint(err, HC_E_UNSAFE, 0,
+					    "retry later, raise --timeout, or drop --tid to let heapctl pick a thread",
+					    "thread %d never reached a safe point: %s", t->opts.tid, why);
+			else
+				err_set(err, HC_E_UNSAFE, 0,
+					"no thread of pid %d reached a safe point (last: %s)", t->pid, why);
+			goto fail;
+		}
+		/* Let the threads run on out of the allocator, then look again. */
+		usleep(backoff);
+		if (backoff < 20000)
+			backoff *= 2;
+	}
+fail:
+	free(tids);
+	call_end(t, err);
+	return -1;
+}
+
+uint64_t call_cb_raddr(const struct hc_target *t)
+{
+	return t->sess ? t->sess->code + CB_OFF : 0;
+}
+
+static int prepare_fp(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	for (unsigned int i = 0; i < s->nextra; i++) {
+		uint8_t *copy = malloc(s->extra[i].len);
+		int r = 0;
+
+		if (!copy)
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		memcpy(copy, s->extra[i].buf, s->extra[i].len);
+		if (t->arch->call_fpstate(s->extra[i].nt, copy, s->extra[i].len))
+			r = ptrace_regset_set(s->tid, s->extra[i].nt, copy, s->extra[i].len, err);
+		free(copy);
+		if (r < 0)
+			return -1;
+	}
+	s->fp_ready = true;
+	return 0;
+}
+
+int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
+	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	struct hc_call c = { .fn = fn, .trap_addr = s->code, .nargs = nargs };
+	struct hc_err cberr = { 0 };
+	enum stop st;
+	int sig, r;
+
+	if (nargs > HC_ARCH_MAX_ARGS)
+		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
+	memcpy(c.args, args, nargs * sizeof(*args));
+	memcpy(s->cur, s->gregs, t->arch->gregs_len);
+	c.sp = t->arch->get_sp(s->gregs);
+	if (t->arch->prep_call(s->cur, &c, err) < 0)
+		return -1;
+	if (c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, sizeof(c.slot_val), err))
+		return -1;
+	if (!s->fp_ready && prepare_fp(t, err) < 0)
+		return -1;
+	if (set_gregs(t, s->cur, err) < 0 || ptrace_resume(s->tid, false, 0, err) < 0)
+		return -1;
+	s->touched = true;
+	for (;;) {
+		siginfo_t si;
+
+		r = wait_stop(t, s->tid, &st, &sig, err);
+		if (r < 0)
+			return -1;
+		if (r > 0) {
+			/* Take the thread back; call_end() restores it. */
+			uint64_t grace = now_ns() + 2000000000ull;
+
+			t->deadline_ns = grace;
+			if (ptrace_interrupt(s->tid, err) < 0)
+				return -1;
+			while ((r = wait_stop(t, s->tid, &st, &sig, err)) == 0 && st == ST_SIGNAL)
+				;
+			s->at = st;
+			if (r == 0 && st == ST_EXITED)
+				return gone(t, err);
+			return err_set(err, HC_E_TIMEOUT, 0,
+				       "the call at 0x%llx in thread %d did not return in time; "
+				       "the thread was taken back and restored",
+				       (unsigned long long)fn, s->tid);
+		}
+		s->at = st;
+		if (st == ST_EXITED)
+			return gone(t, err);
+		if (st != ST_SIGNAL) {
+			if (ptrace_resume(s->tid, false, 0, err) < 0)
+				return -1;
+			continue;
+		}
+		if (ptrace_siginfo_get(s->tid, &si, err) < 0 || get_gregs(t, s->cur, err) < 0)
+			return -1;
+		if (t->arch->stopped_at_trap(s->cur, &si, s->code)) {
+			*ret = t->arch->get_ret(s->cur);
+			if (err_isset(&cberr)) {
+				*err = cberr;
+				return -1;
+			}
+			return 0;
+		}
+		if (t->arch->stopped_at_trap(s->cur, &si, s->code + CB_OFF)) {
+			uint64_t a[6];
+
+			for (unsigned int i = 0; i < 6; i++)
+				a[i] = t->arch->get_arg(s->cur, i);
+			/*
+			 * Never abandon a call half way (it may hold the allocator's
+			 * locks): record the callback's first error and go on.
+			 */
+			if (cb && !err_isset(&cberr))
+				cb(cb_arg, t, a, &cberr);
+		} else if (si.si_code <= 0 || !is_fault_sig(sig)) {
+			defer_signal(s, sig, &si);
+		} else {
+			where_disasm(t, t->arch->get_pc(s->cur), HC_LOG_DEBUG);
+			return err_set(err, HC_E_FAULT, 0,
+				       "the call at 0x%llx faulted in thread %d: %s at pc 0x%llx, "
+				       "address 0x%llx",
+				       (unsigned long long)fn, s->tid, strsignal(sig),
+				       (unsigned long long)t->arch->get_pc(s->cur),
+				       (unsigned long long)(uintptr_t)si.si_addr);
+		}
+		if (ptrace_resume(s->tid, false, 0, err) < 0)
+			return -1;
+	}
+}
+
+int call_end(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	struct hc_err e = { 0 };
+	uint64_t a[2];
+	int64_t ret;
+	enum stop st;
+	int sig = 0, r;
+	bool ok = true;
+
+	if (!s)
+		return 0;
+	t->sess = NULL;
+	if (!s->tid || s->gone)
+		goto out;
+	if (!s->stopped) {
+		/* Seized but never stopped: heapctl's exit detaches it (exit_ptrace()). */
+		pr_warn("tid %d never stopped; it is released when heapctl exits", s->tid);
+		goto out;
+	}
+	if (!s->saved) {
+		if (ptrace_detach(s->tid, 0, &e) < 0)
+			goto fail;
+		goto out;
+	}
+	t->sess = s;
+	/* Give cleanup its own budget: restoring must not fail for lack of time. */
+	t->deadline_ns = now_ns() + 5000000000ull;
+	a[1] = DATA_LEN;
+	if (s->data) {
+		a[0] = s->data;
+		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0)
+			ok = false;
+	}
+	a[1] = CODE_LEN;
+	if (s->code && ok) {
+		a[0] = s->code;
+		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0)
+			ok = false;
+	}
+	if (s->gone)
+		goto out;
+	if (!ok)
+		pr_warn("pid %d: could not unmap heapctl's pages (%s)", t->pid, e.msg);
+	/* Put everything back exactly. */
+	for (unsigned int i = 0; i < s->nextra; i++)
+		if (ptrace_regset_set(s->tid, s->extra[i].nt, s->extra[i].buf, s->extra[i].len, &e))
+			goto fail;
+	if (set_gregs(t, s->gregs, &e) < 0)
+		goto fail;
+	if (s->mask_blocked && ptrace_sigmask_set(s->tid, s->mask, &e) < 0)
+		goto fail;
+	if (s->touched && s->at != ST_EVENT && s->at != ST_GROUP) {
+		/*
+		 * Stop once more inside get_signal(): only there does x86 run its
+		 * restart logic on the registers we just restored
+		 * (arch_do_signal_or_restart() after get_signal()).
+		 */
+		if (ptrace_interrupt(s->tid, &e) < 0 || ptrace_resume(s->tid, false, 0, &e) < 0)
+			goto fail;
+		for (;;) {
+			r = wait_stop(t, s->tid, &st, &sig, &e);
+			if (r != 0) {
+				err_set(&e, HC_E_TIMEOUT, 0, "thread %d did not stop for the restore",
+					s->tid);
+				goto fail;
+			}
+			if (st == ST_EXITED) {
+				s->gone = true;
+				goto out;
+			}
+			if (st == ST_EVENT || st == ST_GROUP) {
+				sig = 0;
+				break;
+			}
+			if (st == ST_SIGNAL)
+				break; /* in get_signal too: deliver it on detach */
+			if (ptrace_resume(s->tid, false, 0, &e) < 0)
+				goto fail;
+		}
+	}
+	if (ptrace_detach(s->tid, sig, &e) < 0)
+		goto fail;
+	t->timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
+	pr_debug("tid %d restored and detached after %llu us", s->tid,
+		 (unsigned long long)t->timing.paused_us);
+	redeliver(t, s);
+	goto out;
+fail:
+	pr_err("pid %d tid %d: restore failed: %s", t->pid, s->tid, e.msg);
+	if (!err_isset(err))
+		*err = e;
+out:
+	if (s->gone && !err_isset(err))
+		gone(t, err);
+	t->sess = NULL;
+	sess_free(s);
+	return err_isset(err) ? -1 : 0;
+}
+
+uint64_t call_scratch(struct hc_target *t, size_t len)
+{
+	struct sess *s = t->sess;
+	uint64_t at;
+
+	len = (len + 15) & ~(size_t)15;
+	if (!s || s->data_used + len > DATA_LEN)
+		return 0;
+	at = s->data + s->data_used;
+	s->data_used += len;
+	return at;
+}
+
+uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)
+{
+	size_t len = strlen(str) + 1;
+	uint64_t at = call_scratch(t, len);
+
+	if (!at) {
+		err_set(err, HC_E_ARGS, 0, "string of %zu bytes does not fit heapctl's data area", len);
+		return 0;
+	}
+	if (mem_write(t->memfd, at, str, len, err) < 0)
+		return 0;
+	return at;
+}
+
+int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
+	       struct hc_err *err)
+{
+	return mem_write(t->memfd, raddr, buf, len, err);
+}
+
+int call_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
+{
+	return mem_read(t->pid, t->memfd, raddr, buf, len, err);
+}
+
+int call_read_str(struct hc_target *t, uint64_t raddr, char *buf, size_t len,
+		  struct hc_err *err)
+{
+	size_t got = 0;
+
+	/* Read in chunks that never cross a page, so a short string near an unmapped page works. */
+	while (got + 1 < len) {
+		uint64_t at = raddr + got;
+		size_t chunk = 4096 - (at & 4095);
+		char *nul;
+
+		if (chunk > len - 1 - got)
+			chunk = len - 1 - got;
+		if (mem_read(t->pid, t->memfd, at, buf + got, chunk, err) < 0)
+			return -1;
+		nul = memchr(buf + got, 0, chunk);
+		if (nul)
+			return 0;
+		got += chunk;
+	}
+	buf[len - 1] = 0;
+	return 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote calls: borrow one thread at a safe point, call functions on it,
+ * give it back bit for bit.  Arch-neutral; the arch backend says where
+ * things live.
+ *
+ * Memory heapctl uses inside the target during a session:
+ *
+ *   code page (r-x, private anonymous, written through /proc/PID/mem)
+ *     +0   return trap            every injected call returns here
+ *     +16  callback stub          trap; ret  (malloc_stats_print's write_cb)
+ *   data area (rw-, private anonymous)
+ *     strings, out-values, bump-allocated per session
+ *
+ * Both are unmapped before the thread is handed back.
+ */
+#ifndef HC_CALL_H
+#define HC_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hc_target;
+struct hc_err;
+
+/* Called at each hit of the callback stub; args are the callee's arguments. */
+typedef int (*call_cb_fn)(void *arg, struct hc_target *t, const uint64_t *args,
+			  struct hc_err *err);
+
+/* Pick and stop a thread at a safe point, save it, map heapctl's pages. */
+int call_begin(struct hc_target *t, struct hc_err *err);
+/* Unmap, restore everything, detach.  Safe on any path; keeps the first error. */
+int call_end(struct hc_target *t, struct hc_err *err);
+/* Call fn(args...) in the target; *ret is its integer return value. */
+int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
+	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err);
+/* Address of the callback stub, to pass as a function pointer. */
+uint64_t call_cb_raddr(const struct hc_target *t);
+/* Bump-allocate len bytes (8-aligned) of the data area; 0 when it is full. */
+uint64_t call_scratch(struct hc_target *t, size_t len);
+/* Copy a string into the data area; 0 on failure (err set). */
+uint64_t call_strdup(struct hc_target *t, const char *s, struct hc_err *err);
+int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
+	       struct hc_err *err);
+int call_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err);
+/* Read a NUL-terminated string of at most len-1 bytes. */
+int call_read_str(struct hc_target *t, uint64_t raddr, char *buf, size_t len,
+		  struct hc_err *err);
+
+#endif

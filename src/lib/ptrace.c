@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ptrace.h"
+
+#ifndef PTRACE_GETSIGMASK
+#define PTRACE_GETSIGMASK 0x420a
+#define PTRACE_SETSIGMASK 0x420b
+#endif
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int fail(struct hc_err *err, const char *what, pid_t tid)
+{
+	int e = errno;
+
+	pr_debug("ptrace %s tid %d: %s", what, tid, strerror(e));
+	if (e == ESRCH)
+		return err_set(err, HC_E_GONE, e, "thread %d is gone (%s)", tid, what);
+	return err_errno(err, e, "ptrace %s on thread %d", what, tid);
+}
+
+int ptrace_seize(pid_t tid, struct hc_err *err)
+{
+	/*
+	 * No PTRACE_O_EXITKILL: if heapctl dies, the target must live on.
+	 * TRACESYSGOOD tells syscall stops from real SIGTRAPs.
+	 */
+	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD) < 0)
+		return fail(err, "SEIZE", tid);
+	pr_debug("seized tid %d", tid);
+	return 0;
+}
+
+int ptrace_interrupt(pid_t tid, struct hc_err *err)
+{
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+		return fail(err, "INTERRUPT", tid);
+	return 0;
+}
+
+int ptrace_resume(pid_t tid, bool to_syscall, int sig, struct hc_err *err)
+{
+	if (ptrace(to_syscall ? PTRACE_SYSCALL : PTRACE_CONT, tid, 0, (long)sig) < 0)
+		return fail(err, to_syscall ? "SYSCALL" : "CONT", tid);
+	return 0;
+}
+
+int ptrace_detach(pid_t tid, int sig, struct hc_err *err)
+{
+	if (ptrace(PTRACE_DETACH, tid, 0, (long)sig) < 0)
+		return fail(err, "DETACH", tid);
+	pr_debug("detached tid %d", tid);
+	return 0;
+}
+
+int ptrace_regset_get(pid_t tid, unsigned int nt, void *buf, size_t *len, struct hc_err *err)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = *len };
+
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)nt, &iov) < 0)
+		return fail(err, "GETREGSET", tid);
+	*len = iov.iov_len;
+	return 0;
+}
+
+int ptrace_regset_set(pid_t tid, unsigned int nt, const void *buf, size_t len,
+		      struct hc_err *err)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	if (ptrace(PTRACE_SETREGSET, tid, (void *)(uintptr_t)nt, &iov) < 0)
+		return fail(err, "SETREGSET", tid);
+	return 0;
+}
+
+int ptrace_sigmask_get(pid_t tid, uint64_t *mask, struct hc_err *err)
+{
+	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(*mask), mask) < 0)
+		return fail(err, "GETSIGMASK", tid);
+	return 0;
+}
+
+int ptrace_sigmask_set(pid_t tid, uint64_t mask, struct hc_err *err)
+{
+	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) < 0)
+		return fail(err, "SETSIGMASK", tid);
+	return 0;
+}
+
+int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err)
+{
+	if (ptrace(PTRACE_GETSIGINFO, tid, 0, si) < 0)
+		return fail(err, "GETSIGINFO", tid);
+	return 0;
+}
+
+int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, struct hc_err *err)
+{
+	sigset_t chld, old;
+	int ret = -1;
+
+	/*
+	 * A tracer gets SIGCHLD for every stop of its tracees.  Keep it
+	 * blocked so it stays pending between waitpid(WNOHANG) and
+	 * sigtimedwait(): no lost wake-up, no polling.
+	 */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &old);
+	for (;;) {
+		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+		uint64_t now;
+		struct timespec ts;
+
+		if (r == tid) {
+			ret = 1;
+			break;
+		}
+		if (r < 0 && errno != EINTR) {
+			fail(err, "wait", tid);
+			break;
+		}
+		now = now_ns();
+		if (now >= deadline_ns) {
+			ret = 0;
+			break;
+		}
+		ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000ull);
+		ts.tv_nsec = (long)((deadline_ns - now) % 1000000000ull);
+		if (sigtimedwait(&chld, NULL, &ts) < 0 && errno != EAGAIN && errno != EINTR) {
+			fail(err, "sigtimedwait", tid);
+			break;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)raddr, .iov_len = len };
+	ssize_t n;
+
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	if (memfd >= 0) {
+		n = pread(memfd, buf, len, (off_t)raddr);
+		if (n == (ssize_t)len)
+			return 0;
+	}
+	if (n >= 0)
+		errno = EFAULT;
+	return err_errno(err, errno, "read %zu bytes at 0x%llx in pid %d", len,
+			 (unsigned long long)raddr, pid);
+}
+
+int mem_write(int memfd, uint64_t raddr, const void *buf, size_t len, struct hc_err *err)
+{
+	ssize_t n = pwrite(memfd, buf, len, (off_t)raddr);
+
+	if (n == (ssize_t)len)
+		return 0;
+	if (n >= 0)
+		errno = EFAULT;
+	return err_errno(err, errno, "write %zu bytes at 0x%llx", len, (unsigned long long)raddr);
+}

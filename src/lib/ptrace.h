@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The only module that calls ptrace(2), plus the target-memory accessors and
+ * the bounded wait for ptrace stops.
+ */
+#ifndef HC_PTRACE_H
+#define HC_PTRACE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct hc_err;
+
+int ptrace_seize(pid_t tid, struct hc_err *err);
+int ptrace_interrupt(pid_t tid, struct hc_err *err);
+/* Resume: PTRACE_CONT, or PTRACE_SYSCALL when to_syscall. sig is delivered. */
+int ptrace_resume(pid_t tid, bool to_syscall, int sig, struct hc_err *err);
+int ptrace_detach(pid_t tid, int sig, struct hc_err *err);
+/* *len: buffer size in, size the kernel filled out. */
+int ptrace_regset_get(pid_t tid, unsigned int nt, void *buf, size_t *len, struct hc_err *err);
+int ptrace_regset_set(pid_t tid, unsigned int nt, const void *buf, size_t len,
+		      struct hc_err *err);
+int ptrace_sigmask_get(pid_t tid, uint64_t *mask, struct hc_err *err);
+int ptrace_sigmask_set(pid_t tid, uint64_t mask, struct hc_err *err);
+int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err);
+
+/*
+ * Wait for tid to report a stop or exit, up to deadline_ns on
+ * CLOCK_MONOTONIC.  Returns 1 with *status, 0 on timeout, -1 on error.
+ */
+int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, struct hc_err *err);
+
+/* Target memory.  mem_read uses process_vm_readv, falling back to memfd. */
+int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct hc_err *err);
+/*
+ * Writes go through /proc/PID/mem: it can write read-only pages (FOLL_FORCE)
+ * so heapctl's code page never needs to be writable, and it keeps the
+ * instruction cache coherent, which process_vm_writev does not on arm64.
+ */
+int mem_write(int memfd, uint64_t raddr, const void *buf, size_t len, struct hc_err *err);
+
+uint64_t now_ns(void);
+
+#endif

@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Objects and symbols of a live process, from /proc/PID/maps and libelf.
+ *
+ * Files are opened the way the target sees them (/proc/PID/map_files, then
+ * /proc/PID/root/<path>), so processes in other mount namespaces work.  The
+ * load bias comes from the program headers found in the target's memory,
+ * not from "start - offset", which is wrong when p_vaddr != p_offset.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ptrace.h"
+#include "target.h"
+
+struct mapline {
+	uint64_t lo, hi, off;
+	char perms[5];
+	unsigned long inode;
+	char path[PATH_MAX];
+};
+
+static int parse_mapline(const char *line, struct mapline *m)
+{
+	int pos = 0;
+	unsigned long long lo, hi, off;
+
+	if (sscanf(line, "%llx-%llx %4s %llx %*s %lu %n", &lo, &hi, m->perms, &off, &m->inode,
+		   &pos) < 5)
+		return -1;
+	m->lo = lo;
+	m->hi = hi;
+	m->off = off;
+	snprintf(m->path, sizeof(m->path), "%s", pos ? line + pos : "");
+	m->path[strcspn(m->path, "\n")] = 0;
+	return 0;
+}
+
+static struct obj *obj_find_path(struct hc_target *t, const char *path)
+{
+	for (size_t i = 0; i < t->nobjs; i++)
+		if (!strcmp(t->objs[i].path, path))
+			return &t->objs[i];
+	return NULL;
+}
+
+/* Read the ELF and program headers from the target at o->base. */
+static int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	long pagesz = sysconf(_SC_PAGESIZE);
+	bool have_bias = false;
+
+	if (mem_read(t->pid, t->memfd, o->base, &eh, sizeof(eh), err) < 0)
+		return -1;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG))
+		return 1; /* not ELF: a mapped data file */
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != t->arch->e_machine) {
+		if (o->is_exe)
+			return err_sethint(err, HC_E_UNSUPPORTED, 0,
+					   "use a heapctl built for the target's architecture",
+					   "pid %d is not a 64-bit %s process", t->pid,
+					   t->arch->name);
+		return 1;
+	}
+	if (eh.e_phnum == 0 || eh.e_phnum > 64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+		return 1;
+	if (mem_read(t->pid, t->memfd, o->base + eh.e_phoff, ph, eh.e_phnum * sizeof(ph[0]), err))
+		return -1;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type == PT_LOAD && !have_bias &&
+		    (ph[i].p_offset & ~(uint64_t)(pagesz - 1)) == 0) {
+			o->bias = o->base - (ph[i].p_vaddr & ~(uint64_t)(pagesz - 1));
+			have_bias = true;
+		}
+	}
+	if (!have_bias)
+		return 1;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type == PT_GNU_EH_FRAME) {
+			o->eh_hdr = ph[i].p_vaddr + o->bias;
+			o->eh_hdr_len = ph[i].p_memsz;
+		}
+	}
+	return 0;
+}
+
+static void set_open_path(struct hc_target *t, struct obj *o, const struct mapline *m)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%llx-%llx", t->pid, (unsigned long long)m->lo,
+		 (unsigned long long)m->hi);
+	if (access(p, R_OK) == 0) {
+		o->open_path = strdup(p);
+		return;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/root%s", t->pid, m->path);
+	o->open_path = strdup(access(p, R_OK) == 0 ? p : m->path);
+}
+
+int maps_load(struct hc_target *t, struct hc_err *err)
+{
+	char path[64], line[PATH_MAX + 128], exe[PATH_MAX] = "";
+	struct mapline m;
+	FILE *f;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0)
+		exe[n] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return err_errno(err, errno, "open %s", path);
+	while (fgets(line, sizeof(line), f)) {
+		struct obj *o;
+
+		if (parse_mapline(line, &m) < 0)
+			continue;
+		if (!(m.inode && m.path[0] == '/') && strcmp(m.path, "[vdso]"))
+			continue;
+		o = obj_find_path(t, m.path);
+		if (!o) {
+			struct obj *no = realloc(t->objs, (t->nobjs + 1) * sizeof(*no));
+
+			if (!no) {
+				fclose(f);
+				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+			}
+			t->objs = no;
+			o = &t->objs[t->nobjs++];
+			memset(o, 0, sizeof(*o));
+			o->path = strdup(m.path);
+			o->lo = m.lo;
+			o->is_vdso = !strcmp(m.path, "[vdso]");
+			o->is_exe = exe[0] && !strcmp(m.path, exe);
+			o->is_ldso = strstr(m.path, "/ld-linux") || strstr(m.path, "/ld64.so");
+			if (!o->is_vdso)
+				set_open_path(t, o, &m);
+		}
+		if (m.off == 0 && !o->base)
+			o->base = m.lo;
+		if (m.hi > o->hi)
+			o->hi = m.hi;
+		if (m.perms[2] == 'x') {
+			if (!o->text_lo || m.lo < o->text_lo)
+				o->text_lo = m.lo;
+			if (m.hi > o->text_hi)
+				o->text_hi = m.hi;
+		}
+	}
+	fclose(f);
+	if (t->nobjs == 0)
+		return err_set(err, HC_E_NO_PROC, 0, "pid %d has no mapped objects (zombie or kernel thread?)",
+			       t->pid);
+	for (size_t i = 0; i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+		int r;
+
+		if (!o->base) {
+			o->text_lo = o->text_hi = 0;
+			continue;
+		}
+		r = obj_read_phdrs(t, o, err);
+		if (r < 0 && o->is_exe)
+			return -1;
+		if (r != 0) {
+			/* not an ELF object we can use: forget its text range */
+			o->text_lo = o->text_hi = 0;
+			o->base = 0;
+		}
+	}
+	return 0;
+}
+
+struct obj *obj_at(struct hc_target *t, uint64_t raddr)
+{
+	for (size_t i = 0; i < t->nobjs; i++)
+		if (raddr >= t->objs[i].lo && raddr < t->objs[i].hi && t->objs[i].base)
+			return &t->objs[i];
+	return NULL;
+}
+
+/* Growable symbol list while loading. */
+struct symvec {
+	struct sym *v;
+	size_t n, cap;
+	char *strs;
+	size_t slen, scap;
+};
+
+static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name)
+{
+	size_t l = strlen(name) + 1;
+
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap ? sv->cap * 2 : 1024;
+		struct sym *nv = realloc(sv->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		sv->v = nv;
+		sv->cap = cap;
+	}
+	if (sv->slen + l > sv->scap) {
+		size_t cap = sv->scap ? sv->scap * 2 : 65536;
+		char *ns;
+
+		while (cap < sv->slen + l)
+			cap *= 2;
+		ns = realloc(sv->strs, cap);
+		if (!ns)
+			return -1;
+		sv->strs = ns;
+		sv->scap = cap;
+	}
+	memcpy(sv->strs + sv->slen, name, l);
+	/* store the offset now; pointers are fixed up once strs stops moving */
+	sv->v[sv->n++] = (struct sym){ raddr, size, (const char *)(uintptr_t)sv->slen };
+	sv->slen += l;
+	return 0;
+}
+
+/* Add FUNC symbols of one section type.  Returns how many were added. */
+static long add_syms(Elf *elf, Elf64_Word type, uint64_t bias, struct symvec *sv)
+{
+	Elf_Scn *scn = NULL;
+	long added = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *name;
+			int st;
+
+			if (!gelf_getsym(d, (int)i, &s))
+				break;
+			st = GELF_ST_TYPE(s.st_info);
+			if ((st != STT_FUNC && st != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF ||
+			    !s.st_value)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			if (symvec_add(sv, s.st_value + bias, s.st_size, name) < 0)
+				return -1;
+			added++;
+		}
+	}
+	return added;
+}
+
+static const char *build_id_hex(Elf *elf, char *out, size_t outlen)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_descsz >= 2 &&
+			    nh.n_descsz * 2 + 1 < outlen) {
+				const uint8_t *id = (const uint8_t *)d->d_buf + doff;
+
+				for (size_t i = 0; i < nh.n_descsz; i++)
+					sprintf(out + 2 * i, "%02x", id[i]);
+				return out;
+			}
+		}
+	}
+	return NULL;
+}
+
+static const char *debuglink(Elf *elf)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && !strcmp(n, ".gnu_debuglink") && (d = elf_getdata(scn, NULL)) &&
+		    d->d_size > 4 && memchr(d->d_buf, 0, d->d_size))
+			return d->d_buf;
+	}
+	return NULL;
+}
+
+/* Separate debug file: by build-id, then .gnu_debuglink, on the host or in the target's root. */
+static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp)
+{
+	char id[128], p[PATH_MAX + 64], dir[PATH_MAX];
+	const char *roots[2] = { "", NULL };
+	char troot[64];
+	const char *link;
+
+	snprintf(troot, sizeof(troot), "/proc/%d/root", t->pid);
+	roots[1] = troot;
+	for (int r = 0; r < 2; r++) {
+		if (build_id_hex(elf, id, sizeof(id))) {
+			snprintf(p, sizeof(p), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", roots[r],
+				 id, id + 2);
+			if (access(p, R_OK) == 0)
+				goto found;
+		}
+		link = debuglink(elf);
+		if (link && !strchr(link, '/')) {
+			const char *slash = strrchr(o->path, '/');
+			static const char *const mids[] = { "/usr/lib/debug", "", "" };
+			static const char *const subs[] = { "", "", "/.debug" };
+
+			snprintf(dir, sizeof(dir), "%.*s", (int)(slash ? slash - o->path : 0),
+				 o->path);
+			for (int k = 0; k < 3; k++) {
+				snprintf(p, sizeof(p), "%s%s%s%s/%s", roots[r], mids[k], dir, subs[k],
+					 link);
+				if (strcmp(p, o->open_path) && access(p, R_OK) == 0)
+					goto found;
+			}
+		}
+	}
+	return -1;
+found:
+	*pathp = strdup(p);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	return x->raddr < y->raddr ? -1 : x->raddr > y->raddr;
+}
+
+int sym_load(struct hc_target *t, struct obj *o, struct hc_err *err)
+{
+	struct symvec sv = { 0 };
+	Elf *elf = NULL, *delf = NULL;
+	int fd = -1, dfd = -1;
+	long nd, ns = 0;
+
+	if (o->syms_loaded)
+		return 0;
+	o->syms_loaded = true;
+	if (o->is_vdso || !o->open_path)
+		return 0;
+	elf_version(EV_CURRENT);
+	fd = open(o->open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_errno(err, errno, "open %s", o->open_path);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err_set(err, HC_E_NO_SYM, 0, "%s: not an ELF file: %s", o->path, elf_errmsg(-1));
+		goto out;
+	}
+	nd = add_syms(elf, SHT_DYNSYM, o->bias, &sv);
+	if (nd >= 0)
+		ns = add_syms(elf, SHT_SYMTAB, o->bias, &sv);
+	o->symsrc = ns > 0 ? ".symtab" : ".dynsym";
+	if (nd >= 0 && ns == 0) {
+		dfd = open_debug(t, o, elf, &o->debug_path);
+		if (dfd >= 0 && (delf = elf_begin(dfd, ELF_C_READ_MMAP, NULL)) &&
+		    add_syms(delf, SHT_SYMTAB, o->bias, &sv) > 0)
+			o->symsrc = o->debug_path;
+	}
+	if (nd < 0 || ns < 0) {
+		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory reading symbols of %s", o->path);
+		goto out;
+	}
+	for (size_t i = 0; i < sv.n; i++)
+		sv.v[i].name = sv.strs + (uintptr_t)sv.v[i].name;
+	qsort(sv.v, sv.n, sizeof(*sv.v), cmp_sym);
+	o->syms = sv.v;
+	o->nsyms = sv.n;
+	o->strs = sv.strs;
+	sv.v = NULL;
+	sv.strs = NULL;
+	pr_debug("%s: %zu function symbols from %s", o->path, o->nsyms, o->symsrc);
+out:
+	free(sv.v);
+	free(sv.strs);
+	if (delf)
+		elf_end(delf);
+	if (dfd >= 0)
+		close(dfd);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err_isset(err) ? -1 : 0;
+}
+
+const struct sym *sym_by_name(const struct obj *o, const char *name)
+{
+	for (size_t i = 0; i < o->nsyms; i++)
+		if (!strcmp(o->syms[i].name, name))
+			return &o->syms[i];
+	return NULL;
+}
+
+const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
+{
+	struct obj *o = obj_at(t, raddr);
+	struct hc_err e = { 0 };
+	size_t lo = 0, hi;
+
+	if (op)
+		*op = o;
+	if (!o || sym_load(t, o, &e) < 0 || !o->nsyms)
+		return NULL;
+	hi = o->nsyms;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (o->syms[mid].raddr <= raddr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (o->syms[lo].raddr > raddr)
+		return NULL;
+	/* prefer a sized symbol that covers raddr among equal addresses */
+	if (o->syms[lo].size && raddr >= o->syms[lo].raddr + o->syms[lo].size)
+		return NULL;
+	return &o->syms[lo];
+}
+
+void objs_free(struct hc_target *t)
+{
+	for (size_t i = 0; i < t->nobjs; i++) {
+		free(t->objs[i].path);
+		free(t->objs[i].open_path);
+		free(t->objs[i].syms);
+		free(t->objs[i].strs);
+		free(t->objs[i].debug_path);
+	}
+	free(t->objs);
+	t->objs = NULL;
+	t->nobjs = 0;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* struct hc_target and the objects it is made of.  Private to the library. */
+#ifndef HC_TARGET_H
+#define HC_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <heapctl/heapctl.h>
+
+#include "arch.h"
+
+struct sym {
+	uint64_t raddr; /* runtime address in the target */
+	uint64_t size;
+	const char *name; /* into obj->strs */
+};
+
+/* One mapped ELF object (executable, DSO or the vDSO). */
+struct obj {
+	char *path;      /* as /proc/PID/maps names it */
+	char *open_path; /* what we opened: map_files, /proc/PID/root/..., or path */
+	uint64_t lo, hi; /* whole mapped range */
+	uint64_t base;   /* lowest mapping with file offset 0 (ELF header) */
+	uint64_t bias;   /* runtime address - ELF address */
+	uint64_t text_lo, text_hi;  /* hull of executable mappings */
+	uint64_t eh_hdr, eh_hdr_len; /* .eh_frame_hdr in the target, or 0 */
+	bool is_exe, is_vdso, is_ldso;
+	bool syms_loaded;
+	struct sym *syms; /* sorted by raddr */
+	size_t nsyms;
+	char *strs;
+	const char *symsrc; /* ".dynsym", ".symtab" or a debug file path */
+	char *debug_path;
+};
+
+struct alloc_ops;
+struct sess;
+
+struct hc_target {
+	pid_t pid;
+	struct hc_target_opts opts;
+	const struct hc_arch *arch;
+	int memfd;
+	struct obj *objs;
+	size_t nobjs;
+	/* the allocator driver and its private state */
+	const struct alloc_ops *alloc;
+	void *alloc_priv;
+	struct hc_where where;
+	char where_others[256];
+	/* the current borrowed thread, while attached */
+	struct sess *sess;
+	void *unw; /* libunwind address space, created once */
+	struct hc_timing timing;
+	uint64_t deadline_ns;
+	uint64_t where_syscall; /* a syscall instruction in the target */
+};
+
+/* maps + symbols (sym.c) */
+int maps_load(struct hc_target *t, struct hc_err *err);
+struct obj *obj_at(struct hc_target *t, uint64_t raddr);
+int sym_load(struct hc_target *t, struct obj *o, struct hc_err *err);
+/* Exact name; returns the symbol or NULL. */
+const struct sym *sym_by_name(const struct obj *o, const char *name);
+/* Function containing raddr, or NULL. */
+const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op);
+void objs_free(struct hc_target *t);
+
+#endif

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Safe points.  A thread may be borrowed only if none of its frames is
+ * inside the allocator: running the allocator's control functions on top of
+ * a thread that holds an allocator lock deadlocks it.
+ *
+ * Unwinding uses libunwind-ptrace with our own find_proc_info/access_mem:
+ * the .eh_frame_hdr tables are read from the target's memory at the
+ * addresses sym.c found, so no file is opened while the thread is stopped
+ * and objects inside other mount namespaces unwind the same way.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <capstone/capstone.h>
+#include <libunwind-ptrace.h>
+
+#include "alloc.h"
+#include "ptrace.h"
+#include "target.h"
+#include "where.h"
+
+/* Not in the public headers, but exported: the lookup _UPT itself uses. */
+extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
+					      unw_dyn_info_t *di, unw_proc_info_t *pi,
+					      int need_unwind_info, void *arg);
+
+#define MAX_FRAMES 128
+#define CACHE_PAGES 16
+#define CPAGE 4096
+
+struct uw_arg {
+	struct hc_target *t;
+	void *upt;
+	struct {
+		uint64_t addr;
+		bool valid;
+		uint8_t data[CPAGE];
+	} cache[CACHE_PAGES];
+	unsigned next;
+};
+
+static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
+{
+	uint64_t page = addr & ~(uint64_t)(CPAGE - 1);
+	struct hc_err e = { 0 };
+	unsigned i;
+
+	if ((addr & (CPAGE - 1)) + len > CPAGE)
+		return mem_read(a->t->pid, a->t->memfd, addr, out, len, &e);
+	for (i = 0; i < CACHE_PAGES; i++)
+		if (a->cache[i].valid && a->cache[i].addr == page)
+			goto hit;
+	i = a->next++ % CACHE_PAGES;
+	if (mem_read(a->t->pid, a->t->memfd, page, a->cache[i].data, CPAGE, &e) < 0) {
+		a->cache[i].valid = false;
+		e.code = HC_OK;
+		return mem_read(a->t->pid, a->t->memfd, addr, out, len, &e);
+	}
+	a->cache[i].valid = true;
+	a->cache[i].addr = page;
+hit:
+	memcpy(out, a->cache[i].data + (addr - page), len);
+	return 0;
+}
+
+static int uw_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,
+			 void *arg)
+{
+	(void)as;
+	if (write)
+		return -UNW_EINVAL;
+	return uw_read(arg, addr, val, sizeof(*val)) < 0 ? -UNW_EINVAL : 0;
+}
+
+static int uw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			     int need, void *arg)
+{
+	struct uw_arg *a = arg;
+	struct obj *o = obj_at(a->t, ip);
+	uint8_t hdr[4];
+	int32_t fde_count;
+	unw_dyn_info_t di;
+
+	if (!o || !o->eh_hdr || uw_read(a, o->eh_hdr, hdr, sizeof(hdr)) < 0)
+		return -UNW_ENOINFO;
+	/*
+	 * .eh_frame_hdr: version 1, eh_frame_ptr enc, fde_count enc, table enc.
+	 * The binary-search table is usable only as datarel|sdata4 (0x3b),
+	 * which is what every linker writes; anything else goes to _UPT.
+	 */
+	if (hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b ||
+	    (hdr[1] & 0x0f) != 0x0b /* sdata4 */)
+		return _UPT_find_proc_info(as, ip, pi, need, a->upt);
+	if (uw_read(a, o->eh_hdr + 8, &fde_count, sizeof(fde_count)) < 0 || fde_count <= 0)
+		return -UNW_ENOINFO;
+	memset(&di, 0, sizeof(di));
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = o->text_lo;
+	di.end_ip = o->text_hi;
+	di.u.rti.segbase = o->eh_hdr;
+	di.u.rti.table_data = o->eh_hdr + 12;
+	di.u.rti.table_len = (unw_word_t)fde_count * 8 / sizeof(unw_word_t);
+	return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need, arg);
+}
+
+static void uw_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	(void)as;
+	(void)arg;
+	free(pi->unwind_info);
+	pi->unwind_info = NULL;
+}
+
+static int uw_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dil, void *arg)
+{
+	(void)as;
+	(void)dil;
+	(void)arg;
+	return -UNW_ENOINFO;
+}
+
+static int uw_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
+			 void *arg)
+{
+	return _UPT_access_reg(as, reg, val, write, ((struct uw_arg *)arg)->upt);
+}
+
+static int uw_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val,
+			   int write, void *arg)
+{
+	return _UPT_access_fpreg(as, reg, val, write, ((struct uw_arg *)arg)->upt);
+}
+
+static unw_accessors_t uw_accessors = {
+	.find_proc_info = uw_find_proc_info,
+	.put_unwind_info = uw_put_unwind_info,
+	.get_dyn_info_list_addr = uw_get_dyn_info_list_addr,
+	.access_mem = uw_access_mem,
+	.access_reg = uw_access_reg,
+	.access_fpreg = uw_access_fpreg,
+};
+
+int where_init(struct hc_target *t, struct hc_err *err)
+{
+	unw_addr_space_t as = unw_create_addr_space(&uw_accessors, 0);
+
+	if (!as)
+		return err_set(err, HC_E_NOMEM, 0, "libunwind: cannot create an address space");
+	unw_set_caching_policy(as, UNW_CACHE_GLOBAL);
+	t->unw = as;
+	return 0;
+}
+
+void where_fini(struct hc_target *t)
+{
+	if (t->unw)
+		unw_destroy_addr_space(t->unw);
+	t->unw = NULL;
+}
+
+/* malloc-family entry points, matched after the allocator's prefix is removed. */
+static const char *const malloc_family[] = {
+	"malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
+	"aligned_alloc", "valloc", "pvalloc", "malloc_usable_size", "malloc_trim", "mallinfo",
+	"mallinfo2", "malloc_stats", "malloc_info", "mallopt", "cfree", "mallocx", "rallocx",
+	"xallocx", "sallocx", "dallocx", "sdallocx", "nallocx", "mallctl", "mallctlnametomib",
+	"mallctlbymib", "malloc_stats_print", "sysmalloc", "tcache_init", "arena_get2",
+};
+
+static bool is_malloc_family(const char *name, const char *prefix)
+{
+	size_t pl = prefix ? strlen(prefix) : 0;
+
+	if (pl && !strncmp(name, prefix, pl))
+		return true; /* the allocator's own namespace, e.g. je_ */
+	/* glibc internals and aliases: __libc_malloc, __libc_free, _int_free, arena_get2 */
+	if (strstr(name, "malloc") || !strncmp(name, "_int_", 5) ||
+	    (!strncmp(name, "__libc_", 7) &&
+	     (strstr(name, "alloc") || strstr(name, "free") || strstr(name, "memalign"))))
+		return true;
+	/* operator new/delete and their aligned/nothrow/sized variants */
+	if (!strncmp(name, "_Znw", 4) || !strncmp(name, "_Zna", 4) || !strncmp(name, "_Zdl", 4) ||
+	    !strncmp(name, "_Zda", 4))
+		return true;
+	for (size_t i = 0; i < sizeof(malloc_family) / sizeof(malloc_family[0]); i++)
+		if (!strcmp(name, malloc_family[i]))
+			return true;
+	return false;
+}
+
+/* 0 if the frame at ip is fine, else 1 with reason. */
+static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *reason,
+			size_t len)
+{
+	struct obj *o = NULL;
+	const struct sym *s = sym_at(t, ip, &o);
+	const char *fn = s ? s->name : "?";
+
+	if (!o) {
+		snprintf(reason, len, "frame #%u at 0x%llx is in anonymous memory", depth,
+			 (unsigned long long)ip);
+		return 1;
+	}
+	if (alloc_contains(t, ip)) {
+		snprintf(reason, len, "frame #%u is inside the allocator (%s in %s)", depth, fn,
+			 o->path);
+		return 1;
+	}
+	if (o->is_ldso) {
+		snprintf(reason, len, "frame #%u is inside the dynamic linker (%s)", depth, fn);
+		return 1;
+	}
+	if (s && is_malloc_family(s->name, t->where.prefix)) {
+		snprintf(reason, len, "frame #%u is inside %s() in %s", depth, s->name, o->path);
+		return 1;
+	}
+	return 0;
+}
+
+int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
+{
+	struct uw_arg *a = calloc(1, sizeof(*a));
+	unw_cursor_t c;
+	unsigned depth = 0;
+	int ret = 0, r;
+
+	if (!a) {
+		snprintf(reason, len, "out of memory");
+		return 0;
+	}
+	a->t = t;
+	a->upt = _UPT_create(tid);
+	if (!a->upt || unw_init_remote(&c, t->unw, a) < 0) {
+		snprintf(reason, len, "cannot start unwinding thread %d", tid);
+		goto out;
+	}
+	for (;;) {
+		unw_word_t ip;
+
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0) {
+			snprintf(reason, len, "unwind failed at frame #%u", depth);
+			goto out;
+		}
+		/* Return addresses point after the call: look at the call itself. */
+		if (frame_unsafe(t, depth && !unw_is_signal_frame(&c) ? ip - 1 : ip, depth, reason,
+				 len))
+			goto out;
+		if (++depth >= MAX_FRAMES) {
+			snprintf(reason, len, "stack deeper than %u frames", MAX_FRAMES);
+			goto out;
+		}
+		r = unw_step(&c);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			snprintf(reason, len, "incomplete unwind after frame #%u (%s)", depth - 1,
+				 unw_strerror(r));
+			goto out;
+		}
+	}
+	pr_debug("tid %d: %u frames, none in the allocator", tid, depth);
+	ret = 1;
+out:
+	if (a->upt)
+		_UPT_destroy(a->upt);
+	free(a);
+	return ret;
+}
+
+bool where_is_syscall(struct hc_target *t, uint64_t raddr)
+{
+	uint8_t buf[16];
+	struct hc_err e = { 0 };
+	csh cs;
+	cs_insn *insn;
+	bool ok = false;
+
+	if (mem_read(t->pid, t->memfd, raddr, buf, sizeof(buf), &e) < 0)
+		return false;
+	if (memcmp(buf, t->arch->syscall_insn, t->arch->syscall_insn_len))
+		return false;
+	if (cs_open(t->arch->cs_arch, t->arch->cs_mode, &cs) != CS_ERR_OK)
+		return true; /* the bytes match; Capstone only confirms */
+	if (cs_disasm(cs, buf, sizeof(buf), raddr, 1, &insn) == 1) {
+		ok = !strcmp(insn->mnemonic, "syscall") || !strcmp(insn->mnemonic, "svc");
+		cs_free(insn, 1);
+	}
+	cs_close(&cs);
+	return ok;
+}
+
+void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level)
+{
+	uint8_t buf[48];
+	struct hc_err e = { 0 };
+	csh cs;
+	cs_insn *insn;
+	size_t n;
+	uint64_t start = pc >= 16 ? pc - 16 : pc;
+
+	if (!hc_log_on(level) || mem_read(t->pid, t->memfd, start, buf, sizeof(buf), &e) < 0)
+		return;
+	if (cs_open(t->arch->cs_arch, t->arch->cs_mode, &cs) != CS_ERR_OK)
+		return;
+	/* x86 is variable-length: decode from pc, and show the syscall before it if any */
+	if (pc >= 2 && !memcmp(buf + 14, t->arch->syscall_insn, t->arch->syscall_insn_len))
+		hc_log_print(level, "  0x%llx: (previous) syscall", (unsigned long long)pc - 2);
+	n = cs_disasm(cs, buf + (pc - start), sizeof(buf) - (pc - start), pc, 4, &insn);
+	for (size_t i = 0; i < n; i++)
+		hc_log_print(level, "  0x%llx: %s %s%s", (unsigned long long)insn[i].address,
+			     insn[i].mnemonic, insn[i].op_str, i ? "" : "   <- pc");
+	if (n)
+		cs_free(insn, n);
+	cs_close(&cs);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Where a stopped thread is: libunwind-ptrace for frames, Capstone for code. */
+#ifndef HC_WHERE_H
+#define HC_WHERE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "log.h"
+
+struct hc_target;
+
+int where_init(struct hc_target *t, struct hc_err *err);
+void where_fini(struct hc_target *t);
+/*
+ * Is stopped thread tid at a safe point?  Unwinds it; any frame inside the
+ * allocator, a malloc-family function or the dynamic linker, or an
+ * incomplete unwind, makes it unsafe.  Returns 1 safe, 0 unsafe (reason
+ * says why), never fails: an error means unsafe.
+ */
+int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len);
+/* Does the instruction at raddr decode as the syscall instruction? */
+bool where_is_syscall(struct hc_target *t, uint64_t raddr);
+/* Log a few instructions at pc (for -vvv). */
+void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level);
+
+#endif

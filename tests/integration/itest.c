@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * heapctl integration harness.
+ *
+ * Usage: itest [HEAPCTL]
+ * Environment:
+ *   HEAPCTL       heapctl binary (default build/heapctl; argv[1] wins)
+ *   VICTIM_DIR    directory of the victim binaries (default build/victims)
+ *   CI=true       a skip for a missing dependency counts as a failure
+ *   ITEST_FILTER  run only tests whose name contains this string
+ *   ITEST_VFLAG   verbosity flag put first in each heapctl call (default -v;
+ *                 empty to pass none)
+ *   ITEST_KEEP=1  keep the scratch directory
+ *
+ * Prints "PASS name", "FAIL name: reason" or "SKIP name: reason" per test
+ * and ends with "N passed, N failed[, N skipped]". Exit status 1 if any
+ * test failed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "itest.h"
+
+struct itest_cfg cfg;
+
+static struct {
+	char reason[1024];
+	bool failed, skipped, skip_dep;
+	char notes[4096];
+} cur;
+
+static unsigned int n_pass, n_fail, n_skip;
+
+#define MAX_TRACKED 256
+static pid_t tracked[MAX_TRACKED];
+
+static sigjmp_buf watchdog_jb;
+static volatile sig_atomic_t watchdog_armed;
+
+static long borrow_n, borrow_max_us, borrow_sum_us;
+
+void t_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cur.failed)
+		return;
+	cur.failed = true;
+	va_start(ap, fmt);
+	vsnprintf(cur.reason, sizeof(cur.reason), fmt, ap);
+	va_end(ap);
+}
+
+void t_skip(bool missing_dep, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cur.failed || cur.skipped)
+		return;
+	cur.skipped = true;
+	cur.skip_dep = missing_dep;
+	va_start(ap, fmt);
+	vsnprintf(cur.reason, sizeof(cur.reason), fmt, ap);
+	va_end(ap);
+}
+
+bool t_failed(void)
+{
+	return cur.failed;
+}
+
+void t_note(const char *fmt, ...)
+{
+	size_t len = strlen(cur.notes);
+	va_list ap;
+
+	if (len + 8 >= sizeof(cur.notes))
+		return;
+	memcpy(cur.notes + len, "# ", 2);
+	len += 2;
+	va_start(ap, fmt);
+	vsnprintf(cur.notes + len, sizeof(cur.notes) - len - 1, fmt, ap);
+	va_end(ap);
+	len = strlen(cur.notes);
+	cur.notes[len] = '\n';
+	cur.notes[len + 1] = '\0';
+}
+
+void t_borrow_seen(long tid, long us)
+{
+	(void)tid;
+	borrow_n++;
+	borrow_sum_us += us;
+	if (us > borrow_max_us)
+		borrow_max_us = us;
+}
+
+void track_pid(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < MAX_TRACKED; i++) {
+		if (!tracked[i]) {
+			tracked[i] = pid;
+			return;
+		}
+	}
+}
+
+void untrack_pid(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < MAX_TRACKED; i++)
+		if (tracked[i] == pid)
+			tracked[i] = 0;
+}
+
+/* Async-signal-safe: used from the exit and signal paths too. */
+void kill_tracked(void)
+{
+	int i;
+
+	for (i = 0; i < MAX_TRACKED; i++) {
+		if (tracked[i] > 0) {
+			kill(-tracked[i], SIGKILL);
+			kill(tracked[i], SIGKILL);
+		}
+	}
+	for (i = 0; i < MAX_TRACKED; i++) {
+		if (tracked[i] > 0) {
+			waitpid(tracked[i], NULL, 0);
+			tracked[i] = 0;
+		}
+	}
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	if (watchdog_armed)
+		siglongjmp(watchdog_jb, 1);
+}
+
+static void on_fatal(int sig)
+{
+	kill_tracked();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void print_result(const char *name)
+{
+	if (cur.failed) {
+		printf("FAIL %s: %s\n", name, cur.reason);
+		n_fail++;
+	} else if (cur.skipped && cur.skip_dep && cfg.ci) {
+		printf("FAIL %s: %s (missing dependency, CI=true)\n", name, cur.reason);
+		n_fail++;
+	} else if (cur.skipped) {
+		printf("SKIP %s: %s\n", name, cur.reason);
+		n_skip++;
+	} else {
+		printf("PASS %s\n", name);
+		n_pass++;
+	}
+	fputs(cur.notes, stdout);
+	fflush(stdout);
+}
+
+static void run_one(const struct itest *t)
+{
+	memset(&cur, 0, sizeof(cur));
+	if (sigsetjmp(watchdog_jb, 1)) {
+		watchdog_armed = 0;
+		t_fail("watchdog: test did not finish within %d s",
+		       t->timeout_s ? t->timeout_s : TEST_TIMEOUT_S);
+		/* Whatever the test had running is suspect now. */
+		kill_tracked();
+		shared_victim_drop();
+		print_result(t->name);
+		return;
+	}
+	watchdog_armed = 1;
+	alarm((unsigned int)(t->timeout_s ? t->timeout_s : TEST_TIMEOUT_S));
+	t->fn();
+	alarm(0);
+	watchdog_armed = 0;
+	print_result(t->name);
+}
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void cleanup(void)
+{
+	kill_tracked();
+	if (cfg.tmpdir[0] && !getenv("ITEST_KEEP"))
+		nftw(cfg.tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static const char *abs_path(const char *p)
+{
+	char buf[PATH_MAX];
+
+	if (realpath(p, buf))
+		return strdup(buf);
+	if (p[0] == '/')
+		return p;
+	/* Keep a clear name in the failure messages when it does not exist. */
+	if (getcwd(buf, sizeof(buf) - strlen(p) - 2)) {
+		strcat(buf, "/");
+		strcat(buf, p);
+		return strdup(buf);
+	}
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct itest *const groups[] = {
+		t_basic_tests, t_cmds_tests, t_tid_tests, t_err_tests, t_redis_tests,
+	};
+	const char *filter = getenv("ITEST_FILTER");
+	const char *hc = argc > 1 ? argv[1] : getenv("HEAPCTL");
+	const char *vd = getenv("VICTIM_DIR");
+	const char *vf = getenv("ITEST_VFLAG");
+	const char *ci = getenv("CI");
+	struct sigaction sa;
+	size_t gi;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: %s [HEAPCTL]\n(see the comment at the top of itest.c)\n", argv[0]);
+		return 0;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	cfg.heapctl = abs_path(hc && *hc ? hc : "build/heapctl");
+	cfg.victim_dir = abs_path(vd && *vd ? vd : "build/victims");
+	cfg.vflag = vf ? (*vf ? vf : NULL) : "-v";
+	cfg.ci = ci && (!strcmp(ci, "true") || !strcmp(ci, "1"));
+	snprintf(cfg.tmpdir, sizeof(cfg.tmpdir), "/tmp/heapctl-itest.XXXXXX");
+	if (!mkdtemp(cfg.tmpdir)) {
+		perror("itest: mkdtemp");
+		return 1;
+	}
+	chmod(cfg.tmpdir, 0755);
+
+	/* Children we leave behind are re-parented to us, and reaped by us. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	atexit(cleanup);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = on_fatal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	printf("# heapctl: %s\n# victims: %s\n# scratch: %s\n", cfg.heapctl, cfg.victim_dir,
+	       cfg.tmpdir);
+	for (gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++) {
+		const struct itest *t;
+
+		for (t = groups[gi]; t->name; t++) {
+			if (filter && *filter && !strstr(t->name, filter))
+				continue;
+			run_one(t);
+		}
+	}
+	shared_victim_drop();
+
+	if (borrow_n)
+		printf("# borrowed a thread %ld times: max %ld us, mean %ld us\n", borrow_n,
+		       borrow_max_us, borrow_sum_us / borrow_n);
+	if (n_skip)
+		printf("%u passed, %u failed, %u skipped\n", n_pass, n_fail, n_skip);
+	else
+		printf("%u passed, %u failed\n", n_pass, n_fail);
+	fflush(stdout);
+	return n_fail ? 1 : 0;
+}

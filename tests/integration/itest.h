@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * heapctl integration harness: shared declarations.
+ *
+ * itest.c     runner, watchdog, reporting, child bookkeeping
+ * proc.c      spawning and waiting, running heapctl, /proc inspection
+ * victim.c    victim start/stop, the line protocol, the "unharmed" check
+ * json.c      a small validating JSON reader
+ * t_*.c       the tests
+ */
+#ifndef ITEST_H
+#define ITEST_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HC_TIMEOUT_S	20	/* one heapctl call */
+#define TEST_TIMEOUT_S	180	/* one test, alarm() watchdog */
+#define MAXGAP_US	50000	/* largest ticker gap tolerated */
+
+struct itest_cfg {
+	const char *heapctl;	/* absolute path */
+	const char *victim_dir;	/* absolute path */
+	char tmpdir[256];
+	const char *vflag;	/* first argument of every heapctl call, or NULL */
+	bool ci;
+};
+extern struct itest_cfg cfg;
+
+/* ---- itest.c: reporting ------------------------------------------- */
+
+/* Records why the current test failed; the first reason wins. */
+__attribute__((format(printf, 1, 2))) void t_fail(const char *fmt, ...);
+/* Marks the current test skipped; missing_dep makes it a failure under CI=true. */
+__attribute__((format(printf, 2, 3))) void t_skip(bool missing_dep, const char *fmt, ...);
+bool t_failed(void);
+/* A "# ..." note printed under the test's result line. */
+__attribute__((format(printf, 1, 2))) void t_note(const char *fmt, ...);
+/* Collects the "borrowed tid T for N us" lines for the summary. */
+void t_borrow_seen(long tid, long us);
+
+/* Child bookkeeping: every child is its own process group leader. */
+void track_pid(pid_t pid);
+void untrack_pid(pid_t pid);
+void kill_tracked(void);
+
+/* ---- proc.c --------------------------------------------------------- */
+
+struct spawn_opts {
+	const char *cwd;	/* chdir() in the child, or NULL */
+	const char *const *setenv_kv;	/* "NAME=VALUE" to set, NULL-terminated */
+	const char *const *unsetenv_names;	/* NULL-terminated */
+	int in_fd, out_fd, err_fd;	/* -1: /dev/null */
+	const int *pass_fds;	/* become fds 3, 4, ... in the child */
+	int npass;
+};
+
+/* fork+exec; returns the pid (tracked) or -1 with why filled in. */
+pid_t spawn(const char *const argv[], const struct spawn_opts *o, char *why, size_t whysz);
+
+/* Waits for pid up to timeout_ms; returns 0 and the status, or -1 on timeout. */
+int wait_pid(pid_t pid, int *status, int timeout_ms);
+/* SIGKILLs pid's process group, reaps it. */
+void kill_wait(pid_t pid);
+
+struct hres {
+	int status;		/* raw wait status */
+	bool timed_out, exec_failed;
+	char *out, *err;	/* NUL-terminated, never NULL after a run */
+	size_t outlen, errlen;
+	long ms;
+	char cmdline[512];
+};
+
+struct hproc {
+	pid_t pid;
+	int out, err;
+	long t0_ms;
+	char cmdline[512];
+};
+
+/* Starts heapctl with argv (NULL-terminated, without argv[0]). */
+int hc_startv(struct hproc *hp, const char *cwd, const char *const args[]);
+/* Collects output and status; kills it after timeout_s. */
+void hc_finish(struct hproc *hp, struct hres *r, int timeout_s);
+/* Runs heapctl to completion. */
+void hc_runv(struct hres *r, const char *cwd, const char *const args[]);
+__attribute__((sentinel)) void hc_run(struct hres *r, const char *cwd, ...);
+/* Runs any program to completion, capturing stdout/stderr. */
+void run_prog(struct hres *r, const char *const argv[], int timeout_s);
+/* Starts any program with captured output; finish with hc_finish(). */
+int prog_start(struct hproc *hp, const char *const argv[]);
+/* Has pid exited (without reaping it)? */
+bool pid_exited(pid_t pid);
+void hres_free(struct hres *r);
+
+int hres_exit(const struct hres *r);	/* exit code, or -1 */
+/* "exit 1; stderr: ..." for failure messages. */
+const char *hres_desc(const struct hres *r);
+/* Sanitizer report or crash in the run: returns a reason, else NULL. */
+const char *hres_crash(const struct hres *r);
+
+/*
+ * Runs heapctl and checks the exit code (want) and that it did not crash;
+ * calls t_fail() and returns -1 otherwise.
+ */
+__attribute__((sentinel)) int hc_expect(struct hres *r, int want, ...);
+
+/* Per-task facts from /proc/PID/task/TID/status. */
+/*
+ * Checks every task of pid: TracerPid must be 0 and the state must not be
+ * tracing-stop ('t'); when stopped is true every task must be in 'T',
+ * otherwise none may be. Returns 0 or -1 with why.
+ */
+int proc_check_tasks(pid_t pid, bool stopped, char *why, size_t whysz);
+/* All tasks of pid in state 'T' (group stop)? */
+bool proc_all_stopped(pid_t pid);
+/* First field of /proc/PID/task/TID/syscall, -1 if running/unknown. */
+long proc_task_syscall(pid_t pid, pid_t tid);
+/* "fd -> target" lines, sorted, one per line; malloc'ed. */
+char *proc_fd_set(pid_t pid);
+/* Anonymous mappings that are executable (and PROT_NONE if with_none); malloc'ed. */
+char *proc_odd_maps(pid_t pid, bool with_none);
+/* Lines of now that are absent from base; malloc'ed, "" if none. */
+char *lines_missing(const char *base, const char *now);
+
+long now_ms(void);
+void sleep_ms(long ms);
+bool file_starts_with(const char *path, const char *prefix, char *why, size_t whysz);
+bool find_in_path(const char *prog, char *out, size_t outsz);
+char *read_file_str(const char *path);
+const char *strcasestr_(const char *hay, const char *needle);
+
+/* ---- json.c ---------------------------------------------------------- */
+
+/* 0 if s is exactly one valid JSON value (plus whitespace). */
+int json_valid(const char *s, char *why, size_t whysz);
+/* Raw text of member key of the top-level object, or -1. */
+int json_member(const char *s, const char *key, const char **val, size_t *len);
+int json_get_bool(const char *s, const char *key, bool *out);
+int json_get_num(const char *s, const char *key, double *out);
+int json_get_str(const char *s, const char *key, char *out, size_t outsz);
+
+/* ---- victim.c -------------------------------------------------------- */
+
+enum {
+	VC_EPOLL_EINTR_OK = 1 << 0,	/* SIGSTOP/SIGCONT makes epoll_wait fail with EINTR */
+	VC_NO_PROC = 1 << 1,		/* skip the /proc fd/maps comparison */
+};
+
+struct victim {
+	pid_t pid;
+	char spid[16];
+	int ctl, rep;
+	char rbuf[8192];
+	size_t rlen;
+	char errpath[320];
+	char cwd[300];
+	bool jemalloc;
+	/* from "tids" */
+	pid_t t_main, t_read, t_sleep, t_epoll, t_futex, t_regs, t_hammer, t_ticker, t_sig;
+	unsigned int xarena;
+	char regs_mode[16];
+	/* baselines for the unharmed check */
+	char *base_fds, *base_maps;
+	unsigned long sig_sent;
+	long sig_sum;
+	unsigned int feed_seq;
+};
+
+/* Starts build/victims/NAME with MALLOC_CONF=malloc_conf (NULL: unset). */
+int victim_start(struct victim *v, const char *name, const char *malloc_conf, char *why,
+		 size_t whysz);
+/* Sends one command, reads one reply line (timeout_ms). 0, or -1 with reply = reason. */
+int victim_cmd(struct victim *v, const char *cmd, char *reply, size_t sz, int timeout_ms);
+/* victim_cmd() that t_fail()s unless the reply starts with want. */
+int victim_expect(struct victim *v, const char *cmd, const char *want, char *reply, size_t sz);
+/* "quit" and reap; returns the exit status or -1; kills it if needed. */
+int victim_stop(struct victim *v);
+void victim_kill(struct victim *v);
+bool victim_alive(struct victim *v);
+/* Takes fd and mapping baselines now. */
+void victim_baseline(struct victim *v);
+/* The full "target unharmed" check; calls t_fail() and returns -1 on a problem. */
+int victim_check(struct victim *v, unsigned int flags);
+/* Value of key=NUMBER in a reply line; dflt if absent. */
+long kv_long(const char *line, const char *key, long dflt);
+/* Value of key=WORD in a reply line, copied to out; false if absent. */
+bool kv_str(const char *line, const char *key, char *out, size_t outsz);
+/* Reads one mallctl from inside: "ctl NAME VALUE" -> VALUE. */
+int victim_ctl(struct victim *v, const char *name, char *val, size_t sz);
+
+/* The shared prof-enabled victim; started on demand, NULL (and t_fail) if it cannot be. */
+struct victim *shared_victim(void);
+void shared_victim_drop(void);
+
+/* ---- tests ----------------------------------------------------------- */
+
+struct itest {
+	const char *name;
+	void (*fn)(void);
+	int timeout_s;	/* 0: TEST_TIMEOUT_S */
+};
+
+extern const struct itest t_basic_tests[];
+extern const struct itest t_cmds_tests[];
+extern const struct itest t_tid_tests[];
+extern const struct itest t_err_tests[];
+extern const struct itest t_redis_tests[];
+
+#endif /* ITEST_H */

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bad input and hostile conditions: every failure must be exit 1 (or 2 for
+ * usage) with "error:" and "hint:", and must leave the target unharmed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "itest.h"
+
+/* exit 1 with both "error:" and "hint:" on stderr. */
+static int expect_failure(const struct hres *r, const char *what)
+{
+	const char *crash = hres_crash(r);
+
+	if (crash) {
+		t_fail("%s: %s [%s]", what, hres_desc(r), crash);
+		return -1;
+	}
+	if (hres_exit(r) != 1) {
+		t_fail("%s: %s (wanted exit 1)", what, hres_desc(r));
+		return -1;
+	}
+	if (!strstr(r->err, "error:") || !strstr(r->err, "hint:")) {
+		t_fail("%s: stderr lacks 'error:' and 'hint:': %.300s", what, r->err);
+		return -1;
+	}
+	return 0;
+}
+
+static void test_pid_nonexistent(void)
+{
+	char spid[16];
+	struct hres r;
+	pid_t pid;
+	int tries;
+
+	/* A pid that just died and was reaped, so it is free right now. */
+	for (tries = 0; tries < 10; tries++) {
+		pid = fork();
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0) {
+			t_fail("fork: %s", strerror(errno));
+			return;
+		}
+		waitpid(pid, NULL, 0);
+		if (kill(pid, 0) && errno == ESRCH)
+			break;
+	}
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	hc_run(&r, NULL, "stats", "-p", spid, NULL);
+	expect_failure(&r, "stats on a pid that does not exist");
+	hres_free(&r);
+}
+
+static void test_pid_not_numeric(void)
+{
+	static const char *const bad[] = { "abc", "12x", "", "-5", "99999999999999999999" };
+	struct hres r;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]) && !t_failed(); i++) {
+		hc_run(&r, NULL, "stats", "-p", bad[i], NULL);
+		if (hres_crash(&r) || hres_exit(&r) != 2)
+			t_fail("-p '%s': %s (wanted exit 2)", bad[i], hres_desc(&r));
+		hres_free(&r);
+	}
+}
+
+static void test_not_jemalloc(void)
+{
+	static const char *const cmds[][3] = {
+		{ "stats", NULL, NULL }, { "prof", "status", NULL }, { "get", "opt.prof", NULL },
+	};
+	struct victim vv, *v = &vv;
+	char why[512], reply[256];
+	struct hres r;
+	size_t i;
+
+	if (victim_start(v, "plain_victim", NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !t_failed(); i++) {
+		const char *args[8];
+		int n = 0;
+
+		args[n++] = cmds[i][0];
+		if (cmds[i][1] && strcmp(cmds[i][0], "get"))
+			args[n++] = cmds[i][1];
+		args[n++] = "-p";
+		args[n++] = v->spid;
+		if (!strcmp(cmds[i][0], "get"))
+			args[n++] = cmds[i][1];
+		args[n] = NULL;
+		hc_runv(&r, NULL, args);
+		if (!expect_failure(&r, cmds[i][0]) && !strcasestr_(r.err, "jemalloc") &&
+		    !strcasestr_(r.err, "glibc"))
+			t_fail("%s on a glibc-malloc process: message names neither jemalloc nor"
+			       " glibc: %.300s", cmds[i][0], r.err);
+		hres_free(&r);
+		if (!t_failed() && !victim_check(v, 0))
+			victim_expect(v, "feed 100", "read ok 100", reply, sizeof(reply));
+	}
+	victim_kill(v);
+}
+
+static void test_no_prof(void)
+{
+	struct victim vv, *v = &vv;
+	char why[512], path[512];
+	struct hres r = { 0 };
+	bool enabled;
+
+	if (victim_start(v, "jemalloc_victim", NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	hc_run(&r, NULL, "prof", "on", "-p", v->spid, NULL);
+	if (expect_failure(&r, "prof on without opt.prof"))
+		goto out;
+	if (!strstr(r.err, "MALLOC_CONF=prof:true")) {
+		t_fail("prof on without opt.prof: hint does not mention MALLOC_CONF=prof:true: %.300s",
+		       r.err);
+		goto out;
+	}
+	hres_free(&r);
+	if (victim_check(v, 0))
+		goto out;
+
+	snprintf(path, sizeof(path), "%s/noprof.heap", cfg.tmpdir);
+	hc_run(&r, NULL, "dump", "-p", v->spid, "-o", path, NULL);
+	if (expect_failure(&r, "dump without opt.prof"))
+		goto out;
+	hres_free(&r);
+	if (!access(path, F_OK)) {
+		t_fail("dump without opt.prof failed but left %s", path);
+		goto out;
+	}
+
+	/* status may succeed, but must then tell the truth. */
+	hc_run(&r, NULL, "prof", "status", "-p", v->spid, "--json", NULL);
+	if (hres_crash(&r) || (hres_exit(&r) != 0 && hres_exit(&r) != 1)) {
+		t_fail("%s", hres_desc(&r));
+		goto out;
+	}
+	if (hres_exit(&r) == 0 && (json_get_bool(r.out, "enabled", &enabled) || enabled)) {
+		t_fail("prof status --json without opt.prof: %.200s", r.out);
+		goto out;
+	}
+	hres_free(&r);
+
+	/* Everything that does not need profiling still works. */
+	if (hc_expect(&r, 0, "stats", "-p", v->spid, "--json", NULL))
+		goto out;
+	victim_check(v, 0);
+out:
+	hres_free(&r);
+	victim_kill(v);
+}
+
+static void test_unknown_mallctl(void)
+{
+	struct victim *v = shared_victim();
+	struct hres r;
+
+	if (!v)
+		return;
+	hc_run(&r, NULL, "get", "-p", v->spid, "no.such.name", NULL);
+	if (!expect_failure(&r, "get no.such.name"))
+		victim_check(v, 0);
+	hres_free(&r);
+}
+
+static void test_set_bad_value(void)
+{
+	struct victim *v = shared_victim();
+	char val[64];
+	struct hres r;
+
+	if (!v)
+		return;
+	hc_run(&r, NULL, "set", "-p", v->spid, "prof.active", "banana", NULL);
+	if (hres_crash(&r) || hres_exit(&r) != 1)
+		t_fail("set prof.active banana: %s (wanted exit 1)", hres_desc(&r));
+	else if (!strstr(r.err, "error:"))
+		t_fail("set prof.active banana: no 'error:' on stderr");
+	hres_free(&r);
+	if (t_failed() || victim_ctl(v, "prof.active", val, sizeof(val)))
+		return;
+	if (strcmp(val, "false"))
+		t_fail("a rejected value changed prof.active to %s", val);
+	else
+		victim_check(v, 0);
+}
+
+static void test_set_read_only(void)
+{
+	struct victim *v = shared_victim();
+	char val[64];
+	struct hres r;
+
+	if (!v)
+		return;
+	hc_run(&r, NULL, "set", "-p", v->spid, "opt.prof", "false", NULL);
+	expect_failure(&r, "set opt.prof false (read-only)");
+	hres_free(&r);
+	if (t_failed() || victim_ctl(v, "opt.prof", val, sizeof(val)))
+		return;
+	if (strcmp(val, "true"))
+		t_fail("opt.prof reads %s after a refused write", val);
+	else
+		victim_check(v, 0);
+}
+
+static void test_purge_bad_arena(void)
+{
+	struct victim *v = shared_victim();
+	struct hres r;
+
+	if (!v)
+		return;
+	hc_run(&r, NULL, "purge", "-p", v->spid, "--arena", "99999", NULL);
+	if (hres_crash(&r) || (hres_exit(&r) != 1 && hres_exit(&r) != 2))
+		t_fail("purge --arena 99999: %s (wanted exit 1 or 2)", hres_desc(&r));
+	hres_free(&r);
+	if (t_failed())
+		return;
+	hc_run(&r, NULL, "purge", "-p", v->spid, "--arena", "zero", NULL);
+	if (hres_crash(&r) || hres_exit(&r) != 2)
+		t_fail("purge --arena zero: %s (wanted exit 2)", hres_desc(&r));
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
+/*
+ * SIGKILL the target at different moments of a call: heapctl must exit 1
+ * with a message (or 0 if it finished first), never hang or crash.
+ */
+static void test_target_killed(void)
+{
+	static const char *const calls[][4] = {
+		{ "stats", "--full", NULL, NULL },
+		{ "prof", "on", NULL, NULL },
+		{ "stats", "--json", NULL, NULL },
+		{ "purge", NULL, NULL, NULL },
+	};
+	int round, ok = 0, failed = 0;
+	long worst = 0;
+
+	for (round = 0; round < 16 && !t_failed(); round++) {
+		const char *const *c = calls[round % 4];
+		struct victim vv, *v = &vv;
+		const char *args[12];
+		struct hproc hp;
+		struct hres r;
+		char why[512];
+		int n = 0, i;
+
+		if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+			t_fail("%s", why);
+			return;
+		}
+		for (i = 0; c[i]; i++)
+			args[n++] = c[i];
+		args[n++] = "-p";
+		args[n++] = v->spid;
+		args[n] = NULL;
+		hc_startv(&hp, NULL, args);
+		/* 0 .. 22.5 ms after exec: before, during and after the attach. */
+		if (round)
+			usleep((useconds_t)(round * 1500));
+		kill(-v->pid, SIGKILL);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		victim_kill(v);
+		if (r.ms > worst)
+			worst = r.ms;
+		if (hres_crash(&r) || r.timed_out) {
+			t_fail("round %d: %s%s%s", round, hres_desc(&r), hres_crash(&r) ? " " : "",
+			       hres_crash(&r) ? hres_crash(&r) : "");
+		} else if (hres_exit(&r) == 1) {
+			if (!strstr(r.err, "error:"))
+				t_fail("round %d: exit 1 without 'error:': %.200s", round, r.err);
+			failed++;
+		} else if (hres_exit(&r) == 0) {
+			ok++;
+		} else {
+			t_fail("round %d: %s (wanted exit 1)", round, hres_desc(&r));
+		}
+		hres_free(&r);
+	}
+	t_note("target killed: %d calls failed cleanly, %d finished first, slowest %ld ms", failed,
+	       ok, worst);
+}
+
+const struct itest t_err_tests[] = {
+	{ "error-pid-nonexistent", test_pid_nonexistent, 0 },
+	{ "error-pid-not-numeric", test_pid_not_numeric, 0 },
+	{ "error-not-jemalloc", test_not_jemalloc, 0 },
+	{ "error-jemalloc-without-prof", test_no_prof, 0 },
+	{ "error-unknown-mallctl", test_unknown_mallctl, 0 },
+	{ "error-set-bad-value", test_set_bad_value, 0 },
+	{ "error-set-read-only", test_set_read_only, 0 },
+	{ "error-purge-bad-arena", test_purge_bad_arena, 0 },
+	{ "error-target-killed", test_target_killed, 0 },
+	{ NULL, NULL, 0 },
+};

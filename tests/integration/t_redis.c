@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A real program: Debian's redis-server (linked with the system jemalloc),
+ * under redis-benchmark load while heapctl works on it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "itest.h"
+
+#define NKEYS 100
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+struct redis {
+	char server[256], cli[256], bench[256];
+	char port[16], dir[300], log[340];
+	pid_t pid;
+	char spid[16];
+};
+
+/* redis-cli -p PORT args...; output in r. */
+static void cli(struct redis *rd, struct hres *r, const char *const *args)
+{
+	const char *argv[2 * NKEYS + 16];
+	int n = 0, i;
+
+	argv[n++] = rd->cli;
+	argv[n++] = "-h";
+	argv[n++] = "127.0.0.1";
+	argv[n++] = "-p";
+	argv[n++] = rd->port;
+	for (i = 0; args[i] && n < (int)(sizeof(argv) / sizeof(argv[0])) - 1; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	run_prog(r, argv, 20);
+}
+
+static int redis_start(struct redis *rd)
+{
+	const char *argv[] = {
+		rd->server, "--port", rd->port, "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--daemonize", "no", "--dir", rd->dir, NULL,
+	};
+	static const char *const env[] = { "MALLOC_CONF=prof:true,prof_active:false", NULL };
+	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	static const char *const ping[] = { "ping", NULL };
+	char why[256];
+	int logfd, port = free_port(), i;
+
+	if (port < 0) {
+		t_fail("no free loopback port");
+		return -1;
+	}
+	snprintf(rd->port, sizeof(rd->port), "%d", port);
+	snprintf(rd->dir, sizeof(rd->dir), "%s/redis", cfg.tmpdir);
+	mkdir(rd->dir, 0755);
+	snprintf(rd->log, sizeof(rd->log), "%s/redis.log", rd->dir);
+	logfd = open(rd->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	o.out_fd = o.err_fd = logfd;
+	o.cwd = rd->dir;
+	o.setenv_kv = env;
+	rd->pid = spawn(argv, &o, why, sizeof(why));
+	if (logfd >= 0)
+		close(logfd);
+	if (rd->pid < 0) {
+		t_fail("redis-server: %s", why);
+		return -1;
+	}
+	snprintf(rd->spid, sizeof(rd->spid), "%d", (int)rd->pid);
+	/* Bounded poll until it answers. */
+	for (i = 0; i < 200; i++) {
+		struct hres r;
+		bool up;
+
+		if (waitpid(rd->pid, NULL, WNOHANG) == rd->pid) {
+			char *log = read_file_str(rd->log);
+
+			untrack_pid(rd->pid);
+			rd->pid = -1;
+			t_fail("redis-server exited at startup: %.300s", log ? log : "");
+			free(log);
+			return -1;
+		}
+		cli(rd, &r, ping);
+		up = hres_exit(&r) == 0 && strstr(r.out, "PONG");
+		hres_free(&r);
+		if (up)
+			return 0;
+		sleep_ms(50);
+	}
+	t_fail("redis-server on port %s never answered PING", rd->port);
+	return -1;
+}
+
+static void redis_stop(struct redis *rd)
+{
+	int st;
+
+	if (rd->pid <= 0)
+		return;
+	kill(rd->pid, SIGTERM);
+	if (wait_pid(rd->pid, &st, 15000)) {
+		t_fail("redis-server ignored SIGTERM for 15 s");
+		kill_wait(rd->pid);
+	}
+	rd->pid = -1;
+}
+
+static int set_keys(struct redis *rd)
+{
+	static char kv[2 * NKEYS][24];
+	const char *args[2 * NKEYS + 2];
+	struct hres r;
+	int i, n = 0, ret = 0;
+
+	args[n++] = "MSET";
+	for (i = 0; i < NKEYS; i++) {
+		snprintf(kv[2 * i], sizeof(kv[0]), "heapctl:k%d", i);
+		snprintf(kv[2 * i + 1], sizeof(kv[0]), "value-%d-%d", i, i * i);
+		args[n++] = kv[2 * i];
+		args[n++] = kv[2 * i + 1];
+	}
+	args[n] = NULL;
+	cli(rd, &r, args);
+	if (hres_exit(&r) != 0 || !strstr(r.out, "OK")) {
+		t_fail("redis MSET: %s %.100s", hres_desc(&r), r.out);
+		ret = -1;
+	}
+	hres_free(&r);
+	return ret;
+}
+
+static int check_keys(struct redis *rd)
+{
+	static char keys[NKEYS][24];
+	const char *args[NKEYS + 2];
+	const char *p;
+	struct hres r;
+	int i, n = 0, ret = -1;
+
+	args[n++] = "MGET";
+	for (i = 0; i < NKEYS; i++) {
+		snprintf(keys[i], sizeof(keys[0]), "heapctl:k%d", i);
+		args[n++] = keys[i];
+	}
+	args[n] = NULL;
+	cli(rd, &r, args);
+	if (hres_exit(&r) != 0) {
+		t_fail("redis MGET: %s", hres_desc(&r));
+		goto out;
+	}
+	p = r.out;
+	for (i = 0; i < NKEYS; i++) {
+		char want[32];
+		size_t l = strcspn(p, "\n");
+
+		snprintf(want, sizeof(want), "value-%d-%d", i, i * i);
+		if (l != strlen(want) || strncmp(p, want, l)) {
+			t_fail("redis key heapctl:k%d is '%.*s', expected '%s'", i, (int)l, p, want);
+			goto out;
+		}
+		p += l + (p[l] ? 1 : 0);
+	}
+	ret = 0;
+out:
+	hres_free(&r);
+	return ret;
+}
+
+static void test_redis(void)
+{
+	static const char *const ping[] = { "ping", NULL };
+	char *base_maps = NULL, *extra = NULL, why[512], dump[400], nreq[16];
+	struct redis rd = { .pid = -1 };
+	struct hproc bp;
+	struct hres r = { 0 }, br = { 0 };
+	int rounds = 0;
+	bool bench_running = false;
+
+	if (!find_in_path("redis-server", rd.server, sizeof(rd.server)) ||
+	    !find_in_path("redis-cli", rd.cli, sizeof(rd.cli)) ||
+	    !find_in_path("redis-benchmark", rd.bench, sizeof(rd.bench))) {
+		t_skip(true, "redis-server, redis-cli or redis-benchmark not installed");
+		return;
+	}
+	if (redis_start(&rd) || set_keys(&rd))
+		goto out;
+	base_maps = proc_odd_maps(rd.pid, false);
+
+	snprintf(nreq, sizeof(nreq), "%d", 20000);
+	{
+		const char *argv[] = {
+			rd.bench, "-h", "127.0.0.1", "-p", rd.port, "-q", "-n", nreq, "-t", "set,get",
+			NULL,
+		};
+
+		if (prog_start(&bp, argv)) {
+			t_fail("cannot start redis-benchmark");
+			goto out;
+		}
+		bench_running = true;
+	}
+
+	/* Keep heapctl busy on redis for as long as the benchmark runs. */
+	do {
+		snprintf(dump, sizeof(dump), "%s/redis.%d.heap", rd.dir, rounds);
+		if (hc_expect(&r, 0, "prof", "on", "-p", rd.spid, NULL))
+			goto out;
+		hres_free(&r);
+		if (hc_expect(&r, 0, "dump", "-p", rd.spid, "-o", dump, NULL))
+			goto out;
+		hres_free(&r);
+		if (!file_starts_with(dump, "heap_v2/", why, sizeof(why))) {
+			t_fail("redis dump: %s", why);
+			goto out;
+		}
+		if (hc_expect(&r, 0, "stats", "-p", rd.spid, "--json", NULL))
+			goto out;
+		if (json_valid(r.out, why, sizeof(why))) {
+			t_fail("redis stats --json: %s", why);
+			goto out;
+		}
+		hres_free(&r);
+		if (hc_expect(&r, 0, "purge", "-p", rd.spid, NULL))
+			goto out;
+		hres_free(&r);
+		if (hc_expect(&r, 0, "prof", "off", "-p", rd.spid, NULL))
+			goto out;
+		hres_free(&r);
+		if (proc_check_tasks(rd.pid, false, why, sizeof(why))) {
+			t_fail("redis: %s", why);
+			goto out;
+		}
+		rounds++;
+	} while (rounds < 50 && !pid_exited(bp.pid));
+
+	hc_finish(&bp, &br, 180);
+	bench_running = false;
+	if (hres_exit(&br) != 0 || strcasestr_(br.out, "error") || strcasestr_(br.err, "error")) {
+		t_fail("redis-benchmark: %s %.200s", hres_desc(&br), br.out);
+		goto out;
+	}
+	t_note("%d rounds of prof on/dump/stats/purge/prof off during redis-benchmark", rounds);
+
+	if (check_keys(&rd))
+		goto out;
+	if (hc_expect(&r, 0, "get", "-p", rd.spid, "prof.active", NULL))
+		goto out;
+	if (strncmp(r.out, "false", 5)) {
+		t_fail("redis: prof.active reads '%.20s' after prof off", r.out);
+		goto out;
+	}
+	hres_free(&r);
+	cli(&rd, &r, ping);
+	if (hres_exit(&r) != 0 || !strstr(r.out, "PONG")) {
+		t_fail("redis no longer answers PING: %s", hres_desc(&r));
+		goto out;
+	}
+	if (proc_check_tasks(rd.pid, false, why, sizeof(why))) {
+		t_fail("redis: %s", why);
+		goto out;
+	}
+	if (base_maps) {
+		char *now = proc_odd_maps(rd.pid, false);
+
+		extra = lines_missing(base_maps, now ? now : "");
+		free(now);
+		if (*extra) {
+			t_fail("redis: new executable anonymous mapping left: %.300s", extra);
+			goto out;
+		}
+	}
+out:
+	if (bench_running) {
+		hc_finish(&bp, &br, 1);
+		kill_wait(bp.pid);
+	}
+	hres_free(&br);
+	hres_free(&r);
+	free(base_maps);
+	free(extra);
+	redis_stop(&rd);
+}
+
+const struct itest t_redis_tests[] = {
+	{ "redis-under-load", test_redis, 600 },
+	{ NULL, NULL, 0 },
+};
