@@ -16,7 +16,12 @@ CROSS_COMPILE ?=
 CC := $(CROSS_COMPILE)gcc
 AR := $(CROSS_COMPILE)ar
 PKG_CONFIG ?= pkg-config
-B := build
+# Sanitized builds live apart so they never mix with normal objects.
+ifeq ($(SAN),1)
+B ?= build-san
+else
+B ?= build
+endif
 
 ifeq ($(V),1)
 Q :=

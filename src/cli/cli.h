@@ -70,7 +70,7 @@ struct cli_env {
 /* util.c: reporting */
 void cli_log_init(int verbose);
 void cli_log(enum hc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int cli_fail(const struct hc_err *err);
+int cli_fail(const struct cli_env *env, const struct hc_err *err);
 int cli_usage(const struct cli_env *env, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void cli_timing(const struct cli_env *env, const struct hc_target *t);

@@ -18,10 +18,10 @@ int cmd_get(struct cli_env *env)
 	memset(&v, 0, sizeof(v));
 	t = cli_open(env, env->pid, &err);
 	if (!t)
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	if (hc_ctl_get(t, name, &v, &err)) {
 		cli_close(t);
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	}
 	cli_timing(env, t);
 	cli_close(t);
@@ -45,11 +45,11 @@ int cmd_set(struct cli_env *env)
 	old.type = HC_T_VOID;
 	t = cli_open(env, env->pid, &err);
 	if (!t)
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	/* No VALUE: a void control such as arena.0.decay; the library checks. */
 	if (hc_ctl_set(t, name, value, &old, &err)) {
 		cli_close(t);
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	}
 	cli_timing(env, t);
 	cli_close(t);

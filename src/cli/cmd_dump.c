@@ -39,15 +39,15 @@ int cmd_dump(struct cli_env *env)
 		snprintf(err.msg, sizeof(err.msg),
 			 "no free name ./heapctl.%d.N.heap in this directory", (int)env->pid);
 		snprintf(err.hint, sizeof(err.hint), "name the file with -o FILE");
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	}
 
 	t = cli_open(env, env->pid, &err);
 	if (!t)
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	if (hc_prof_dump(t, path, &err)) {
 		cli_close(t);
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	}
 	cli_timing(env, t);
 	cli_close(t);

@@ -101,7 +101,8 @@ static void print_human(pid_t pid, const char *name, const struct hc_where *w,
 		const char *eq = strchr(in->conf[i], '=');
 
 		if (eq)
-			printf("  %-26.*s %s\n", (int)(eq - in->conf[i]), in->conf[i], eq + 1);
+			printf("  %-26.*s %s\n", (int)(eq - in->conf[i]), in->conf[i],
+			       eq[1] ? eq + 1 : "\"\"");
 		else
 			printf("  %s\n", in->conf[i]);
 	}
@@ -120,11 +121,11 @@ int cmd_info(struct cli_env *env)
 	memset(&in, 0, sizeof(in));
 	t = cli_open(env, env->pid, &err);
 	if (!t)
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	hc_target_where(t, &w);
 	if (hc_info_get(t, &in, &err)) {
 		cli_close(t);
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	}
 	cli_timing(env, t);
 	cli_read_comm(env->pid, name, sizeof(name));

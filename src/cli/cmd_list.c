@@ -187,7 +187,7 @@ int cmd_list(struct cli_env *env)
 
 		snprintf(err.msg, sizeof(err.msg), "cannot read /proc: %s", strerror(errno));
 		snprintf(err.hint, sizeof(err.hint), "is /proc mounted?");
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	}
 	if (env->json)
 		fputs("[", stdout);

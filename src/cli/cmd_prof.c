@@ -50,7 +50,7 @@ int cmd_prof(struct cli_env *env)
 	memset(&err, 0, sizeof(err));
 	t = cli_open(env, env->pid, &err);
 	if (!t)
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	if (hc_prof_get(t, &enabled, &active, &err))
 		goto fail;
 	cli_timing(env, t);
@@ -73,5 +73,5 @@ int cmd_prof(struct cli_env *env)
 
 fail:
 	cli_close(t);
-	return cli_fail(&err);
+	return cli_fail(env, &err);
 }

@@ -27,7 +27,7 @@ int cmd_purge(struct cli_env *env)
 	memset(&after, 0, sizeof(after));
 	t = cli_open(env, env->pid, &err);
 	if (!t)
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	if (hc_stats_get(t, &before, &err))
 		goto fail;
 	cli_timing(env, t);
@@ -59,5 +59,5 @@ int cmd_purge(struct cli_env *env)
 
 fail:
 	cli_close(t);
-	return cli_fail(&err);
+	return cli_fail(env, &err);
 }

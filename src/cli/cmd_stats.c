@@ -100,7 +100,7 @@ int cmd_stats(struct cli_env *env)
 	memset(&st, 0, sizeof(st));
 	t = cli_open(env, env->pid, &err);
 	if (!t)
-		return cli_fail(&err);
+		return cli_fail(env, &err);
 	if (env->full) {
 		if (print_full(env, t, &err))
 			goto fail;
@@ -119,5 +119,5 @@ int cmd_stats(struct cli_env *env)
 
 fail:
 	cli_close(t);
-	return cli_fail(&err);
+	return cli_fail(env, &err);
 }

@@ -83,20 +83,23 @@ void cli_log(enum hc_log_level level, const char *fmt, ...)
 	log_sink(level, buf);
 }
 
-int cli_fail(const struct hc_err *err)
+int cli_fail(const struct cli_env *env, const struct hc_err *err)
 {
 	const char *msg = err->msg[0] ? err->msg : hc_err_name(err->code);
 	const char *hint = err->hint[0] ? err->hint : hc_err_default_hint(err->code);
+	bool usage = err->code == HC_E_USAGE;
 
 	cli_flush();
 	fprintf(stderr, "heapctl: error: %s\n", msg);
-	if (hint && hint[0])
+	/* The library refusing what the user typed is a usage error: point at the command. */
+	if (usage && env && env->cmd && (!hint || !strcmp(hint, hc_err_default_hint(err->code))))
+		fprintf(stderr, "hint: see 'heapctl %s --help'\n", env->cmd->name);
+	else if (hint && hint[0])
 		fprintf(stderr, "hint: %s\n", hint);
 	cli_log(HC_LOG_DEBUG, "error code %s, errno %d%s%s", hc_err_name(err->code),
 		err->sys_errno, err->sys_errno ? " " : "",
 		err->sys_errno ? strerror(err->sys_errno) : "");
-	/* The library refusing what the user typed is still a usage error. */
-	return err->code == HC_E_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+	return usage ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 }
 
 int cli_usage(const struct cli_env *env, const char *fmt, ...)

@@ -54,8 +54,8 @@ struct deferred {
 
 struct sess {
 	pid_t tid;
-	uint8_t gregs[512]; /* saved */
-	uint8_t cur[512];   /* working copy */
+	uint8_t gregs[512] __attribute__((aligned(16))); /* saved */
+	uint8_t cur[512] __attribute__((aligned(16))); /* working copy */
 	struct {
 		unsigned int nt;
 		uint8_t *buf;

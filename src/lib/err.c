@@ -97,6 +97,7 @@ void err_context(struct hc_err *err, const char *fmt, ...)
 {
 	char ctx[128], old[sizeof(err->msg)];
 	va_list ap;
+	int n;
 
 	if (!err || err->code == HC_OK)
 		return;
@@ -105,6 +106,11 @@ void err_context(struct hc_err *err, const char *fmt, ...)
 	va_end(ap);
 	memcpy(old, err->msg, sizeof(old));
 	/* truncation is fine here: the context is what matters most */
-	if (snprintf(err->msg, sizeof(err->msg), "%s: ", ctx) < (int)sizeof(err->msg))
-		strncat(err->msg, old, sizeof(err->msg) - strlen(err->msg) - 1);
+	n = snprintf(err->msg, sizeof(err->msg), "%s: ", ctx);
+	if (n > 0 && (size_t)n < sizeof(err->msg)) {
+		size_t room = sizeof(err->msg) - (size_t)n - 1, l = strlen(old);
+
+		memcpy(err->msg + n, old, l < room ? l : room);
+		err->msg[n + (l < room ? l : room)] = 0;
+	}
 }

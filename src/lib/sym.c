@@ -402,7 +402,8 @@ int sym_load(struct hc_target *t, struct obj *o, struct hc_err *err)
 	}
 	for (size_t i = 0; i < sv.n; i++)
 		sv.v[i].name = sv.strs + (uintptr_t)sv.v[i].name;
-	qsort(sv.v, sv.n, sizeof(*sv.v), cmp_sym);
+	if (sv.n)
+		qsort(sv.v, sv.n, sizeof(*sv.v), cmp_sym);
 	o->syms = sv.v;
 	o->nsyms = sv.n;
 	o->strs = sv.strs;

@@ -169,6 +169,8 @@ struct victim {
 	unsigned long sig_sent;
 	long sig_sum;
 	unsigned int feed_seq;
+	long base_eintr[8], base_errors;	/* counters already accounted for */
+	bool tainted;	/* a check failed: re-baseline before the next test */
 };
 
 /* Starts build/victims/NAME with MALLOC_CONF=malloc_conf (NULL: unset). */
@@ -184,6 +186,8 @@ void victim_kill(struct victim *v);
 bool victim_alive(struct victim *v);
 /* Takes fd and mapping baselines now. */
 void victim_baseline(struct victim *v);
+/* Accepts the current EINTR/error counters as the new zero. */
+void victim_rebase_counters(struct victim *v);
 /* The full "target unharmed" check; calls t_fail() and returns -1 on a problem. */
 int victim_check(struct victim *v, unsigned int flags);
 /* Value of key=NUMBER in a reply line; dflt if absent. */

@@ -204,6 +204,7 @@ int json_member(const char *s, const char *key, const char **val, size_t *len)
 	j.p++;
 	for (;;) {
 		const char *k, *v;
+		size_t kl;
 
 		ws(&j);
 		if (*j.p != '"')
@@ -211,6 +212,7 @@ int json_member(const char *s, const char *key, const char **val, size_t *len)
 		k = j.p + 1;
 		if (string(&j))
 			return -1;
+		kl = (size_t)(j.p - k - 1);
 		ws(&j);
 		if (*j.p != ':')
 			return -1;
@@ -219,7 +221,7 @@ int json_member(const char *s, const char *key, const char **val, size_t *len)
 		v = j.p;
 		if (value(&j))
 			return -1;
-		if ((size_t)(j.p - k - 1) == klen && !strncmp(k, key, klen)) {
+		if (kl == klen && !strncmp(k, key, klen)) {
 			*val = v;
 			*len = (size_t)(j.p - v);
 			return 0;

@@ -60,7 +60,9 @@ static int borrow(struct victim *v, pid_t tid, const char *cmd, const char *opt)
 	int ret;
 
 	snprintf(stid, sizeof(stid), "%d", (int)tid);
-	if (opt)
+	if (opt && opt[0] != '-' && strcmp(cmd, "prof"))	/* get NAME: operand last */
+		ret = hc_expect(&r, 0, cmd, "-p", v->spid, "--tid", stid, opt, NULL);
+	else if (opt)
 		ret = hc_expect(&r, 0, cmd, opt, "-p", v->spid, "--tid", stid, NULL);
 	else
 		ret = hc_expect(&r, 0, cmd, "-p", v->spid, "--tid", stid, NULL);

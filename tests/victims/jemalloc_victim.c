@@ -37,7 +37,8 @@
  *                        default), or from the arena created at start (x)
  *   free                 free ok BYTES: frees every leaked chunk
  *   ctl NAME             ctl NAME VALUE | ctl NAME err ERRNO
- *   lasterr              lasterr TEXT (first recorded error, or "none")
+ *   lasterr              lasterr TEXT: first error recorded since the last
+ *                        "lasterr", or "none"
  *   fds                  fds N
  *   maps                 maps N anon_odd=M
  *   quit                 bye, then exit(0); EOF on CTL_FD also exits
@@ -1203,6 +1204,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(cmd, "lasterr")) {
 			pthread_mutex_lock(&g.mu);
 			vreply(fds.reply, "lasterr %s", g.lasterr[0] ? g.lasterr : "none");
+			g.lasterr[0] = '\0';
 			pthread_mutex_unlock(&g.mu);
 		} else if (!strcmp(cmd, "fds")) {
 			vreply(fds.reply, "fds %ld", vcount_fds());
