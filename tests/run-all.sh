@@ -86,7 +86,8 @@ settle unit "$(cat "$tmp/unit.rc" 2>/dev/null || echo 1)"
 itest=$BUILD_DIR/tests/itest
 if [ -x "$itest" ]; then
 	count < <(
-		HEAPCTL=$BUILD_DIR/heapctl VICTIM_DIR=$BUILD_DIR/victims $TIMEOUT "$itest" </dev/null
+		HEAPCTL=$BUILD_DIR/heapctl VICTIM_DIR=$BUILD_DIR/victims \
+			$TIMEOUT "$itest" </dev/null
 		echo $? >"$tmp/itest.rc"
 	)
 	settle itest "$(cat "$tmp/itest.rc" 2>/dev/null || echo 1)"

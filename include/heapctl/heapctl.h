@@ -16,6 +16,12 @@
  * Thread safety: a struct hc_target is used by one thread at a time.  The
  * library blocks SIGCHLD in the calling thread while it waits for the
  * target; a multi-threaded host must not consume SIGCHLD elsewhere.
+ *
+ * Cancellation: if the caller blocks SIGINT, SIGTERM or SIGHUP, their arrival
+ * cancels the operation: a call already running in the target is finished
+ * (abandoning it could leave an allocator lock held), the target is restored,
+ * and the operation fails with HC_E_CANCELLED.  The signal stays pending for
+ * the caller to act on.
  */
 #ifndef HEAPCTL_HEAPCTL_H
 #define HEAPCTL_HEAPCTL_H
@@ -47,6 +53,7 @@ extern "C" {
 	X(HC_E_UNSAFE, "every thread was inside the allocator; retry, or raise --timeout")   \
 	X(HC_E_TIMEOUT, "raise --timeout, or retry when the process is less busy")           \
 	X(HC_E_GONE, "the process exited while heapctl worked on it")                       \
+	X(HC_E_CANCELLED, "the call in flight was finished and the target restored")            \
 	X(HC_E_FAULT, "the call faulted inside the target; the thread was restored")         \
 	X(HC_E_REMOTE, "the allocator refused the request")                                 \
 	X(HC_E_PROF_OFF, "restart the process with MALLOC_CONF=prof:true,prof_active:false " \

@@ -189,15 +189,15 @@ static const struct {
 	{ CLI_O_OUTPUT, "-o/--output" }, { CLI_O_ARENA, "--arena" },
 };
 
-static void print_common(FILE *f, unsigned int allowed)
+static void print_common(FILE *f, unsigned int allowed, bool per_process)
 {
 	fputs("\nCommon options (before or after the command):\n", f);
 	if (allowed & CLI_O_TID)
 		fputs("  --tid TID           borrow this thread (default: the first found at a\n"
 		      "                      safe point, outside the allocator)\n", f);
 	if (allowed & CLI_O_TIMEOUT)
-		fputs("  --timeout SEC       give up after SEC seconds, fractions allowed\n"
-		      "                      (default 30)\n", f);
+		fprintf(f, "  --timeout SEC       give up after SEC seconds, fractions allowed\n"
+			   "                      (default %s)\n", per_process ? "2 per process" : "30");
 	fputs("  -v, -vv, -vvv       log steps, ptrace requests, register dumps (stderr)\n"
 	      "  -h, --help          show help and exit\n"
 	      "  --version           print the version and exit\n", f);
@@ -216,7 +216,7 @@ static void main_help(FILE *f)
 	      "Commands:\n", f);
 	for (i = 0; i < NCMDS; i++)
 		fprintf(f, "  %-8s  %s\n", cmds[i].name, cmds[i].summary);
-	print_common(f, CLI_O_COMMON);
+	print_common(f, CLI_O_COMMON, false);
 	fputs("\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n"
 	      "Run 'heapctl COMMAND --help' for a command's options and examples.\n"
@@ -235,7 +235,7 @@ static void cmd_help(FILE *f, const struct cli_cmd *c)
 		fputs("  -p, --pid PID       the target process\n", f);
 	if (c->options)
 		fputs(c->options, f);
-	print_common(f, c->opts);
+	print_common(f, c->opts, c->fn == cmd_list);
 	fprintf(f, "\nEXAMPLES:\n%s", c->examples);
 }
 

@@ -20,6 +20,7 @@
  *     a blocked read/nanosleep/futex resumes exactly as if nothing happened.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <signal.h>
@@ -78,6 +79,18 @@ struct sess {
 	bool gone;
 };
 
+/* A termination signal the caller blocked is waiting: stop between calls. */
+static bool pending_term(void)
+{
+	sigset_t p, cur;
+
+	if (sigpending(&p) < 0 || pthread_sigmask(SIG_SETMASK, NULL, &cur) != 0)
+		return false;
+	return (sigismember(&p, SIGINT) == 1 && sigismember(&cur, SIGINT) == 1) ||
+	       (sigismember(&p, SIGTERM) == 1 && sigismember(&cur, SIGTERM) == 1) ||
+	       (sigismember(&p, SIGHUP) == 1 && sigismember(&cur, SIGHUP) == 1);
+}
+
 /* Signals that report a fault of the running code: never blocked. */
 static bool is_fault_sig(int sig)
 {
@@ -106,11 +119,21 @@ static const char *stop_name(enum stop st)
 	return n[st];
 }
 
-static int wait_stop(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
-		     struct hc_err *err)
+/*
+ * Wait for the next stop of tid.  Returns 0 with *st, 1 on timeout, 2 when
+ * a termination signal asks heapctl to stop (only outside a running call
+ * and outside cleanup), -1 on error.
+ */
+static int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st,
+			int *sig, struct hc_err *err)
 {
-	int status, r = ptrace_wait(tid, &status, t->deadline_ns, err);
+	int status, csig = 0;
+	int r = ptrace_wait(tid, &status, t->deadline_ns, cancellable, &csig, err);
 
+	if (r == 2) {
+		t->cancel_sig = csig;
+		return 2;
+	}
 	if (r <= 0)
 		return r < 0 ? -1 : 1; /* 1: timed out */
 	*sig = 0;
@@ -132,6 +155,18 @@ static int wait_stop(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
 		*st = ST_SIGNAL;
 	pr_trace("tid %d: %s sig %d", tid, stop_name(*st), *sig);
 	return 0;
+}
+
+static int wait_stop(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
+		     struct hc_err *err)
+{
+	return wait_stop_ex(t, tid, false, st, sig, err);
+}
+
+static int cancelled(struct hc_target *t, struct hc_err *err)
+{
+	return err_set(err, HC_E_CANCELLED, 0, "interrupted by %s; pid %d was restored",
+		       strsignal(t->cancel_sig), t->pid);
 }
 
 static int gone(struct hc_target *t, struct hc_err *err)
@@ -291,9 +326,11 @@ static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 	if (ptrace_interrupt(tid, err) < 0)
 		return -1;
 	for (;;) {
-		r = wait_stop(t, tid, &st, &sig, err);
+		r = wait_stop_ex(t, tid, true, &st, &sig, err);
 		if (r < 0)
 			return -1;
+		if (r == 2)
+			return cancelled(t, err);
 		if (r > 0)
 			return err_set(err, HC_E_TIMEOUT, 0,
 				       "thread %d did not stop (uninterruptible sleep?)", tid);
@@ -632,6 +669,8 @@ int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
+	if (t->cancel_sig || pending_term())
+		return cancelled(t, err);
 	memcpy(c.args, args, nargs * sizeof(*args));
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
 	c.sp = t->arch->get_sp(s->gregs);

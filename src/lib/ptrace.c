@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
@@ -108,9 +109,12 @@ int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err)
 	return 0;
 }
 
-int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, struct hc_err *err)
+static const int term_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
+		struct hc_err *err)
 {
-	sigset_t chld, old;
+	sigset_t set, old;
 	int ret = -1;
 
 	/*
@@ -118,13 +122,17 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, struct hc_err *err
 	 * blocked so it stays pending between waitpid(WNOHANG) and
 	 * sigtimedwait(): no lost wake-up, no polling.
 	 */
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &chld, &old);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	for (unsigned int i = 0; cancellable && i < 3; i++)
+		if (sigismember(&old, term_sigs[i]) == 1)
+			sigaddset(&set, term_sigs[i]);
 	for (;;) {
 		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
 		uint64_t now;
 		struct timespec ts;
+		int sig;
 
 		if (r == tid) {
 			ret = 1;
@@ -141,7 +149,15 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, struct hc_err *err
 		}
 		ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000ull);
 		ts.tv_nsec = (long)((deadline_ns - now) % 1000000000ull);
-		if (sigtimedwait(&chld, NULL, &ts) < 0 && errno != EAGAIN && errno != EINTR) {
+		sig = sigtimedwait(&set, NULL, &ts);
+		if (sig > 0 && sig != SIGCHLD) {
+			/* still blocked: it stays pending for the caller */
+			pthread_kill(pthread_self(), sig);
+			*cancel_sig = sig;
+			ret = 2;
+			break;
+		}
+		if (sig < 0 && errno != EAGAIN && errno != EINTR) {
 			fail(err, "sigtimedwait", tid);
 			break;
 		}

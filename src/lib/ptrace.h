@@ -30,8 +30,12 @@ int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err);
 /*
  * Wait for tid to report a stop or exit, up to deadline_ns on
  * CLOCK_MONOTONIC.  Returns 1 with *status, 0 on timeout, -1 on error.
+ * If cancellable, a termination signal (SIGINT, SIGTERM, SIGHUP) that the
+ * caller has blocked ends the wait: it returns 2 and *cancel_sig, and the
+ * signal is left pending.
  */
-int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, struct hc_err *err);
+int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
+		struct hc_err *err);
 
 /* Target memory.  mem_read uses process_vm_readv, falling back to memfd. */
 int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct hc_err *err);

@@ -54,6 +54,7 @@ struct hc_target {
 	void *unw; /* libunwind address space, created once */
 	struct hc_timing timing;
 	uint64_t deadline_ns;
+	int cancel_sig; /* a termination signal cancelled the operation */
 	uint64_t where_syscall; /* a syscall instruction in the target */
 };
 
