@@ -83,6 +83,15 @@ struct hc_arch {
 	 * arm64 has already rewound before the stop, so it is a no-op there.
 	 */
 	void (*no_restart)(void *gregs);
+	/*
+	 * Some syscalls fail with EINTR, instead of restarting, whenever the
+	 * thread is stopped (signal(7): epoll_wait, semop, sigtimedwait,
+	 * io_getevents...), and PTRACE_INTERRUPT is such a stop.  If gregs
+	 * shows one of them returning -EINTR, rewind it so that it runs again,
+	 * and return true.  The caller only does this when no signal is
+	 * pending, i.e. when the EINTR was heapctl's own doing.
+	 */
+	bool (*undo_stop_eintr)(void *gregs);
 	/* Syscall the thread was in at the stop (orig_rax / -1), for logs. */
 	long (*syscall_nr)(const void *gregs);
 	/*

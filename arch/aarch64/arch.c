@@ -218,6 +218,17 @@ static bool stopped_at_trap(const void *gregs, const siginfo_t *si, uint64_t tra
  * at orig_ax after the stop) must not be ported: the image we save is
  * already the restart state, and restoring it verbatim re-arms the call.
  */
+/*
+ * arm64 cannot rewind an EINTR'd syscall from NT_PRSTATUS alone: x0 already
+ * holds -EINTR and the original first argument (orig_x0) is not in any
+ * regset, so the syscall cannot be re-issued exactly.  Leave it alone.
+ */
+static bool undo_stop_eintr(void *gregs)
+{
+	(void)gregs;
+	return false;
+}
+
 static void no_restart(void *gregs)
 {
 	(void)gregs;
@@ -313,6 +324,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.get_syscall_ret = get_syscall_ret,
 	.stopped_at_trap = stopped_at_trap,
 	.no_restart = no_restart,
+	.undo_stop_eintr = undo_stop_eintr,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,
 	.dump_regs = dump_regs,

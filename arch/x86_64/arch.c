@@ -143,6 +143,36 @@ static void no_restart(void *g)
 	((struct x64_gregs *)g)->orig_rax = (uint64_t)-1;
 }
 
+/* x86_64 numbers of the syscalls that fail with EINTR on a mere stop. */
+static const long stop_eintr_nrs[] = {
+	232, /* epoll_wait */
+	281, /* epoll_pwait */
+	441, /* epoll_pwait2 */
+	65,  /* semop */
+	220, /* semtimedop */
+	128, /* rt_sigtimedwait */
+	208, /* io_getevents */
+	333, /* io_pgetevents */
+};
+
+static bool undo_stop_eintr(void *gv)
+{
+	struct x64_gregs *g = gv;
+
+	if ((int64_t)g->rax != -4 /* -EINTR */)
+		return false;
+	for (size_t i = 0; i < sizeof(stop_eintr_nrs) / sizeof(stop_eintr_nrs[0]); i++) {
+		if ((long)g->orig_rax != stop_eintr_nrs[i])
+			continue;
+		/* back onto the 2-byte syscall instruction, with the number in rax */
+		g->rax = g->orig_rax;
+		g->rip -= sizeof(x64_syscall);
+		g->orig_rax = (uint64_t)-1;
+		return true;
+	}
+	return false;
+}
+
 static long syscall_nr(const void *g)
 {
 	return (long)((const struct x64_gregs *)g)->orig_rax;
@@ -232,6 +262,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.get_syscall_ret = get_syscall_ret,
 	.stopped_at_trap = stopped_at_trap,
 	.no_restart = no_restart,
+	.undo_stop_eintr = undo_stop_eintr,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,
 	.dump_regs = dump_regs,

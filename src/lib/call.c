@@ -69,6 +69,7 @@ struct sess {
 	bool touched;      /* registers were changed and the thread ran */
 	bool stopped;      /* in a ptrace stop we can act on */
 	bool saved;        /* gregs holds the original registers */
+	bool eintr_undone; /* gregs re-issues a syscall our stop made fail */
 	enum stop at;      /* the kind of stop the thread is in now */
 	int pending_sig;   /* a signal that arrived before the mask was taken */
 	uint64_t code, data;
@@ -305,12 +306,55 @@ static void sess_free(struct sess *s)
 	free(s);
 }
 
+/* Is a signal pending that tid does not block?  Then it will be delivered anyway. */
+static bool signal_pending(pid_t pid, pid_t tid)
+{
+	char path[96], line[256];
+	uint64_t pnd = 0, shd = 0, blk = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "SigPnd:", 7))
+			pnd = strtoull(line + 7, NULL, 16);
+		else if (!strncmp(line, "ShdPnd:", 7))
+			shd = strtoull(line + 7, NULL, 16);
+		else if (!strncmp(line, "SigBlk:", 7))
+			blk = strtoull(line + 7, NULL, 16);
+	}
+	fclose(f);
+	return ((pnd | shd) & ~blk) != 0;
+}
+
+/*
+ * epoll_wait and friends return EINTR for a mere stop, ours included.  When
+ * no signal explains the EINTR, it was heapctl's: make the saved state
+ * re-issue the syscall, so the program never sees it.
+ */
+static void undo_our_eintr(struct hc_target *t, struct sess *s)
+{
+	uint8_t g[sizeof(s->gregs)] __attribute__((aligned(16)));
+
+	memcpy(g, s->gregs, t->arch->gregs_len);
+	if (!t->arch->undo_stop_eintr(g) || !where_is_syscall(t, t->arch->get_pc(g)) ||
+	    signal_pending(t->pid, s->tid))
+		return;
+	memcpy(s->gregs, g, t->arch->gregs_len);
+	s->eintr_undone = true;
+	pr_debug("tid %d: syscall %ld got EINTR from heapctl's stop; it will run again", s->tid,
+		 t->arch->syscall_nr(s->gregs));
+}
+
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now, -1: error. */
 static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 		      struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	struct hc_err e = { 0 };
+	uint64_t saved_deadline;
 	enum stop st;
 	int sig, r;
 
@@ -325,6 +369,10 @@ static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 	s->tid = tid;
 	if (ptrace_interrupt(tid, err) < 0)
 		return -1;
+	/* A stop takes microseconds; do not let a spent retry budget cut it short. */
+	saved_deadline = t->deadline_ns;
+	if (t->deadline_ns < now_ns() + 2000000000ull)
+		t->deadline_ns = now_ns() + 2000000000ull;
 	for (;;) {
 		r = wait_stop_ex(t, tid, true, &st, &sig, err);
 		if (r < 0)
@@ -344,12 +392,14 @@ static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 		if (ptrace_resume(tid, false, sig, err) < 0)
 			return -1;
 	}
+	t->deadline_ns = saved_deadline;
 	s->at = st;
 	s->stopped = true;
 	s->stopped_ns = now_ns();
 	if (get_gregs(t, s->gregs, err) < 0)
 		return -1;
 	s->saved = true;
+	undo_our_eintr(t, s);
 	pr_debug("tid %d stopped (%s) at pc 0x%llx, in syscall %ld", tid, stop_name(st),
 		 (unsigned long long)t->arch->get_pc(s->gregs), t->arch->syscall_nr(s->gregs));
 	where_disasm(t, t->arch->get_pc(s->gregs), HC_LOG_TRACE);
@@ -362,8 +412,9 @@ static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 	if (where_safe(t, tid, why, whylen) == 1)
 		return 1;
 	pr_debug("tid %d is not at a safe point: %s", tid, why);
-	if (ptrace_detach(tid, 0, err) < 0)
+	if ((s->eintr_undone && set_gregs(t, s->gregs, err) < 0) || ptrace_detach(tid, 0, err) < 0)
 		return -1;
+	s->eintr_undone = false;
 	s->tid = 0;
 	s->stopped = s->saved = false;
 	return 0;
@@ -582,7 +633,7 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 		} else if (list_threads(t, &tids, &ntids, err) < 0) {
 			return -1;
 		}
-		for (size_t i = 0; i < ntids; i++) {
+		for (size_t i = 0; i < ntids && (i == 0 || now_ns() < t->deadline_ns); i++) {
 			attempts++;
 			r = try_thread(t, tids[i], why, sizeof(why), err);
 			if (r < 0)

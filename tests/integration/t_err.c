@@ -243,7 +243,9 @@ static void test_purge_bad_arena(void)
 
 /*
  * SIGKILL the target at different moments of a call: heapctl must exit 1
- * with a message (or 0 if it finished first), never hang or crash.
+ * with a message (or 0 if it finished first), never hang or crash. The
+ * killed target stays an unreaped zombie until heapctl is done, as it
+ * would under a busy parent.
  */
 static void test_target_killed(void)
 {
@@ -253,16 +255,29 @@ static void test_target_killed(void)
 		{ "stats", "--json", NULL, NULL },
 		{ "purge", NULL, NULL, NULL },
 	};
-	int round, ok = 0, failed = 0;
-	long worst = 0;
+	int round, ok = 0, failed = 0, rounds = 32;
+	long worst = 0, span_us;
+	struct victim vv, *v = &vv;
+	struct hres r;
+	char why[512];
 
-	for (round = 0; round < 16 && !t_failed(); round++) {
+	/* Calibrate: spread the kills over one whole call. */
+	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	hc_expect(&r, 0, "stats", "--full", "-p", v->spid, NULL);
+	span_us = r.ms * 1000 + 2000;
+	hres_free(&r);
+	victim_kill(v);
+	if (t_failed())
+		return;
+
+	for (round = 0; round < rounds && !t_failed(); round++) {
 		const char *const *c = calls[round % 4];
-		struct victim vv, *v = &vv;
 		const char *args[12];
 		struct hproc hp;
-		struct hres r;
-		char why[512];
+		long delay_us = span_us * round / (rounds - 4);
 		int n = 0, i;
 
 		if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
@@ -275,17 +290,18 @@ static void test_target_killed(void)
 		args[n++] = v->spid;
 		args[n] = NULL;
 		hc_startv(&hp, NULL, args);
-		/* 0 .. 22.5 ms after exec: before, during and after the attach. */
-		if (round)
-			usleep((useconds_t)(round * 1500));
+		if (delay_us)
+			usleep((useconds_t)delay_us);
 		kill(-v->pid, SIGKILL);
 		hc_finish(&hp, &r, HC_TIMEOUT_S);
 		victim_kill(v);
 		if (r.ms > worst)
 			worst = r.ms;
-		if (hres_crash(&r) || r.timed_out) {
-			t_fail("round %d: %s%s%s", round, hres_desc(&r), hres_crash(&r) ? " " : "",
-			       hres_crash(&r) ? hres_crash(&r) : "");
+		if (r.timed_out) {
+			t_fail("round %d: %s (target SIGKILLed %ld us after exec, left as a zombie)",
+			       round, hres_desc(&r), delay_us);
+		} else if (hres_crash(&r)) {
+			t_fail("round %d: %s [%s]", round, hres_desc(&r), hres_crash(&r));
 		} else if (hres_exit(&r) == 1) {
 			if (!strstr(r.err, "error:"))
 				t_fail("round %d: exit 1 without 'error:': %.200s", round, r.err);
@@ -297,8 +313,34 @@ static void test_target_killed(void)
 		}
 		hres_free(&r);
 	}
-	t_note("target killed: %d calls failed cleanly, %d finished first, slowest %ld ms", failed,
-	       ok, worst);
+	t_note("target killed over a %ld us span: %d calls failed cleanly, %d finished first,"
+	       " slowest %ld ms", span_us, failed, ok, worst);
+}
+
+/* A target that already died but was not reaped. */
+static void test_zombie_target(void)
+{
+	struct victim vv, *v = &vv;
+	char why[512];
+	struct hres r;
+	siginfo_t si;
+
+	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	kill(v->pid, SIGKILL);
+	memset(&si, 0, sizeof(si));
+	/* Wait for the exit without reaping it. */
+	if (waitid(P_PID, (id_t)v->pid, &si, WEXITED | WNOWAIT)) {
+		t_fail("waitid: %s", strerror(errno));
+		victim_kill(v);
+		return;
+	}
+	hc_run(&r, NULL, "prof", "status", "-p", v->spid, NULL);
+	expect_failure(&r, "prof status on a zombie");
+	hres_free(&r);
+	victim_kill(v);
 }
 
 const struct itest t_err_tests[] = {
@@ -310,6 +352,7 @@ const struct itest t_err_tests[] = {
 	{ "error-set-bad-value", test_set_bad_value, 0 },
 	{ "error-set-read-only", test_set_read_only, 0 },
 	{ "error-purge-bad-arena", test_purge_bad_arena, 0 },
+	{ "error-zombie-target", test_zombie_target, 0 },
 	{ "error-target-killed", test_target_killed, 0 },
 	{ NULL, NULL, 0 },
 };

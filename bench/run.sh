@@ -1,0 +1,260 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# bench/run.sh BUILD_DIR
+#
+# Measures what heapctl costs the process it inspects, next to gdb doing
+# the least it can (attach, then detach).  Not a pass/fail test: it prints
+# a table.  Needs BUILD_DIR/heapctl and BUILD_DIR/bench/target.
+#
+#   round trip      wall time of "heapctl prof status" vs "gdb -p PID -batch -ex detach"
+#   pause           how long heapctl kept its borrowed thread stopped (from -v)
+#   max gap         the longest a 1 ms ticker thread went without running,
+#                   idle, while heapctl runs, and while gdb attaches
+#   scaling         round trip and pause at 10, 100 and 1000 threads
+#
+# Knobs (environment): BENCH_RUNS (30), BENCH_TOGGLES (10), BENCH_GDB_RUNS (5),
+# BENCH_SCALE_RUNS (15), BENCH_TICKERS (4), BENCH_THREADS ("10 100 1000"),
+# BENCH_WINDOW (3, seconds of each max-gap window).
+#
+# gdb only attaches and detaches: calling a function with gdb fails on CPUs
+# with AMX state, so "gdb attach+detach" is gdb's best case, not its real cost.
+
+set -u
+export LC_ALL=C
+
+build=${1:-build}
+heapctl=$build/heapctl
+target=$build/bench/target
+
+runs=${BENCH_RUNS:-30}
+toggles=${BENCH_TOGGLES:-10}
+gdb_runs=${BENCH_GDB_RUNS:-5}
+scale_runs=${BENCH_SCALE_RUNS:-15}
+tickers=${BENCH_TICKERS:-4}
+thread_counts=${BENCH_THREADS:-10 100 1000}
+window=${BENCH_WINDOW:-3}	# seconds, whole
+
+die()
+{
+	echo "bench: $*" >&2
+	exit 1
+}
+
+[[ $window =~ ^[1-9][0-9]*$ ]] || die "BENCH_WINDOW must be whole seconds"
+for f in "$heapctl" "$target"; do
+	[ -x "$f" ] || die "$f not found; run 'make' first"
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/heapctl-bench.XXXXXX") || die "mktemp failed"
+tpid=
+tcmd=
+tout=
+
+cleanup()
+{
+	if [ -n "$tpid" ]; then
+		kill -KILL "$tpid" 2>/dev/null
+		wait "$tpid" 2>/dev/null
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+# Start the target with $1 threads; sets tpid, tcmd and tout (fds).
+start_target()
+{
+	local word pid
+
+	rm -f "$tmp/cmd" "$tmp/out"
+	mkfifo "$tmp/cmd" "$tmp/out" || die "mkfifo failed"
+	MALLOC_CONF=prof:true,prof_active:false \
+		"$target" "$1" "$tickers" "$tmp/cmd" "$tmp/out" </dev/null &
+	tpid=$!
+	# Opening read-write never blocks, and holding the write end keeps
+	# the target alive; when this script dies the target reads EOF.
+	exec {tcmd}<>"$tmp/cmd" {tout}<>"$tmp/out"
+	read -t 30 -r word pid <&"$tout" || die "target did not start"
+	[ "$word" = ready ] && [ "$pid" = "$tpid" ] || die "target: unexpected '$word $pid'"
+}
+
+stop_target()
+{
+	echo quit >&"$tcmd"
+	wait "$tpid" 2>/dev/null
+	tpid=
+	exec {tcmd}>&- {tout}>&-
+}
+
+# Send a command to the target and print its one-line answer.
+target_cmd()
+{
+	local answer
+
+	echo "$1" >&"$tcmd"
+	read -t 30 -r answer <&"$tout" || die "target did not answer '$1'"
+	echo "$answer"
+}
+
+# Run heapctl -v ARGS...; append its wall time (us) to $tmp/$1.rt and the
+# borrowed-thread pause (us) to $tmp/$1.pause.
+run_heapctl()
+{
+	local tag=$1 t0 t1 line
+	shift
+
+	t0=${EPOCHREALTIME/[.,]/}
+	"$heapctl" -v "$@" >/dev/null 2>"$tmp/err"
+	local rc=$?
+	t1=${EPOCHREALTIME/[.,]/}
+	if [ $rc -ne 0 ]; then
+		echo "bench: heapctl $* failed (exit $rc):" >&2
+		cat "$tmp/err" >&2
+		exit 1
+	fi
+	echo $((t1 - t0)) >>"$tmp/$tag.rt"
+	while read -r line; do
+		if [[ $line =~ borrowed\ tid\ [0-9]+\ for\ ([0-9]+)\ us ]]; then
+			echo "${BASH_REMATCH[1]}" >>"$tmp/$tag.pause"
+		fi
+	done <"$tmp/err"
+}
+
+# Time one gdb attach+detach; append the wall time (us) to $tmp/$1.rt.
+run_gdb()
+{
+	local t0 t1
+
+	t0=${EPOCHREALTIME/[.,]/}
+	DEBUGINFOD_URLS= gdb -nx -p "$tpid" -batch -ex detach </dev/null >"$tmp/gdb.log" 2>&1 ||
+		{ cat "$tmp/gdb.log" >&2; die "gdb attach failed"; }
+	t1=${EPOCHREALTIME/[.,]/}
+	echo $((t1 - t0)) >>"$tmp/$1.rt"
+}
+
+# stat FILE median|p90|max: nearest-rank statistics over one number per line.
+stat()
+{
+	[ -s "$1" ] || { echo -1; return; }
+	sort -n "$1" | awk -v what="$2" '
+		{ v[NR] = $1 }
+		END {
+			if (what == "median")
+				print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2)
+			else if (what == "p90")
+				print v[int(NR * 0.9 + 0.999999)]
+			else
+				print v[NR]
+		}'
+}
+
+# ms US: microseconds as milliseconds with one decimal (or "n/a").
+ms()
+{
+	if [ "$1" -lt 0 ]; then
+		echo "n/a"
+	else
+		awk -v us="$1" 'BEGIN { printf (us < 10000 ? "%.2f ms" : us < 100000 ? "%.1f ms" : "%.0f ms"), us / 1000 }'
+	fi
+}
+
+us()
+{
+	if [ "$1" -lt 0 ]; then
+		echo "n/a"
+	else
+		echo "$1 us"
+	fi
+}
+
+# ---------------------------------------------------------------------
+
+first_n=${thread_counts%% *}
+echo "heapctl bench: $(uname -srm), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "target: $first_n threads ($tickers ticking every 1 ms), MALLOC_CONF=prof:true,prof_active:false"
+echo "runs: $runs x prof status, $toggles x prof on/off, $gdb_runs x gdb attach+detach"
+echo
+
+start_target "$first_n"
+
+# Warm the page cache for both tools so the first run is not an outlier.
+"$heapctl" prof status -p "$tpid" >/dev/null 2>&1
+DEBUGINFOD_URLS= gdb -nx -batch -ex quit </dev/null >/dev/null 2>&1
+
+# Round trips and prof toggles, while the tickers run.
+for ((i = 0; i < runs; i++)); do
+	run_heapctl "status.$first_n" prof status -p "$tpid"
+done
+for ((i = 0; i < toggles; i++)); do
+	run_heapctl toggle prof on -p "$tpid"
+	run_heapctl toggle prof off -p "$tpid"
+done
+
+# Max-gap windows: idle; heapctl every 100 ms, as a poller would (back to
+# back, fork+exec alone would load two CPUs enough to stretch the gaps);
+# gdb attaches back to back.
+target_cmd reset >/dev/null
+sleep "$window"
+gap_idle=$(target_cmd gap)
+
+target_cmd reset >/dev/null
+w_start=${EPOCHREALTIME/[.,]/}
+window_calls=0
+while :; do
+	t=${EPOCHREALTIME/[.,]/}
+	next=$((w_start + (window_calls + 1) * 100000))
+	[ "$next" -le $((w_start + window * 1000000)) ] || break
+	run_heapctl window prof status -p "$tpid"
+	window_calls=$((window_calls + 1))
+	t=${EPOCHREALTIME/[.,]/}
+	[ "$t" -ge "$next" ] || sleep "$(printf '0.%06d' $((next - t)))"
+done
+gap_heapctl=$(target_cmd gap)
+
+target_cmd reset >/dev/null
+for ((i = 0; i < gdb_runs; i++)); do
+	run_gdb "gdb.$first_n"
+done
+gap_gdb=$(target_cmd gap)
+
+stop_target
+
+for n in ${thread_counts#"$first_n"}; do
+	start_target "$n"
+	"$heapctl" prof status -p "$tpid" >/dev/null 2>&1
+	for ((i = 0; i < scale_runs; i++)); do
+		run_heapctl "status.$n" prof status -p "$tpid"
+	done
+	run_gdb "gdb.$n"
+	stop_target
+done
+
+# ---------------------------------------------------------------------
+
+rt_med=$(stat "$tmp/status.$first_n.rt" median)
+rt_p90=$(stat "$tmp/status.$first_n.rt" p90)
+gdb_med=$(stat "$tmp/gdb.$first_n.rt" median)
+ratio=$(awk -v a="$gdb_med" -v b="$rt_med" 'BEGIN { printf "%.0f", (b > 0 ? a / b : 0) }')
+
+printf '%-24s heapctl %s (p90 %s)    gdb attach+detach %s    ratio %sx\n' \
+	"round trip" "$(ms "$rt_med")" "$(ms "$rt_p90")" "$(ms "$gdb_med")" "$ratio"
+printf '%-24s median %s  max %s   (goal <= 1 ms)\n' \
+	"borrowed-thread pause" "$(us "$(stat "$tmp/toggle.pause" median)")" \
+	"$(us "$(stat "$tmp/toggle.pause" max)")"
+printf '%-24s idle %s   during heapctl %s   during gdb %s\n' \
+	"other threads max gap" "$(ms "$gap_idle")" "$(ms "$gap_heapctl")" "$(ms "$gap_gdb")"
+printf '%-24s (1 ms ticks; %s s idle, %s s with %d heapctl calls, %d gdb attaches)\n' \
+	"" "$window" "$window" "$window_calls" "$gdb_runs"
+line=
+for n in $thread_counts; do
+	line+="$(printf '  %s thr %s / %s' "$n" "$(ms "$(stat "$tmp/status.$n.rt" median)")" \
+		"$(us "$(stat "$tmp/status.$n.pause" median)")")"
+done
+printf '%-24s%s   (median round trip / pause)\n' "scaling (prof status)" "$line"
+line=
+for n in $thread_counts; do
+	line+="$(printf '  %s thr %s' "$n" "$(ms "$(stat "$tmp/gdb.$n.rt" median)")")"
+done
+printf '%-24s%s   (for contrast)\n' "scaling (gdb attach)" "$line"
