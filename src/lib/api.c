@@ -165,6 +165,11 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		}
 	}
 	if (!t->alloc) {
+		/* A process that died while we looked has no allocator to report. */
+		if (read_status(pid, &ps, err) < 0 || ps.state == 'Z' || ps.state == 'X') {
+			err_set(err, HC_E_NO_PROC, 0, "pid %d exited", pid);
+			goto fail;
+		}
 		err_sethint(err, HC_E_NO_ALLOC, 0,
 			    "heapctl drives jemalloc; start the process with jemalloc (linked, or "
 			    "LD_PRELOAD=libjemalloc.so.2)",

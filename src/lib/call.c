@@ -432,8 +432,11 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
 	d = opendir(path);
-	if (!d)
+	if (!d) {
+		if (errno == ENOENT)
+			return err_set(err, HC_E_GONE, ENOENT, "pid %d exited", t->pid);
 		return err_errno(err, errno, "open %s", path);
+	}
 	while ((de = readdir(d))) {
 		char sp[96], buf[512], *p;
 		pid_t tid = atoi(de->d_name);
@@ -494,11 +497,19 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
 		/* Ask with a generous buffer; the kernel says how much is real. */
 		size_t len = 64 * 1024;
 		uint8_t *buf = malloc(len);
+		struct hc_err e = { 0 };
 
 		if (!buf)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-		if (ptrace_regset_get(s->tid, *nt, buf, &len, err) < 0) {
+
+		if (ptrace_regset_get(s->tid, *nt, buf, &len, &e) < 0) {
 			free(buf);
+			/* A regset this CPU or kernel does not have (e.g. no SVE): nothing to save. */
+			if (e.sys_errno == EINVAL || e.sys_errno == ENODEV) {
+				pr_debug("tid %d: no regset 0x%x here", s->tid, *nt);
+				continue;
+			}
+			*err = e;
 			return -1;
 		}
 		s->extra[s->nextra].nt = *nt;
