@@ -9,17 +9,32 @@
  * the host matches.  Nothing here calls ptrace(2): src/lib/call.c owns the
  * sequence, the backend only knows where things live.
  *
- * The remote stack frame built by prep_call() (x86_64 shown; aarch64 keeps
- * the return address in x30 and has no red zone):
+ * Every state heapctl leaves a borrowed thread in restores itself if
+ * heapctl dies: below the red zone sits a real signal frame holding the
+ * thread's original registers, FP state and signal mask, and whatever the
+ * thread runs next ends in rt_sigreturn on that frame.  heapctl, while
+ * alive, watches with PTRACE_SYSCALL and steps in at those syscalls.
  *
- *            original sp -> +--------------------------+
- *                           | red zone (128 bytes)     |  never touched
- *                           +--------------------------+
- *                           | padding to 16 bytes      |
- *   sp at function entry -> +--------------------------+
- *                           | return address = trap    |  c->slot_addr/val
- *                           +--------------------------+
- *                           | callee frames grow down  |
+ * The remote stack (x86_64 shown; aarch64 puts the return address in x30
+ * and has no red zone):
+ *
+ *            original sp -> +------------------------------+
+ *                           | red zone (128 bytes)         |  never touched
+ *                           +------------------------------+
+ *                           | FP/vector state (64-aligned) |  restored by
+ *                           | ucontext, siginfo            |  rt_sigreturn
+ *  frame = sp at entry   -> | pretcode = return address    |  c->slot_addr/val
+ *                           +------------------------------+
+ *                           | callee frames grow down      |
+ *
+ * A call returns into ret_tramp (in heapctl's page), which leaves the
+ * result in a register and issues rt_sigreturn: heapctl reads the result at
+ * that syscall-entry stop and skips the syscall, because rt_sigreturn would
+ * also reset the thread's restart block (a nanosleep would then fail with
+ * EINTR).  ret_tramp issues rt_sigreturn a second time right after, so the
+ * skipped one still ends in a restore if heapctl dies there.  A remote syscall runs on a "syscall; ret"
+ * gadget of the target's own text and returns into the target's own
+ * sigreturn restorer (glibc's __restore_rt, the vDSO's on arm64).
  */
 #ifndef HC_ARCH_H
 #define HC_ARCH_H
@@ -34,49 +49,100 @@ struct hc_err;
 #define HC_ARCH_MAX_ARGS 8
 
 struct hc_call {
-	uint64_t fn;                    /* in: function to call */
-	uint64_t trap_addr;             /* in: where the callee must return */
-	uint64_t sp;                    /* in: sp to build the frame below */
-	uint64_t args[HC_ARCH_MAX_ARGS];/* in: integer/pointer arguments */
+	uint64_t pc;       /* in: function to call, or the syscall gadget */
+	uint64_t ret_addr; /* in: where control goes next: ret_tramp or a restorer */
+	uint64_t frame;    /* in: the signal frame's address, from frame_place() */
+	long nr;           /* in: syscall number, for prep_syscall() */
+	uint64_t args[HC_ARCH_MAX_ARGS];
 	unsigned int nargs;
-	uint64_t slot_addr, slot_val;   /* out: one word call.c must write, or 0 */
+	uint64_t slot_addr, slot_val; /* out: one word call.c must write, or 0 */
+};
+
+/* A regset saved from the thread. */
+struct hc_regset {
+	unsigned int nt;
+	void *buf;
+	size_t len;
+};
+
+/* What rt_sigreturn must bring back. */
+struct hc_sigframe {
+	const void *gregs;              /* NT_PRSTATUS image at the stop */
+	const struct hc_regset *extra;  /* extra regsets as saved */
+	unsigned int nextra;
+	uint64_t mask;                  /* the thread's real signal mask */
+	uint64_t raddr;                 /* where the frame will live */
+};
+
+/* A byte pattern in the target's text. */
+struct hc_bytes {
+	const uint8_t *b;
+	size_t len;
 };
 
 struct hc_arch {
 	const char *name;
 	uint16_t e_machine;             /* matched against the target's ELF */
 	size_t gregs_len;               /* NT_PRSTATUS size */
-	const unsigned int *extra_regsets; /* saved/restored verbatim; 0-terminated */
-	const uint8_t *trap;            /* return trap, lives in heapctl's page */
-	size_t trap_len;
-	const uint8_t *cb_stub;         /* callback stub: trap, then return */
-	size_t cb_stub_len;
-	const uint8_t *syscall_insn;    /* bytes of the syscall instruction */
-	size_t syscall_insn_len;
+	const unsigned int *extra_regsets; /* saved/restored verbatim, in order; 0-terminated */
 	unsigned int max_args;
-	long nr_mmap, nr_mprotect, nr_munmap;
+	long nr_mmap, nr_munmap, nr_rt_sigreturn;
 	int cs_arch, cs_mode;           /* Capstone */
+
+	/* Code heapctl writes into its own page in the target. */
+	struct hc_bytes ret_tramp;      /* result to a register, then rt_sigreturn twice */
+	size_t ret_tramp_stop;          /* pc at the first rt_sigreturn's stops, from its start */
+	struct hc_bytes notify;         /* callback stub: a harmless syscall, then return */
+	size_t notify_sys_end;          /* pc at the notify syscall's stops, from its start */
+	/* Code heapctl looks for in the target's own text. */
+	struct hc_bytes syscall_insn;   /* the syscall instruction */
+	struct hc_bytes syscall_ret;    /* "syscall; ret": remote syscalls run here */
+	const struct hc_bytes *restorers; /* sigreturn restorers; len 0 ends the list */
 
 	uint64_t (*get_pc)(const void *gregs);
 	uint64_t (*get_sp)(const void *gregs);
 	/* i-th integer argument as seen at function entry (for callbacks). */
 	uint64_t (*get_arg)(const void *gregs, unsigned int i);
+
+	/* Upper bound of a signal frame's size for a given set of regsets. */
+	size_t (*sigframe_len)(const struct hc_sigframe *f);
+	/* Frame address below the red zone of sp, aligned as the ABI wants. */
+	uint64_t (*frame_place)(uint64_t sp, size_t frame_len);
 	/*
-	 * Turn gregs (a copy of the saved state) into a call of c->fn with
-	 * c->args, returning to c->trap_addr.  Fails with HC_E_ARGS for more
-	 * than max_args arguments.
+	 * Write into out the signal frame for f.  The registers in it carry the
+	 * kernel's syscall-restart decision already made (rt_sigreturn turns
+	 * restarting off), so an interrupted syscall runs again.
+	 */
+	int (*sigframe_build)(const struct hc_sigframe *f, uint8_t *out, size_t outlen,
+			      struct hc_err *err);
+	size_t sigframe_mask_off;       /* where the mask sits in the frame */
+
+	/*
+	 * Turn gregs (a copy of the saved state) into a call of c->pc with
+	 * c->args, returning to c->ret_addr with sp at c->frame.  Fails with
+	 * HC_E_ARGS for more than max_args arguments.
 	 */
 	int (*prep_call)(void *gregs, struct hc_call *c, struct hc_err *err);
-	uint64_t (*get_ret)(const void *gregs);
+	/* Run syscall c->nr on the gadget at c->pc, then return into c->ret_addr. */
+	void (*prep_syscall)(void *gregs, struct hc_call *c);
+	/* Jump to restorer so that its rt_sigreturn finds the frame. */
+	void (*prep_restore)(void *gregs, uint64_t restorer, uint64_t frame);
 	/*
-	 * Make gregs execute syscall nr(args) at pc, the address of a syscall
-	 * instruction.  Used with PTRACE_SYSCALL stops; no trap is needed.
+	 * At a syscall-entry stop, make the kernel skip the syscall: x86 takes
+	 * orig_rax = -1 in gregs; arm64 needs NT_ARM_SYSTEM_CALL = -1, named
+	 * by skip_regset (0 when gregs suffice).
 	 */
-	void (*prep_syscall)(void *gregs, uint64_t pc, long nr, const uint64_t *args,
-			     unsigned int nargs);
+	void (*skip_syscall)(void *gregs);
+	unsigned int skip_regset;
+	/*
+	 * Make now the restart decision the kernel makes after a stop, with a
+	 * restart-block syscall (nanosleep...) re-issued from scratch: for when
+	 * an rt_sigreturn has reset the thread's restart block.
+	 */
+	void (*restart_now)(void *gregs);
+	/* A call's result, read at ret_tramp's rt_sigreturn stop. */
+	uint64_t (*get_ret)(const void *gregs);
 	int64_t (*get_syscall_ret)(const void *gregs);
-	/* The stop is our trap at trap_addr, not anything else. */
-	bool (*stopped_at_trap)(const void *gregs, const siginfo_t *si, uint64_t trap_addr);
 	/*
 	 * Keep the kernel's syscall-restart logic away from injected state.
 	 * x86_64 decides after the ptrace stop, so this sets orig_rax = -1;

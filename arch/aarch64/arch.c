@@ -79,12 +79,6 @@ _Static_assert(offsetof(struct a64_fpsimd, fpcr) == offsetof(struct user_fpsimd_
  */
 #define A64_CALL_MARGIN 256
 
-/*
- * si_code of a brk, include/uapi/asm-generic/siginfo.h.  glibc hides
- * TRAP_BRKPT unless _XOPEN_SOURCE/_GNU_SOURCE is defined.
- */
-#define A64_TRAP_BRKPT 1
-
 /* PSTATE.BTYPE, bits 11:10 (PSR_BTYPE_MASK, arch/arm64/include/uapi/asm/ptrace.h). */
 #define A64_PSR_BTYPE_MASK 0x00000c00ULL
 
@@ -98,17 +92,31 @@ static const unsigned int a64_extra_regsets[] = {
 	0,
 };
 
-static const uint8_t a64_trap[] = {
-	0x00, 0x00, 0x20, 0xd4, /* brk #0 */
+static const uint8_t a64_ret_tramp[] = {
+	0x68, 0x11, 0x80, 0xd2, /* mov x8, #139: rt_sigreturn (the result stays in x0) */
+	0x01, 0x00, 0x00, 0xd4, /* svc #0: heapctl stops here and skips it */
+	0x68, 0x11, 0x80, 0xd2, /* mov x8, #139: rt_sigreturn again, */
+	0x01, 0x00, 0x00, 0xd4, /* svc #0: for when heapctl died meanwhile */
 };
-
-static const uint8_t a64_cb_stub[] = {
-	0x00, 0x00, 0x20, 0xd4, /* brk #0 */
-	0xc0, 0x03, 0x5f, 0xd6, /* ret    */
+static const uint8_t a64_notify[] = {
+	0x88, 0x15, 0x80, 0xd2, /* mov x8, #172: getpid, harmless */
+	0x01, 0x00, 0x00, 0xd4, /* svc #0: heapctl reads x0/x1 here */
+	0xc0, 0x03, 0x5f, 0xd6, /* ret */
 };
-
 static const uint8_t a64_syscall_insn[] = {
 	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
+};
+static const uint8_t a64_syscall_ret[] = {
+	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
+	0xc0, 0x03, 0x5f, 0xd6, /* ret */
+};
+static const uint8_t a64_restorer[] = {
+	0x68, 0x11, 0x80, 0xd2, /* mov x8, #139: the vDSO's __kernel_rt_sigreturn */
+	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
+};
+static const struct hc_bytes a64_restorers[] = {
+	{ a64_restorer, sizeof(a64_restorer) },
+	{ NULL, 0 },
 };
 
 static uint64_t get_pc(const void *gregs)
@@ -154,9 +162,9 @@ static int prep_call(void *gregs, struct hc_call *c, struct hc_err *err)
 	for (i = 0; i < c->nargs; i++)
 		r->regs[i] = c->args[i];
 
-	r->sp = (c->sp - A64_CALL_MARGIN) & ~(uint64_t)15;
-	r->regs[A64_LR] = c->trap_addr;
-	r->pc = c->fn;
+	r->sp = c->frame; /* 16-aligned by frame_place() */
+	r->regs[A64_LR] = c->ret_addr;
+	r->pc = c->pc;
 	/*
 	 * A thread stopped right after an indirect branch has PSTATE.BTYPE
 	 * set; moving pc to a function whose first instruction is not the
@@ -178,16 +186,29 @@ static int prep_call(void *gregs, struct hc_call *c, struct hc_err *err)
  * back on resume (report_syscall(), arch/arm64/kernel/ptrace.c), so only
  * x0..x5 and x8 may be relied on here.
  */
-static void prep_syscall(void *gregs, uint64_t pc, long nr, const uint64_t *args,
-			 unsigned int nargs)
+static void prep_syscall(void *gregs, struct hc_call *c)
 {
 	struct a64_gregs *r = gregs;
 	unsigned int i;
 
-	for (i = 0; i < nargs && i < A64_SYS_NARGS; i++)
-		r->regs[i] = args[i];
-	r->regs[8] = (uint64_t)nr;
-	r->pc = pc;
+	for (i = 0; i < c->nargs && i < A64_SYS_NARGS; i++)
+		r->regs[i] = c->args[i];
+	r->regs[8] = (uint64_t)c->nr;
+	r->pc = c->pc;
+	r->sp = c->frame;
+	r->regs[A64_LR] = c->ret_addr; /* "ret" goes to the restorer */
+	r->pstate &= ~A64_PSR_BTYPE_MASK;
+	c->slot_addr = 0;
+	c->slot_val = 0;
+}
+
+static void prep_restore(void *gregs, uint64_t restorer, uint64_t frame)
+{
+	struct a64_gregs *r = gregs;
+
+	/* arm64 rt_sigreturn takes the frame at sp (arch/arm64/kernel/signal.c) */
+	r->pc = restorer;
+	r->sp = frame;
 	r->pstate &= ~A64_PSR_BTYPE_MASK;
 }
 
@@ -199,25 +220,64 @@ static int64_t get_syscall_ret(const void *gregs)
 }
 
 /*
- * brk is reported with si_code TRAP_BRKPT and pc still pointing at the brk
- * instruction itself (brk_handler(), arch/arm64/kernel/debug-monitors.c);
- * unlike int3 on x86 the pc is not advanced.
+ * The arm64 signal frame (arch/arm64/kernel/signal.c, uapi asm/sigcontext.h):
+ * struct siginfo, then struct ucontext whose uc_mcontext.__reserved holds
+ * records: an fpsimd_context (mandatory), then a null terminator.
+ * TODO: an sve_context record, so live SVE state survives heapctl's death.
  */
-static bool stopped_at_trap(const void *gregs, const siginfo_t *si, uint64_t trap_addr)
-{
-	const struct a64_gregs *r = gregs;
+#define A64_SF_UC 128
+#define A64_SF_SS_FLAGS (A64_SF_UC + 24)
+#define A64_SF_MASK (A64_SF_UC + 40)
+#define A64_SF_REGS (A64_SF_UC + 184)
+#define A64_SF_RESERVED (A64_SF_UC + 464)
+#define A64_SF_SIZE (A64_SF_UC + 4560)
+#define A64_FPSIMD_MAGIC 0x46508001u
+#define A64_FPSIMD_SIZE 528u
 
-	return si->si_signo == SIGTRAP && si->si_code == A64_TRAP_BRKPT && r->pc == trap_addr;
+static size_t sigframe_len(const struct hc_sigframe *f)
+{
+	(void)f;
+	return A64_SF_SIZE + 16;
 }
 
-/*
- * Nothing to do.  arm64's do_signal() (arch/arm64/kernel/signal.c) decides
- * on a syscall restart *before* get_signal() reports the ptrace stop: it
- * already rewound pc to the svc and restored x0 from orig_x0.  The x86
- * fix-up (orig_rax = -1, needed because arch_do_signal_or_restart() looks
- * at orig_ax after the stop) must not be ported: the image we save is
- * already the restart state, and restoring it verbatim re-arms the call.
- */
+static uint64_t frame_place(uint64_t sp, size_t len)
+{
+	return (sp - A64_CALL_MARGIN - len) & ~(uint64_t)15;
+}
+
+static int sigframe_build(const struct hc_sigframe *f, uint8_t *out, size_t outlen,
+			  struct hc_err *err)
+{
+	const struct a64_gregs *r = f->gregs;
+	const struct a64_fpsimd *fp = NULL;
+	uint32_t magic = A64_FPSIMD_MAGIC, size = A64_FPSIMD_SIZE;
+	int32_t bad_ss_flags = 3; /* invalid mode: rt_sigreturn leaves sigaltstack alone */
+
+	for (unsigned int i = 0; i < f->nextra; i++)
+		if (f->extra[i].nt == NT_PRFPREG && f->extra[i].len >= sizeof(*fp))
+			fp = f->extra[i].buf;
+	if (!fp)
+		return err_set(err, HC_E_UNSUPPORTED, 0, "no FP/SIMD state to build a signal frame from");
+	if (outlen < A64_SF_SIZE)
+		return err_set(err, HC_E_INTERNAL, 0, "signal frame does not fit (%zu bytes)", outlen);
+	memset(out, 0, A64_SF_SIZE);
+	memcpy(out + A64_SF_SS_FLAGS, &bad_ss_flags, 4);
+	memcpy(out + A64_SF_MASK, &f->mask, 8);
+	/*
+	 * regs, sp, pc, pstate as at the stop: arm64 already rewound an
+	 * interrupted syscall before the stop (see no_restart()), so the frame
+	 * re-runs it; an -ERESTART_RESTARTBLOCK one restarts from scratch.
+	 */
+	memcpy(out + A64_SF_REGS, r->regs, sizeof(r->regs) + 3 * 8);
+	memcpy(out + A64_SF_RESERVED, &magic, 4);
+	memcpy(out + A64_SF_RESERVED + 4, &size, 4);
+	memcpy(out + A64_SF_RESERVED + 8, &fp->fpsr, 4);
+	memcpy(out + A64_SF_RESERVED + 12, &fp->fpcr, 4);
+	memcpy(out + A64_SF_RESERVED + 16, fp->vregs, sizeof(fp->vregs));
+	/* the null record after it ends the list: already zero */
+	return 0;
+}
+
 /*
  * arm64 cannot rewind an EINTR'd syscall from NT_PRSTATUS alone: x0 already
  * holds -EINTR and the original first argument (orig_x0) is not in any
@@ -229,6 +289,14 @@ static bool undo_stop_eintr(void *gregs)
 	return false;
 }
 
+/*
+ * Nothing to do.  arm64's do_signal() (arch/arm64/kernel/signal.c) decides
+ * on a syscall restart *before* get_signal() reports the ptrace stop: it
+ * already rewound pc to the svc and restored x0 from orig_x0.  The x86
+ * fix-up (orig_rax = -1, needed because arch_do_signal_or_restart() looks
+ * at orig_ax after the stop) must not be ported: the image we save is
+ * already the restart state, and restoring it verbatim re-arms the call.
+ */
 static void no_restart(void *gregs)
 {
 	(void)gregs;
@@ -239,6 +307,18 @@ static void no_restart(void *gregs)
  * (orig_x0 and syscallno are kernel-only fields of struct pt_regs); it is
  * exposed through the separate NT_ARM_SYSTEM_CALL regset.  Logs only.
  */
+/* arm64 skips a syscall through NT_ARM_SYSTEM_CALL (skip_regset), not gregs. */
+static void skip_syscall(void *gregs)
+{
+	(void)gregs;
+}
+
+/* Nothing to decide: arm64 rewound the syscall before the stop (see no_restart()). */
+static void restart_now(void *gregs)
+{
+	(void)gregs;
+}
+
 static long syscall_nr(const void *gregs)
 {
 	(void)gregs;
@@ -302,27 +382,35 @@ const struct hc_arch hc_arch_aarch64 = {
 	.e_machine = EM_AARCH64,
 	.gregs_len = sizeof(struct a64_gregs),
 	.extra_regsets = a64_extra_regsets,
-	.trap = a64_trap,
-	.trap_len = sizeof(a64_trap),
-	.cb_stub = a64_cb_stub,
-	.cb_stub_len = sizeof(a64_cb_stub),
-	.syscall_insn = a64_syscall_insn,
-	.syscall_insn_len = sizeof(a64_syscall_insn),
 	.max_args = A64_NARGS,
 	.nr_mmap = 222,		/* __NR_mmap, include/uapi/asm-generic/unistd.h */
-	.nr_mprotect = 226,	/* __NR_mprotect */
 	.nr_munmap = 215,	/* __NR_munmap */
+	.nr_rt_sigreturn = 139,	/* __NR_rt_sigreturn */
 	.cs_arch = CS_ARCH_ARM64,
 	.cs_mode = CS_MODE_ARM,
+	.ret_tramp = { a64_ret_tramp, sizeof(a64_ret_tramp) },
+	.ret_tramp_stop = 8,
+	.notify = { a64_notify, sizeof(a64_notify) },
+	.notify_sys_end = 8,
+	.syscall_insn = { a64_syscall_insn, sizeof(a64_syscall_insn) },
+	.syscall_ret = { a64_syscall_ret, sizeof(a64_syscall_ret) },
+	.restorers = a64_restorers,
 
 	.get_pc = get_pc,
 	.get_sp = get_sp,
 	.get_arg = get_arg,
+	.sigframe_len = sigframe_len,
+	.frame_place = frame_place,
+	.sigframe_build = sigframe_build,
+	.sigframe_mask_off = A64_SF_MASK,
 	.prep_call = prep_call,
-	.get_ret = get_ret,
 	.prep_syscall = prep_syscall,
+	.prep_restore = prep_restore,
+	.skip_syscall = skip_syscall,
+	.skip_regset = 0x404, /* NT_ARM_SYSTEM_CALL */
+	.restart_now = restart_now,
+	.get_ret = get_ret,
 	.get_syscall_ret = get_syscall_ret,
-	.stopped_at_trap = stopped_at_trap,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
 	.syscall_nr = syscall_nr,

@@ -39,17 +39,39 @@ _Static_assert(offsetof(struct x64_gregs, fs_base) ==
 #define X86_RED_ZONE 128
 #define X86_EFLAGS_TF (1u << 8)
 #define X86_EFLAGS_DF (1u << 10)
-#define X86_SI_KERNEL 0x80 /* int3 is reported as SI_KERNEL, not TRAP_BRKPT */
 
-static const uint8_t x64_trap[] = {
-	0xcc, /* int3 */
+static const uint8_t x64_ret_tramp[] = {
+	0x48, 0x89, 0xc7,             /* mov %rax,%rdi: keep the result */
+	0xb8, 0x0f, 0x00, 0x00, 0x00, /* mov $15,%eax: rt_sigreturn */
+	0x0f, 0x05,                   /* syscall: heapctl stops here and skips it */
+	0xb8, 0x0f, 0x00, 0x00, 0x00, /* mov $15,%eax: rt_sigreturn again, */
+	0x0f, 0x05,                   /* syscall: for when heapctl died meanwhile */
 };
-static const uint8_t x64_cb_stub[] = {
-	0xcc, /* int3: heapctl reads the callback's arguments here */
-	0xc3, /* ret */
+#define X64_TRAMP_STOP 10 /* pc at the first rt_sigreturn's stops */
+static const uint8_t x64_notify[] = {
+	0xb8, 0x27, 0x00, 0x00, 0x00, /* mov $39,%eax: getpid, harmless */
+	0x0f, 0x05,                   /* syscall: heapctl reads rdi/rsi here */
+	0xc3,                         /* ret */
 };
 static const uint8_t x64_syscall[] = {
 	0x0f, 0x05, /* syscall */
+};
+static const uint8_t x64_syscall_ret[] = {
+	0x0f, 0x05, /* syscall */
+	0xc3,       /* ret */
+};
+static const uint8_t x64_restore_rt[] = {
+	0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, /* mov $15,%rax (glibc, musl __restore_rt) */
+	0x0f, 0x05,                               /* syscall */
+};
+static const uint8_t x64_restore_rt2[] = {
+	0xb8, 0x0f, 0x00, 0x00, 0x00, /* mov $15,%eax (Go's runtime.sigreturn) */
+	0x0f, 0x05,                   /* syscall */
+};
+static const struct hc_bytes x64_restorers[] = {
+	{ x64_restore_rt, sizeof(x64_restore_rt) },
+	{ x64_restore_rt2, sizeof(x64_restore_rt2) },
+	{ NULL, 0 },
 };
 /* Saved and restored verbatim: the whole XSAVE image, whatever its size. */
 static const unsigned int x64_extra[] = { NT_X86_XSTATE, 0 };
@@ -72,6 +94,8 @@ static uint64_t get_arg(const void *gv, unsigned int i)
 	return i < 6 ? a[i] : 0;
 }
 
+static void no_restart(void *g);
+
 static void set_args(struct x64_gregs *g, const uint64_t *args, unsigned int n)
 {
 	uint64_t *slot[] = { &g->rdi, &g->rsi, &g->rdx, &g->rcx, &g->r8, &g->r9 };
@@ -83,52 +107,59 @@ static void set_args(struct x64_gregs *g, const uint64_t *args, unsigned int n)
 static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 {
 	struct x64_gregs *g = gv;
-	uint64_t sp;
 
 	if (c->nargs > 6)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments; x86_64 passes at most 6 in registers",
 			       c->nargs);
 	set_args(g, c->args, c->nargs);
-	/* Below the red zone, 16-aligned, then the return address: rsp % 16 == 8. */
-	sp = ((c->sp - X86_RED_ZONE) & ~15ull) - 8;
-	g->rsp = sp;
-	g->rip = c->fn;
+	/* frame_place() made frame % 16 == 8: what a callee expects after "call" */
+	g->rsp = c->frame;
+	g->rip = c->pc;
 	g->rax = 0; /* varargs: no vector registers used */
 	g->eflags &= ~(uint64_t)(X86_EFLAGS_TF | X86_EFLAGS_DF);
-	g->orig_rax = (uint64_t)-1;
-	c->slot_addr = sp;
-	c->slot_val = c->trap_addr;
+	no_restart(g);
+	/* the return address doubles as the frame's pretcode */
+	c->slot_addr = c->frame;
+	c->slot_val = c->ret_addr;
 	return 0;
 }
 
 static uint64_t get_ret(const void *g)
 {
-	return ((const struct x64_gregs *)g)->rax;
+	/* ret_tramp moved rax to rdi before loading the rt_sigreturn number */
+	return ((const struct x64_gregs *)g)->rdi;
 }
 
-static void prep_syscall(void *gv, uint64_t pc, long nr, const uint64_t *args, unsigned int n)
+static void prep_syscall(void *gv, struct hc_call *c)
 {
 	struct x64_gregs *g = gv;
 	uint64_t *slot[] = { &g->rdi, &g->rsi, &g->rdx, &g->r10, &g->r8, &g->r9 };
 
-	for (unsigned int i = 0; i < n && i < 6; i++)
-		*slot[i] = args[i];
-	g->rax = (uint64_t)nr;
-	g->orig_rax = (uint64_t)-1;
-	g->rip = pc;
+	for (unsigned int i = 0; i < c->nargs && i < 6; i++)
+		*slot[i] = c->args[i];
+	g->rax = (uint64_t)c->nr;
+	g->rip = c->pc;
+	g->rsp = c->frame; /* "ret" pops the restorer, leaving rsp = frame + 8 */
 	g->eflags &= ~(uint64_t)(X86_EFLAGS_TF | X86_EFLAGS_DF);
+	no_restart(g);
+	c->slot_addr = c->frame;
+	c->slot_val = c->ret_addr;
+}
+
+static void prep_restore(void *gv, uint64_t restorer, uint64_t frame)
+{
+	struct x64_gregs *g = gv;
+
+	/* x86_64 rt_sigreturn takes the frame at rsp - 8 (after the popped pretcode) */
+	g->rip = restorer;
+	g->rsp = frame + 8;
+	g->eflags &= ~(uint64_t)(X86_EFLAGS_TF | X86_EFLAGS_DF);
+	no_restart(g);
 }
 
 static int64_t get_syscall_ret(const void *g)
 {
 	return (int64_t)((const struct x64_gregs *)g)->rax;
-}
-
-static bool stopped_at_trap(const void *g, const siginfo_t *si, uint64_t trap_addr)
-{
-	/* int3 leaves rip after the instruction. */
-	return si->si_signo == SIGTRAP && si->si_code == X86_SI_KERNEL &&
-	       get_pc(g) == trap_addr + sizeof(x64_trap);
 }
 
 /*
@@ -173,9 +204,161 @@ static bool undo_stop_eintr(void *gv)
 	return false;
 }
 
+static void skip_syscall(void *g)
+{
+	((struct x64_gregs *)g)->orig_rax = (uint64_t)-1;
+}
+
+/* What arch_do_signal_or_restart() does when no handler runs, except that
+ * -ERESTART_RESTARTBLOCK re-issues the syscall itself: its restart block may be gone. */
+static void restart_now(void *gv)
+{
+	struct x64_gregs *g = gv;
+	int64_t rv = (int64_t)g->rax;
+
+	if ((int64_t)g->orig_rax < 0)
+		return;
+	if (rv == -512 || rv == -513 || rv == -514 || rv == -516) {
+		g->rax = g->orig_rax;
+		g->rip -= sizeof(x64_syscall);
+		g->orig_rax = (uint64_t)-1;
+	}
+}
+
 static long syscall_nr(const void *g)
 {
 	return (long)((const struct x64_gregs *)g)->orig_rax;
+}
+
+/*
+ * The x86_64 signal frame (arch/x86/include/asm/sigframe.h, uapi
+ * asm/sigcontext.h): pretcode, struct ucontext, struct siginfo, then the
+ * XSAVE image, 64-byte aligned, with X64_XSTATE_MAGIC1 in its software
+ * bytes and X64_XSTATE_MAGIC2 after it, or the kernel restores only x87/SSE.
+ */
+#define SF_UC_FLAGS 8
+#define SF_SS_FLAGS 32
+#define SF_MCONTEXT 48
+#define SF_MASK 304
+#define SF_SIZE 440
+#define X64_UC_FP_XSTATE 0x1
+#define X64_UC_SIGCONTEXT_SS 0x2
+#define X64_UC_STRICT_RESTORE_SS 0x4
+#define X64_XSTATE_MAGIC1 0x46505853u
+#define X64_XSTATE_MAGIC2 0x46505845u
+#define XS_SW 464
+
+/* struct sigcontext (64-bit), in the kernel's order. */
+struct x64_sigcontext {
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+	uint16_t cs, gs, fs, ss;
+	uint64_t err, trapno, oldmask, cr2, fpstate, reserved1[8];
+};
+_Static_assert(sizeof(struct x64_sigcontext) == 256, "struct sigcontext is 256 bytes");
+
+static const struct hc_regset *find_regset(const struct hc_sigframe *f, unsigned int nt)
+{
+	for (unsigned int i = 0; i < f->nextra; i++)
+		if (f->extra[i].nt == nt)
+			return &f->extra[i];
+	return NULL;
+}
+
+static size_t sigframe_len(const struct hc_sigframe *f)
+{
+	const struct hc_regset *x = find_regset(f, NT_X86_XSTATE);
+
+	return SF_SIZE + 64 + (x ? x->len : 0) + 4 + 16;
+}
+
+static uint64_t frame_place(uint64_t sp, size_t len)
+{
+	/* below the red zone, and % 16 == 8 as after a "call" */
+	return ((sp - X86_RED_ZONE - len) & ~15ull) - 8;
+}
+
+/* Size of the XSAVE image that covers every component in use (CPUID leaf 0xD). */
+static size_t xsave_used_size(uint64_t bv, size_t have)
+{
+	size_t end = 512 + 64; /* legacy area and header */
+
+#if defined(__x86_64__)
+	for (unsigned int i = 2; i < 63; i++) {
+		unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+
+		if (!(bv & (1ull << i)))
+			continue;
+		__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0xd), "c"(i));
+		if (eax && (size_t)ebx + eax > end)
+			end = (size_t)ebx + eax;
+	}
+#else
+	(void)bv;
+	end = have;
+#endif
+	return end < have ? end : have;
+}
+
+static int sigframe_build(const struct hc_sigframe *f, uint8_t *out, size_t outlen,
+			  struct hc_err *err)
+{
+	const struct x64_gregs *g = f->gregs;
+	const struct hc_regset *x = find_regset(f, NT_X86_XSTATE);
+	struct x64_sigcontext sc;
+	uint64_t flags = X64_UC_FP_XSTATE | X64_UC_SIGCONTEXT_SS | X64_UC_STRICT_RESTORE_SS, bv, feat;
+	uint32_t magic1 = X64_XSTATE_MAGIC1, magic2 = X64_XSTATE_MAGIC2, xsize, ext;
+	int32_t bad_ss_flags = 3; /* neither 0, SS_ONSTACK nor SS_DISABLE: see below */
+	size_t fpoff;
+
+	if (!x || x->len < 512 + 64)
+		return err_set(err, HC_E_UNSUPPORTED, 0, "no XSAVE state to build a signal frame from");
+	fpoff = (size_t)(((f->raddr + SF_SIZE + 63) & ~63ull) - f->raddr);
+	memcpy(&bv, (const uint8_t *)x->buf + 512, 8);
+	xsize = (uint32_t)xsave_used_size(bv, x->len);
+	if (fpoff + xsize + 4 > outlen)
+		return err_set(err, HC_E_INTERNAL, 0, "signal frame does not fit (%zu bytes)", outlen);
+	memset(out, 0, fpoff + xsize + 4);
+	memcpy(out + SF_UC_FLAGS, &flags, 8);
+	/*
+	 * rt_sigreturn calls restore_altstack() on uc_stack.  An invalid mode
+	 * makes do_sigaltstack() fail with EINVAL, which the kernel ignores,
+	 * so the thread's own sigaltstack is left as it is.
+	 */
+	memcpy(out + SF_SS_FLAGS, &bad_ss_flags, 4);
+	memset(&sc, 0, sizeof(sc));
+	sc.r8 = g->r8, sc.r9 = g->r9, sc.r10 = g->r10, sc.r11 = g->r11;
+	sc.r12 = g->r12, sc.r13 = g->r13, sc.r14 = g->r14, sc.r15 = g->r15;
+	sc.rdi = g->rdi, sc.rsi = g->rsi, sc.rbp = g->rbp, sc.rbx = g->rbx;
+	sc.rdx = g->rdx, sc.rax = g->rax, sc.rcx = g->rcx, sc.rsp = g->rsp, sc.rip = g->rip;
+	sc.eflags = g->eflags;
+	sc.cs = (uint16_t)g->cs;
+	sc.ss = (uint16_t)g->ss;
+	/*
+	 * rt_sigreturn sets orig_rax = -1 and resets the restart block, so the
+	 * restart decision the kernel would make after the stop is made here;
+	 * a restart-block syscall (nanosleep) starts over from scratch.
+	 */
+	{
+		struct x64_gregs r = *g;
+
+		restart_now(&r);
+		sc.rax = r.rax;
+		sc.rip = r.rip;
+	}
+	sc.fpstate = f->raddr + fpoff;
+	memcpy(out + SF_MCONTEXT, &sc, sizeof(sc));
+	memcpy(out + SF_MASK, &f->mask, 8);
+	memcpy(out + fpoff, x->buf, xsize);
+	/* the software bytes tell rt_sigreturn this is a full XSAVE image */
+	feat = bv | 3; /* x87 and SSE are always described */
+	ext = xsize + 4;
+	memcpy(out + fpoff + XS_SW, &magic1, 4);
+	memcpy(out + fpoff + XS_SW + 4, &ext, 4);
+	memcpy(out + fpoff + XS_SW + 8, &feat, 8);
+	memcpy(out + fpoff + XS_SW + 16, &xsize, 4);
+	memcpy(out + fpoff + xsize, &magic2, 4);
+	return 0;
 }
 
 /*
@@ -241,26 +424,33 @@ const struct hc_arch hc_arch_x86_64 = {
 	.e_machine = EM_X86_64,
 	.gregs_len = sizeof(struct x64_gregs),
 	.extra_regsets = x64_extra,
-	.trap = x64_trap,
-	.trap_len = sizeof(x64_trap),
-	.cb_stub = x64_cb_stub,
-	.cb_stub_len = sizeof(x64_cb_stub),
-	.syscall_insn = x64_syscall,
-	.syscall_insn_len = sizeof(x64_syscall),
 	.max_args = 6,
 	.nr_mmap = 9,
-	.nr_mprotect = 10,
 	.nr_munmap = 11,
+	.nr_rt_sigreturn = 15,
 	.cs_arch = CS_ARCH_X86,
 	.cs_mode = CS_MODE_64,
+	.ret_tramp = { x64_ret_tramp, sizeof(x64_ret_tramp) },
+	.ret_tramp_stop = X64_TRAMP_STOP,
+	.notify = { x64_notify, sizeof(x64_notify) },
+	.notify_sys_end = 7,
+	.syscall_insn = { x64_syscall, sizeof(x64_syscall) },
+	.syscall_ret = { x64_syscall_ret, sizeof(x64_syscall_ret) },
+	.restorers = x64_restorers,
 	.get_pc = get_pc,
 	.get_sp = get_sp,
 	.get_arg = get_arg,
+	.sigframe_len = sigframe_len,
+	.frame_place = frame_place,
+	.sigframe_build = sigframe_build,
+	.sigframe_mask_off = SF_MASK,
 	.prep_call = prep_call,
-	.get_ret = get_ret,
 	.prep_syscall = prep_syscall,
+	.prep_restore = prep_restore,
+	.skip_syscall = skip_syscall,
+	.restart_now = restart_now,
+	.get_ret = get_ret,
 	.get_syscall_ret = get_syscall_ret,
-	.stopped_at_trap = stopped_at_trap,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
 	.syscall_nr = syscall_nr,

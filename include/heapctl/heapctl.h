@@ -64,7 +64,8 @@ extern "C" {
 	X(HC_E_UNSUPPORTED, "heapctl cannot act safely on this target")                     \
 	X(HC_E_IO, "check the path and free space")                                         \
 	X(HC_E_NOMEM, "free some memory and retry")                                         \
-	X(HC_E_INTERNAL, "please report this as a bug with -vvv output")
+	X(HC_E_INTERNAL, "please report this as a bug with -vvv output")                    \
+	X(HC_E_FORMAT, "not a jemalloc heap profile; make one with 'heapctl dump'")
 
 #define HC_ERR_ENUM(code, hint) code,
 enum hc_errc { HC_ERRORS(HC_ERR_ENUM) HC_E__COUNT };

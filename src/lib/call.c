@@ -6,23 +6,29 @@
  *     Keep it only if where_safe() finds no frame inside the allocator.
  *  2. Save NT_PRSTATUS, every extra regset at the size the kernel reports
  *     (11008 bytes of XSTATE on AMX machines), and the signal mask.
- *  3. mmap heapctl's pages with remote syscalls run under PTRACE_SYSCALL,
- *     so nothing else in the target is ever patched.  The signal mask is
- *     read at the first syscall-entry stop: by then the kernel has put back
- *     a mask that ppoll/pselect/epoll_pwait/sigsuspend had swapped in.
- *     From there on every asynchronous signal is blocked; they stay pending
- *     and are delivered after the restore, none lost or doubled.
- *  4. Calls return onto a trap in heapctl's own page, which no other thread
- *     can reach.
- *  5. Restore on every path: unmap, put back registers and mask, then stop
- *     once more inside signal delivery (PTRACE_INTERRUPT) and detach there,
- *     so the kernel's syscall-restart logic sees the original registers and
- *     a blocked read/nanosleep/futex resumes exactly as if nothing happened.
+ *  3. Write a real signal frame below the red zone: rt_sigreturn on it gives
+ *     the thread back exactly.  From here on, every state the thread is left
+ *     in ends in that rt_sigreturn if heapctl dies (see arch/arch.h), so
+ *     there is no moment at which killing heapctl harms the target.
+ *  4. mmap heapctl's pages with remote syscalls on a "syscall; ret" gadget of
+ *     the target's own text, returning into its own sigreturn restorer; run
+ *     under PTRACE_SYSCALL, nothing in the target is ever patched.  The real
+ *     signal mask is read at the first syscall-entry stop: by then the kernel
+ *     has put back a mask that ppoll/pselect/epoll_pwait/sigsuspend had
+ *     swapped in.  Then every asynchronous signal is blocked; they stay
+ *     pending and are delivered after the restore, none lost or doubled.
+ *  5. Calls return into a trampoline in heapctl's page that issues
+ *     rt_sigreturn; heapctl reads the result at that syscall-entry stop.
+ *     Callbacks are a getpid syscall heapctl watches for.
+ *  6. Restore: put back registers, regsets and mask at a stop inside signal
+ *     delivery (PTRACE_INTERRUPT), and detach there, so the kernel's restart
+ *     logic sees the original registers and a blocked read/nanosleep/futex
+ *     resumes exactly as if nothing happened.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +47,14 @@
 
 #define NT_PRSTATUS_ 1
 #define CODE_LEN 4096
-#define CB_OFF 16
+#define NOTIFY_OFF 64 /* the callback stub's offset in the code page */
 #define DATA_LEN (256 * 1024)
 #define MAX_EXTRA 4
 #define MAX_DEFER 64
+#define MAX_RANKED 64 /* threads whose state is read to order the choice */
 
 enum stop { ST_EXITED, ST_EVENT, ST_GROUP, ST_SYSCALL, ST_SIGNAL };
+enum step { STEP_SYSCALL, STEP_CALL, STEP_RESTORE };
 
 struct deferred {
 	int sig;
@@ -55,29 +63,27 @@ struct deferred {
 
 struct sess {
 	pid_t tid;
-	uint8_t gregs[512] __attribute__((aligned(16))); /* saved */
-	uint8_t cur[512] __attribute__((aligned(16))); /* working copy */
-	struct {
-		unsigned int nt;
-		uint8_t *buf;
-		size_t len;
-	} extra[MAX_EXTRA];
+	uint8_t gregs[512] __attribute__((aligned(16))); /* the state to give back */
+	uint8_t cur[512] __attribute__((aligned(16)));   /* working copy */
+	struct hc_regset extra[MAX_EXTRA];
 	unsigned int nextra;
-	uint64_t mask;     /* the thread's real mask, restored at the end */
-	bool mask_blocked; /* heapctl's mask is in place */
-	bool fp_ready;     /* the ABI-clean FP state for calls is in place */
-	bool touched;      /* registers were changed and the thread ran */
-	bool stopped;      /* in a ptrace stop we can act on */
-	bool saved;        /* gregs holds the original registers */
-	bool eintr_undone; /* gregs re-issues a syscall our stop made fail */
-	enum stop at;      /* the kind of stop the thread is in now */
-	int pending_sig;   /* a signal that arrived before the mask was taken */
+	uint64_t mask;      /* the thread's real mask, restored at the end */
+	bool mask_known;    /* read at the first syscall-entry stop */
+	bool mask_blocked;  /* heapctl's mask is in place */
+	bool stopped;       /* in a ptrace stop we can act on */
+	bool saved;         /* gregs holds the original registers */
+	bool eintr_undone;  /* gregs re-issues a syscall our stop made fail */
+	bool touched;       /* registers were changed and the thread ran */
+	bool gone;
+	bool real_sigreturn; /* an rt_sigreturn ran: the restart block is reset */
+	enum stop at;       /* the kind of stop the thread is in now */
+	int pending_sig;    /* a signal that arrived before the mask was taken */
+	uint64_t frame;     /* the signal frame below the red zone */
 	uint64_t code, data;
 	size_t data_used;
 	struct deferred defer[MAX_DEFER];
 	unsigned int ndefer;
 	uint64_t stopped_ns;
-	bool gone;
 };
 
 /* A termination signal the caller blocked is waiting: stop between calls. */
@@ -219,30 +225,150 @@ static void redeliver(struct hc_target *t, struct sess *s)
 	s->ndefer = 0;
 }
 
-/*
- * Run one syscall from whatever stop the thread is in.  Returns 0 with *ret,
- * 1 if a signal arrived before heapctl took the mask (s->pending_sig), -1.
- */
-static int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
-		int64_t *ret, struct hc_err *err)
+static void sess_free(struct sess *s)
+{
+	for (unsigned int i = 0; i < s->nextra; i++)
+		free(s->extra[i].buf);
+	free(s);
+}
+
+static void forget_extra(struct sess *s)
+{
+	for (unsigned int i = 0; i < s->nextra; i++)
+		free(s->extra[i].buf);
+	s->nextra = 0;
+}
+
+/* The real mask, read once the kernel has undone any temporary one; then ours. */
+static int take_mask(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
-	bool entered = false;
+
+	if (ptrace_sigmask_get(s->tid, &s->mask, err) < 0)
+		return -1;
+	/* The frame must carry the real mask before heapctl blocks anything. */
+	if (mem_write(t->memfd, s->frame + t->arch->sigframe_mask_off, &s->mask, sizeof(s->mask),
+		      err) < 0)
+		return -1;
+	s->mask_known = true;
+	return 0;
+}
+
+static int block_signals(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	if (s->mask_blocked)
+		return 0;
+	if (ptrace_sigmask_set(s->tid, call_mask(), err) < 0)
+		return -1;
+	s->mask_blocked = true;
+	return 0;
+}
+
+/* At a syscall-entry stop: have the kernel skip the syscall. */
+static int skip_syscall(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	int minus_one = -1;
+
+	if (t->arch->skip_regset)
+		return ptrace_regset_set(s->tid, t->arch->skip_regset, &minus_one,
+					 sizeof(minus_one), err);
+	t->arch->skip_syscall(s->cur);
+	return set_gregs(t, s->cur, err);
+}
+
+/* Point the thread at the restorer: rt_sigreturn on the frame gives it back. */
+static int aim_restore(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	memcpy(s->cur, s->gregs, t->arch->gregs_len);
+	t->arch->prep_restore(s->cur, t->restorer, s->frame);
+	return set_gregs(t, s->cur, err);
+}
+
+/*
+ * Run the thread under PTRACE_SYSCALL until the step ends:
+ *  STEP_SYSCALL  at the exit stop of the gadget's syscall (*ret = its result);
+ *  STEP_CALL     after ret_tramp's rt_sigreturn (*ret = the call's result);
+ *  STEP_RESTORE  after the restorer's rt_sigreturn.
+ * In every case the thread is left at a syscall-exit stop from which it
+ * restores itself if heapctl dies.  Returns 0, 1 if a signal arrived before
+ * the mask was taken (s->pending_sig, thread at that signal stop), or -1.
+ */
+static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
+	       struct hc_err *err)
+{
+	const struct hc_arch *a = t->arch;
+	struct sess *s = t->sess;
+	struct hc_err cberr = { 0 };
+	uint64_t done_pc, notify_pc = s->code + NOTIFY_OFF + a->notify_sys_end;
+	bool in_sys = false, sigreturned = false, aborted = false;
 	enum stop st;
 	int sig, r;
 
-	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	t->arch->prep_syscall(s->cur, t->where_syscall, nr, args, n);
-	if (set_gregs(t, s->cur, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
+	switch (kind) {
+	case STEP_SYSCALL:
+		done_pc = t->gadget + a->syscall_insn.len;
+		break;
+	case STEP_CALL:
+		done_pc = s->code + a->ret_tramp_stop;
+		break;
+	default:
+		done_pc = t->restorer_end;
+	}
+	if (ptrace_resume(s->tid, true, 0, err) < 0)
 		return -1;
 	s->touched = true;
 	for (;;) {
 		r = wait_stop(t, s->tid, &st, &sig, err);
 		if (r < 0)
 			return -1;
-		if (r > 0)
-			return err_set(err, HC_E_TIMEOUT, 0, "syscall %ld in thread %d did not return",
-				       nr, s->tid);
+		if (r > 0) {
+			if (kind != STEP_CALL || aborted)
+				return err_set(err, HC_E_TIMEOUT, 0,
+					       "thread %d did not finish its remote step in time", s->tid);
+			/*
+			 * The call does not return.  Take the thread back and let it
+			 * restore itself; a lock the call holds stays held.
+			 */
+			err_set(err, HC_E_TIMEOUT, 0,
+				"the call in thread %d did not return in time; the thread was "
+				"restored, but an allocator lock it held may stay held", s->tid);
+			t->deadline_ns = now_ns() + 5000000000ull;
+			if (ptrace_interrupt(s->tid, err) < 0)
+				return -1;
+			/* Follow the thread to the interrupt's stop inside get_signal(). */
+			for (;;) {
+				siginfo_t si;
+
+				if (wait_stop(t, s->tid, &st, &sig, err) != 0)
+					return -1;
+				if (st == ST_EXITED)
+					return gone(t, err);
+				if (st == ST_EVENT || st == ST_GROUP)
+					break;
+				if (st == ST_SYSCALL)
+					in_sys = !in_sys;
+				if (st == ST_SIGNAL) {
+					if (ptrace_siginfo_get(s->tid, &si, err) < 0)
+						return -1;
+					if (si.si_code <= 0 || !is_fault_sig(sig))
+						defer_signal(s, sig, &si);
+					break; /* in get_signal too; the redirect suppresses it */
+				}
+				if (ptrace_resume(s->tid, true, 0, err) < 0)
+					return -1;
+			}
+			aborted = true;
+			kind = STEP_RESTORE;
+			done_pc = t->restorer_end;
+			if (aim_restore(t, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
+				return -1;
+			continue;
+		}
 		s->at = st;
 		switch (st) {
 		case ST_EXITED:
@@ -250,39 +376,115 @@ static int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int
 		case ST_EVENT:
 		case ST_GROUP:
 			break;
-		case ST_SIGNAL:
-			if (!s->mask_blocked) {
+		case ST_SIGNAL: {
+			siginfo_t si;
+
+			if (!s->mask_known) {
 				s->pending_sig = sig;
 				return 1;
-			} else {
-				siginfo_t si;
-
-				if (ptrace_siginfo_get(s->tid, &si, err) < 0)
-					return -1;
-				defer_signal(s, sig, &si);
 			}
+			if (ptrace_siginfo_get(s->tid, &si, err) < 0)
+				return -1;
+			if (si.si_code <= 0 || !is_fault_sig(sig) || kind != STEP_CALL) {
+				defer_signal(s, sig, &si);
+				break;
+			}
+			/* The callee faulted: never deliver that; restore instead. */
+			if (get_gregs(t, s->cur, err) < 0)
+				return -1;
+			where_disasm(t, a->get_pc(s->cur), HC_LOG_DEBUG);
+			err_set(err, HC_E_FAULT, 0,
+				"the call faulted in thread %d: %s at pc 0x%llx, address 0x%llx", s->tid,
+				strsignal(sig), (unsigned long long)a->get_pc(s->cur),
+				(unsigned long long)(uintptr_t)si.si_addr);
+			aborted = true;
+			kind = STEP_RESTORE;
+			done_pc = t->restorer_end;
+			in_sys = false;
+			if (aim_restore(t, err) < 0)
+				return -1;
 			break;
+		}
 		case ST_SYSCALL:
-			if (!entered) {
-				entered = true;
-				if (!s->mask_blocked) {
-					/* The real mask, after the kernel's restore_saved_sigmask(). */
-					if (ptrace_sigmask_get(s->tid, &s->mask, err) < 0 ||
-					    ptrace_sigmask_set(s->tid, call_mask(), err) < 0)
+			if (get_gregs(t, s->cur, err) < 0)
+				return -1;
+			if (!in_sys) {
+				uint64_t pc = a->get_pc(s->cur);
+
+				in_sys = true;
+				if (!s->mask_known &&
+				    (take_mask(t, err) < 0 || block_signals(t, err) < 0))
+					return -1;
+				if (kind == STEP_CALL && pc == notify_pc) {
+					uint64_t args[6];
+
+					for (unsigned int i = 0; i < 6; i++)
+						args[i] = a->get_arg(s->cur, i);
+					/*
+					 * Never abandon a call half way (it may hold the
+					 * allocator's locks): keep the callback's first
+					 * error and go on.
+					 */
+					if (cb && !err_isset(&cberr))
+						cb(cb_arg, t, args, &cberr);
+				} else if (kind == STEP_CALL && pc == done_pc) {
+					/* the result; then skip this rt_sigreturn, see arch/arch.h */
+					*ret = a->get_ret(s->cur);
+					sigreturned = true;
+					if (skip_syscall(t, err) < 0)
 						return -1;
-					s->mask_blocked = true;
+				} else if (kind == STEP_RESTORE && pc == done_pc) {
+					sigreturned = true;
 				}
 				break;
 			}
-			if (get_gregs(t, s->cur, err) < 0)
-				return -1;
-			*ret = t->arch->get_syscall_ret(s->cur);
-			pr_trace("tid %d: syscall %ld = %lld", s->tid, nr, (long long)*ret);
-			return 0;
+			in_sys = false;
+			if (kind == STEP_SYSCALL && a->get_pc(s->cur) == done_pc) {
+				*ret = (uint64_t)a->get_syscall_ret(s->cur);
+				return 0;
+			}
+			if (sigreturned) {
+				if (kind == STEP_RESTORE) {
+					/* rt_sigreturn put back the thread's state and mask */
+					s->mask_blocked = false;
+					s->real_sigreturn = true;
+				}
+				if (err_isset(err))
+					return -1;
+				if (err_isset(&cberr)) {
+					*err = cberr;
+					return -1;
+				}
+				return 0;
+			}
+			break;
 		}
 		if (ptrace_resume(s->tid, true, 0, err) < 0)
 			return -1;
 	}
+}
+
+/* One syscall in the target, on the gadget, from whatever stop the thread is in. */
+static int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+		int64_t *ret, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	struct hc_call c = { .pc = t->gadget, .ret_addr = t->restorer, .frame = s->frame, .nr = nr,
+			     .nargs = n };
+	uint64_t r = 0;
+	int rc;
+
+	memcpy(c.args, args, n * sizeof(*args));
+	memcpy(s->cur, s->gregs, t->arch->gregs_len);
+	t->arch->prep_syscall(s->cur, &c);
+	/* registers first, then the mask: each intermediate state restores itself */
+	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
+	    set_gregs(t, s->cur, err) < 0 || (s->mask_known && block_signals(t, err) < 0))
+		return -1;
+	rc = run(t, STEP_SYSCALL, &r, NULL, NULL, err);
+	*ret = (int64_t)r;
+	pr_trace("tid %d: syscall %ld = %lld", s->tid, nr, (long long)*ret);
+	return rc;
 }
 
 static int rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
@@ -297,13 +499,6 @@ static int rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned 
 		return err_set(err, HC_E_REMOTE, (int)-*ret, "%s in pid %d failed: %s", what, t->pid,
 			       strerror((int)-*ret));
 	return 0;
-}
-
-static void sess_free(struct sess *s)
-{
-	for (unsigned int i = 0; i < s->nextra; i++)
-		free(s->extra[i].buf);
-	free(s);
 }
 
 /* Is a signal pending that tid does not block?  Then it will be delivered anyway. */
@@ -501,7 +696,6 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
 
 		if (!buf)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-
 		if (ptrace_regset_get(s->tid, *nt, buf, &len, &e) < 0) {
 			free(buf);
 			/* A regset this CPU or kernel does not have (e.g. no SVE): nothing to save. */
@@ -521,10 +715,42 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
+/*
+ * Write the signal frame that gives the thread back, below its red zone.
+ * Returns 1 if the stack has no room there (the thread is not usable).
+ */
+static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	struct hc_sigframe f = { .gregs = s->gregs, .extra = s->extra, .nextra = s->nextra };
+	struct hc_err e = { 0 };
+	uint8_t *buf;
+	size_t len;
+	int r = 0;
+
+	/* A mask swapped in by ppoll & co is replaced by the real one at the first stop. */
+	if (ptrace_sigmask_get(s->tid, &f.mask, err) < 0)
+		return -1;
+	len = t->arch->sigframe_len(&f);
+	f.raddr = s->frame = t->arch->frame_place(t->arch->get_sp(s->gregs), len);
+	buf = calloc(1, len);
+	if (!buf)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	if (t->arch->sigframe_build(&f, buf, len, err) < 0) {
+		r = -1;
+	} else if (mem_write(t->memfd, s->frame, buf, len, &e) < 0) {
+		snprintf(why, whylen, "thread %d has no stack room below 0x%llx", s->tid,
+			 (unsigned long long)t->arch->get_sp(s->gregs));
+		r = 1;
+	}
+	free(buf);
+	return r;
+}
+
 static int map_pages(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
-	uint8_t code[CB_OFF + 16];
+	uint8_t code[NOTIFY_OFF + 32];
 	uint64_t a[6];
 	int64_t ret;
 	int r;
@@ -540,19 +766,20 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	if (r != 0)
 		return r;
 	s->code = (uint64_t)ret;
+	memset(code, 0, sizeof(code));
+	memcpy(code, t->arch->ret_tramp.b, t->arch->ret_tramp.len);
+	memcpy(code + NOTIFY_OFF, t->arch->notify.b, t->arch->notify.len);
+	if (mem_write(t->memfd, s->code, code, sizeof(code), err) < 0)
+		return -1;
 	a[1] = DATA_LEN;
 	a[2] = PROT_READ | PROT_WRITE;
 	r = rsys_ok(t, t->arch->nr_mmap, a, 6, &ret, "mmap of heapctl's data area", err);
 	if (r != 0)
 		return r;
 	s->data = (uint64_t)ret;
-	memset(code, 0, sizeof(code));
-	memcpy(code, t->arch->trap, t->arch->trap_len);
-	memcpy(code + CB_OFF, t->arch->cb_stub, t->arch->cb_stub_len);
-	if (mem_write(t->memfd, s->code, code, sizeof(code), err) < 0)
-		return -1;
-	pr_debug("pid %d: code page at 0x%llx, data at 0x%llx", t->pid,
-		 (unsigned long long)s->code, (unsigned long long)s->data);
+	pr_debug("pid %d: code page at 0x%llx, data at 0x%llx, frame at 0x%llx", t->pid,
+		 (unsigned long long)s->code, (unsigned long long)s->data,
+		 (unsigned long long)s->frame);
 	return 0;
 }
 
@@ -571,51 +798,63 @@ static int give_back_pending(struct hc_target *t, struct hc_err *err)
 	s->pending_sig = 0;
 	if (set_gregs(t, s->gregs, err) < 0 || ptrace_detach(s->tid, sig, err) < 0)
 		return -1;
-	for (unsigned int i = 0; i < s->nextra; i++)
-		free(s->extra[i].buf);
-	s->nextra = 0;
-	s->stopped = s->saved = false;
 	pr_debug("tid %d: signal %d arrived before the call; delivered it and retrying", s->tid,
 		 sig);
+	forget_extra(s);
 	s->tid = 0;
-	s->touched = false;
+	s->touched = s->stopped = s->saved = s->eintr_undone = false;
 	return 0;
 }
 
-static int find_syscall_insn(struct hc_target *t, struct hc_err *err)
+/* Find pat in the executable text of the vDSO, libc, then the executable. */
+static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat, bool want_syscall)
 {
-	/* The vDSO first (always there), then libc, then the executable. */
+	size_t step = t->arch->syscall_insn.len == 4 ? 4 : 1; /* arm64 code is 4-aligned */
+
 	for (int pass = 0; pass < 3; pass++) {
 		for (size_t i = 0; i < t->nobjs; i++) {
 			struct obj *o = &t->objs[i];
 			bool want = pass == 0 ? o->is_vdso :
-				    pass == 1 ? strstr(o->path, "/libc.so") != NULL :
+				    pass == 1 ? strstr(o->path, "/libc.so") || strstr(o->path, "/libc.musl") :
 						o->is_exe;
 			uint8_t buf[65536];
-			size_t step = t->arch->syscall_insn_len;
 
 			if (!want || !o->text_lo)
 				continue;
-			for (uint64_t at = o->text_lo; at < o->text_hi; at += sizeof(buf)) {
+			for (uint64_t at = o->text_lo; at < o->text_hi; at += sizeof(buf) - 16) {
 				size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
 				struct hc_err e = { 0 };
 
 				if (mem_read(t->pid, t->memfd, at, buf, len, &e) < 0)
 					break;
-				for (size_t k = 0; k + step <= len; k += (step == 4 ? 4 : 1)) {
-					if (memcmp(buf + k, t->arch->syscall_insn, step))
+				for (size_t k = 0; k + pat->len <= len; k += step) {
+					if (memcmp(buf + k, pat->b, pat->len))
 						continue;
-					if (where_is_syscall(t, at + k)) {
-						t->where_syscall = at + k;
-						pr_debug("syscall instruction at 0x%llx in %s",
-							 (unsigned long long)t->where_syscall, o->path);
-						return 0;
-					}
+					if (want_syscall && !where_is_syscall(t, at + k))
+						continue;
+					pr_debug("found %zu-byte pattern at 0x%llx in %s", pat->len,
+						 (unsigned long long)(at + k), o->path);
+					return at + k;
 				}
 			}
 		}
 	}
-	return err_set(err, HC_E_UNSUPPORTED, 0, "no syscall instruction found in pid %d", t->pid);
+	return 0;
+}
+
+static int find_gadgets(struct hc_target *t, struct hc_err *err)
+{
+	t->gadget = find_text(t, &t->arch->syscall_ret, true);
+	for (const struct hc_bytes *r = t->arch->restorers; r->len && !t->restorer; r++) {
+		t->restorer = find_text(t, r, false);
+		t->restorer_end = t->restorer + r->len;
+	}
+	if (!t->gadget || !t->restorer)
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "heapctl needs the C library's signal return code in the target",
+				   "pid %d has no %s in its text", t->pid,
+				   t->gadget ? "sigreturn restorer" : "\"syscall; ret\" sequence");
+	return 0;
 }
 
 int call_begin(struct hc_target *t, struct hc_err *err)
@@ -627,7 +866,7 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 	useconds_t backoff = 200;
 	int r;
 
-	if (!t->where_syscall && find_syscall_insn(t, err) < 0)
+	if (!t->gadget && find_gadgets(t, err) < 0)
 		return -1;
 	t->sess = calloc(1, sizeof(*t->sess));
 	if (!t->sess)
@@ -642,7 +881,7 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			tids[0] = t->opts.tid;
 			ntids = 1;
 		} else if (list_threads(t, &tids, &ntids, err) < 0) {
-			return -1;
+			goto fail;
 		}
 		for (size_t i = 0; i < ntids && (i == 0 || now_ns() < t->deadline_ns); i++) {
 			attempts++;
@@ -653,6 +892,17 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 				continue;
 			if (save_extra(t, err) < 0)
 				goto fail;
+			r = write_frame(t, why, sizeof(why), err);
+			if (r < 0)
+				goto fail;
+			if (r > 0) {
+				if (ptrace_detach(tids[i], 0, err) < 0)
+					goto fail;
+				forget_extra(t->sess);
+				t->sess->tid = 0;
+				t->sess->stopped = t->sess->saved = false;
+				continue;
+			}
 			r = map_pages(t, err);
 			if (r < 0)
 				goto fail;
@@ -669,6 +919,11 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			pr_info("borrowing tid %d of pid %d", t->sess->tid, t->pid);
 			return 0;
 		}
+		if (!ntids) {
+			/* every thread is a zombie: killed, not yet reaped */
+			gone(t, err);
+			goto fail;
+		}
 		if (t->opts.tid && ntids == 1 && strstr(why, "exited")) {
 			err_set(err, HC_E_NO_PROC, 0, "thread %d is not in pid %d", t->opts.tid, t->pid);
 			goto fail;
@@ -681,6 +936,11 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			else
 				err_set(err, HC_E_UNSAFE, 0,
 					"no thread of pid %d reached a safe point (last: %s)", t->pid, why);
+			goto fail;
+		}
+		if (pending_term()) {
+			t->cancel_sig = SIGINT;
+			cancelled(t, err);
 			goto fail;
 		}
 		/* Let the threads run on out of the allocator, then look again. */
@@ -696,9 +956,10 @@ fail:
 
 uint64_t call_cb_raddr(const struct hc_target *t)
 {
-	return t->sess ? t->sess->code + CB_OFF : 0;
+	return t->sess ? t->sess->code + NOTIFY_OFF : 0;
 }
 
+/* Give the callee the FP state the ABI promises; rt_sigreturn brings the real one back. */
 static int prepare_fp(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
@@ -716,7 +977,6 @@ static int prepare_fp(struct hc_target *t, struct hc_err *err)
 		if (r < 0)
 			return -1;
 	}
-	s->fp_ready = true;
 	return 0;
 }
 
@@ -724,10 +984,7 @@ int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int
 	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err)
 {
 	struct sess *s = t->sess;
-	struct hc_call c = { .fn = fn, .trap_addr = s->code, .nargs = nargs };
-	struct hc_err cberr = { 0 };
-	enum stop st;
-	int sig, r;
+	struct hc_call c = { .pc = fn, .ret_addr = s->code, .frame = s->frame, .nargs = nargs };
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
@@ -735,82 +992,13 @@ int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int
 		return cancelled(t, err);
 	memcpy(c.args, args, nargs * sizeof(*args));
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	c.sp = t->arch->get_sp(s->gregs);
 	if (t->arch->prep_call(s->cur, &c, err) < 0)
 		return -1;
-	if (c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, sizeof(c.slot_val), err))
+	/* registers first, then FP state and mask: each step restores itself */
+	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
+	    set_gregs(t, s->cur, err) < 0 || prepare_fp(t, err) < 0 || block_signals(t, err) < 0)
 		return -1;
-	if (!s->fp_ready && prepare_fp(t, err) < 0)
-		return -1;
-	if (set_gregs(t, s->cur, err) < 0 || ptrace_resume(s->tid, false, 0, err) < 0)
-		return -1;
-	s->touched = true;
-	for (;;) {
-		siginfo_t si;
-
-		r = wait_stop(t, s->tid, &st, &sig, err);
-		if (r < 0)
-			return -1;
-		if (r > 0) {
-			/* Take the thread back; call_end() restores it. */
-			uint64_t grace = now_ns() + 2000000000ull;
-
-			t->deadline_ns = grace;
-			if (ptrace_interrupt(s->tid, err) < 0)
-				return -1;
-			while ((r = wait_stop(t, s->tid, &st, &sig, err)) == 0 && st == ST_SIGNAL)
-				;
-			s->at = st;
-			if (r == 0 && st == ST_EXITED)
-				return gone(t, err);
-			return err_set(err, HC_E_TIMEOUT, 0,
-				       "the call at 0x%llx in thread %d did not return in time; "
-				       "the thread was taken back and restored",
-				       (unsigned long long)fn, s->tid);
-		}
-		s->at = st;
-		if (st == ST_EXITED)
-			return gone(t, err);
-		if (st != ST_SIGNAL) {
-			if (ptrace_resume(s->tid, false, 0, err) < 0)
-				return -1;
-			continue;
-		}
-		if (ptrace_siginfo_get(s->tid, &si, err) < 0 || get_gregs(t, s->cur, err) < 0)
-			return -1;
-		if (t->arch->stopped_at_trap(s->cur, &si, s->code)) {
-			*ret = t->arch->get_ret(s->cur);
-			if (err_isset(&cberr)) {
-				*err = cberr;
-				return -1;
-			}
-			return 0;
-		}
-		if (t->arch->stopped_at_trap(s->cur, &si, s->code + CB_OFF)) {
-			uint64_t a[6];
-
-			for (unsigned int i = 0; i < 6; i++)
-				a[i] = t->arch->get_arg(s->cur, i);
-			/*
-			 * Never abandon a call half way (it may hold the allocator's
-			 * locks): record the callback's first error and go on.
-			 */
-			if (cb && !err_isset(&cberr))
-				cb(cb_arg, t, a, &cberr);
-		} else if (si.si_code <= 0 || !is_fault_sig(sig)) {
-			defer_signal(s, sig, &si);
-		} else {
-			where_disasm(t, t->arch->get_pc(s->cur), HC_LOG_DEBUG);
-			return err_set(err, HC_E_FAULT, 0,
-				       "the call at 0x%llx faulted in thread %d: %s at pc 0x%llx, "
-				       "address 0x%llx",
-				       (unsigned long long)fn, s->tid, strsignal(sig),
-				       (unsigned long long)t->arch->get_pc(s->cur),
-				       (unsigned long long)(uintptr_t)si.si_addr);
-		}
-		if (ptrace_resume(s->tid, false, 0, err) < 0)
-			return -1;
-	}
+	return run(t, STEP_CALL, ret, cb, cb_arg, err) == 0 ? 0 : -1;
 }
 
 int call_end(struct hc_target *t, struct hc_err *err)
@@ -821,7 +1009,6 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	int64_t ret;
 	enum stop st;
 	int sig = 0, r;
-	bool ok = true;
 
 	if (!s)
 		return 0;
@@ -833,76 +1020,85 @@ int call_end(struct hc_target *t, struct hc_err *err)
 		pr_warn("tid %d never stopped; it is released when heapctl exits", s->tid);
 		goto out;
 	}
-	if (!s->saved) {
-		if (ptrace_detach(s->tid, 0, &e) < 0)
-			goto fail;
-		goto out;
-	}
 	t->sess = s;
 	/* Give cleanup its own budget: restoring must not fail for lack of time. */
 	t->deadline_ns = now_ns() + 5000000000ull;
-	a[1] = DATA_LEN;
+	if (s->pending_sig) {
+		if (give_back_pending(t, &e) < 0)
+			goto fail;
+		goto out;
+	}
+	if (!s->saved || !s->touched) {
+		/* Only stopped: hand it back as it was (with our EINTR undone, if any). */
+		if ((s->eintr_undone && set_gregs(t, s->gregs, &e) < 0) ||
+		    ptrace_detach(s->tid, 0, &e) < 0)
+			goto fail;
+		goto done;
+	}
 	if (s->data) {
 		a[0] = s->data;
-		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0)
-			ok = false;
+		a[1] = DATA_LEN;
+		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0 && s->gone)
+			goto out;
 	}
-	a[1] = CODE_LEN;
-	if (s->code && ok) {
+	if (s->code) {
 		a[0] = s->code;
-		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0)
-			ok = false;
+		a[1] = CODE_LEN;
+		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0 && s->gone)
+			goto out;
 	}
-	if (s->gone)
-		goto out;
-	if (!ok)
+	if (err_isset(&e)) {
 		pr_warn("pid %d: could not unmap heapctl's pages (%s)", t->pid, e.msg);
-	/* Put everything back exactly. */
+		memset(&e, 0, sizeof(e));
+	}
+	/*
+	 * The thread now sits at a syscall-exit stop from which it would
+	 * restore itself.  Stop it once more inside get_signal(): only there
+	 * does x86 run its restart logic on the registers put back below
+	 * (arch_do_signal_or_restart() after get_signal()).
+	 */
+	if (ptrace_interrupt(s->tid, &e) < 0 || ptrace_resume(s->tid, false, 0, &e) < 0)
+		goto fail;
+	for (;;) {
+		r = wait_stop(t, s->tid, &st, &sig, &e);
+		if (r != 0) {
+			err_set(&e, HC_E_TIMEOUT, 0, "thread %d did not stop for the restore", s->tid);
+			goto fail;
+		}
+		if (st == ST_EXITED) {
+			s->gone = true;
+			goto out;
+		}
+		if (st == ST_EVENT || st == ST_GROUP) {
+			sig = 0;
+			break;
+		}
+		if (st == ST_SIGNAL)
+			break; /* in get_signal too: deliver it on detach */
+		if (ptrace_resume(s->tid, false, 0, &e) < 0)
+			goto fail;
+	}
+	/* Mask first, registers last: until then the thread would still restore itself. */
+	if (ptrace_sigmask_set(s->tid, s->mask, &e) < 0)
+		goto fail;
 	for (unsigned int i = 0; i < s->nextra; i++)
 		if (ptrace_regset_set(s->tid, s->extra[i].nt, s->extra[i].buf, s->extra[i].len, &e))
 			goto fail;
-	if (set_gregs(t, s->gregs, &e) < 0)
+	if (s->real_sigreturn)
+		t->arch->restart_now(s->gregs);
+	if (set_gregs(t, s->gregs, &e) < 0 || ptrace_detach(s->tid, sig, &e) < 0)
 		goto fail;
-	if (s->mask_blocked && ptrace_sigmask_set(s->tid, s->mask, &e) < 0)
-		goto fail;
-	if (s->touched && s->at != ST_EVENT && s->at != ST_GROUP) {
-		/*
-		 * Stop once more inside get_signal(): only there does x86 run its
-		 * restart logic on the registers we just restored
-		 * (arch_do_signal_or_restart() after get_signal()).
-		 */
-		if (ptrace_interrupt(s->tid, &e) < 0 || ptrace_resume(s->tid, false, 0, &e) < 0)
-			goto fail;
-		for (;;) {
-			r = wait_stop(t, s->tid, &st, &sig, &e);
-			if (r != 0) {
-				err_set(&e, HC_E_TIMEOUT, 0, "thread %d did not stop for the restore",
-					s->tid);
-				goto fail;
-			}
-			if (st == ST_EXITED) {
-				s->gone = true;
-				goto out;
-			}
-			if (st == ST_EVENT || st == ST_GROUP) {
-				sig = 0;
-				break;
-			}
-			if (st == ST_SIGNAL)
-				break; /* in get_signal too: deliver it on detach */
-			if (ptrace_resume(s->tid, false, 0, &e) < 0)
-				goto fail;
-		}
-	}
-	if (ptrace_detach(s->tid, sig, &e) < 0)
-		goto fail;
+done:
 	t->timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
 	pr_debug("tid %d restored and detached after %llu us", s->tid,
 		 (unsigned long long)t->timing.paused_us);
 	redeliver(t, s);
 	goto out;
 fail:
-	pr_err("pid %d tid %d: restore failed: %s", t->pid, s->tid, e.msg);
+	if (e.code == HC_E_GONE)
+		s->gone = true;
+	else
+		pr_err("pid %d tid %d: restore failed: %s", t->pid, s->tid, e.msg);
 	if (!err_isset(err))
 		*err = e;
 out:

@@ -55,7 +55,9 @@ struct hc_target {
 	struct hc_timing timing;
 	uint64_t deadline_ns;
 	int cancel_sig; /* a termination signal cancelled the operation */
-	uint64_t where_syscall; /* a syscall instruction in the target */
+	uint64_t gadget;   /* "syscall; ret" in the target's text */
+	uint64_t restorer; /* a sigreturn restorer in the target's text */
+	uint64_t restorer_end; /* pc at its rt_sigreturn syscall stops */
 };
 
 /* maps + symbols (sym.c) */

@@ -279,7 +279,7 @@ bool where_is_syscall(struct hc_target *t, uint64_t raddr)
 
 	if (mem_read(t->pid, t->memfd, raddr, buf, sizeof(buf), &e) < 0)
 		return false;
-	if (memcmp(buf, t->arch->syscall_insn, t->arch->syscall_insn_len))
+	if (memcmp(buf, t->arch->syscall_insn.b, t->arch->syscall_insn.len))
 		return false;
 	if (cs_open(t->arch->cs_arch, t->arch->cs_mode, &cs) != CS_ERR_OK)
 		return true; /* the bytes match; Capstone only confirms */
@@ -305,8 +305,9 @@ void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level)
 	if (cs_open(t->arch->cs_arch, t->arch->cs_mode, &cs) != CS_ERR_OK)
 		return;
 	/* x86 is variable-length: decode from pc, and show the syscall before it if any */
-	if (pc >= 2 && !memcmp(buf + 14, t->arch->syscall_insn, t->arch->syscall_insn_len))
-		hc_log_print(level, "  0x%llx: (previous) syscall", (unsigned long long)pc - 2);
+	if (pc >= 16 && !memcmp(buf + 16 - t->arch->syscall_insn.len, t->arch->syscall_insn.b, t->arch->syscall_insn.len))
+		hc_log_print(level, "  0x%llx: (previous) syscall",
+			     (unsigned long long)(pc - t->arch->syscall_insn.len));
 	n = cs_disasm(cs, buf + (pc - start), sizeof(buf) - (pc - start), pc, 4, &insn);
 	for (size_t i = 0; i < n; i++)
 		hc_log_print(level, "  0x%llx: %s %s%s", (unsigned long long)insn[i].address,
