@@ -425,19 +425,22 @@ static int je_detect(struct hc_target *t, struct hc_err *err)
 	unsigned n = 0;
 	size_t used = 0;
 
-	for (size_t i = 0; i < t->nobjs && n < 8; i++) {
-		struct obj *o = &t->objs[i];
+	/* Symbol tables first; separate debug files only if that finds nothing. */
+	for (int debug = 0; debug < 2 && !n; debug++) {
+		for (size_t i = 0; i < t->nobjs && n < 8; i++) {
+			struct obj *o = &t->objs[i];
 
-		if (!o->base || o->is_vdso)
-			continue;
-		if (sym_load(t, o, err) < 0) {
-			/* an unreadable object is not fatal: note it and go on */
-			pr_debug("skipping %s: %s", o->path, err->msg);
-			memset(err, 0, sizeof(*err));
-			continue;
+			if (!o->base || o->is_vdso)
+				continue;
+			if (sym_load(t, o, debug, err) < 0) {
+				/* an unreadable object is not fatal: note it and go on */
+				pr_debug("skipping %s: %s", o->path, err->msg);
+				memset(err, 0, sizeof(*err));
+				continue;
+			}
+			if (find_in(t, o, &found[n]))
+				n++;
 		}
-		if (find_in(t, o, &found[n]))
-			n++;
 	}
 	if (!n)
 		return 0;

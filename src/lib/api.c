@@ -228,7 +228,7 @@ const char *alloc_guess(struct hc_target *t)
 
 			if (o->is_exe != (pass == 0) || !o->base || o->is_vdso)
 				continue;
-			if (sym_load(t, o, &e) < 0 || !sym_by_name(o, "malloc"))
+			if (sym_load(t, o, false, &e) < 0 || !sym_by_name(o, "malloc"))
 				continue;
 			if (strstr(o->path, "/libc.so"))
 				snprintf(buf, sizeof(buf), "glibc (%s)", o->path);

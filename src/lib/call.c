@@ -543,6 +543,22 @@ static void undo_our_eintr(struct hc_target *t, struct sess *s)
 		 t->arch->syscall_nr(s->gregs));
 }
 
+static bool thread_dead(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512], *p;
+	bool dead = true;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1])
+		dead = p[2] == 'Z' || p[2] == 'X';
+	fclose(f);
+	return dead;
+}
+
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now, -1: error. */
 static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 		      struct hc_err *err)
@@ -554,7 +570,8 @@ static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 	int sig, r;
 
 	if (ptrace_seize(tid, &e) < 0) {
-		if (e.code == HC_E_GONE) {
+		/* an exiting thread refuses with EPERM too: not a permission problem */
+		if (e.code == HC_E_GONE || (e.code == HC_E_PERM && thread_dead(t->pid, tid))) {
 			snprintf(why, whylen, "thread %d exited", tid);
 			return 0;
 		}
@@ -640,8 +657,9 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 
 		if (tid <= 0)
 			continue;
+		/* Rank the first threads only: reading a thousand stat files costs ms. */
 		snprintf(sp, sizeof(sp), "/proc/%d/task/%d/stat", t->pid, tid);
-		f = fopen(sp, "re");
+		f = cnt < MAX_RANKED ? fopen(sp, "re") : NULL;
 		if (f) {
 			if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1]) {
 				char c = p[2];
@@ -653,15 +671,20 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 		if (rk == 9)
 			continue;
 		if (cnt == cap) {
-			cap = cap ? cap * 2 : 64;
-			v = realloc(v, cap * sizeof(*v));
-			rank = realloc(rank, cap * sizeof(*rank));
-			if (!v || !rank) {
+			size_t ncap = cap ? cap * 2 : 64;
+			pid_t *nv = realloc(v, ncap * sizeof(*v));
+			int *nr = nv ? realloc(rank, ncap * sizeof(*rank)) : NULL;
+
+			if (nv)
+				v = nv;
+			if (!nv || !nr) {
 				closedir(d);
 				free(v);
 				free(rank);
 				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 			}
+			rank = nr;
+			cap = ncap;
 		}
 		v[cnt] = tid;
 		rank[cnt++] = rk;

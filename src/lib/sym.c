@@ -365,16 +365,25 @@ static int cmp_sym(const void *a, const void *b)
 	return x->raddr < y->raddr ? -1 : x->raddr > y->raddr;
 }
 
-int sym_load(struct hc_target *t, struct obj *o, struct hc_err *err)
+int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
 	struct symvec sv = { 0 };
 	Elf *elf = NULL, *delf = NULL;
 	int fd = -1, dfd = -1;
 	long nd, ns = 0;
 
-	if (o->syms_loaded)
+	/* A separate debug file costs milliseconds: read it only when asked to. */
+	if (o->syms_loaded && (!debug || o->debug_tried || strcmp(o->symsrc, ".dynsym")))
 		return 0;
+	if (o->syms_loaded) {
+		free(o->syms);
+		free(o->strs);
+		o->syms = NULL;
+		o->strs = NULL;
+		o->nsyms = 0;
+	}
 	o->syms_loaded = true;
+	o->debug_tried = debug;
 	if (o->is_vdso || !o->open_path)
 		return 0;
 	elf_version(EV_CURRENT);
@@ -390,7 +399,7 @@ int sym_load(struct hc_target *t, struct obj *o, struct hc_err *err)
 	if (nd >= 0)
 		ns = add_syms(elf, SHT_SYMTAB, o->bias, &sv);
 	o->symsrc = ns > 0 ? ".symtab" : ".dynsym";
-	if (nd >= 0 && ns == 0) {
+	if (nd >= 0 && ns == 0 && debug) {
 		dfd = open_debug(t, o, elf, &o->debug_path);
 		if (dfd >= 0 && (delf = elf_begin(dfd, ELF_C_READ_MMAP, NULL)) &&
 		    add_syms(delf, SHT_SYMTAB, o->bias, &sv) > 0)
@@ -439,7 +448,7 @@ const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
 
 	if (op)
 		*op = o;
-	if (!o || sym_load(t, o, &e) < 0 || !o->nsyms)
+	if (!o || sym_load(t, o, false, &e) < 0 || !o->nsyms)
 		return NULL;
 	hi = o->nsyms;
 	while (hi - lo > 1) {

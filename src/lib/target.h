@@ -27,6 +27,7 @@ struct obj {
 	uint64_t eh_hdr, eh_hdr_len; /* .eh_frame_hdr in the target, or 0 */
 	bool is_exe, is_vdso, is_ldso;
 	bool syms_loaded;
+	bool debug_tried;
 	struct sym *syms; /* sorted by raddr */
 	size_t nsyms;
 	char *strs;
@@ -63,7 +64,8 @@ struct hc_target {
 /* maps + symbols (sym.c) */
 int maps_load(struct hc_target *t, struct hc_err *err);
 struct obj *obj_at(struct hc_target *t, uint64_t raddr);
-int sym_load(struct hc_target *t, struct obj *o, struct hc_err *err);
+/* .dynsym and .symtab; with debug, also a separate debug file if there is no .symtab. */
+int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err);
 /* Exact name; returns the symbol or NULL. */
 const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Function containing raddr, or NULL. */
