@@ -373,7 +373,7 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	long nd, ns = 0;
 
 	/* A separate debug file costs milliseconds: read it only when asked to. */
-	if (o->syms_loaded && (!debug || o->debug_tried || strcmp(o->symsrc, ".dynsym")))
+	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc || strcmp(o->symsrc, ".dynsym")))
 		return 0;
 	if (o->syms_loaded) {
 		free(o->syms);
