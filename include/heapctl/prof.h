@@ -100,6 +100,7 @@ struct hc_write_opts {
 	unsigned top;      /* text: rows per table (0: 25) */
 	const char *title; /* svg: title line (NULL: a default) */
 	unsigned width;    /* svg: image width in pixels (0: 1200) */
+	bool grow_only;    /* text with a base: leave out the "Shrank" table */
 };
 
 /*

@@ -35,6 +35,11 @@ enum cli_opt {
 	CLI_O_OPTS = 1u << 5,
 	CLI_O_OUTPUT = 1u << 6,
 	CLI_O_ARENA = 1u << 7,
+	CLI_O_BASE = 1u << 8,    /* report --base */
+	CLI_O_REPORT = 1u << 9,  /* --format --objects --shrink --top --lines --sysroot --no-inline */
+	CLI_O_RENDER = 1u << 10, /* dump --svg/--folded */
+	CLI_O_FOR = 1u << 11,    /* leak --for */
+	CLI_O_PIDOPT = 1u << 12, /* -p accepted but optional */
 };
 
 struct cli_env;
@@ -63,6 +68,13 @@ struct cli_env {
 	const char *output;        /* dump -o */
 	const char *stats_opts;    /* stats --opts */
 	int arena;                 /* purge --arena, -1 for all */
+	const char *base;          /* report --base */
+	const char *format;        /* report --format */
+	const char *sysroot;       /* report --sysroot */
+	const char *svg, *folded;  /* dump --svg/--folded */
+	unsigned long top;         /* report/leak --top */
+	unsigned int for_ms;       /* leak --for */
+	bool objects, shrink, lines, no_inline;
 	char **args;               /* positional words after the command */
 	int nargs;
 };
@@ -88,6 +100,8 @@ void cli_close(struct hc_target *t);
 int cli_parse_pid(const char *s, pid_t *out);
 int cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
 int cli_parse_seconds(const char *s, unsigned int *ms);
+/* cmd_leak.c: "30", "1.5", "500ms", "30s", "2m", "1h" -> ms */
+int cli_parse_duration(const char *s, unsigned int *ms);
 void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
 const char *cli_size(uint64_t n, char *buf, size_t len);
 int cli_read_comm(pid_t pid, char *buf, size_t len);
@@ -106,5 +120,9 @@ int cmd_stats(struct cli_env *env);
 int cmd_purge(struct cli_env *env);
 int cmd_get(struct cli_env *env);
 int cmd_set(struct cli_env *env);
+int cmd_report(struct cli_env *env);
+int cmd_leak(struct cli_env *env);
+/* cmd_report.c: render a profile just dumped from env->pid (dump --svg/--folded) */
+int cli_dump_render(struct cli_env *env, const char *heap_path);
 
 #endif /* HEAPCTL_CLI_H */

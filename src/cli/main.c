@@ -121,6 +121,54 @@ static const char set_examples[] =
 	"    heapctl set -p 1234 arena.0.dirty_decay_ms -1\n"
 	"    heapctl set -p 1234 arena.0.decay\n";
 
+static const char report_help[] =
+	"Turn a jemalloc heap profile (from 'heapctl dump' or prof.prefix dumps)\n"
+	"into named code: folded stacks, an interactive SVG flamegraph, a gzipped\n"
+	"pprof profile.proto or a jeprof-like text table.  Addresses are resolved\n"
+	"in-process with libdw, against the objects listed in the profile itself;\n"
+	"the allocator's own frames are dropped.  With --base, stacks are matched\n"
+	"by name and the report shows what grew (--shrink: what shrank).\n";
+static const char report_opts[] =
+	"  --format F          folded, svg, pprof, text or json (default: from the\n"
+	"                      -o suffix: .folded .svg .pb.gz .txt .json; else text)\n"
+	"  -o, --output FILE   write there instead of stdout\n"
+	"  --base FILE         subtract this earlier profile: show growth\n"
+	"  --shrink            with --base, folded/svg show what shrank instead\n"
+	"  --objects           weigh by live objects instead of bytes\n"
+	"  --top N             text: rows per table (default 25)\n"
+	"  --lines             add file:line to frames\n"
+	"  --no-inline         do not show inlined functions as frames\n"
+	"  -p, --pid PID       also find files through /proc/PID (containers,\n"
+	"                      binaries replaced since start)\n"
+	"  --sysroot DIR       look for files and debug files under DIR first\n";
+static const char report_examples[] =
+	"    heapctl report heapctl.1234.0.heap\n"
+	"    heapctl report later.heap --base before.heap -o growth.svg\n"
+	"    heapctl report x.heap --format folded | flamegraph.pl > x.svg\n"
+	"    heapctl report x.heap -o x.pb.gz && pprof -top x.pb.gz\n"
+	"    heapctl report x.heap -p 1234 --lines --top 10\n";
+
+static const char leak_help[] =
+	"Find what is growing in a live process, with no restart: make sure heap\n"
+	"profiling is active, take two profiles SEC seconds apart, subtract them,\n"
+	"print the top growing functions and stacks, and write a flamegraph of\n"
+	"the growth.  prof.active is put back as it was found.  The process must\n"
+	"run with opt.prof (MALLOC_CONF=prof:true,prof_active:false costs\n"
+	"nothing until then).\n";
+static const char leak_opts[] =
+	"  --for SEC           time between the two profiles (default 30; 1.5,\n"
+	"                      500ms, 2m accepted)\n"
+	"  -o, --output FILE   flamegraph of the growth (default\n"
+	"                      ./heapctl-leak.PID.svg); .folded .pb.gz .txt .json\n"
+	"                      suffixes pick that format\n"
+	"  --objects           weigh by objects instead of bytes\n"
+	"  --top N             rows in the printed tables (default 10)\n"
+	"  --lines             add file:line to frames\n";
+static const char leak_examples[] =
+	"    heapctl leak -p 1234\n"
+	"    heapctl leak -p 1234 --for 2m -o leak.svg\n"
+	"    heapctl leak -p \"$(pidof -s myservice)\" --for 10 -o leak.pb.gz\n";
+
 #define CMD(n, o, lo, hi, use, sum, opts_text)                                              \
 	{                                                                                   \
 		.name = #n, .fn = cmd_##n, .opts = (o), .min_args = (lo), .max_args = (hi), \
@@ -147,6 +195,12 @@ static const struct cli_cmd cmds[] = {
 	    "read one allocator control (mallctl name)", NULL),
 	CMD(set, CLI_O_COMMON | CLI_O_PID, 1, 2, "heapctl set -p PID NAME [VALUE]",
 	    "write one allocator control, or trigger a void one", NULL),
+	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT, 1, 1,
+	    "heapctl report FILE [--base FILE] [--format F] [-o OUT] [--objects] [-p PID]",
+	    "name the code in a heap profile: folded, svg, pprof, text", report_opts),
+	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT, 0, 0,
+	    "heapctl leak -p PID [--for SEC] [-o FILE]",
+	    "what grows: two profiles apart, diffed, top stacks and an SVG", leak_opts),
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -159,6 +213,17 @@ enum {
 	OPT_FULL,
 	OPT_OPTS,
 	OPT_ARENA,
+	OPT_BASE,
+	OPT_FORMAT,
+	OPT_SYSROOT,
+	OPT_SVG,
+	OPT_FOLDED,
+	OPT_TOP,
+	OPT_FOR,
+	OPT_OBJECTS,
+	OPT_SHRINK,
+	OPT_LINES,
+	OPT_NO_INLINE,
 };
 
 /* '+': no permutation, split_args() already did it; ':': report missing values. */
@@ -176,6 +241,17 @@ static const struct option long_opts[] = {
 	{ "full", no_argument, NULL, OPT_FULL },
 	{ "opts", required_argument, NULL, OPT_OPTS },
 	{ "arena", required_argument, NULL, OPT_ARENA },
+	{ "base", required_argument, NULL, OPT_BASE },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "sysroot", required_argument, NULL, OPT_SYSROOT },
+	{ "svg", required_argument, NULL, OPT_SVG },
+	{ "folded", required_argument, NULL, OPT_FOLDED },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "for", required_argument, NULL, OPT_FOR },
+	{ "objects", no_argument, NULL, OPT_OBJECTS },
+	{ "shrink", no_argument, NULL, OPT_SHRINK },
+	{ "lines", no_argument, NULL, OPT_LINES },
+	{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -187,6 +263,9 @@ static const struct {
 	{ CLI_O_TIMEOUT, "--timeout" },	 { CLI_O_JSON, "--json" },
 	{ CLI_O_FULL, "--full" },	 { CLI_O_OPTS, "--opts" },
 	{ CLI_O_OUTPUT, "-o/--output" }, { CLI_O_ARENA, "--arena" },
+	{ CLI_O_BASE, "--base" },
+	{ CLI_O_REPORT, "--format/--objects/--shrink/--top/--lines/--sysroot/--no-inline" },
+	{ CLI_O_RENDER, "--svg/--folded" },	 { CLI_O_FOR, "--for" },
 };
 
 static void print_common(FILE *f, unsigned int allowed, bool per_process)
@@ -231,7 +310,7 @@ static void main_help(FILE *f)
 static void cmd_help(FILE *f, const struct cli_cmd *c)
 {
 	fprintf(f, "Usage: %s\n\n%s\nOptions:\n", c->usage, c->help);
-	if (c->opts & CLI_O_PID)
+	if ((c->opts & CLI_O_PID) && !(c->opts & CLI_O_PIDOPT))
 		fputs("  -p, --pid PID       the target process\n", f);
 	if (c->options)
 		fputs(c->options, f);
@@ -391,6 +470,44 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 			else
 				env->arena = (int)ul;
 			break;
+		case OPT_BASE:
+			env->seen |= CLI_O_BASE;
+			env->base = optarg;
+			break;
+		case OPT_FORMAT:
+			env->seen |= CLI_O_REPORT;
+			env->format = optarg;
+			break;
+		case OPT_SYSROOT:
+			env->seen |= CLI_O_REPORT;
+			env->sysroot = optarg;
+			break;
+		case OPT_SVG:
+		case OPT_FOLDED:
+			env->seen |= CLI_O_RENDER;
+			*(c == OPT_SVG ? &env->svg : &env->folded) = optarg;
+			if (!optarg[0])
+				parse_error(ps, "empty output file name");
+			break;
+		case OPT_TOP:
+			env->seen |= CLI_O_REPORT;
+			if (cli_parse_uint(optarg, 1000000, &env->top))
+				parse_error(ps, "invalid --top '%s' (expected a number)", optarg);
+			break;
+		case OPT_FOR:
+			env->seen |= CLI_O_FOR;
+			if (cli_parse_duration(optarg, &env->for_ms))
+				parse_error(ps, "invalid --for '%s' (expected seconds, e.g. 30, "
+					    "1.5, 500ms or 2m)", optarg);
+			break;
+		case OPT_OBJECTS:
+		case OPT_SHRINK:
+		case OPT_LINES:
+		case OPT_NO_INLINE:
+			env->seen |= CLI_O_REPORT;
+			*(c == OPT_OBJECTS ? &env->objects : c == OPT_SHRINK ? &env->shrink :
+			  c == OPT_LINES ? &env->lines : &env->no_inline) = true;
+			break;
 		case ':':
 			parse_error(ps, "option '%s' needs a value", ov[optind - 1]);
 			break;
@@ -411,7 +528,7 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 static int check_env(struct cli_env *env)
 {
 	const struct cli_cmd *c = env->cmd;
-	unsigned int bad = env->seen & ~c->opts;
+	unsigned int bad = env->seen & ~(c->opts | (c->opts & CLI_O_PIDOPT ? CLI_O_PID : 0));
 	size_t i;
 
 	for (i = 0; bad && i < sizeof(opt_names) / sizeof(opt_names[0]); i++)

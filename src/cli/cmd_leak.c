@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_leak.c: heapctl leak — what grows in a live process, in one command.
+ *
+ *   1. make sure heap profiling is active (prof.active), remembering how it was;
+ *   2. dump a profile, wait --for SEC (progress on a terminal), dump again;
+ *   3. put prof.active back as it was found;
+ *   4. subtract the two, symbolizing against the live process's own files;
+ *   5. print the top growing functions and stacks, write the flamegraph.
+ *
+ * The target is attached only for each step, never during the wait.  A
+ * SIGINT/SIGTERM/SIGHUP during the wait ends it early: prof.active is still
+ * restored before heapctl exits.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <heapctl/prof.h>
+
+#include "cli.h"
+#include "cli_report.h"
+
+int cli_parse_duration(const char *s, unsigned int *ms)
+{
+	static const struct {
+		const char *suf;
+		double mul;
+	} units[] = { { "ms", 0.001 }, { "s", 1 }, { "m", 60 }, { "h", 3600 } };
+	char num[64];
+	size_t n, i;
+	unsigned int v;
+
+	if (!s)
+		return -1;
+	n = strlen(s);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t l = strlen(units[i].suf);
+		double ms_d;
+
+		if (n <= l || strcmp(s + n - l, units[i].suf) || n - l >= sizeof(num))
+			continue;
+		/* "5ms" must not be read as 5 minutes and "s": try the longest suffix first. */
+		memcpy(num, s, n - l);
+		num[n - l] = '\0';
+		if (cli_parse_seconds(num, &v))
+			return -1;
+		ms_d = (double)v * units[i].mul;
+		if (ms_d < 1 || ms_d > (double)UINT_MAX)
+			return -1;
+		*ms = (unsigned int)ms_d;
+		return 0;
+	}
+	return cli_parse_seconds(s, ms);
+}
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleep ms, showing progress on a terminal; false if a signal ended the wait. */
+static bool wait_ms(unsigned int ms)
+{
+	struct sigaction sa, old[3];
+	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	bool tty = isatty(STDERR_FILENO);
+	double start = now_s(), end = start + ms / 1000.0;
+	int shown = -1, i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	while (!stop_sig) {
+		double t = now_s(), left = end - t;
+		struct timespec ts;
+
+		if (left <= 0)
+			break;
+		if (tty && (int)(t - start) != shown) {
+			shown = (int)(t - start);
+			fprintf(stderr, "\rheapctl: measuring growth: %d/%u s (Ctrl-C ends early) ",
+				shown, (ms + 999) / 1000);
+		}
+		if (left > 0.2)
+			left = 0.2;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)(left * 1e9);
+		nanosleep(&ts, NULL);
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	return !stop_sig;
+}
+
+/* Put prof.active back to false on a fresh attach (the first one is closed). */
+static void restore_inactive(struct cli_env *env)
+{
+	struct hc_target *t;
+	struct hc_err err;
+
+	memset(&err, 0, sizeof(err));
+	t = cli_open(env, env->pid, &err);
+	if (!t || hc_prof_set(t, false, &err)) {
+		fprintf(stderr, "heapctl: warning: could not turn profiling back off: %s\n"
+				"hint: heapctl prof off -p %d\n", err.msg, (int)env->pid);
+	} else {
+		cli_log(HC_LOG_INFO, "prof.active restored to false");
+	}
+	cli_close(t);
+}
+
+/* One dump into path, activating profiling first if asked. */
+static int dump_once(struct cli_env *env, const char *path, bool *was_active, bool first,
+		     struct hc_err *err)
+{
+	struct hc_target *t;
+	bool enabled = false, active = false;
+
+	t = cli_open(env, env->pid, err);
+	if (!t)
+		return -1;
+	if (first) {
+		if (hc_prof_get(t, &enabled, &active, err))
+			goto fail;
+		*was_active = active;
+		if (!active) {
+			if (hc_prof_set(t, true, err))
+				goto fail;
+			cli_log(HC_LOG_INFO, "prof.active turned on for the measurement");
+		}
+	}
+	if (hc_prof_dump(t, path, err))
+		goto fail;
+	cli_timing(env, t);
+	cli_close(t);
+	return 0;
+fail:
+	cli_close(t);
+	return -1;
+}
+
+int cmd_leak(struct cli_env *env)
+{
+	unsigned int for_ms = env->for_ms ? env->for_ms : 30000;
+	char dir[] = "/tmp/heapctl-leak.XXXXXX", a[64], b[64], outbuf[64];
+	const char *out = env->output;
+	struct hc_prof *pa = NULL, *pb = NULL;
+	struct hc_report *r = NULL;
+	struct hc_report_opts ro;
+	struct hc_write_opts wo;
+	struct hc_report_totals tot;
+	struct hc_err err;
+	bool was_active = true, activated = false;
+	double t0, t1;
+	int fmt, rc = CLI_EXIT_FAIL;
+	char gb[32], nb[32];
+
+	memset(&err, 0, sizeof(err));
+	if (!out) {
+		snprintf(outbuf, sizeof(outbuf), "./heapctl-leak.%d.svg", (int)env->pid);
+		out = outbuf;
+	}
+	fmt = cli_format_of_path(out);
+	if (fmt < 0)
+		fmt = HC_FMT_SVG;
+	if (env->format) {
+		fmt = hc_report_format_parse(env->format);
+		if (fmt < 0)
+			return cli_usage(env, "unknown format '%s' (folded, svg, pprof, text, json)",
+					 env->format);
+	}
+	if (!mkdtemp(dir)) {
+		err.code = HC_E_IO;
+		snprintf(err.msg, sizeof(err.msg), "cannot create a directory in /tmp: %s",
+			 strerror(errno));
+		return cli_fail(env, &err);
+	}
+	snprintf(a, sizeof(a), "%s/base.heap", dir);
+	snprintf(b, sizeof(b), "%s/new.heap", dir);
+
+	if (dump_once(env, a, &was_active, true, &err))
+		goto fail;
+	activated = !was_active;
+	t0 = now_s();
+	if (!wait_ms(for_ms)) {
+		fprintf(stderr, "heapctl: interrupted; ");
+		if (activated) {
+			fputs("turning profiling back off\n", stderr);
+			restore_inactive(env);
+		} else {
+			fputs("nothing to restore\n", stderr);
+		}
+		rc = 128 + stop_sig;
+		goto out;
+	}
+	if (dump_once(env, b, &was_active, false, &err))
+		goto fail;
+	t1 = now_s();
+	if (activated) {
+		restore_inactive(env);
+		activated = false;
+	}
+
+	cli_report_opts(env, env->pid, &ro, &wo);
+	wo.top = env->top ? (unsigned)env->top : 10;
+	wo.grow_only = true;
+	pa = hc_prof_load(a, &err);
+	if (!pa)
+		goto fail;
+	pb = hc_prof_load(b, &err);
+	if (!pb)
+		goto fail;
+	r = hc_report_build(pb, pa, &ro, &err);
+	if (!r)
+		goto fail;
+	hc_report_totals(r, &tot);
+	{
+		double grew = env->objects ? tot.objects - tot.base_objects : tot.bytes - tot.base_bytes;
+		double secs = t1 - t0 > 0.001 ? t1 - t0 : 0.001;
+
+		if (env->objects) {
+			printf("pid %d: %+.0f objects in %.1f s (%.1f objects/s)\n", (int)env->pid,
+			       grew, secs, grew / secs);
+		} else {
+			cli_size(grew > 0 ? (uint64_t)grew : (uint64_t)-grew, gb, sizeof(gb));
+			cli_size(grew > 0 ? (uint64_t)(grew / secs) : (uint64_t)(-grew / secs), nb,
+				 sizeof(nb));
+			printf("pid %d: heap %s by %s in %.1f s (%s/s)%s\n", (int)env->pid,
+			       grew >= 0 ? "grew" : "shrank", gb, secs, nb,
+			       activated || !was_active ? "; profiling was off before" : "");
+		}
+	}
+	printf("\n");
+	if (cli_report_to(r, HC_FMT_TEXT, &wo, NULL, &err))
+		goto fail;
+	printf("\n");
+	wo.top = 0;
+	if (cli_report_to(r, fmt, &wo, out, &err))
+		goto fail;
+	cli_report_wrote(out, fmt, r, env->objects);
+	rc = CLI_EXIT_OK;
+	goto out;
+fail:
+	if (activated)
+		restore_inactive(env);
+	rc = cli_fail(env, &err);
+out:
+	hc_report_free(r);
+	hc_prof_free(pa);
+	hc_prof_free(pb);
+	if (env->verbose) {
+		cli_log(HC_LOG_INFO, "profiles kept in %s", dir);
+	} else {
+		unlink(a);
+		unlink(b);
+		rmdir(dir);
+	}
+	return rc;
+}

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: MIT
+/*
+ * out_text.c: folded stacks, the jeprof-like text table and JSON.
+ *
+ * Folded: "root;caller;leaf WEIGHT", one line per merged stack, sorted, with
+ * integer weights > 0 only (flamegraph.pl drops negative and zero lines
+ * silently, inferno rejects them).  ';' inside a name would split a frame,
+ * so it is written as ':'; control characters become '?'.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prof_int.h"
+
+/* Stack order for output: by labels, frame by frame (deterministic, prefix-grouped). */
+static const struct hc_report *sort_r;
+
+static int cmp_stack_labels(const void *a, const void *b)
+{
+	const struct rstack *x = &sort_r->stacks[*(const uint32_t *)a];
+	const struct rstack *y = &sort_r->stacks[*(const uint32_t *)b];
+	uint32_t i, n = x->n < y->n ? x->n : y->n;
+
+	for (i = 0; i < n; i++) {
+		uint32_t lx = sort_r->frames[x->first + i], ly = sort_r->frames[y->first + i];
+		int c;
+
+		if (lx == ly)
+			continue;
+		c = strcmp(report_label(sort_r, lx), report_label(sort_r, ly));
+		if (c)
+			return c;
+	}
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+/* Indices of the stacks in label order; NULL on oom.  Not reentrant. */
+uint32_t *out_sorted_stacks(const struct hc_report *r)
+{
+	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
+	size_t i;
+
+	if (!idx)
+		return NULL;
+	for (i = 0; i < r->nstacks; i++)
+		idx[i] = (uint32_t)i;
+	sort_r = r;
+	qsort(idx, r->nstacks, sizeof(*idx), cmp_stack_labels);
+	sort_r = NULL;
+	return idx;
+}
+
+static void put_frame(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == ';')
+			c = ':';
+		else if (c < 0x20 || c == 0x7f)
+			c = '?';
+		putc(c, f);
+	}
+}
+
+int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+{
+	uint64_t *wt = out_weights(r, w);
+	uint32_t *idx = out_sorted_stacks(r);
+	size_t i;
+
+	if (!wt || !idx) {
+		free(wt);
+		free(idx);
+		return -2;
+	}
+	for (i = 0; i < r->nstacks; i++) {
+		const struct rstack *s = &r->stacks[idx[i]];
+		uint32_t k;
+
+		if (!wt[idx[i]])
+			continue;
+		if (!s->n)
+			fputs("[unknown]", f);
+		for (k = 0; k < s->n; k++) {
+			if (k)
+				putc(';', f);
+			put_frame(f, report_label(r, r->frames[s->first + k]));
+		}
+		fprintf(f, " %llu\n", (unsigned long long)wt[idx[i]]);
+	}
+	free(wt);
+	free(idx);
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- per-function flat/cum ----------------------------------------- */
+
+struct fn_row {
+	uint32_t label;
+	double flat[2], cum[2]; /* [new, base] */
+};
+
+struct fn_table {
+	struct fn_row *rows;
+	size_t n, cap;
+	struct u64map by_label;
+};
+
+static struct fn_row *fn_get(struct fn_table *t, uint32_t label)
+{
+	uint32_t i;
+
+	if (u64map_get(&t->by_label, label, &i))
+		return &t->rows[i];
+	if (prof_grow(&t->rows, &t->cap, t->n + 1, sizeof(*t->rows)) ||
+	    u64map_put(&t->by_label, label, (uint32_t)t->n))
+		return NULL;
+	memset(&t->rows[t->n], 0, sizeof(t->rows[0]));
+	t->rows[t->n].label = label;
+	return &t->rows[t->n++];
+}
+
+static int fn_build(const struct hc_report *r, bool objects, struct fn_table *t)
+{
+	int k = objects ? 0 : 1;
+	size_t i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < r->nstacks; i++) {
+		const struct rstack *s = &r->stacks[i];
+		uint32_t j, m;
+		struct fn_row *row;
+
+		if (!s->n)
+			continue;
+		row = fn_get(t, r->frames[s->first + s->n - 1]);
+		if (!row)
+			return -1;
+		row->flat[0] += s->v[0][k];
+		row->flat[1] += s->v[1][k];
+		for (j = 0; j < s->n; j++) {
+			uint32_t lab = r->frames[s->first + j];
+			bool dup = false;
+
+			/* Recursion: count a function once per stack. */
+			for (m = 0; m < j && !dup; m++)
+				dup = r->frames[s->first + m] == lab;
+			if (dup)
+				continue;
+			row = fn_get(t, lab);
+			if (!row)
+				return -1;
+			row->cum[0] += s->v[0][k];
+			row->cum[1] += s->v[1][k];
+		}
+	}
+	return 0;
+}
+
+static void fn_free(struct fn_table *t)
+{
+	free(t->rows);
+	u64map_free(&t->by_label);
+}
+
+static int sort_sign;
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct fn_row *x = a, *y = b;
+	double dx = (x->flat[0] - x->flat[1]) * sort_sign, dy = (y->flat[0] - y->flat[1]) * sort_sign;
+	double cx = (x->cum[0] - x->cum[1]) * sort_sign, cy = (y->cum[0] - y->cum[1]) * sort_sign;
+
+	if (dx != dy)
+		return dx < dy ? 1 : -1;
+	if (cx != cy)
+		return cx < cy ? 1 : -1;
+	return (x->label > y->label) - (x->label < y->label);
+}
+
+/* 1234567 -> "1.2 MiB"; objects: plain count.  Signed if sign. */
+static void fmt_val(char *buf, size_t len, double v, bool objects, bool sign)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	const char *sg = sign ? (v < 0 ? "-" : "+") : (v < 0 ? "-" : "");
+	double a = v < 0 ? -v : v;
+	unsigned u = 0;
+
+	if (objects) {
+		snprintf(buf, len, "%s%lld", sg, (long long)prof_round(a));
+		return;
+	}
+	if (a < 1024) {
+		snprintf(buf, len, "%s%lld B", sg, (long long)prof_round(a));
+		return;
+	}
+	while (a >= 1023.95 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		a /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%s%.1f %s", sg, a, units[u]);
+}
+
+static double pct(double v, double total)
+{
+	return total > 0 ? 100.0 * v / total : 0.0;
+}
+
+static void table(FILE *f, const struct hc_report *r, struct fn_row *rows, size_t n, int k,
+		  bool objects, bool diff, double total, unsigned top)
+{
+	double sum = 0;
+	size_t i;
+
+	if (diff && (!n || (rows[0].flat[0] - rows[0].flat[1]) * k <= 0) &&
+	    (!n || (rows[0].cum[0] - rows[0].cum[1]) * k <= 0)) {
+		fputs("  (nothing)\n", f);
+		return;
+	}
+	fprintf(f, "%12s %7s %7s %12s %7s  %s\n", diff ? "flat-delta" : "flat", "flat%", "sum%",
+		diff ? "cum-delta" : "cum", "cum%", "function");
+	for (i = 0; i < n && i < top; i++) {
+		const struct fn_row *row = &rows[i];
+		double fl = row->flat[0] - (diff ? row->flat[1] : 0);
+		double cu = row->cum[0] - (diff ? row->cum[1] : 0);
+		char a[32], b[32];
+
+		if (diff && fl * k <= 0 && cu * k <= 0)
+			break;
+		if (!diff && fl <= 0 && cu <= 0 && i)
+			break;
+		sum += fl;
+		fmt_val(a, sizeof(a), fl, objects, diff);
+		fmt_val(b, sizeof(b), cu, objects, diff);
+		fprintf(f, "%12s %6.1f%% %6.1f%% %12s %6.1f%%  %s\n", a, pct(fl * k, total),
+			pct(sum * k, total), b, pct(cu * k, total), report_label(r, row->label));
+	}
+}
+
+static int cmp_stack_delta(const void *a, const void *b)
+{
+	const struct rstack *x = &sort_r->stacks[*(const uint32_t *)a];
+	const struct rstack *y = &sort_r->stacks[*(const uint32_t *)b];
+	double dx = report_delta(sort_r, x, sort_sign > 1) , dy = report_delta(sort_r, y, sort_sign > 1);
+
+	if (dx != dy)
+		return dx < dy ? 1 : -1;
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+static void top_stacks(FILE *f, const struct hc_report *r, bool objects, unsigned top)
+{
+	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
+	size_t i;
+
+	if (!idx)
+		return;
+	for (i = 0; i < r->nstacks; i++)
+		idx[i] = (uint32_t)i;
+	sort_r = r;
+	sort_sign = objects ? 2 : 1;
+	qsort(idx, r->nstacks, sizeof(*idx), cmp_stack_delta);
+	sort_r = NULL;
+	fprintf(f, "\nTop %sstacks (leaf first):\n", r->base ? "growing " : "");
+	for (i = 0; i < r->nstacks && i < top; i++) {
+		const struct rstack *s = &r->stacks[idx[i]];
+		double d = report_delta(r, s, objects);
+		char a[32];
+		uint32_t k;
+
+		if (d <= 0)
+			break;
+		fmt_val(a, sizeof(a), d, objects, r->base != NULL);
+		fprintf(f, "%12s  ", a);
+		for (k = s->n; k-- > 0;)
+			fprintf(f, "%s%s", report_label(r, r->frames[s->first + k]), k ? " <- " : "");
+		if (!s->n)
+			fputs("[unknown]", f);
+		putc('\n', f);
+	}
+	free(idx);
+}
+
+int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+{
+	const struct hc_report_totals *t = &r->tot;
+	bool objects = w->objects;
+	unsigned top = w->top ? w->top : 25;
+	struct fn_table ft;
+	char a[32], b[32], c[32], per[32];
+
+	if (fn_build(r, objects, &ft)) {
+		fn_free(&ft);
+		return -2;
+	}
+	fmt_val(per, sizeof(per), (double)t->period, false, false);
+	if (!r->base) {
+		fmt_val(a, sizeof(a), objects ? t->objects : t->bytes, objects, false);
+		fprintf(f, "Total: %s%s in %zu stacks (sampled every %s on average, un-biased)\n", a,
+			objects ? " objects" : "", t->nstacks, per);
+		sort_sign = 1;
+		qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+		table(f, r, ft.rows, ft.n, 1, objects, false, objects ? t->objects : t->bytes, top);
+	} else {
+		double nv = objects ? t->objects : t->bytes;
+		double bv = objects ? t->base_objects : t->base_bytes;
+		double grew = 0, shrank = 0;
+		size_t i;
+
+		for (i = 0; i < r->nstacks; i++) {
+			double d = report_delta(r, &r->stacks[i], objects);
+
+			if (d > 0)
+				grew += d;
+			else
+				shrank -= d;
+		}
+		fmt_val(a, sizeof(a), nv - bv, objects, true);
+		fmt_val(b, sizeof(b), bv, objects, false);
+		fmt_val(c, sizeof(c), nv, objects, false);
+		fprintf(f, "Change: %s%s (base %s -> %s, %zu stacks, sampled every %s)\n", a,
+			objects ? " objects" : "", b, c, t->nstacks, per);
+		fmt_val(a, sizeof(a), grew, objects, true);
+		fprintf(f, "\nGrew: %s\n", a);
+		sort_sign = 1;
+		qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+		table(f, r, ft.rows, ft.n, 1, objects, true, grew, top);
+		if (!w->grow_only) {
+			fmt_val(a, sizeof(a), -shrank, objects, shrank > 0);
+			fprintf(f, "\nShrank: %s\n", a);
+			sort_sign = -1;
+			qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+			table(f, r, ft.rows, ft.n, -1, objects, true, shrank, top);
+		}
+	}
+	top_stacks(f, r, objects, top < 10 ? top : 10);
+	if (t->nunresolved || t->nmissing)
+		fprintf(f, "\n%zu of %zu addresses have no name; %zu of %zu objects not found\n",
+			t->nunresolved, t->naddrs, t->nmissing, t->nobjects);
+	fn_free(&ft);
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- JSON ------------------------------------------------------------ */
+
+static void json_str(FILE *f, const char *s)
+{
+	putc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			putc(c, f);
+	}
+	putc('"', f);
+}
+
+int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+{
+	const struct hc_report_totals *t = &r->tot;
+	uint32_t *idx;
+	size_t i;
+
+	(void)w;
+	idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
+	if (!idx)
+		return -2;
+	for (i = 0; i < r->nstacks; i++)
+		idx[i] = (uint32_t)i;
+	sort_r = r;
+	sort_sign = 1;
+	qsort(idx, r->nstacks, sizeof(*idx), cmp_stack_delta);
+	sort_r = NULL;
+	fprintf(f, "{\"format\":\"heapctl-report-1\",\"period\":%llu,",
+		(unsigned long long)t->period);
+	fprintf(f, "\"bytes\":%lld,\"objects\":%lld,", (long long)prof_round(t->bytes),
+		(long long)prof_round(t->objects));
+	if (r->base)
+		fprintf(f, "\"base_bytes\":%lld,\"base_objects\":%lld,",
+			(long long)prof_round(t->base_bytes), (long long)prof_round(t->base_objects));
+	fprintf(f, "\"addresses\":%zu,\"unresolved\":%zu,\"stacks\":[", t->naddrs,
+		t->nunresolved);
+	for (i = 0; i < r->nstacks; i++) {
+		const struct rstack *s = &r->stacks[idx[i]];
+		uint32_t k;
+
+		fputs(i ? ",\n{\"frames\":[" : "\n{\"frames\":[", f);
+		for (k = 0; k < s->n; k++) {
+			if (k)
+				putc(',', f);
+			json_str(f, report_label(r, r->frames[s->first + k]));
+		}
+		fprintf(f, "],\"bytes\":%lld,\"objects\":%lld", (long long)prof_round(s->v[0][1]),
+			(long long)prof_round(s->v[0][0]));
+		if (r->base)
+			fprintf(f, ",\"base_bytes\":%lld,\"base_objects\":%lld,\"delta_bytes\":%lld",
+				(long long)prof_round(s->v[1][1]), (long long)prof_round(s->v[1][0]),
+				(long long)prof_round(s->v[0][1] - s->v[1][1]));
+		putc('}', f);
+	}
+	fputs("]}\n", f);
+	free(idx);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: MIT
+/*
+ * report.c: symbolized, merged stacks of a profile, or of new minus base.
+ *
+ * Each sample's addresses are resolved (symbolize.c), the allocator's own
+ * frames are dropped, and the stack becomes a list of frame labels, root
+ * first.  Samples with the same labels merge; a base profile's samples
+ * merge into the same stacks on the other side, which is what matches
+ * stacks across two dumps whatever their address-space layout.
+ *
+ * Allocator frames: like jeprof's RemoveUninterestingFrames, everything up
+ * to the outermost allocation entry point (malloc, calloc, ..., operator
+ * new, the je_/_rjem_ prefixed forms, Rust's __rust_alloc) is dropped, so
+ * the leaf is the caller that allocated.  jemalloc 5.3's malloc tail-calls
+ * its slow path, so the entry point itself is often not on the stack: the
+ * innermost run of frames inside the allocator's own shared object (one
+ * that defines mallctl, or is named *jemalloc*) is dropped too.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prof_int.h"
+
+/* Longest frame label: a C++ name can be long, but not this long. */
+#define PATH_MAX_LABEL 2048
+
+static const char *const alloc_funcs[] = {
+	"malloc", "calloc", "realloc", "reallocarray", "free", "cfree", "memalign",
+	"posix_memalign", "aligned_alloc", "valloc", "pvalloc", "mallocx", "rallocx", "xallocx",
+	"dallocx", "sdallocx", "sdallocx_noflags", "nallocx", "malloc_default", "newImpl",
+	"do_malloc", "do_malloc_or_cpp_alloc", "DoSampledAllocation", "__builtin_new",
+	"__builtin_vec_new", "operator new", "operator new[]", "__rust_alloc",
+	"__rust_alloc_zeroed", "__rust_realloc", "__rdl_alloc", "__rdl_alloc_zeroed",
+	"__rdl_realloc", "__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc", "tc_malloc",
+	"tc_calloc", "tc_realloc", "tc_new", "tc_newarray", "tc_memalign", "tc_posix_memalign",
+	"simple_alloc::allocate", "__malloc_alloc_template::allocate",
+};
+
+static const char *const alloc_prefixes[] = {
+	"_rjem_je_", "_rjem_", "__je_", "je_", "__libc_", "_",
+};
+
+static const char *const alloc_scopes[] = {
+	"alloc::alloc::", "<alloc::alloc::Global as core::alloc::",
+	"<tikv_jemallocator::Jemalloc as core::alloc::", "<jemallocator::Jemalloc as core::alloc::",
+	"TCMalloc", "tcmalloc::",
+};
+
+/* Is name an allocator entry point (after stripping je_-style prefixes)? */
+static bool is_alloc_func(const char *name)
+{
+	size_t i, j;
+
+	if (!name)
+		return false;
+	for (i = 0; i < sizeof(alloc_scopes) / sizeof(alloc_scopes[0]); i++)
+		if (!strncmp(name, alloc_scopes[i], strlen(alloc_scopes[i])))
+			return true;
+	for (j = 0; j <= sizeof(alloc_prefixes) / sizeof(alloc_prefixes[0]); j++) {
+		const char *n = name;
+
+		if (j) {
+			size_t pl = strlen(alloc_prefixes[j - 1]);
+
+			if (strncmp(name, alloc_prefixes[j - 1], pl))
+				continue;
+			n = name + pl;
+		}
+		for (i = 0; i < sizeof(alloc_funcs) / sizeof(alloc_funcs[0]); i++) {
+			size_t l = strlen(alloc_funcs[i]);
+
+			/* "newImpl<false>" is newImpl; "malloc_usable_size" is not malloc. */
+			if (!strncmp(n, alloc_funcs[i], l) && (n[l] == '\0' || n[l] == '<'))
+				return true;
+		}
+	}
+	return false;
+}
+
+const char *report_label(const struct hc_report *r, uint32_t id)
+{
+	return id < r->strs.n ? r->strs.str[id] : "?";
+}
+
+struct merge {
+	uint32_t *slots; /* stack index + 1 */
+	uint32_t *hash;  /* per stack */
+	size_t nslots, hcap;
+};
+
+static uint32_t label_of(struct hc_report *r, const struct psym_loc *l, const struct psym_frame *f)
+{
+	char buf[PATH_MAX_LABEL];
+	const char *name = f->func;
+	int n;
+
+	if (!name) {
+		struct psym_obj_info oi;
+
+		if (l->obj >= 0) {
+			const char *b;
+
+			psym_obj(r->sym, l->obj, &oi);
+			b = strrchr(oi.path, '/');
+			n = snprintf(buf, sizeof(buf), "%s+0x%llx", b ? b + 1 : oi.path,
+				     (unsigned long long)l->rel);
+		} else {
+			n = snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)l->addr);
+		}
+	} else if (r->o.lines && f->file) {
+		const char *b = strrchr(f->file, '/');
+
+		n = snprintf(buf, sizeof(buf), "%s %s:%u", name, b ? b + 1 : f->file, f->line);
+	} else {
+		return strtab_intern(&r->strs, name, strlen(name));
+	}
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	return strtab_intern(&r->strs, buf, (size_t)n);
+}
+
+static int merge_rehash(struct hc_report *r, struct merge *m, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	size_t i;
+
+	if (!slots)
+		return -1;
+	for (i = 0; i < r->nstacks; i++) {
+		size_t j = m->hash[i] & (nslots - 1);
+
+		while (slots[j])
+			j = (j + 1) & (nslots - 1);
+		slots[j] = (uint32_t)i + 1;
+	}
+	free(m->slots);
+	m->slots = slots;
+	m->nslots = nslots;
+	return 0;
+}
+
+/* The stack whose labels are lab[0..n), created if new; -1 on oom. */
+static int32_t stack_of(struct hc_report *r, struct merge *m, const uint32_t *lab, uint32_t n)
+{
+	uint32_t h = prof_hash(lab, n * sizeof(*lab), n);
+	struct rstack *st;
+	size_t j;
+
+	if ((r->nstacks + 1) * 2 > m->nslots &&
+	    merge_rehash(r, m, m->nslots ? m->nslots * 2 : 1024))
+		return -1;
+	for (j = h & (m->nslots - 1); m->slots[j]; j = (j + 1) & (m->nslots - 1)) {
+		st = &r->stacks[m->slots[j] - 1];
+		if (m->hash[m->slots[j] - 1] == h && st->n == n &&
+		    !memcmp(&r->frames[st->first], lab, n * sizeof(*lab)))
+			return (int32_t)(m->slots[j] - 1);
+	}
+	if (prof_grow(&r->stacks, &r->stacks_cap, r->nstacks + 1, sizeof(*r->stacks)) ||
+	    prof_grow(&m->hash, &m->hcap, r->nstacks + 1, sizeof(*m->hash)) ||
+	    prof_grow(&r->frames, &r->frames_cap, r->nframes + n, sizeof(*r->frames)))
+		return -1;
+	st = &r->stacks[r->nstacks];
+	memset(st, 0, sizeof(*st));
+	st->first = r->nframes;
+	st->n = n;
+	st->rep = -1;
+	memcpy(&r->frames[r->nframes], lab, n * sizeof(*lab));
+	r->nframes += n;
+	m->hash[r->nstacks] = h;
+	m->slots[j] = (uint32_t)r->nstacks + 1;
+	return (int32_t)r->nstacks++;
+}
+
+static int add_profile(struct hc_report *r, struct merge *m, const struct hc_prof *p, bool base)
+{
+	int32_t *locs = NULL;
+	uint32_t *lab = NULL;
+	size_t loc_cap = 0, lab_cap = 0, i;
+	int rc = -1;
+
+	for (i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *smp = &p->samples[i];
+		uint32_t n = smp->naddrs, cut = 0, j, nl = 0;
+		struct rsample *rs;
+		int32_t st;
+
+		if (prof_grow(&locs, &loc_cap, n + 1, sizeof(*locs)))
+			goto out;
+		for (j = 0; j < n; j++) {
+			locs[j] = psym_resolve(r->sym, p, p->addrs[smp->first + j]);
+			if (locs[j] < 0)
+				goto out;
+		}
+		if (!r->o.keep_alloc && n) {
+			const struct psym_loc *l0 = psym_loc(r->sym, locs[0]);
+			struct psym_obj_info oi;
+
+			for (j = 0; j < n; j++) {
+				const struct psym_loc *l = psym_loc(r->sym, locs[j]);
+				const struct psym_frame *f = psym_frames(r->sym, l);
+				uint32_t k;
+
+				for (k = 0; k < l->n; k++)
+					if (is_alloc_func(f[k].func))
+						cut = j + 1;
+			}
+			if (l0->obj >= 0) {
+				psym_obj(r->sym, l0->obj, &oi);
+				if (oi.is_alloc) {
+					for (j = 0; j < n && psym_loc(r->sym, locs[j])->obj == l0->obj;
+					     j++)
+						;
+					if (j > cut)
+						cut = j;
+				}
+			}
+			/* An allocation by the allocator itself: keep its outermost frame. */
+			if (cut >= n)
+				cut = n - 1;
+		}
+		/* Root first: locations outermost first, each one's inline chain reversed. */
+		for (j = n; j-- > cut;) {
+			const struct psym_loc *l = psym_loc(r->sym, locs[j]);
+			const struct psym_frame *f = psym_frames(r->sym, l);
+			uint32_t k;
+
+			if (prof_grow(&lab, &lab_cap, nl + l->n, sizeof(*lab)))
+				goto out;
+			for (k = l->n; k-- > 0;) {
+				lab[nl] = label_of(r, l, &f[k]);
+				if (lab[nl] == UINT32_MAX)
+					goto out;
+				nl++;
+			}
+		}
+		st = stack_of(r, m, lab, nl);
+		if (st < 0)
+			goto out;
+		r->stacks[st].v[base][0] += smp->objs;
+		r->stacks[st].v[base][1] += smp->bytes;
+		/* The raw sample, locations root first, for pprof. */
+		if (prof_grow(&r->samples, &r->samples_cap, r->nsamples + 1, sizeof(*r->samples)) ||
+		    prof_grow(&r->locs, &r->locs_cap, r->nlocs + n - cut, sizeof(*r->locs)))
+			goto out;
+		rs = &r->samples[r->nsamples];
+		rs->first = r->nlocs;
+		rs->n = n - cut;
+		rs->objs = smp->objs;
+		rs->bytes = smp->bytes;
+		rs->base = base;
+		for (j = n; j-- > cut;)
+			r->locs[r->nlocs++] = locs[j];
+		if (!base && r->stacks[st].rep < 0)
+			r->stacks[st].rep = (int32_t)r->nsamples;
+		r->nsamples++;
+	}
+	rc = 0;
+out:
+	free(locs);
+	free(lab);
+	return rc;
+}
+
+struct hc_report *hc_report_build(const struct hc_prof *prof, const struct hc_prof *base,
+				  const struct hc_report_opts *o, struct hc_err *err)
+{
+	struct hc_report_totals *t;
+	struct hc_report *r;
+	struct merge m;
+	size_t i;
+
+	memset(&m, 0, sizeof(m));
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto oom;
+	if (o)
+		r->o = *o;
+	r->prof = prof;
+	r->base = base;
+	r->sym = psym_new(&r->o, &r->strs);
+	if (!r->sym)
+		goto oom;
+	if (add_profile(r, &m, prof, false) || (base && add_profile(r, &m, base, true)) ||
+	    r->strs.oom)
+		goto oom;
+	free(m.slots);
+	free(m.hash);
+	memset(&m, 0, sizeof(m));
+
+	t = &r->tot;
+	t->period = prof->period;
+	t->nstacks = r->nstacks;
+	for (i = 0; i < r->nstacks; i++) {
+		const struct rstack *s = &r->stacks[i];
+		double d = s->v[0][1] - s->v[1][1];
+
+		t->objects += s->v[0][0];
+		t->bytes += s->v[0][1];
+		t->base_objects += s->v[1][0];
+		t->base_bytes += s->v[1][1];
+		if (d > 0)
+			t->grew_bytes += d;
+		else
+			t->shrank_bytes -= d;
+	}
+	/* Addresses that are shown (the allocator's dropped frames do not count). */
+	{
+		size_t nl = psym_nlocs(r->sym);
+		bool *seen = calloc(nl ? nl : 1, sizeof(*seen));
+
+		if (!seen)
+			goto oom;
+		for (i = 0; i < r->nlocs; i++) {
+			if (seen[r->locs[i]])
+				continue;
+			seen[r->locs[i]] = true;
+			t->naddrs++;
+			if (!psym_loc(r->sym, r->locs[i])->resolved)
+				t->nunresolved++;
+		}
+		free(seen);
+	}
+	t->nobjects = psym_nobjs(r->sym);
+	t->nmissing = psym_nmissing(r->sym);
+	return r;
+oom:
+	free(m.slots);
+	free(m.hash);
+	hc_report_free(r);
+	err_set(err, HC_E_NOMEM, ENOMEM, "out of memory building the report");
+	return NULL;
+}
+
+void hc_report_free(struct hc_report *r)
+{
+	if (!r)
+		return;
+	psym_free(r->sym);
+	strtab_free(&r->strs);
+	free(r->frames);
+	free(r->stacks);
+	free(r->locs);
+	free(r->samples);
+	free(r);
+}
+
+void hc_report_totals(const struct hc_report *r, struct hc_report_totals *t)
+{
+	*t = r->tot;
+}
+
+double report_delta(const struct hc_report *r, const struct rstack *s, bool objects)
+{
+	int k = objects ? 0 : 1;
+
+	(void)r;
+	return s->v[0][k] - s->v[1][k];
+}
+
+uint64_t *out_weights(const struct hc_report *r, const struct hc_write_opts *w)
+{
+	uint64_t *v = calloc(r->nstacks ? r->nstacks : 1, sizeof(*v));
+	size_t i;
+
+	if (!v)
+		return NULL;
+	for (i = 0; i < r->nstacks; i++) {
+		double d = report_delta(r, &r->stacks[i], w && w->objects);
+		int64_t x;
+
+		if (r->base && w && w->shrink)
+			d = -d;
+		x = prof_round(d);
+		v[i] = x > 0 ? (uint64_t)x : 0;
+	}
+	return v;
+}
+
+int hc_report_format_parse(const char *name)
+{
+	static const char *const names[] = {
+		[HC_FMT_FOLDED] = "folded", [HC_FMT_SVG] = "svg", [HC_FMT_PPROF] = "pprof",
+		[HC_FMT_TEXT] = "text",	    [HC_FMT_JSON] = "json",
+	};
+	size_t i;
+
+	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return (int)i;
+	if (name && (!strcmp(name, "collapsed") || !strcmp(name, "collapse")))
+		return HC_FMT_FOLDED;
+	if (name && (!strcmp(name, "pb") || !strcmp(name, "pb.gz") || !strcmp(name, "proto")))
+		return HC_FMT_PPROF;
+	return -1;
+}
+
+int hc_report_write(struct hc_report *r, enum hc_report_format fmt, const struct hc_write_opts *w,
+		    FILE *out, struct hc_err *err)
+{
+	struct hc_write_opts dflt;
+	int rc;
+
+	if (!w) {
+		memset(&dflt, 0, sizeof(dflt));
+		w = &dflt;
+	}
+	switch (fmt) {
+	case HC_FMT_FOLDED:
+		rc = out_folded(r, w, out);
+		break;
+	case HC_FMT_SVG:
+		rc = out_svg(r, w, out);
+		break;
+	case HC_FMT_PPROF:
+		rc = out_pprof(r, w, out, err);
+		break;
+	case HC_FMT_TEXT:
+		rc = out_text(r, w, out);
+		break;
+	case HC_FMT_JSON:
+		rc = out_json(r, w, out);
+		break;
+	default:
+		return err_set(err, HC_E_USAGE, 0, "unknown report format %d", (int)fmt);
+	}
+	if (rc == -2)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory writing the report");
+	if (rc || fflush(out) == EOF || ferror(out))
+		return err_set(err, HC_E_IO, errno, "writing the report: %s",
+			       errno ? strerror(errno) : "write error");
+	return 0;
+}
