@@ -896,8 +896,9 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	memset(&t->timing, 0, sizeof(t->timing));
 	for (;;) {
+		free(tids);
+		tids = NULL;
 		if (t->opts.tid) {
-			free(tids);
 			tids = malloc(sizeof(*tids));
 			if (!tids)
 				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
