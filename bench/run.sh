@@ -46,6 +46,12 @@ for f in "$heapctl" "$target"; do
 	[ -x "$f" ] || die "$f not found; run 'make' first"
 done
 
+have_gdb=1
+if ! command -v gdb >/dev/null; then
+	echo "bench: gdb not found; its columns will read n/a" >&2
+	have_gdb=
+fi
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/heapctl-bench.XXXXXX") || die "mktemp failed"
 tpid=
 tcmd=
@@ -77,7 +83,9 @@ start_target()
 	# the target alive; when this script dies the target reads EOF.
 	exec {tcmd}<>"$tmp/cmd" {tout}<>"$tmp/out"
 	read -t 30 -r word pid <&"$tout" || die "target did not start"
-	[ "$word" = ready ] && [ "$pid" = "$tpid" ] || die "target: unexpected '$word $pid'"
+	if [ "$word" != ready ] || [ "$pid" != "$tpid" ]; then
+		die "target: unexpected '$word $pid'"
+	fi
 }
 
 stop_target()
@@ -96,6 +104,16 @@ target_cmd()
 	echo "$1" >&"$tcmd"
 	read -t 30 -r answer <&"$tout" || die "target did not answer '$1'"
 	echo "$answer"
+}
+
+# Append the target's max gap (us) since the last reset or read to $1.
+target_gap()
+{
+	local answer
+
+	echo gap >&"$tcmd"
+	read -t 30 -r answer <&"$tout" || die "target did not answer 'gap'"
+	echo "$answer" >>"$1"
 }
 
 # Run heapctl -v ARGS...; append its wall time (us) to $tmp/$1.rt and the
@@ -127,15 +145,16 @@ run_gdb()
 {
 	local t0 t1
 
+	[ -n "$have_gdb" ] || return 0
 	t0=${EPOCHREALTIME/[.,]/}
-	DEBUGINFOD_URLS= gdb -nx -p "$tpid" -batch -ex detach </dev/null >"$tmp/gdb.log" 2>&1 ||
+	DEBUGINFOD_URLS='' gdb -nx -p "$tpid" -batch -ex detach </dev/null >"$tmp/gdb.log" 2>&1 ||
 		{ cat "$tmp/gdb.log" >&2; die "gdb attach failed"; }
 	t1=${EPOCHREALTIME/[.,]/}
 	echo $((t1 - t0)) >>"$tmp/$1.rt"
 }
 
-# stat FILE median|p90|max: nearest-rank statistics over one number per line.
-stat()
+# pick FILE median|p90|max: nearest-rank statistics over one number per line.
+pick()
 {
 	[ -s "$1" ] || { echo -1; return; }
 	sort -n "$1" | awk -v what="$2" '
@@ -150,7 +169,7 @@ stat()
 		}'
 }
 
-# ms US: microseconds as milliseconds with one decimal (or "n/a").
+# ms US: microseconds as milliseconds, 3 significant digits (or "n/a").
 ms()
 {
 	if [ "$1" -lt 0 ]; then
@@ -181,7 +200,7 @@ start_target "$first_n"
 
 # Warm the page cache for both tools so the first run is not an outlier.
 "$heapctl" prof status -p "$tpid" >/dev/null 2>&1
-DEBUGINFOD_URLS= gdb -nx -batch -ex quit </dev/null >/dev/null 2>&1
+[ -z "$have_gdb" ] || DEBUGINFOD_URLS='' gdb -nx -batch -ex quit </dev/null >/dev/null 2>&1
 
 # Round trips and prof toggles, while the tickers run.
 for ((i = 0; i < runs; i++)); do
@@ -192,32 +211,33 @@ for ((i = 0; i < toggles; i++)); do
 	run_heapctl toggle prof off -p "$tpid"
 done
 
-# Max-gap windows: idle; heapctl every 100 ms, as a poller would (back to
-# back, fork+exec alone would load two CPUs enough to stretch the gaps);
-# gdb attaches back to back.
-target_cmd reset >/dev/null
-sleep "$window"
-gap_idle=$(target_cmd gap)
+# Max-gap windows, cut into 100 ms slots; the target's max gap is read at
+# the end of every slot.  Idle: nothing runs.  heapctl: one prof status at
+# the start of each slot, as a poller would (back to back, fork+exec alone
+# loads two CPUs enough to stretch the gaps).  gdb: one slot per attach.
+slots=$((window * 10))
+gap_window()
+{
+	local what=$1 i t next start
 
-target_cmd reset >/dev/null
-w_start=${EPOCHREALTIME/[.,]/}
-window_calls=0
-while :; do
-	t=${EPOCHREALTIME/[.,]/}
-	next=$((w_start + (window_calls + 1) * 100000))
-	[ "$next" -le $((w_start + window * 1000000)) ] || break
-	run_heapctl window prof status -p "$tpid"
-	window_calls=$((window_calls + 1))
-	t=${EPOCHREALTIME/[.,]/}
-	[ "$t" -ge "$next" ] || sleep "$(printf '0.%06d' $((next - t)))"
-done
-gap_heapctl=$(target_cmd gap)
+	target_cmd reset >/dev/null
+	start=${EPOCHREALTIME/[.,]/}
+	for ((i = 1; i <= slots; i++)); do
+		[ "$what" = idle ] || run_heapctl window prof status -p "$tpid"
+		next=$((start + i * 100000))
+		t=${EPOCHREALTIME/[.,]/}
+		[ "$t" -ge "$next" ] || sleep "$(printf '0.%06d' $((next - t)))"
+		target_gap "$tmp/gap.$what"
+	done
+}
 
+gap_window idle
+gap_window heapctl
 target_cmd reset >/dev/null
 for ((i = 0; i < gdb_runs; i++)); do
 	run_gdb "gdb.$first_n"
+	[ -z "$have_gdb" ] || target_gap "$tmp/gap.gdb"
 done
-gap_gdb=$(target_cmd gap)
 
 stop_target
 
@@ -233,28 +253,32 @@ done
 
 # ---------------------------------------------------------------------
 
-rt_med=$(stat "$tmp/status.$first_n.rt" median)
-rt_p90=$(stat "$tmp/status.$first_n.rt" p90)
-gdb_med=$(stat "$tmp/gdb.$first_n.rt" median)
-ratio=$(awk -v a="$gdb_med" -v b="$rt_med" 'BEGIN { printf "%.0f", (b > 0 ? a / b : 0) }')
+rt_med=$(pick "$tmp/status.$first_n.rt" median)
+rt_p90=$(pick "$tmp/status.$first_n.rt" p90)
+gdb_med=$(pick "$tmp/gdb.$first_n.rt" median)
+ratio=$(awk -v a="$gdb_med" -v b="$rt_med" 'BEGIN { if (a < 0 || b <= 0) print "n/a"; else printf "%.0fx", a / b }')
 
-printf '%-24s heapctl %s (p90 %s)    gdb attach+detach %s    ratio %sx\n' \
+printf '%-24s heapctl %s (p90 %s)    gdb attach+detach %s    ratio %s\n' \
 	"round trip" "$(ms "$rt_med")" "$(ms "$rt_p90")" "$(ms "$gdb_med")" "$ratio"
 printf '%-24s median %s  max %s   (goal <= 1 ms)\n' \
-	"borrowed-thread pause" "$(us "$(stat "$tmp/toggle.pause" median)")" \
-	"$(us "$(stat "$tmp/toggle.pause" max)")"
-printf '%-24s idle %s   during heapctl %s   during gdb %s\n' \
-	"other threads max gap" "$(ms "$gap_idle")" "$(ms "$gap_heapctl")" "$(ms "$gap_gdb")"
-printf '%-24s (1 ms ticks; %s s idle, %s s with %d heapctl calls, %d gdb attaches)\n' \
-	"" "$window" "$window" "$window_calls" "$gdb_runs"
+	"borrowed-thread pause" "$(us "$(pick "$tmp/toggle.pause" median)")" \
+	"$(us "$(pick "$tmp/toggle.pause" max)")"
+printf '%-24s idle %s (typ %s)   during heapctl %s (typ %s)   during gdb %s (typ %s)\n' \
+	"other threads max gap" \
+	"$(ms "$(pick "$tmp/gap.idle" max)")" "$(ms "$(pick "$tmp/gap.idle" median)")" \
+	"$(ms "$(pick "$tmp/gap.heapctl" max)")" "$(ms "$(pick "$tmp/gap.heapctl" median)")" \
+	"$(ms "$(pick "$tmp/gap.gdb" max)")" "$(ms "$(pick "$tmp/gap.gdb" median)")"
+printf '%-24s (%d threads tick every 1 ms; typ = median of the per-slot maxima over\n' "" "$tickers"
+printf '%-24s  %d x 100 ms slots idle, %d slots each starting one heapctl, %d gdb attaches)\n' \
+	"" "$slots" "$slots" "$gdb_runs"
 line=
 for n in $thread_counts; do
-	line+="$(printf '  %s thr %s / %s' "$n" "$(ms "$(stat "$tmp/status.$n.rt" median)")" \
-		"$(us "$(stat "$tmp/status.$n.pause" median)")")"
+	line+="$(printf '  %s thr %s / %s' "$n" "$(ms "$(pick "$tmp/status.$n.rt" median)")" \
+		"$(us "$(pick "$tmp/status.$n.pause" median)")")"
 done
 printf '%-24s%s   (median round trip / pause)\n' "scaling (prof status)" "$line"
 line=
 for n in $thread_counts; do
-	line+="$(printf '  %s thr %s' "$n" "$(ms "$(stat "$tmp/gdb.$n.rt" median)")")"
+	line+="$(printf '  %s thr %s' "$n" "$(ms "$(pick "$tmp/gdb.$n.rt" median)")")"
 done
 printf '%-24s%s   (for contrast)\n' "scaling (gdb attach)" "$line"

@@ -177,9 +177,10 @@ int main(int argc, char **argv)
 {
 	long nr_threads, i;
 	pthread_attr_t attr;
+	FILE *in, *out = NULL;
 	pthread_t tid;
-	FILE *in, *out;
-	int err;
+	int err, ret = 1;
+	size_t size;
 
 	if (argc != 5) {
 		fprintf(stderr, "usage: target NTHREADS NTICKERS CMD_FIFO OUT_FIFO\n");
@@ -193,18 +194,23 @@ int main(int argc, char **argv)
 	/* Let a separately started tracer attach under Yama ptrace_scope=1. */
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 
-	/* Both ends block until bench/run.sh opens its side of each fifo. */
+	/* Both opens block until bench/run.sh opens its side of each fifo. */
 	in = fopen(argv[3], "r");
-	out = in ? fopen(argv[4], "w") : NULL;
-	if (!in || !out) {
-		fprintf(stderr, "target: cannot open fifos: %s\n", strerror(errno));
+	if (!in) {
+		fprintf(stderr, "target: %s: %s\n", argv[3], strerror(errno));
 		return 1;
 	}
+	out = fopen(argv[4], "w");
+	if (!out) {
+		fprintf(stderr, "target: %s: %s\n", argv[4], strerror(errno));
+		goto err_in;
+	}
 
-	tickers = aligned_alloc(64, (size_t)(nr_tickers ? nr_tickers : 1) * sizeof(*tickers));
+	size = (size_t)(nr_tickers ? nr_tickers : 1) * sizeof(*tickers);
+	tickers = aligned_alloc(64, size);
 	if (!tickers)
-		return 1;
-	memset(tickers, 0, (size_t)(nr_tickers ? nr_tickers : 1) * sizeof(*tickers));
+		goto err_out;
+	memset(tickers, 0, size);
 
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, THREAD_STACK);
@@ -214,7 +220,8 @@ int main(int argc, char **argv)
 				     i < nr_tickers ? (void *)&tickers[i] : NULL);
 		if (err) {
 			fprintf(stderr, "target: pthread_create %ld: %s\n", i, strerror(err));
-			return 1;
+			pthread_attr_destroy(&attr);
+			goto err_stop;
 		}
 	}
 	pthread_attr_destroy(&attr);
@@ -227,8 +234,17 @@ int main(int argc, char **argv)
 	fprintf(out, "ready %d\n", (int)getpid());
 	fflush(out);
 	serve(in, out);
+	ret = 0;
 
-	/* Threads are detached; exiting the process ends them. */
+	/*
+	 * Threads are detached and exit() ends them; tickers stays allocated
+	 * because they may still touch it until then.
+	 */
+err_stop:
 	atomic_store(&stopping, true);
-	return 0;
+err_out:
+	fclose(out);
+err_in:
+	fclose(in);
+	return ret;
 }

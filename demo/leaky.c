@@ -36,12 +36,12 @@
 #include <unistd.h>
 
 #define NR_WORKERS 3
-#define RECENT_RESPONSES 8	/* responses each worker keeps for "retries" */
+#define RECENT_RESPONSES 4	/* responses each worker keeps for "retries" */
 #define LEAK_EVERY 6		/* one request in LEAK_EVERY leaks a session */
 #define SESSION_SIZE 1024
 #define LEAK_CAP (256UL << 20)	/* stop leaking after 256 MiB, to stay polite */
 #define REPORT_CHUNK (256 << 10)
-#define REPORT_CHUNKS 48	/* 12 MiB report, rebuilt every REPORT_PERIOD_MS */
+#define REPORT_CHUNKS 48	/* 12 MiB report, built and dropped every REPORT_PERIOD_MS */
 #define REPORT_PERIOD_MS 2000
 
 struct session {
@@ -190,7 +190,6 @@ static void *report_main(void *arg)
 	(void)arg;
 	while (!atomic_load(&stopping)) {
 		build_report(chunks);
-		sleep_ms(100);
 		for (i = 0; i < REPORT_CHUNKS; i++)
 			free(chunks[i]);
 		sleep_ms(REPORT_PERIOD_MS);

@@ -11,12 +11,15 @@
  *   ITEST_VFLAG   verbosity flag put first in each heapctl call (default -v;
  *                 empty to pass none)
  *   ITEST_KEEP=1  keep the scratch directory
+ *   ITEST_TEST_TIMEOUT  per-test watchdog in seconds (default 180, redis 600)
  *
  * Prints "PASS name", "FAIL name: reason" or "SKIP name: reason" per test
  * and ends with "N passed, N failed[, N skipped]". Exit status 1 if any
  * test failed.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -179,13 +182,22 @@ static void print_result(const char *name)
 	fflush(stdout);
 }
 
+static int test_timeout(const struct itest *t)
+{
+	const char *e = getenv("ITEST_TEST_TIMEOUT");
+	int v = e ? atoi(e) : 0;
+
+	if (v > 0)
+		return v;
+	return t->timeout_s ? t->timeout_s : TEST_TIMEOUT_S;
+}
+
 static void run_one(const struct itest *t)
 {
 	memset(&cur, 0, sizeof(cur));
 	if (sigsetjmp(watchdog_jb, 1)) {
 		watchdog_armed = 0;
-		t_fail("watchdog: test did not finish within %d s",
-		       t->timeout_s ? t->timeout_s : TEST_TIMEOUT_S);
+		t_fail("watchdog: test did not finish within %d s", test_timeout(t));
 		/* Whatever the test had running is suspect now. */
 		kill_tracked();
 		shared_victim_drop();
@@ -193,7 +205,7 @@ static void run_one(const struct itest *t)
 		return;
 	}
 	watchdog_armed = 1;
-	alarm((unsigned int)(t->timeout_s ? t->timeout_s : TEST_TIMEOUT_S));
+	alarm((unsigned int)test_timeout(t));
 	t->fn();
 	alarm(0);
 	watchdog_armed = 0;

@@ -69,6 +69,7 @@ void kill_wait(pid_t pid);
 struct hres {
 	int status;		/* raw wait status */
 	bool timed_out, exec_failed;
+	bool crash_noted;	/* sanitizer report already copied to the notes */
 	char *out, *err;	/* NUL-terminated, never NULL after a run */
 	size_t outlen, errlen;
 	long ms;
@@ -100,8 +101,11 @@ void hres_free(struct hres *r);
 int hres_exit(const struct hres *r);	/* exit code, or -1 */
 /* "exit 1; stderr: ..." for failure messages. */
 const char *hres_desc(const struct hres *r);
-/* Sanitizer report or crash in the run: returns a reason, else NULL. */
-const char *hres_crash(const struct hres *r);
+/*
+ * Sanitizer report or crash in the run: returns a reason, else NULL. The
+ * first time it finds one, it copies the report's head into the notes.
+ */
+const char *hres_crash(struct hres *r);
 
 /*
  * Runs heapctl and checks the exit code (want) and that it did not crash;

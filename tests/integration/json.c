@@ -3,7 +3,9 @@
  * Just enough JSON for the harness: validate a document (RFC 8259
  * grammar), and pull scalar members out of the top-level object.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,9 @@
  * heapctl and capture what it says, and read the kernel's view of a
  * target from /proc.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -225,15 +227,17 @@ static int start_in(struct hproc *hp, const char *cwd, const char *const argv[])
 
 static void buf_add(char **b, size_t *len, size_t *cap, const char *p, size_t n)
 {
-	if (*len + n + 1 > *cap) {
+	if (!*b || *len + n + 1 > *cap) {
 		size_t nc = (*cap ? *cap * 2 : 4096);
 		char *nb;
 
 		while (nc < *len + n + 1)
 			nc *= 2;
 		nb = realloc(*b, nc);
-		if (!nb)
-			return;
+		if (!nb) {
+			fputs("itest: out of memory\n", stderr);
+			abort();
+		}
 		*b = nb;
 		*cap = nc;
 	}
@@ -455,7 +459,7 @@ const char *hres_desc(const struct hres *r)
 	return buf;
 }
 
-const char *hres_crash(const struct hres *r)
+static const char *crash_of(const struct hres *r)
 {
 	static const char *const marks[] = {
 		"AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
@@ -470,6 +474,39 @@ const char *hres_crash(const struct hres *r)
 		if (strstr(r->err, marks[i]))
 			return marks[i];
 	return NULL;
+}
+
+static void note_crash(const struct hres *r)
+{
+	static const char *const starts[] = { "ERROR: ", "runtime error:", "SUMMARY:" };
+	const char *p = NULL;
+	size_t i;
+	int lines;
+
+	for (i = 0; i < sizeof(starts) / sizeof(starts[0]) && !p; i++)
+		p = strstr(r->err, starts[i]);
+	if (!p)
+		return;
+	while (p > r->err && p[-1] != '\n')
+		p--;
+	/* The headline and the top frames are enough to file it. */
+	for (lines = 0; *p && lines < 8; lines++) {
+		size_t l = strcspn(p, "\n");
+
+		t_note("  %.*s", (int)(l < 200 ? l : 200), p);
+		p += l + (p[l] ? 1 : 0);
+	}
+}
+
+const char *hres_crash(struct hres *r)
+{
+	const char *c = crash_of(r);
+
+	if (c && !r->crash_noted) {
+		r->crash_noted = true;
+		note_crash(r);
+	}
+	return c;
 }
 
 int hc_expect(struct hres *r, int want, ...)
@@ -686,7 +723,8 @@ char *proc_odd_maps(pid_t pid, bool with_none)
 	s = read_file_str(path);
 	if (!s)
 		return NULL;
-	for (line = strtok_r(s, "\n", &save); line && n < 4096; line = strtok_r(NULL, "\n", &save)) {
+	for (line = strtok_r(s, "\n", &save); line && n < 4096;
+	     line = strtok_r(NULL, "\n", &save)) {
 		char range[64], perms[8];
 		unsigned long inode;
 		int off = 0;

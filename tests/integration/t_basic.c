@@ -2,7 +2,9 @@
 /*
  * CLI basics that need no target: --version, --help, usage errors.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <string.h>
 #include <unistd.h>
 
@@ -25,7 +27,9 @@ static void test_version(void)
 
 static void test_help(void)
 {
-	static const char *const cmds[] = { "info", "prof", "dump", "stats", "purge", "get", "set" };
+	static const char *const cmds[] = {
+		"info", "prof", "dump", "stats", "purge", "get", "set",
+	};
 	struct hres r;
 	size_t i;
 

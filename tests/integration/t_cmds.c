@@ -4,7 +4,9 @@
  * effect from inside the target (the victim reads its own mallctls), then
  * that the target was left unharmed (victim_check()).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>

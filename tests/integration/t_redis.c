@@ -3,7 +3,9 @@
  * A real program: Debian's redis-server (linked with the system jemalloc),
  * under redis-benchmark load while heapctl works on it.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -216,8 +218,8 @@ static void test_redis(void)
 	snprintf(nreq, sizeof(nreq), "%d", 20000);
 	{
 		const char *argv[] = {
-			rd.bench, "-h", "127.0.0.1", "-p", rd.port, "-q", "-n", nreq, "-t", "set,get",
-			NULL,
+			rd.bench, "-h", "127.0.0.1", "-p", rd.port, "-q", "-n", nreq,
+			"-t", "set,get", NULL,
 		};
 
 		if (prog_start(&bp, argv)) {

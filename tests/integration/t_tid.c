@@ -4,7 +4,9 @@
  * real-time signals queued during a burst of calls, and a job-control
  * stopped target.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,10 +20,20 @@
 
 #include "itest.h"
 
-/* Syscalls a parked thread may legitimately be seen in. */
+/* Syscalls a parked thread may legitimately be seen in; -2 ends a list. */
+#ifdef SYS_epoll_wait
+#define NR_EPOLL_WAIT SYS_epoll_wait
+#else
+#define NR_EPOLL_WAIT (-3L)
+#endif
+#ifdef SYS_nanosleep
+#define NR_NANOSLEEP SYS_nanosleep
+#else
+#define NR_NANOSLEEP (-3L)
+#endif
 static const long k_read[] = { SYS_read, -2 };
-static const long k_sleep[] = { SYS_nanosleep, SYS_clock_nanosleep, -2 };
-static const long k_epoll[] = { SYS_epoll_wait, SYS_epoll_pwait, 441, -2 };
+static const long k_sleep[] = { NR_NANOSLEEP, SYS_clock_nanosleep, -2 };
+static const long k_epoll[] = { NR_EPOLL_WAIT, SYS_epoll_pwait, 441 /* epoll_pwait2 */, -2 };
 static const long k_futex[] = { SYS_futex, -2 };
 
 static bool nr_in(long nr, const long *set)
@@ -77,6 +89,79 @@ static int borrow(struct victim *v, pid_t tid, const char *cmd, const char *opt)
 	return ret;
 }
 
+/*
+ * Proves that heapctl borrowed exactly tid: "set thread.arena" acts on the
+ * calling thread only, so bind tid to the victim's extra arena, let the
+ * thread wake (wake command, or poll if it wakes by itself) and ask every
+ * thread which arena it sees. Then bind it back the same way.
+ */
+static int arena_round(struct victim *v, pid_t tid, const char *kind, const char *wake,
+		       const long *nrs, long to, long others_not)
+{
+	char stid[16], sto[16], reply[512];
+	struct hres r;
+	long end, seen = -1;
+	int k;
+	static const char *const kinds[] = {
+		"main", "read", "sleep", "epoll", "futex", "regs", "hammer", "ticker", "sig",
+	};
+
+	snprintf(stid, sizeof(stid), "%d", (int)tid);
+	snprintf(sto, sizeof(sto), "%ld", to);
+	if (hc_expect(&r, 0, "set", "-p", v->spid, "--tid", stid, "thread.arena", sto, NULL)) {
+		hres_free(&r);
+		return -1;
+	}
+	hres_free(&r);
+	if (nrs && back_in_syscall(v, tid, nrs, kind))
+		return -1;
+	if (wake && victim_expect(v, wake, "", reply, sizeof(reply)))
+		return -1;
+	if (wake && !strstr(reply, " ok")) {
+		t_fail("after set thread.arena --tid %s: '%s' -> %s", stid, wake, reply);
+		return -1;
+	}
+	for (end = now_ms() + 3000;;) {
+		if (victim_expect(v, "tarena", "tarena ", reply, sizeof(reply)))
+			return -1;
+		seen = kv_long(reply, kind, -1);
+		if (seen == to || now_ms() > end)
+			break;
+		sleep_ms(5);
+	}
+	if (seen != to) {
+		t_fail("set thread.arena %ld --tid %s: the %s thread sees arena %ld, so heapctl did"
+		       " not borrow it (%s)", to, stid, kind, seen, reply);
+		return -1;
+	}
+	for (k = 0; k < (int)(sizeof(kinds) / sizeof(kinds[0])); k++) {
+		if (strcmp(kinds[k], kind) && kv_long(reply, kinds[k], -1) == others_not) {
+			t_fail("set thread.arena --tid %s changed the %s thread instead (%s)", stid,
+			       kinds[k], reply);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int prove_borrow(struct victim *v, pid_t tid, const char *kind, const char *wake,
+			const long *nrs)
+{
+	char reply[512];
+	long orig;
+
+	if (victim_expect(v, "tarena", "tarena ", reply, sizeof(reply)))
+		return -1;
+	orig = kv_long(reply, kind, -1);
+	if (orig < 0 || orig == (long)v->xarena) {
+		t_fail("setup: the %s thread sees arena %ld (%s)", kind, orig, reply);
+		return -1;
+	}
+	if (arena_round(v, tid, kind, wake, nrs, v->xarena, v->xarena))
+		return -1;
+	return arena_round(v, tid, kind, wake, nrs, orig, v->xarena);
+}
+
 static void test_tid_read(void)
 {
 	struct victim *v = shared_victim();
@@ -88,6 +173,8 @@ static void test_tid_read(void)
 	/* The read() must now return exactly the bytes we send, once. */
 	if (victim_expect(v, "feed 1234", "read ok 1234", reply, sizeof(reply)) ||
 	    victim_expect(v, "feed 1", "read ok 1", reply, sizeof(reply)))
+		return;
+	if (prove_borrow(v, v->t_read, "read", "feed 99", k_read))
 		return;
 	victim_check(v, 0);
 }
@@ -103,6 +190,8 @@ static void test_tid_nanosleep(void)
 	/* Each sleep checks its own length and return value. */
 	if (victim_expect(v, "sleepwait 2", "sleep ok", reply, sizeof(reply)))
 		return;
+	if (prove_borrow(v, v->t_sleep, "sleep", NULL, k_sleep))
+		return;
 	victim_check(v, 0);
 }
 
@@ -115,6 +204,8 @@ static void test_tid_epoll(void)
 	    back_in_syscall(v, v->t_epoll, k_epoll, "epoll"))
 		return;
 	if (victim_expect(v, "epoll 777", "epoll ok 777", reply, sizeof(reply)))
+		return;
+	if (prove_borrow(v, v->t_epoll, "epoll", "epoll 5", k_epoll))
 		return;
 	victim_check(v, 0);
 }
@@ -129,6 +220,8 @@ static void test_tid_futex(void)
 		return;
 	if (victim_expect(v, "futex", "futex ok", reply, sizeof(reply)))
 		return;
+	if (prove_borrow(v, v->t_futex, "futex", "futex", k_futex))
+		return;
 	victim_check(v, 0);
 }
 
@@ -139,6 +232,20 @@ static void test_tid_main(void)
 	if (!v || borrow(v, v->t_main, "stats", "--json") ||
 	    back_in_syscall(v, v->t_main, k_read, "main"))
 		return;
+	if (prove_borrow(v, v->t_main, "main", NULL, k_read))
+		return;
+	victim_check(v, 0);
+}
+
+static void test_tid_sig(void)
+{
+	struct victim *v = shared_victim();
+
+	if (!v || borrow(v, v->t_sig, "info", NULL) ||
+	    back_in_syscall(v, v->t_sig, k_read, "sig"))
+		return;
+	if (prove_borrow(v, v->t_sig, "sig", "sigpoke", k_read))
+		return;
 	victim_check(v, 0);
 }
 
@@ -147,7 +254,8 @@ static void test_tid_ticker(void)
 	struct victim *v = shared_victim();
 	char reply[64];
 
-	if (!v || borrow(v, v->t_ticker, "prof", "status"))
+	if (!v || borrow(v, v->t_ticker, "prof", "status") ||
+	    prove_borrow(v, v->t_ticker, "ticker", NULL, NULL))
 		return;
 	/* Its own gap is the borrow itself; only EINTR and errors matter here. */
 	victim_cmd(v, "tickreset", reply, sizeof(reply), 5000);
@@ -172,12 +280,16 @@ static void test_tid_regs(void)
 		if (borrow(v, v->t_regs, calls[i][0], calls[i][1]) ||
 		    back_in_syscall(v, v->t_regs, k_read, "regs"))
 			return;
-		if (victim_cmd(v, "regs", reply, sizeof(reply), 15000) || strcmp(reply, "regs ok")) {
-			t_fail("after '%s %s --tid %d': %s", calls[i][0], calls[i][1] ? calls[i][1] : "",
-			       (int)v->t_regs, reply);
+		if (victim_cmd(v, "regs", reply, sizeof(reply), 15000) ||
+		    strcmp(reply, "regs ok")) {
+			t_fail("after '%s %s --tid %d': %s", calls[i][0],
+			       calls[i][1] ? calls[i][1] : "", (int)v->t_regs, reply);
 			return;
 		}
 	}
+	/* "regs" wakes it and reports bad registers from the round too. */
+	if (prove_borrow(v, v->t_regs, "regs", "regs", k_read))
+		return;
 	victim_check(v, 0);
 }
 
@@ -186,31 +298,86 @@ static void test_tid_regs(void)
  * may wait for it to leave the allocator, or refuse with a hint; it must
  * not deadlock the target or hang.
  */
+/* One "set thread.arena" on the hammer: 0 done, 1 refused (with a hint), -1 failed. */
+static int hammer_set(struct victim *v, long arena)
+{
+	char stid[16], sa[16];
+	struct hres r;
+	int ret;
+
+	snprintf(stid, sizeof(stid), "%d", (int)v->t_hammer);
+	snprintf(sa, sizeof(sa), "%ld", arena);
+	hc_run(&r, NULL, "set", "-p", v->spid, "--tid", stid, "thread.arena", sa, NULL);
+	if (hres_crash(&r) || r.timed_out || (hres_exit(&r) != 0 && hres_exit(&r) != 1)) {
+		t_fail("%s", hres_desc(&r));
+		ret = -1;
+	} else if (hres_exit(&r) == 1 && !strstr(r.err, "hint:")) {
+		t_fail("refused without a hint: %s", hres_desc(&r));
+		ret = -1;
+	} else {
+		ret = hres_exit(&r);
+	}
+	hres_free(&r);
+	return ret;
+}
+
+/* Polls until the hammer reports arena want; false after 3 s. */
+static bool hammer_sees(struct victim *v, long want, long *seen)
+{
+	char reply[512];
+	long end = now_ms() + 3000;
+
+	do {
+		if (victim_expect(v, "tarena", "tarena ", reply, sizeof(reply)))
+			return false;
+		*seen = kv_long(reply, "hammer", -1);
+		if (*seen == want)
+			return true;
+		sleep_ms(5);
+	} while (now_ms() < end);
+	return false;
+}
+
+/*
+ * --tid on the hammer thread, which is most likely inside malloc(). heapctl
+ * may wait for it to leave the allocator, or refuse with a hint; it must
+ * not deadlock the target or hang, and when it says it succeeded the
+ * borrowed thread must really be the hammer.
+ */
 static void test_tid_in_allocator(void)
 {
 	struct victim *v = shared_victim();
-	char stid[16];
-	struct hres r;
-	int i, ok = 0, refused = 0;
+	int i, r, ok = 0, refused = 0;
+	char reply[512];
+	long orig, seen = -1;
 
-	if (!v)
+	if (!v || victim_expect(v, "tarena", "tarena ", reply, sizeof(reply)))
 		return;
-	snprintf(stid, sizeof(stid), "%d", (int)v->t_hammer);
+	orig = kv_long(reply, "hammer", -1);
 	for (i = 0; i < 5 && !t_failed(); i++) {
-		hc_run(&r, NULL, "stats", "--json", "-p", v->spid, "--tid", stid, NULL);
-		if (hres_crash(&r) || r.timed_out || (hres_exit(&r) != 0 && hres_exit(&r) != 1))
-			t_fail("%s", hres_desc(&r));
-		else if (hres_exit(&r) == 1 && !strstr(r.err, "hint:"))
-			t_fail("refused without a hint: %s", hres_desc(&r));
-		else if (hres_exit(&r) == 0)
-			ok++;
-		else
+		r = hammer_set(v, i % 2 ? orig : (long)v->xarena);
+		if (r < 0)
+			return;
+		if (r == 1) {
 			refused++;
-		hres_free(&r);
-		if (!t_failed())
-			victim_check(v, 0);
+			continue;
+		}
+		ok++;
+		if (!hammer_sees(v, i % 2 ? orig : (long)v->xarena, &seen)) {
+			t_fail("set thread.arena --tid %d (hammer) succeeded, but the hammer sees"
+			       " arena %ld", (int)v->t_hammer, seen);
+			return;
+		}
+		if (victim_check(v, 0))
+			return;
 	}
+	/* Leave it where it was. */
+	for (i = 0; i < 10 && !t_failed(); i++)
+		if (!hammer_sees(v, orig, &seen) && hammer_set(v, orig) < 0)
+			return;
 	t_note("inside the allocator: %d succeeded, %d refused", ok, refused);
+	if (!t_failed())
+		victim_check(v, 0);
 }
 
 /* ---- real-time signals during a burst -------------------------------- */
@@ -253,13 +420,16 @@ static void test_signals_burst(void)
 {
 	struct victim *v = shared_victim();
 	int stop[2], res[2], i, st;
-	char t_sig[16], t_main[16], buf[128];
-	long count = 0, sum = 0;
+	char t_sig[16], t_main[16], buf[128], s_x[16], s_orig[16], reply[512];
+	long count = 0, sum = 0, orig;
 	pid_t pid;
 	ssize_t n;
 
-	if (!v)
+	if (!v || victim_expect(v, "tarena", "tarena ", reply, sizeof(reply)))
 		return;
+	orig = kv_long(reply, "sig", -1);
+	snprintf(s_orig, sizeof(s_orig), "%ld", orig);
+	snprintf(s_x, sizeof(s_x), "%u", v->xarena);
 	snprintf(t_sig, sizeof(t_sig), "%d", (int)v->t_sig);
 	snprintf(t_main, sizeof(t_main), "%d", (int)v->t_main);
 	if (pipe2(stop, O_CLOEXEC) || pipe2(res, O_CLOEXEC)) {
@@ -296,7 +466,9 @@ static void test_signals_burst(void)
 			hc_expect(&r, 0, "stats", "--json", "-p", v->spid, "--tid", t_main, NULL);
 			break;
 		case 2:
-			hc_expect(&r, 0, "get", "-p", v->spid, "--tid", t_sig, "opt.prof", NULL);
+			/* Also proves afterwards which thread did the work. */
+			hc_expect(&r, 0, "set", "-p", v->spid, "--tid", t_sig, "thread.arena",
+				  (i / 4) % 2 ? s_orig : s_x, NULL);
 			break;
 		default:
 			hc_expect(&r, 0, "stats", "-p", v->spid, NULL);
@@ -323,7 +495,17 @@ static void test_signals_burst(void)
 	v->sig_sent += (unsigned long)count;
 	v->sig_sum += sum;
 	t_note("%ld SIGRTMIN+1 queued during 12 calls", count);
-	victim_check(v, 0);
+	if (t_failed() || victim_check(v, 0))
+		return;
+	/* The last "set thread.arena" landed on the sig thread. */
+	if (victim_expect(v, "sigpoke", "sigpoke ok", reply, sizeof(reply)) ||
+	    victim_expect(v, "tarena", "tarena ", reply, sizeof(reply)))
+		return;
+	if (kv_long(reply, "sig", -1) != (long)v->xarena) {
+		t_fail("set thread.arena --tid %s did not reach the sig thread: %s", t_sig, reply);
+		return;
+	}
+	arena_round(v, v->t_sig, "sig", "sigpoke", k_read, orig, v->xarena);
 }
 
 /* ---- job-control stop ------------------------------------------------- */
@@ -359,7 +541,18 @@ static void test_stopped_target(void)
 		t_fail("%s (wanted 0, or 1 with a hint)", hres_desc(&r));
 		goto out;
 	}
+	if (hres_exit(&r) == 0 && !r.outlen) {
+		t_fail("prof status on a stopped target: exit 0 but printed nothing");
+		goto out;
+	}
 	t_note("stopped target: heapctl exit %d", hres_exit(&r));
+	/*
+	 * A detached task that was in group stop goes back into it on its
+	 * own (do_jobctl_trap()); give it a moment, then it must be T.
+	 */
+	for (end = now_ms() + 2000; proc_check_tasks(v->pid, true, why, sizeof(why)) &&
+				    now_ms() < end;)
+		sleep_ms(1);
 	if (proc_check_tasks(v->pid, true, why, sizeof(why))) {
 		t_fail("job-control stop not preserved: %s", why);
 		goto out;
@@ -400,6 +593,7 @@ const struct itest t_tid_tests[] = {
 	{ "tid-epoll_wait", test_tid_epoll, 0 },
 	{ "tid-futex", test_tid_futex, 0 },
 	{ "tid-main", test_tid_main, 0 },
+	{ "tid-sig-handler-thread", test_tid_sig, 0 },
 	{ "tid-clock_nanosleep-ticker", test_tid_ticker, 0 },
 	{ "tid-register-sentinel", test_tid_regs, 0 },
 	{ "tid-inside-allocator", test_tid_in_allocator, 0 },

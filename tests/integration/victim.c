@@ -3,7 +3,9 @@
  * Victim handling: start one with its three pipes, talk to it, and check
  * after every heapctl call that it was left exactly as it was.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -32,6 +32,10 @@
  *   sleepwait K          sleep ok COUNT | sleep bad WHY (K more sleeps done)
  *   regs                 regs ok | regs bad WHAT  (any bad round since the
  *                        previous "regs" is reported, not only this one)
+ *   sigpoke              sigpoke ok: wakes the sig thread once
+ *   tarena               tarena main=A read=A ... sig=A: the arena each thread
+ *                        saw bound to itself when it last woke (-1: none);
+ *                        main reads its own now
  *   tickreset            tickreset ok
  *   leak BYTES [A|x]     leak ok BYTES: 1 MiB chunks from arena A (0 by
  *                        default), or from the arena created at start (x)
@@ -45,7 +49,9 @@
  *
  * After every reply all parked threads are back inside their syscalls.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -126,6 +132,16 @@ _Static_assert(offsetof(struct regs_io, kout) == RIO_KOUT, "layout");
 _Static_assert(offsetof(struct regs_io, vin) == RIO_VIN, "layout");
 _Static_assert(offsetof(struct regs_io, vout) == RIO_VOUT, "layout");
 
+struct regs_mode {
+	const char *name;
+	void (*block)(struct regs_io *io);
+	unsigned int nvec;	/* vector registers checked */
+	unsigned int vlen;	/* bytes of each */
+	unsigned int nk;	/* mask registers k1..k(nk) */
+	uint64_t kmask;		/* bits of k that are architectural */
+};
+
+#if defined(__x86_64__)
 #define S_(x) #x
 #define S(x) S_(x)
 
@@ -259,21 +275,52 @@ __attribute__((visibility("hidden"))) void regs_block_avx(struct regs_io *io);
 __attribute__((visibility("hidden"))) void regs_block_avx512f(struct regs_io *io);
 __attribute__((visibility("hidden"))) void regs_block_avx512bw(struct regs_io *io);
 
-struct regs_mode {
-	const char *name;
-	void (*block)(struct regs_io *io);
-	unsigned int nvec;	/* vector registers checked */
-	unsigned int vlen;	/* bytes of each */
-	unsigned int nk;	/* mask registers k1..k(nk) */
-	uint64_t kmask;		/* bits of k that are architectural */
-};
-
 static const struct regs_mode regs_modes[] = {
 	{ "sse", regs_block_sse, 16, 16, 0, 0 },
 	{ "avx", regs_block_avx, 16, 32, 0, 0 },
 	{ "avx512f", regs_block_avx512f, 32, 64, 7, 0xffff },
 	{ "avx512bw", regs_block_avx512bw, 32, 64, 7, ~0ull },
 };
+
+static const struct regs_mode *pick_regs_mode(void)
+{
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		return __builtin_cpu_supports("avx512bw") ? &regs_modes[3] : &regs_modes[2];
+	if (__builtin_cpu_supports("avx"))
+		return &regs_modes[1];
+	return &regs_modes[0];
+}
+
+#else /* !__x86_64__ */
+
+/*
+ * No register sentinel for this architecture yet: a plain read() that
+ * reports every register as unchanged, so only the data is checked.
+ */
+static void regs_block_generic(struct regs_io *io)
+{
+	ssize_t n = read((int)io->fd, (void *)(uintptr_t)io->buf, io->len);
+
+	io->ret = n < 0 ? -errno : n;
+	memcpy(io->gout, io->gin, sizeof(io->gout));
+	io->aout[0] = io->fd;
+	io->aout[1] = io->buf;
+	io->aout[2] = io->len;
+	io->mxcsr[1] = io->mxcsr[0];
+	io->fcw[1] = io->fcw[0];
+}
+
+static const struct regs_mode regs_modes[] = {
+	{ "generic", regs_block_generic, 0, 0, 0, 0 },
+};
+
+static const struct regs_mode *pick_regs_mode(void)
+{
+	return &regs_modes[0];
+}
+
+#endif /* __x86_64__ */
 
 /* ---------------------------------------------------------------------
  * Shared state.
@@ -293,7 +340,7 @@ static struct {
 	/* feed/epoll: what main wrote, and what the reader made of it */
 	size_t read_len, epoll_len;
 	unsigned int read_seed, epoll_seed, regs_seed;
-	unsigned long read_done, epoll_done, futex_done, regs_done, sleep_done;
+	unsigned long read_done, epoll_done, futex_done, regs_done, sleep_done, sig_done;
 	char read_res[256], epoll_res[256], regs_res[256];
 	char regs_firstbad[256];	/* first bad round since the last "regs" */
 
@@ -309,6 +356,17 @@ static atomic_ulong eintr_read, eintr_sleep, eintr_epoll, eintr_futex;
 static atomic_ulong eintr_regs, eintr_tick, eintr_sig;
 static atomic_ulong n_ticks, maxgap_ns, hammer_ops, regs_bad;
 static atomic_uint futex_word;
+
+/*
+ * The arena each thread saw bound to itself (mallctl thread.arena) the
+ * last time it woke up. "heapctl set --tid T thread.arena N" acts on the
+ * borrowed thread only, so this proves which thread heapctl borrowed.
+ */
+enum { K_MAIN, K_READ, K_SLEEP, K_EPOLL, K_FUTEX, K_REGS, K_HAMMER, K_TICKER, K_SIG, K_NR };
+static const char *const kind_names[K_NR] = {
+	"main", "read", "sleep", "epoll", "futex", "regs", "hammer", "ticker", "sig",
+};
+static atomic_uint seen_arena[K_NR];
 static atomic_ulong sig_count;
 static atomic_long sig_sum;
 
@@ -378,6 +436,16 @@ static void block_rt(int how)
 	pthread_sigmask(how, &s, NULL);
 }
 
+static void note_arena(int kind)
+{
+	unsigned int a = ~0u;
+	size_t sz = sizeof(a);
+
+	if (mallctl("thread.arena", &a, &sz, NULL, 0))
+		a = ~0u;
+	atomic_store(&seen_arena[kind], a);
+}
+
 /* ---------------------------------------------------------------------
  * Threads.
  */
@@ -386,6 +454,7 @@ static void *read_thread(void *arg)
 	static uint8_t buf[65536];
 
 	(void)arg;
+	note_arena(K_READ);
 	publish_tid(&g.tid_read);
 	for (;;) {
 		ssize_t n = read(g.read_pipe[0], buf, sizeof(buf));
@@ -397,6 +466,7 @@ static void *read_thread(void *arg)
 		}
 		if (n == 0)
 			return NULL;
+		note_arena(K_READ);
 		pthread_mutex_lock(&g.mu);
 		check_data("read()", buf, n, g.read_len, g.read_seed, g.read_res,
 			   sizeof(g.read_res));
@@ -411,6 +481,7 @@ static void *read_thread(void *arg)
 static void *sleep_thread(void *arg)
 {
 	(void)arg;
+	note_arena(K_SLEEP);
 	publish_tid(&g.tid_sleep);
 	for (;;) {
 		struct timespec ts = { 0, (long)SLEEP_NS }, rem;
@@ -427,6 +498,7 @@ static void *sleep_thread(void *arg)
 			verr("sleep thread: nanosleep() returned after %llu us, asked %llu us",
 			     (unsigned long long)(dt / 1000), SLEEP_NS / 1000);
 		}
+		note_arena(K_SLEEP);
 		pthread_mutex_lock(&g.mu);
 		g.sleep_done++;
 		pthread_cond_broadcast(&g.cv);
@@ -440,6 +512,7 @@ static void *epoll_thread(void *arg)
 	static uint8_t buf[65536];
 
 	(void)arg;
+	note_arena(K_EPOLL);
 	publish_tid(&g.tid_epoll);
 	for (;;) {
 		struct epoll_event ev;
@@ -462,6 +535,7 @@ static void *epoll_thread(void *arg)
 		n = read(g.epoll_pipe[0], buf, sizeof(buf));
 		if (n == 0)
 			return NULL;
+		note_arena(K_EPOLL);
 		pthread_mutex_lock(&g.mu);
 		check_data("read() after epoll_wait()", buf, n, g.epoll_len, g.epoll_seed,
 			   g.epoll_res, sizeof(g.epoll_res));
@@ -478,6 +552,7 @@ static void *futex_thread(void *arg)
 	unsigned int seen = 0;
 
 	(void)arg;
+	note_arena(K_FUTEX);
 	publish_tid(&g.tid_futex);
 	for (;;) {
 		while (atomic_load(&futex_word) == seen) {
@@ -495,6 +570,7 @@ static void *futex_thread(void *arg)
 			}
 		}
 		seen = atomic_load(&futex_word);
+		note_arena(K_FUTEX);
 		pthread_mutex_lock(&g.mu);
 		g.futex_done++;
 		pthread_cond_broadcast(&g.cv);
@@ -586,9 +662,11 @@ static void regs_check(const struct regs_io *io, const struct regs_mode *m, size
 	for (i = 0; i < m->nvec; i++) {
 		for (j = 0; j < m->vlen; j++) {
 			if (io->vout[i][j] != io->vin[i][j]) {
-				snprintf(res, ressz, "bad %s%u byte %u=0x%02x want 0x%02x",
-					 m->vlen == 64 ? "zmm" : m->vlen == 32 ? "ymm" : "xmm", i, j,
-					 io->vout[i][j], io->vin[i][j]);
+				const char *r = m->vlen == 64 ? "zmm" :
+						m->vlen == 32 ? "ymm" : "xmm";
+
+				snprintf(res, ressz, "bad %s%u byte %u=0x%02x want 0x%02x", r, i,
+					 j, io->vout[i][j], io->vin[i][j]);
 				return;
 			}
 		}
@@ -603,6 +681,7 @@ static void *regs_thread(void *arg)
 	unsigned int round = 0;
 
 	(void)arg;
+	note_arena(K_REGS);
 	publish_tid(&g.tid_regs);
 	for (;;) {
 		char res[256];
@@ -612,6 +691,7 @@ static void *regs_thread(void *arg)
 		g.rmode->block(&io);
 		if (io.ret == 0)
 			return NULL;
+		note_arena(K_REGS);
 		pthread_mutex_lock(&g.mu);
 		seed = g.regs_seed;
 		pthread_mutex_unlock(&g.mu);
@@ -639,6 +719,7 @@ static void *hammer_thread(void *arg)
 	unsigned long ops = 0;
 
 	(void)arg;
+	note_arena(K_HAMMER);
 	publish_tid(&g.tid_hammer);
 	for (;;) {
 		unsigned int i;
@@ -659,6 +740,7 @@ static void *hammer_thread(void *arg)
 			struct timespec ts = { 0, 200000 };
 
 			atomic_store(&hammer_ops, ops);
+			note_arena(K_HAMMER);
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -671,6 +753,7 @@ static void *ticker_thread(void *arg)
 	uint64_t prev;
 
 	(void)arg;
+	note_arena(K_TICKER);
 	publish_tid(&g.tid_ticker);
 	prev = vnow_ns();
 	for (;;) {
@@ -686,7 +769,8 @@ static void *ticker_thread(void *arg)
 		prev = now;
 		if (gap > atomic_load(&maxgap_ns))
 			atomic_store(&maxgap_ns, gap);
-		atomic_fetch_add(&n_ticks, 1);
+		if (!(atomic_fetch_add(&n_ticks, 1) % 16))
+			note_arena(K_TICKER);
 	}
 	return NULL;
 }
@@ -704,6 +788,7 @@ static void *sig_thread(void *arg)
 	char c;
 
 	(void)arg;
+	note_arena(K_SIG);
 	publish_tid(&g.tid_sig);
 	block_rt(SIG_UNBLOCK);
 	for (;;) {
@@ -717,6 +802,11 @@ static void *sig_thread(void *arg)
 		}
 		if (n <= 0)
 			return NULL;
+		note_arena(K_SIG);
+		pthread_mutex_lock(&g.mu);
+		g.sig_done++;
+		pthread_cond_broadcast(&g.cv);
+		pthread_mutex_unlock(&g.mu);
 	}
 }
 
@@ -866,8 +956,8 @@ static bool wait_ctr(unsigned long *ctr, unsigned long start)
 }
 
 static const long nr_read[] = { SYS_read };
-static const long nr_sleep[] = { SYS_nanosleep, SYS_clock_nanosleep };
-static const long nr_epoll[] = { SYS_epoll_wait, SYS_epoll_pwait, 441 /* epoll_pwait2 */ };
+static const long nr_sleep[] = { VSYS_NANOSLEEP, SYS_clock_nanosleep };
+static const long nr_epoll[] = { VSYS_EPOLL_WAIT, SYS_epoll_pwait, 441 /* epoll_pwait2 */ };
 static const long nr_futex[] = { SYS_futex };
 
 static bool parked(pid_t tid, const long *nrs, int n)
@@ -992,6 +1082,42 @@ static void cmd_regs(int fd)
 	vreply(fd, "regs %s", res);
 }
 
+static void cmd_sigpoke(int fd)
+{
+	unsigned long start;
+	char c = 'p';
+	bool ok;
+
+	pthread_mutex_lock(&g.mu);
+	start = g.sig_done;
+	pthread_mutex_unlock(&g.mu);
+	if (vwrite_all(g.sig_pipe[1], &c, 1))
+		vdie("write sigpoke");
+	pthread_mutex_lock(&g.mu);
+	ok = wait_ctr(&g.sig_done, start);
+	pthread_mutex_unlock(&g.mu);
+	if (!ok)
+		vreply(fd, "sigpoke bad timeout: thread did not wake");
+	else if (!parked(g.tid_sig, nr_read, 1))
+		vreply(fd, "sigpoke bad thread did not block again");
+	else
+		vreply(fd, "sigpoke ok");
+}
+
+static void cmd_tarena(int fd)
+{
+	char buf[512];
+	size_t len = 0;
+	int k;
+
+	note_arena(K_MAIN);
+	len += (size_t)snprintf(buf + len, sizeof(buf) - len, "tarena");
+	for (k = 0; k < K_NR && len < sizeof(buf); k++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, " %s=%d", kind_names[k],
+					(int)atomic_load(&seen_arena[k]));
+	vreply(fd, "%s", buf);
+}
+
 static void cmd_leak(int fd, const char *arg)
 {
 	char *end;
@@ -1058,19 +1184,10 @@ static void cmd_state(int fd)
 	       atomic_load(&n_errors), eintr_main, atomic_load(&eintr_read),
 	       atomic_load(&eintr_sleep), atomic_load(&eintr_epoll), atomic_load(&eintr_futex),
 	       atomic_load(&eintr_regs), atomic_load(&eintr_tick), atomic_load(&eintr_sig),
-	       reads, epolls, futexes, sleeps, regs_rounds, atomic_load(&regs_bad), regs_last, atomic_load(&n_ticks),
-	       atomic_load(&maxgap_ns) / 1000, atomic_load(&sig_count), atomic_load(&sig_sum),
+	       reads, epolls, futexes, sleeps, regs_rounds, atomic_load(&regs_bad), regs_last,
+	       atomic_load(&n_ticks), atomic_load(&maxgap_ns) / 1000, atomic_load(&sig_count),
+	       atomic_load(&sig_sum),
 	       atomic_load(&hammer_ops), vcount_fds(), maps, anon_odd);
-}
-
-static const struct regs_mode *pick_regs_mode(void)
-{
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f"))
-		return __builtin_cpu_supports("avx512bw") ? &regs_modes[3] : &regs_modes[2];
-	if (__builtin_cpu_supports("avx"))
-		return &regs_modes[1];
-	return &regs_modes[0];
 }
 
 static void start_thread(void *(*fn)(void *))
@@ -1105,6 +1222,7 @@ int main(int argc, char **argv)
 	vallow_ptrace();
 	g.tid_main = vgettid();
 	g.rmode = pick_regs_mode();
+	note_arena(K_MAIN);
 
 	sz = sizeof(g.xarena);
 	if (mallctl("arenas.create", &g.xarena, &sz, NULL, 0))
@@ -1192,6 +1310,10 @@ int main(int argc, char **argv)
 			cmd_sleepwait(fds.reply, arg);
 		} else if (!strcmp(cmd, "regs")) {
 			cmd_regs(fds.reply);
+		} else if (!strcmp(cmd, "sigpoke")) {
+			cmd_sigpoke(fds.reply);
+		} else if (!strcmp(cmd, "tarena")) {
+			cmd_tarena(fds.reply);
 		} else if (!strcmp(cmd, "tickreset")) {
 			atomic_store(&maxgap_ns, 0);
 			vreply(fds.reply, "tickreset ok");

@@ -17,7 +17,9 @@
  *   maps        maps N anon_odd=M
  *   quit        bye, then exit(0); EOF on CTL_FD also exits
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>

@@ -39,6 +39,18 @@
 #define PR_SET_PTRACER_ANY ((unsigned long)-1)
 #endif
 
+/* Syscalls some architectures lack (arm64 has no epoll_wait, nanosleep). */
+#ifdef SYS_epoll_wait
+#define VSYS_EPOLL_WAIT SYS_epoll_wait
+#else
+#define VSYS_EPOLL_WAIT (-3L)
+#endif
+#ifdef SYS_nanosleep
+#define VSYS_NANOSLEEP SYS_nanosleep
+#else
+#define VSYS_NANOSLEEP (-3L)
+#endif
+
 struct vfds {
 	int ready;
 	int ctl;

@@ -1,3 +1,0 @@
-reset
-gap
-gap
