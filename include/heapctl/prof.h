@@ -122,6 +122,7 @@ struct hc_report_totals {
 	size_t naddrs, nunresolved;      /* distinct addresses, those with no name */
 	size_t nobjects, nmissing;       /* objects seen, objects whose file was not found */
 	uint64_t period;
+	bool diff;                       /* built with a base profile */
 };
 HC_API void hc_report_totals(const struct hc_report *r, struct hc_report_totals *t);
 

@@ -118,7 +118,7 @@ void cli_report_wrote(const char *path, int fmt, const struct hc_report *r, bool
 	printf("wrote %s (%s", path, fmt_names[fmt]);
 	if (stat(path, &st) == 0)
 		printf(", %s", cli_size((uint64_t)st.st_size, size, sizeof(size)));
-	if (t.base_bytes > 0 || t.base_objects > 0)
+	if (t.diff)
 		printf(", %zu stacks, %s%s change)\n", t.nstacks, v < 0 ? "-" : "+", tot);
 	else
 		printf(", %zu stacks, %s live)\n", t.nstacks, tot);

@@ -292,6 +292,7 @@ struct hc_report *hc_report_build(const struct hc_prof *prof, const struct hc_pr
 
 	t = &r->tot;
 	t->period = prof->period;
+	t->diff = base != NULL;
 	t->nstacks = r->nstacks;
 	for (i = 0; i < r->nstacks; i++) {
 		const struct rstack *s = &r->stacks[i];

@@ -259,7 +259,25 @@ static void load_symbols(struct psym *s, struct pobj *ob)
 			s->oom = true;
 			return;
 		}
-		dm = prof_demangle(name);
+		/* "memcpy@@GLIBC_2.14": the version is not part of the name. */
+		{
+			const char *at = strchr(name, '@');
+
+			dm = NULL;
+			if (at && at != name) {
+				char *base = strndup(name, (size_t)(at - name));
+
+				if (base) {
+					dm = prof_demangle(base);
+					if (!dm)
+						dm = base;
+					else
+						free(base);
+				}
+			} else {
+				dm = prof_demangle(name);
+			}
+		}
 		ob->syms[ob->nsyms].addr = addr;
 		ob->syms[ob->nsyms].size = sym.st_size;
 		ob->syms[ob->nsyms].bind = (unsigned char)GELF_ST_BIND(sym.st_info);
@@ -551,26 +569,44 @@ static void resolve_frames(struct psym *s, struct pobj *ob, uint64_t v, struct f
 		}
 		nsc = dwarf_getscopes(cu, v - bias, &scopes);
 	}
+	/*
+	 * dwarf_getscopes() follows an inlined instance into its abstract
+	 * definition; the callers it was inlined into come from the concrete
+	 * tree: take the innermost function-like scope and walk its parents
+	 * (what eu-addr2line -i does).
+	 */
 	for (i = 0; i < nsc; i++) {
-		Dwarf_Die *d = &scopes[i];
-		int tag = dwarf_tag(d);
-		const char *name;
+		int tag = dwarf_tag(&scopes[i]);
 
-		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
-			continue;
-		name = die_name(s, d);
-		if (tag == DW_TAG_subprogram) {
-			/* The symbol table names the outer function with its scope (C++). */
-			if (symname && (!name || strlen(symname) > strlen(name)))
-				name = symname;
-			add_frame(s, name ? name : symname, s->o.lines ? intern(s, file) : NULL,
-				  line);
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine)
 			break;
+	}
+	if (i < nsc) {
+		Dwarf_Die *chain = NULL;
+		int nch = dwarf_getscopes_die(&scopes[i], &chain), k;
+
+		for (k = 0; k < nch; k++) {
+			Dwarf_Die *d = &chain[k];
+			int tag = dwarf_tag(d);
+			const char *name;
+
+			if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+				continue;
+			name = die_name(s, d);
+			if (tag == DW_TAG_subprogram) {
+				/* C++ without a linkage name: the symbol has the scope. */
+				if (symname && (!name || (strstr(symname, "::") && !strstr(name, "::"))))
+					name = symname;
+				add_frame(s, name ? name : symname,
+					  s->o.lines ? intern(s, file) : NULL, line);
+				break;
+			}
+			if (!s->o.no_inline) {
+				add_frame(s, name, s->o.lines ? intern(s, file) : NULL, line);
+				file = call_file(cu, d, &line);
+			}
 		}
-		if (!s->o.no_inline) {
-			add_frame(s, name, s->o.lines ? intern(s, file) : NULL, line);
-			file = call_file(cu, d, &line);
-		}
+		free(chain);
 	}
 	free(scopes);
 	if (s->nframes == fr->first && symname)
