@@ -48,7 +48,9 @@
 #define NT_PRSTATUS_ 1
 #define CODE_LEN 4096
 #define NOTIFY_OFF 64 /* the callback stub's offset in the code page */
-#define DATA_LEN (256 * 1024)
+#define SCRATCH_LEN (16 * 1024) /* strings and out-values, on the thread's stack */
+#define MAGIC_OFF 128            /* heapctl's mark in its code page */
+#define MAGIC "HEAPCTL1"
 #define MAX_EXTRA 4
 #define MAX_DEFER 64
 #define MAX_RANKED 64 /* threads whose state is read to order the choice */
@@ -79,8 +81,9 @@ struct sess {
 	enum stop at;       /* the kind of stop the thread is in now */
 	int pending_sig;    /* a signal that arrived before the mask was taken */
 	uint64_t frame;     /* the signal frame below the red zone */
-	uint64_t code, data;
-	size_t data_used;
+	uint64_t code;
+	uint64_t scratch;   /* above the frame, below the red zone */
+	size_t scratch_used;
 	struct deferred defer[MAX_DEFER];
 	unsigned int ndefer;
 	uint64_t stopped_ns;
@@ -754,14 +757,17 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	/* A mask swapped in by ppoll & co is replaced by the real one at the first stop. */
 	if (ptrace_sigmask_get(s->tid, &f.mask, err) < 0)
 		return -1;
-	len = t->arch->sigframe_len(&f);
-	f.raddr = s->frame = t->arch->frame_place(t->arch->get_sp(s->gregs), len);
+	len = (t->arch->sigframe_len(&f) + 15) & ~(size_t)15;
+	f.raddr = s->frame = t->arch->frame_place(t->arch->get_sp(s->gregs), len + SCRATCH_LEN);
+	s->scratch = s->frame + len;
+	s->scratch_used = 0;
 	buf = calloc(1, len);
 	if (!buf)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	if (t->arch->sigframe_build(&f, buf, len, err) < 0) {
 		r = -1;
-	} else if (mem_write(t->memfd, s->frame, buf, len, &e) < 0) {
+	} else if (mem_write(t->memfd, s->frame, buf, len, &e) < 0 ||
+		   mem_write(t->memfd, s->scratch + SCRATCH_LEN - 8, buf, 8, &e) < 0) {
 		snprintf(why, whylen, "thread %d has no stack room below 0x%llx", s->tid,
 			 (unsigned long long)t->arch->get_sp(s->gregs));
 		r = 1;
@@ -773,12 +779,13 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 static int map_pages(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
-	uint8_t code[NOTIFY_OFF + 32];
+	uint8_t code[MAGIC_OFF + 16];
+	uint32_t owner = (uint32_t)getpid();
 	uint64_t a[6];
 	int64_t ret;
 	int r;
 
-	/* code: r-x from the start; written through /proc/PID/mem, never writable */
+	/* r-x from the start; written through /proc/PID/mem, never writable */
 	a[0] = 0;
 	a[1] = CODE_LEN;
 	a[2] = PROT_READ | PROT_EXEC;
@@ -792,18 +799,70 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	memset(code, 0, sizeof(code));
 	memcpy(code, t->arch->ret_tramp.b, t->arch->ret_tramp.len);
 	memcpy(code + NOTIFY_OFF, t->arch->notify.b, t->arch->notify.len);
+	/* The mark lets a later heapctl reclaim the page if this one is killed. */
+	memcpy(code + MAGIC_OFF, MAGIC, 8);
+	memcpy(code + MAGIC_OFF + 8, &owner, 4);
 	if (mem_write(t->memfd, s->code, code, sizeof(code), err) < 0)
 		return -1;
-	a[1] = DATA_LEN;
-	a[2] = PROT_READ | PROT_WRITE;
-	r = rsys_ok(t, t->arch->nr_mmap, a, 6, &ret, "mmap of heapctl's data area", err);
-	if (r != 0)
-		return r;
-	s->data = (uint64_t)ret;
-	pr_debug("pid %d: code page at 0x%llx, data at 0x%llx, frame at 0x%llx", t->pid,
-		 (unsigned long long)s->code, (unsigned long long)s->data,
-		 (unsigned long long)s->frame);
+	pr_debug("pid %d: code page at 0x%llx, frame at 0x%llx", t->pid,
+		 (unsigned long long)s->code, (unsigned long long)s->frame);
 	return 0;
+}
+
+/*
+ * Code pages of heapctl runs that were killed mid-operation: anonymous r-x
+ * pages carrying heapctl's mark whose owner is gone.  Found before the
+ * thread is stopped, unmapped during the session.
+ */
+static size_t find_leftovers(struct hc_target *t, uint64_t *out, size_t max)
+{
+	char path[64], line[512];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		unsigned long inode;
+		char perms[5];
+
+		/* adjacent leftovers merge into one mapping: look at every page */
+		if (sscanf(line, "%llx-%llx %4s %llx %*s %lu", &lo, &hi, perms, &off, &inode) != 5 ||
+		    strcmp(perms, "r-xp") || inode || strchr(line, '[') || hi - lo > 256 * CODE_LEN)
+			continue;
+		for (uint64_t pg = lo; pg < hi && n < max; pg += CODE_LEN) {
+			char mark[12];
+			uint32_t owner;
+			struct hc_err e = { 0 };
+
+			if (mem_read(t->pid, t->memfd, pg + MAGIC_OFF, mark, sizeof(mark), &e) < 0 ||
+			    memcmp(mark, MAGIC, 8))
+				continue;
+			memcpy(&owner, mark + 8, 4);
+			/* a heapctl still running on this process owns it: leave it */
+			if (owner && (kill((pid_t)owner, 0) == 0 || errno != ESRCH))
+				continue;
+			out[n++] = pg;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static void reclaim_leftovers(struct hc_target *t, const uint64_t *pages, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a[2] = { pages[i], CODE_LEN };
+		struct hc_err e = { 0 };
+		int64_t ret;
+
+		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) == 0)
+			pr_info("pid %d: reclaimed a page left by a killed heapctl at 0x%llx", t->pid,
+				(unsigned long long)pages[i]);
+	}
 }
 
 /* Hand tid back now, from its first stop: nothing of ours is in it. */
@@ -889,8 +948,12 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 	useconds_t backoff = 200;
 	int r;
 
+	uint64_t leftovers[32];
+	size_t nleft;
+
 	if (!t->gadget && find_gadgets(t, err) < 0)
 		return -1;
+	nleft = find_leftovers(t, leftovers, 32);
 	t->sess = calloc(1, sizeof(*t->sess));
 	if (!t->sess)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
@@ -937,6 +1000,7 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 				i--; /* same thread again */
 				continue;
 			}
+			reclaim_leftovers(t, leftovers, nleft);
 			free(tids);
 			t->timing.tid = t->sess->tid;
 			t->timing.attempts = attempts;
@@ -1059,12 +1123,6 @@ int call_end(struct hc_target *t, struct hc_err *err)
 			goto fail;
 		goto done;
 	}
-	if (s->data) {
-		a[0] = s->data;
-		a[1] = DATA_LEN;
-		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0 && s->gone)
-			goto out;
-	}
 	if (s->code) {
 		a[0] = s->code;
 		a[1] = CODE_LEN;
@@ -1072,7 +1130,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 			goto out;
 	}
 	if (err_isset(&e)) {
-		pr_warn("pid %d: could not unmap heapctl's pages (%s)", t->pid, e.msg);
+		pr_warn("pid %d: could not unmap heapctl's code page (%s)", t->pid, e.msg);
 		memset(&e, 0, sizeof(e));
 	}
 	/*
@@ -1139,10 +1197,10 @@ uint64_t call_scratch(struct hc_target *t, size_t len)
 	uint64_t at;
 
 	len = (len + 15) & ~(size_t)15;
-	if (!s || s->data_used + len > DATA_LEN)
+	if (!s || s->scratch_used + len > SCRATCH_LEN)
 		return 0;
-	at = s->data + s->data_used;
-	s->data_used += len;
+	at = s->scratch + s->scratch_used;
+	s->scratch_used += len;
 	return at;
 }
 
@@ -1152,7 +1210,7 @@ uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)
 	uint64_t at = call_scratch(t, len);
 
 	if (!at) {
-		err_set(err, HC_E_ARGS, 0, "string of %zu bytes does not fit heapctl's data area", len);
+		err_set(err, HC_E_ARGS, 0, "string of %zu bytes does not fit heapctl's scratch space", len);
 		return 0;
 	}
 	if (mem_write(t->memfd, at, str, len, err) < 0)

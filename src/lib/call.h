@@ -7,12 +7,15 @@
  * Memory heapctl uses inside the target during a session:
  *
  *   code page (r-x, private anonymous, written through /proc/PID/mem)
- *     +0   return trap            every injected call returns here
- *     +16  callback stub          trap; ret  (malloc_stats_print's write_cb)
- *   data area (rw-, private anonymous)
- *     strings, out-values, bump-allocated per session
+ *     +0    ret_tramp      every injected call returns here
+ *     +64   notify stub    a callback: getpid syscall, ret (write_cb)
+ *     +128  "HEAPCTL1" and heapctl's pid: lets a later run reclaim the
+ *           page if this one is killed
+ *   on the borrowed thread's stack, below the red zone
+ *     the signal frame that gives the thread back, then 16 KiB of scratch
+ *     for strings and out-values, bump-allocated per session
  *
- * Both are unmapped before the thread is handed back.
+ * The code page is unmapped before the thread is handed back.
  */
 #ifndef HC_CALL_H
 #define HC_CALL_H
@@ -36,7 +39,7 @@ int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int
 	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err);
 /* Address of the callback stub, to pass as a function pointer. */
 uint64_t call_cb_raddr(const struct hc_target *t);
-/* Bump-allocate len bytes (8-aligned) of the data area; 0 when it is full. */
+/* Bump-allocate len bytes (16-aligned) of scratch; 0 when it is full. */
 uint64_t call_scratch(struct hc_target *t, size_t len);
 /* Copy a string into the data area; 0 on failure (err set). */
 uint64_t call_strdup(struct hc_target *t, const char *s, struct hc_err *err);
