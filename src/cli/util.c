@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -168,13 +169,13 @@ int cli_stdout_errno(void)
 /* ---- target lifetime -------------------------------------------------- */
 
 /*
- * While a thread of the target is borrowed, dying would leave it running the
- * injected call with nobody to catch the return trap: the kernel detaches a
- * dead tracer's tracees but does not restore their registers.  So the
- * signals a terminal or a supervisor sends are held from open to close and
- * delivered afterwards.  Blocking (not catching) them keeps the library's
- * waits free of EINTR.  SIGTTOU is held too: stopping heapctl mid-call would
- * leave the borrowed thread stopped.  SIGKILL cannot be helped.
+ * The signals a terminal or a supervisor sends are held from open to close:
+ * the library sees them (it waits for them alongside the target's stops),
+ * finishes the call in flight, restores the target and fails with
+ * HC_E_CANCELLED; then heapctl says so and dies of the signal.  Blocking
+ * (not catching) keeps the library's waits free of EINTR.  SIGTTOU is held
+ * too, so heapctl is not stopped mid-call.  Even SIGKILL would not harm the
+ * target (see arch/arch.h); it only leaves heapctl's code page behind.
  */
 static sigset_t saved_mask;
 static int held;
@@ -197,8 +198,19 @@ static void hold_signals(void)
 
 static void release_signals(void)
 {
+	static const int term[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	sigset_t pending;
+
 	if (held <= 0 || --held)
 		return;
+	if (sigpending(&pending) == 0)
+		for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
+			if (sigismember(&pending, term[i]) == 1) {
+				fflush(stdout);
+				fprintf(stderr, "heapctl: stopping on SIG%s; the target was left as it was\n",
+					sigabbrev_np(term[i]));
+				break;
+			}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 }
 

@@ -89,16 +89,18 @@ struct sess {
 	uint64_t stopped_ns;
 };
 
-/* A termination signal the caller blocked is waiting: stop between calls. */
-static bool pending_term(void)
+/* A termination signal the caller blocked is waiting: stop between calls.  Returns it, or 0. */
+static int pending_term(void)
 {
+	static const int term[] = { SIGINT, SIGTERM, SIGHUP };
 	sigset_t p, cur;
 
 	if (sigpending(&p) < 0 || pthread_sigmask(SIG_SETMASK, NULL, &cur) != 0)
-		return false;
-	return (sigismember(&p, SIGINT) == 1 && sigismember(&cur, SIGINT) == 1) ||
-	       (sigismember(&p, SIGTERM) == 1 && sigismember(&cur, SIGTERM) == 1) ||
-	       (sigismember(&p, SIGHUP) == 1 && sigismember(&cur, SIGHUP) == 1);
+		return 0;
+	for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
+		if (sigismember(&p, term[i]) == 1 && sigismember(&cur, term[i]) == 1)
+			return term[i];
+	return 0;
 }
 
 /* Signals that report a fault of the running code: never blocked. */
@@ -175,8 +177,8 @@ static int wait_stop(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
 
 static int cancelled(struct hc_target *t, struct hc_err *err)
 {
-	return err_set(err, HC_E_CANCELLED, 0, "interrupted by %s; pid %d was restored",
-		       strsignal(t->cancel_sig), t->pid);
+	return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d was restored",
+		       sigabbrev_np(t->cancel_sig), t->pid);
 }
 
 static int gone(struct hc_target *t, struct hc_err *err)
@@ -1026,8 +1028,8 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 					"no thread of pid %d reached a safe point (last: %s)", t->pid, why);
 			goto fail;
 		}
-		if (pending_term()) {
-			t->cancel_sig = SIGINT;
+		t->cancel_sig = pending_term();
+		if (t->cancel_sig) {
 			cancelled(t, err);
 			goto fail;
 		}
@@ -1076,7 +1078,9 @@ int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
-	if (t->cancel_sig || pending_term())
+	if (!t->cancel_sig)
+		t->cancel_sig = pending_term();
+	if (t->cancel_sig)
 		return cancelled(t, err);
 	memcpy(c.args, args, nargs * sizeof(*args));
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
