@@ -24,6 +24,7 @@ struct proc_status {
 	char state;
 	pid_t tracer;
 	int seccomp;
+	bool shstk; /* x86 user shadow stack enabled */
 	char name[64];
 };
 
@@ -50,6 +51,8 @@ static int read_status(pid_t pid, struct proc_status *ps, struct hc_err *err)
 			ps->tracer = atoi(line + 10);
 		else if (!strncmp(line, "Seccomp:", 8))
 			ps->seccomp = atoi(line + 8);
+		else if (!strncmp(line, "x86_Thread_features:", 20))
+			ps->shstk = strstr(line, "shstk") != NULL;
 	}
 	fclose(f);
 	return 0;
@@ -121,6 +124,13 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		err_sethint(err, HC_E_UNSUPPORTED, 0,
 			    "strict seccomp allows only read/write/exit: nothing can be called safely",
 			    "pid %d (%s) runs in strict seccomp mode", pid, ps.name);
+		return NULL;
+	}
+	if (ps.shstk) {
+		/* injected returns do not match the shadow stack: the callee would fault */
+		err_sethint(err, HC_E_UNSUPPORTED, 0,
+			    "start the process without user shadow stacks (glibc.cpu.x86_shstk=off)",
+			    "pid %d (%s) runs with CET shadow stacks", pid, ps.name);
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
