@@ -109,7 +109,8 @@ $(B)/demo/%: demo/%.c
 
 # Debian packages; apt runs only when something is missing.
 DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev \
-	libjemalloc-dev redis-server redis-tools gdb
+	libjemalloc-dev redis-server redis-tools gdb \
+	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 		grep -q 'install ok installed' || echo $$p; done); \

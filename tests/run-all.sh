@@ -96,6 +96,14 @@ else
 	failed=$((failed + 1))
 fi
 
+# 3. Heap profile reports end to end (tests/report/run.sh): live victim,
+# flamegraph.pl, Chromium, pprof, jeprof.
+count < <(
+	$TIMEOUT "$here/report/run.sh" "$BUILD_DIR" </dev/null
+	echo $? >"$tmp/report.rc"
+)
+settle report "$(cat "$tmp/report.rc" 2>/dev/null || echo 1)"
+
 line="$passed passed, $failed failed"
 [ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
 echo "$line"

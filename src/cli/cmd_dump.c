@@ -57,6 +57,10 @@ int cmd_dump(struct cli_env *env)
 	else
 		printf("wrote %s\n", path);
 
+	/* Render it now, symbolized against the live process's own files. */
+	if (env->svg || env->folded)
+		return cli_dump_render(env, path);
+
 	/*
 	 * jeprof wants the binary for symbols.  If it was replaced on disk since
 	 * the process started (an upgrade), only /proc/PID/exe still reaches it.

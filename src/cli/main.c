@@ -71,10 +71,13 @@ static const char dump_help[] =
 	"profiling is active ('heapctl prof on').  Read the file with jeprof.\n";
 static const char dump_opts[] =
 	"  -o, --output FILE   where to write it (default ./heapctl.PID.N.heap\n"
-	"                      with the first N that does not exist yet)\n";
+	"                      with the first N that does not exist yet)\n"
+	"  --svg FILE          also write a flamegraph of it (see 'heapctl report')\n"
+	"  --folded FILE       also write its folded stacks\n";
 static const char dump_examples[] =
 	"    heapctl dump -p 1234\n"
 	"    heapctl dump -p 1234 -o /tmp/before.heap\n"
+	"    heapctl dump -p 1234 --svg heap.svg\n"
 	"    jeprof --text /usr/bin/redis-server heapctl.1234.0.heap\n";
 
 static const char stats_help[] =
@@ -184,7 +187,8 @@ static const struct cli_cmd cmds[] = {
 	CMD(prof, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 1,
 	    "heapctl prof on|off|status -p PID [--json]",
 	    "turn heap profiling on or off, or show its state", prof_opts),
-	CMD(dump, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT, 0, 0, "heapctl dump -p PID [-o FILE]",
+	CMD(dump, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_RENDER | CLI_O_REPORT, 0, 0,
+	    "heapctl dump -p PID [-o FILE] [--svg FILE] [--folded FILE]",
 	    "write a heap profile (needs profiling, see 'heapctl prof')", dump_opts),
 	CMD(stats, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_FULL | CLI_O_OPTS, 0, 0,
 	    "heapctl stats -p PID [--json | --full [--opts STR]]",

@@ -10,7 +10,8 @@
  * so the hover title works in any viewer, and a small script (inline, no
  * network) adds click to zoom, Ctrl-F / the "Search" button to highlight
  * frames matching a regular expression with the matched share, Esc to
- * reset, and a details line at the bottom.
+ * reset, and a details line at the bottom.  URL parameters ?s=REGEX and
+ * ?z=NAME search and zoom on load (for links, and for the render test).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -224,8 +225,9 @@ static const char script[] =
 	"    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); search_prompt(); }\n"
 	"    else if (e.key === 'Escape') { zoom(null); search(null); }\n"
 	"  });\n"
-	"  var q = new URLSearchParams(location.search).get('s');\n"
-	"  if (q) search(q);\n"
+	"  var q = new URLSearchParams(location.search);\n"
+	"  if (q.get('z')) zoom(frames.filter(function (g) { return g.name === q.get('z'); })[0] || null);\n"
+	"  if (q.get('s')) search(q.get('s'));\n"
 	"}\n"
 	"function human(v) {\n"
 	"  if (unit !== 'bytes') return Math.round(v) + ' ' + unit;\n"

@@ -497,7 +497,7 @@ static int parse(struct parser *ps, const char *buf, size_t len)
 		bool star = false;
 
 		ps->lineno++;
-		if (!nl && st != S_MAPS && ps->lineno > 1) {
+		if (!nl && ps->lineno > 1) {
 			/* A last line without its newline: the writer stopped mid-line. */
 			p->truncated = true;
 			pwarn(ps, "the file ends mid-line (truncated?); the last line is ignored");
