@@ -4,7 +4,9 @@
  * arch/arch.h checked on fabricated NT_PRSTATUS and FP images.  No ptrace.
  *
  * The register images are indexed by word here, independently of the
- * backends' mirror structs, so a layout slip in a backend shows up.
+ * backends' mirror structs, so a layout slip in a backend shows up.  The
+ * signal frames are read by byte offset, with the offsets written out here
+ * and checked against the host's uapi headers when the host matches.
  * Prints "PASS group" or "FAIL group: detail" per check group; exits 1 if
  * any group failed.
  */
@@ -12,9 +14,18 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+#include <asm/ucontext.h> /* the kernel's struct ucontext and UC_* flags */
+#endif
 
 #include <heapctl/heapctl.h>
 
@@ -67,10 +78,20 @@ static void end(void)
 
 /* ---- fixtures ---- */
 
-#define TRAP	0x00007f0000001000ull
-#define FN	0x00005555deadbee0ull
-#define SP	0x00007ffcfffff000ull
-#define GWORDS	34 /* enough for both images */
+#define FN	 0x00005555deadbee0ull /* function to call */
+#define TRAMP	 0x00007f0000001000ull /* ret_tramp in heapctl's page */
+#define GADGET	 0x00007f12345678f0ull /* "syscall; ret" in the target's text */
+#define RESTORER 0x00007f1234560800ull /* the target's sigreturn restorer */
+#define SP	 0x00007ffcfffff000ull
+/* SIGHUP, SIGUSR1, SIGPIPE and the last realtime signal */
+#define MASK	 0x8000000000001201ull
+#define GWORDS	 34 /* enough for both images */
+
+#define NT_PRFPREG_	0x002
+#define NT_X86_XSTATE_	0x202
+#define NT_ARM_SVE_	0x405
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static void fill(uint64_t *g, unsigned int nwords)
 {
@@ -78,23 +99,33 @@ static void fill(uint64_t *g, unsigned int nwords)
 		g[i] = 0xa5a5000000000000ull | ((uint64_t)i << 8) | i;
 }
 
-static void siginfo(siginfo_t *si, int signo, int code)
-{
-	memset(si, 0, sizeof(*si));
-	si->si_signo = signo;
-	si->si_code = code;
-}
-
-static void call_init(struct hc_call *c, uint64_t sp, unsigned int nargs)
+static void call_init(struct hc_call *c, uint64_t frame, unsigned int nargs)
 {
 	memset(c, 0, sizeof(*c));
-	c->fn = FN;
-	c->trap_addr = TRAP;
-	c->sp = sp;
+	c->pc = FN;
+	c->ret_addr = TRAMP;
+	c->frame = frame;
 	c->nargs = nargs;
 	for (unsigned int i = 0; i < HC_ARCH_MAX_ARGS; i++)
 		c->args[i] = 0x1000 + i;
 	c->slot_addr = 0xdeadull; /* must be overwritten */
+	c->slot_val = 0xbeefull;
+}
+
+static void sys_init(struct hc_call *c, uint64_t frame, long nr)
+{
+	static const uint64_t args[6] = { 0, 4096, 3, 0x22, (uint64_t)-1, 0 }; /* mmap */
+
+	memset(c, 0, sizeof(*c));
+	c->pc = GADGET;
+	c->ret_addr = RESTORER;
+	c->frame = frame;
+	c->nr = nr;
+	c->nargs = 6;
+	memcpy(c->args, args, sizeof(args));
+	c->args[6] = 0x6666; /* never passed: syscalls take six */
+	c->args[7] = 0x7777;
+	c->slot_addr = 0xdeadull;
 	c->slot_val = 0xbeefull;
 }
 
@@ -113,9 +144,99 @@ static int first_diff(const uint64_t *a, const uint64_t *b, unsigned int nwords,
 	return -1;
 }
 
-static bool bytes_eq(const uint8_t *p, size_t len, const uint8_t *want, size_t wlen)
+static bool bytes_eq(const struct hc_bytes *b, const uint8_t *want, size_t wlen)
 {
-	return p && len == wlen && !memcmp(p, want, wlen);
+	return b->b && b->len == wlen && !memcmp(b->b, want, wlen);
+}
+
+/* b ends with the bytes of tail */
+static bool ends_with(const struct hc_bytes *b, const struct hc_bytes *tail)
+{
+	return b->b && tail->b && b->len >= tail->len &&
+	       !memcmp(b->b + b->len - tail->len, tail->b, tail->len);
+}
+
+/* The restorer list holds want (a restorer found in the wild). */
+static bool has_restorer(const struct hc_bytes *list, const uint8_t *want, size_t wlen)
+{
+	for (unsigned int i = 0; list && i < 16 && list[i].len; i++)
+		if (bytes_eq(&list[i], want, wlen))
+			return true;
+	return false;
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static bool all_byte(const uint8_t *p, size_t len, uint8_t v)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static int32_t rd32s(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static void wr64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/* An output buffer for sigframe_build() with a canary area after outlen. */
+#define CANARY 64
+#define POISON 0xee
+
+static uint8_t *frame_buf(size_t outlen)
+{
+	uint8_t *p = malloc(outlen + CANARY);
+
+	if (!p) {
+		perror("malloc");
+		exit(EXIT_FAILURE);
+	}
+	memset(p, POISON, outlen + CANARY);
+	return p;
 }
 
 /* ---- x86_64: struct user_regs_struct, word indices ---- */
@@ -126,32 +247,140 @@ enum {
 	X_SS, X_FS_BASE, X_GS_BASE, X_DS, X_ES, X_FS, X_GS, X_NWORDS
 };
 
+#define X_TF (1ull << 8)
+#define X_DF (1ull << 10)
+
+/*
+ * The x86_64 rt_sigframe (arch/x86/include/asm/sigframe.h): pretcode, then
+ * struct ucontext (include/uapi/asm-generic/ucontext.h), then struct
+ * siginfo.  x86_64.sigframe.uapi checks these against the host's headers.
+ */
+#define XF_PRETCODE	0
+#define XF_UC_FLAGS	8
+#define XF_UC_LINK	16
+#define XF_SS_SP	24
+#define XF_SS_FLAGS	32
+#define XF_SS_SIZE	40
+#define XF_SC		48	/* struct sigcontext */
+#define XF_MASK		304
+#define XF_INFO		312
+#define XF_END		440
+
+/* struct sigcontext (uapi asm/sigcontext.h), offsets from XF_SC */
+#define SC_RAX		(13 * 8)
+#define SC_RIP		(16 * 8)
+#define SC_CS		144
+#define SC_GS		146
+#define SC_FS		148
+#define SC_SS		150
+#define SC_ERR		152
+#define SC_TRAPNO	160
+#define SC_OLDMASK	168
+#define SC_CR2		176
+#define SC_FPSTATE	184
+#define SC_RESERVED	192
+#define SC_SIZE		256
+
+/* The 18 general registers at the start of struct sigcontext, in order. */
+static const int sc_order[] = {
+	X_R8, X_R9, X_R10, X_R11, X_R12, X_R13, X_R14, X_R15,
+	X_RDI, X_RSI, X_RBP, X_RBX, X_RDX, X_RAX, X_RCX, X_RSP, X_RIP, X_EFLAGS,
+};
+
+#define UC_FP_XSTATE_		0x1
+#define UC_SIGCONTEXT_SS_	0x2
+#define UC_STRICT_RESTORE_SS_	0x4
+
+/* XSAVE standard format (Intel SDM vol. 1, 13.4) */
+#define XS_FCW		0
+#define XS_FSW		2
+#define XS_FTW		4	/* abridged tag: one bit per register, 0 = empty */
+#define XS_MXCSR	24
+#define XS_MXCSR_MASK	28
+#define XS_SW		464	/* software-reserved: struct _fpx_sw_bytes */
+#define XS_XSTATE_BV	512
+#define XS_MIN		(512 + 64) /* legacy area and XSAVE header */
+
+/* struct _fpx_sw_bytes, from XS_SW */
+#define SW_MAGIC1	0
+#define SW_EXT_SIZE	4
+#define SW_XFEATURES	8
+#define SW_XSTATE_SIZE	16
+
+#define FP_XSTATE_MAGIC1_ 0x46505853u
+#define FP_XSTATE_MAGIC2_ 0x46505845u
+
+/* NT_X86_XSTATE sizes: AVX-512 + PKRU, and a 2432-byte layout */
+#define XS_BIG		2696
+#define XS_SMALL	2432
+
 static const struct hc_arch *const x86 = &hc_arch_x86_64;
 
 static void x86_table(void)
 {
-	static const uint8_t trap[] = { 0xcc };              /* int3 */
-	static const uint8_t stub[] = { 0xcc, 0xc3 };        /* int3; ret */
-	static const uint8_t sysc[] = { 0x0f, 0x05 };        /* syscall */
+	static const uint8_t sysc[] = { 0x0f, 0x05 };             /* syscall */
+	static const uint8_t sysret[] = { 0x0f, 0x05, 0xc3 };     /* syscall; ret */
+	/* glibc's and musl's __restore_rt: mov $15,%rax; syscall */
+	static const uint8_t restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00,
+					      0x0f, 0x05 };
+	const struct hc_bytes *n = &x86->notify, *t = &x86->ret_tramp;
+	unsigned int nrest = 0;
 
 	begin("x86_64.table");
 	CHECK(x86->name && !strcmp(x86->name, "x86_64"), "name %s", x86->name);
 	CHECK(x86->e_machine == EM_X86_64, "e_machine %u", x86->e_machine);
 	CHECK(x86->gregs_len == X_NWORDS * 8, "gregs_len %zu", x86->gregs_len);
-	CHECK(x86->extra_regsets && x86->extra_regsets[0] == 0x202 /* NT_X86_XSTATE */ &&
+	CHECK(x86->extra_regsets && x86->extra_regsets[0] == NT_X86_XSTATE_ &&
 		      x86->extra_regsets[1] == 0,
 	      "extra_regsets");
-	CHECK(bytes_eq(x86->trap, x86->trap_len, trap, sizeof(trap)), "trap bytes");
-	CHECK(bytes_eq(x86->cb_stub, x86->cb_stub_len, stub, sizeof(stub)), "cb_stub bytes");
-	CHECK(bytes_eq(x86->syscall_insn, x86->syscall_insn_len, sysc, sizeof(sysc)),
-	      "syscall bytes");
 	CHECK(x86->max_args == 6, "max_args %u", x86->max_args);
 	CHECK(x86->max_args <= HC_ARCH_MAX_ARGS, "max_args above HC_ARCH_MAX_ARGS");
-	CHECK(x86->nr_mmap == 9 && x86->nr_mprotect == 10 && x86->nr_munmap == 11,
-	      "syscall numbers %ld %ld %ld", x86->nr_mmap, x86->nr_mprotect, x86->nr_munmap);
-	CHECK(x86->get_pc && x86->get_sp && x86->get_arg && x86->prep_call && x86->get_ret &&
-		      x86->prep_syscall && x86->get_syscall_ret && x86->stopped_at_trap &&
-		      x86->no_restart && x86->syscall_nr && x86->call_fpstate && x86->dump_regs,
+	CHECK(x86->nr_mmap == 9 && x86->nr_munmap == 11 && x86->nr_rt_sigreturn == 15,
+	      "syscall numbers %ld %ld %ld", x86->nr_mmap, x86->nr_munmap, x86->nr_rt_sigreturn);
+#if defined(__x86_64__)
+	CHECK(x86->nr_mmap == SYS_mmap && x86->nr_munmap == SYS_munmap &&
+		      x86->nr_rt_sigreturn == SYS_rt_sigreturn,
+	      "syscall numbers differ from <sys/syscall.h>");
+#endif
+	CHECK(x86->sigframe_mask_off == XF_MASK, "sigframe_mask_off %zu, want %d",
+	      x86->sigframe_mask_off, XF_MASK);
+
+	CHECK(bytes_eq(&x86->syscall_insn, sysc, sizeof(sysc)), "syscall_insn bytes");
+	CHECK(bytes_eq(&x86->syscall_ret, sysret, sizeof(sysret)), "syscall_ret bytes");
+	/* ret_tramp: rt_sigreturn heapctl stops at and skips, then one for when it died */
+	CHECK(t->len && ends_with(t, &x86->syscall_insn),
+	      "ret_tramp does not end with the syscall instruction");
+	CHECK(t->b && x86->ret_tramp_stop >= sizeof(sysc) && x86->ret_tramp_stop < t->len,
+	      "ret_tramp_stop %zu not inside ret_tramp (%zu bytes), before its last syscall",
+	      x86->ret_tramp_stop, t->len);
+	if (t->b && x86->ret_tramp_stop >= sizeof(sysc) && x86->ret_tramp_stop < t->len)
+		CHECK(!memcmp(t->b + x86->ret_tramp_stop - sizeof(sysc), sysc, sizeof(sysc)),
+		      "no syscall before ret_tramp_stop");
+	CHECK(x86->skip_regset == 0, "skip_regset %#x: x86 skips a syscall through orig_rax",
+	      x86->skip_regset);
+	/* the notify stub's syscall ends at notify_sys_end, a ret follows */
+	CHECK(n->b && x86->notify_sys_end >= sizeof(sysc) && x86->notify_sys_end < n->len,
+	      "notify_sys_end %zu outside notify (%zu bytes)", x86->notify_sys_end, n->len);
+	if (n->b && x86->notify_sys_end >= sizeof(sysc) && x86->notify_sys_end < n->len) {
+		CHECK(!memcmp(n->b + x86->notify_sys_end - sizeof(sysc), sysc, sizeof(sysc)),
+		      "no syscall before notify_sys_end");
+		CHECK(n->b[x86->notify_sys_end] == 0xc3, "no ret at notify_sys_end");
+	}
+
+	CHECK(x86->restorers != NULL, "no restorer list");
+	for (; x86->restorers && nrest < 16 && x86->restorers[nrest].len; nrest++)
+		CHECK(ends_with(&x86->restorers[nrest], &x86->syscall_insn),
+		      "restorer %u does not end with syscall", nrest);
+	CHECK(nrest >= 1 && nrest < 16, "%u restorers, or the list is not terminated", nrest);
+	CHECK(has_restorer(x86->restorers, restore_rt, sizeof(restore_rt)),
+	      "glibc's __restore_rt is not in the list");
+
+	CHECK(x86->get_pc && x86->get_sp && x86->get_arg && x86->sigframe_len &&
+		      x86->frame_place && x86->sigframe_build && x86->prep_call &&
+		      x86->prep_syscall && x86->prep_restore && x86->skip_syscall &&
+		      x86->restart_now && x86->get_ret && x86->get_syscall_ret &&
+		      x86->no_restart && x86->undo_stop_eintr &&
+		      x86->syscall_nr && x86->call_fpstate && x86->dump_regs,
 	      "missing hook");
 	end();
 }
@@ -165,7 +394,6 @@ static void x86_accessors(void)
 	fill(g, GWORDS);
 	CHECK(x86->get_pc(g) == g[X_RIP], "get_pc");
 	CHECK(x86->get_sp(g) == g[X_RSP], "get_sp");
-	CHECK(x86->get_ret(g) == g[X_RAX], "get_ret");
 	for (unsigned int i = 0; i < 6; i++)
 		CHECK(x86->get_arg(g, i) == g[argreg[i]], "get_arg(%u)", i);
 	CHECK(x86->get_arg(g, 6) == 0, "get_arg(6) should be 0");
@@ -176,6 +404,28 @@ static void x86_accessors(void)
 	end();
 }
 
+static void x86_frame_place(void)
+{
+	static const size_t lens[] = { 0, 1, 8, 440, 3220, 3221, 3227, 5000 };
+
+	begin("x86_64.frame_place");
+	for (uint64_t off = 0; off < 64; off++) {
+		for (unsigned int i = 0; i < ARRAY_SIZE(lens); i++) {
+			uint64_t sp = SP + off, fr = x86->frame_place(sp, lens[i]);
+
+			CHECK(fr % 16 == 8, "frame %% 16 == %" PRIu64 " (sp %#" PRIx64 ", len %zu)",
+			      fr % 16, sp, lens[i]);
+			CHECK(fr + lens[i] <= sp - 128,
+			      "frame %#" PRIx64 " + %zu reaches into the red zone of %#" PRIx64, fr,
+			      lens[i], sp);
+			CHECK(sp - 128 - (fr + lens[i]) < 32,
+			      "%" PRIu64 " bytes wasted between the frame and the red zone",
+			      sp - 128 - (fr + lens[i]));
+		}
+	}
+	end();
+}
+
 static void x86_prep_call_args(void)
 {
 	uint64_t g[GWORDS], orig[GWORDS];
@@ -183,34 +433,42 @@ static void x86_prep_call_args(void)
 	/* what prep_call may touch; everything else must survive */
 	static const int touched[] = { X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_R9, X_RAX,
 				       X_RIP, X_RSP, X_EFLAGS, X_ORIG_RAX };
+	const uint64_t frame = x86->frame_place(SP, 3300);
 	struct hc_err err = { 0 };
 	struct hc_call c;
 	int d;
 
 	begin("x86_64.prep_call.args");
 	fill(g, GWORDS);
+	g[X_ORIG_RAX] = 0; /* stopped in read(2) */
 	memcpy(orig, g, sizeof(g));
-	call_init(&c, SP, 6);
+	call_init(&c, frame, 6);
 	CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call failed: %s", err.msg);
 	CHECK(err.code == HC_OK, "err set on success");
 	for (unsigned int i = 0; i < 6; i++)
 		CHECK(g[argreg[i]] == c.args[i], "arg %u: %#" PRIx64, i, g[argreg[i]]);
 	CHECK(g[X_RAX] == 0, "rax %#" PRIx64 ", want 0 (no vector args)", g[X_RAX]);
 	CHECK(g[X_RIP] == FN, "rip %#" PRIx64, g[X_RIP]);
-	d = first_diff(g, orig, GWORDS, touched, sizeof(touched) / sizeof(touched[0]));
+	CHECK(g[X_RSP] == frame, "rsp %#" PRIx64 ", want the frame %#" PRIx64, g[X_RSP], frame);
+	CHECK(g[X_ORIG_RAX] == UINT64_MAX, "orig_rax %#" PRIx64 ", want -1 (no restart)",
+	      g[X_ORIG_RAX]);
+	CHECK(c.slot_addr == frame && c.slot_val == TRAMP,
+	      "slot (%#" PRIx64 ", %#" PRIx64 "), want (frame, ret_addr)", c.slot_addr,
+	      c.slot_val);
+	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
 	CHECK(d < 0, "word %d changed", d);
 
 	/* fewer arguments: the unused argument registers are left alone */
 	fill(g, GWORDS);
-	call_init(&c, SP, 2);
+	call_init(&c, frame, 2);
 	CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call(2 args) failed");
 	CHECK(g[X_RDI] == c.args[0] && g[X_RSI] == c.args[1], "2 args");
 	CHECK(g[X_RDX] == orig[X_RDX] && g[X_R9] == orig[X_R9], "unused arg regs changed");
 
 	/* flags the callee must not start with: TF (bit 8), DF (bit 10) */
 	fill(g, GWORDS);
-	g[X_EFLAGS] = 0x246 | (1u << 8) | (1u << 10);
-	call_init(&c, SP, 0);
+	g[X_EFLAGS] = 0x246 | X_TF | X_DF;
+	call_init(&c, frame, 0);
 	CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call(0 args) failed");
 	CHECK(g[X_EFLAGS] == 0x246, "eflags %#" PRIx64 ", want 0x246", g[X_EFLAGS]);
 	end();
@@ -224,22 +482,22 @@ static void x86_prep_call_stack(void)
 
 	begin("x86_64.prep_call.stack");
 	for (uint64_t off = 0; off < 32; off++) {
-		uint64_t osp = SP + off, sp;
+		uint64_t osp = SP + off, fr = x86->frame_place(osp, 3300);
 
 		fill(g, GWORDS);
 		g[X_RSP] = osp;
-		call_init(&c, osp, 1);
+		call_init(&c, fr, 1);
 		CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call failed");
-		sp = g[X_RSP];
-		CHECK(sp % 16 == 8, "sp %% 16 == %" PRIu64 " at entry (sp %#" PRIx64 ")", sp % 16,
-		      osp);
-		CHECK(sp <= osp - 128 - 8, "sp %#" PRIx64 " intrudes on the red zone of %#" PRIx64,
-		      sp, osp);
-		CHECK(osp - sp < 4096, "frame of %" PRIu64 " bytes is implausibly large", osp - sp);
-		CHECK(x86->get_sp(g) == sp, "get_sp after prep_call");
-		CHECK(c.slot_addr == sp, "slot_addr %#" PRIx64 ", want sp %#" PRIx64, c.slot_addr,
-		      sp);
-		CHECK(c.slot_val == TRAP, "slot_val %#" PRIx64 ", want trap", c.slot_val);
+		CHECK(g[X_RSP] == fr, "rsp %#" PRIx64 ", want the frame %#" PRIx64, g[X_RSP], fr);
+		/* what a callee sees right after "call": the return address on top */
+		CHECK(g[X_RSP] % 16 == 8, "rsp %% 16 == %" PRIu64 " at entry (sp %#" PRIx64 ")",
+		      g[X_RSP] % 16, osp);
+		CHECK(g[X_RSP] <= osp - 128 - 8,
+		      "rsp %#" PRIx64 " intrudes on the red zone of %#" PRIx64, g[X_RSP], osp);
+		CHECK(x86->get_sp(g) == fr, "get_sp after prep_call");
+		CHECK(c.slot_addr == fr, "slot_addr %#" PRIx64 ", want frame %#" PRIx64,
+		      c.slot_addr, fr);
+		CHECK(c.slot_val == TRAMP, "slot_val %#" PRIx64 ", want ret_addr", c.slot_val);
 	}
 	end();
 }
@@ -253,24 +511,25 @@ static void x86_prep_call_too_many(void)
 	begin("x86_64.prep_call.too_many_args");
 	fill(g, GWORDS);
 	memcpy(orig, g, sizeof(g));
-	call_init(&c, SP, x86->max_args + 1);
+	call_init(&c, x86->frame_place(SP, 3300), x86->max_args + 1);
 	CHECK(x86->prep_call(g, &c, &err) == -1, "7 args accepted");
 	CHECK(err.code == HC_E_ARGS, "code %s, want HC_E_ARGS", hc_err_name(err.code));
 	CHECK(err.msg[0], "empty message");
 	CHECK(!strcmp(err.hint, hc_err_default_hint(HC_E_ARGS)), "hint '%s'", err.hint);
 	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
+	CHECK(c.slot_addr == 0xdead && c.slot_val == 0xbeef, "slot written on failure");
 
 	/* the first error wins */
 	memset(&err, 0, sizeof(err));
 	err.code = HC_E_PERM;
 	snprintf(err.msg, sizeof(err.msg), "earlier");
-	call_init(&c, SP, HC_ARCH_MAX_ARGS);
+	call_init(&c, x86->frame_place(SP, 3300), HC_ARCH_MAX_ARGS);
 	CHECK(x86->prep_call(g, &c, &err) == -1, "8 args accepted");
 	CHECK(err.code == HC_E_PERM && !strcmp(err.msg, "earlier"), "earlier error overwritten");
 
 	/* a NULL err is allowed by err_set() */
-	call_init(&c, SP, HC_ARCH_MAX_ARGS);
 	CHECK(x86->prep_call(g, &c, NULL) == -1, "8 args accepted with err == NULL");
+	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
 	end();
 }
 
@@ -279,22 +538,41 @@ static void x86_prep_syscall(void)
 	uint64_t g[GWORDS], orig[GWORDS];
 	static const int argreg[] = { X_RDI, X_RSI, X_RDX, X_R10, X_R8, X_R9 };
 	static const int touched[] = { X_RDI, X_RSI, X_RDX, X_R10, X_R8, X_R9, X_RAX,
-				       X_RIP, X_EFLAGS, X_ORIG_RAX };
-	const uint64_t args[6] = { 0, 4096, 3, 0x22, (uint64_t)-1, 0 };
+				       X_RIP, X_RSP, X_EFLAGS, X_ORIG_RAX };
+	const uint64_t frame = x86->frame_place(SP, 3300);
+	struct hc_call c;
 	int d;
 
 	begin("x86_64.prep_syscall");
 	fill(g, GWORDS);
+	g[X_ORIG_RAX] = 0;
+	g[X_EFLAGS] = 0x246 | X_TF | X_DF;
 	memcpy(orig, g, sizeof(g));
-	x86->prep_syscall(g, TRAP + 0x10, x86->nr_mmap, args, 6);
+	sys_init(&c, frame, x86->nr_mmap);
+	x86->prep_syscall(g, &c);
 	CHECK(g[X_RAX] == 9, "rax %#" PRIx64 ", want __NR_mmap", g[X_RAX]);
-	CHECK(g[X_RIP] == TRAP + 0x10, "rip %#" PRIx64, g[X_RIP]);
+	CHECK(g[X_RIP] == GADGET, "rip %#" PRIx64 ", want the gadget", g[X_RIP]);
 	for (unsigned int i = 0; i < 6; i++)
-		CHECK(g[argreg[i]] == args[i], "arg %u", i);
-	CHECK(g[X_RSP] == orig[X_RSP], "rsp changed");
+		CHECK(g[argreg[i]] == c.args[i], "arg %u", i);
+	CHECK(g[X_RSP] == frame, "rsp %#" PRIx64 ", want the frame %#" PRIx64, g[X_RSP], frame);
+	/* "ret" after the syscall pops the restorer from the frame's pretcode */
+	CHECK(c.slot_addr == frame && c.slot_val == RESTORER,
+	      "slot (%#" PRIx64 ", %#" PRIx64 "), want (frame, restorer)", c.slot_addr,
+	      c.slot_val);
+	CHECK(g[X_ORIG_RAX] == UINT64_MAX, "orig_rax %#" PRIx64 ", want -1", g[X_ORIG_RAX]);
+	CHECK(!(g[X_EFLAGS] & (X_TF | X_DF)), "eflags %#" PRIx64 ": TF/DF kept", g[X_EFLAGS]);
 	CHECK(g[X_RCX] == orig[X_RCX], "rcx used for a syscall argument (must be r10)");
-	d = first_diff(g, orig, GWORDS, touched, sizeof(touched) / sizeof(touched[0]));
+	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
 	CHECK(d < 0, "word %d changed", d);
+
+	/* fewer arguments: the rest are left alone */
+	memcpy(g, orig, sizeof(g));
+	sys_init(&c, frame, x86->nr_munmap);
+	c.nargs = 2;
+	x86->prep_syscall(g, &c);
+	CHECK(g[X_RAX] == 11 && g[X_RDI] == c.args[0] && g[X_RSI] == c.args[1], "munmap");
+	CHECK(g[X_RDX] == orig[X_RDX] && g[X_R10] == orig[X_R10] && g[X_R9] == orig[X_R9],
+	      "unused syscall arg regs changed");
 
 	/* the result as the kernel leaves it */
 	g[X_RAX] = (uint64_t)-12; /* -ENOMEM */
@@ -304,47 +582,43 @@ static void x86_prep_syscall(void)
 	end();
 }
 
+static void x86_prep_restore(void)
+{
+	uint64_t g[GWORDS], orig[GWORDS];
+	static const int touched[] = { X_RIP, X_RSP, X_EFLAGS, X_ORIG_RAX };
+	const uint64_t frame = x86->frame_place(SP, 3300);
+	int d;
+
+	begin("x86_64.prep_restore");
+	fill(g, GWORDS);
+	g[X_ORIG_RAX] = 0;
+	g[X_RAX] = (uint64_t)-512; /* must not be restarted at the restorer */
+	memcpy(orig, g, sizeof(g));
+	x86->prep_restore(g, RESTORER, frame);
+	CHECK(g[X_RIP] == RESTORER, "rip %#" PRIx64 ", want the restorer", g[X_RIP]);
+	/* rt_sigreturn reads the frame at rsp - 8, past the popped pretcode */
+	CHECK(g[X_RSP] == frame + 8, "rsp %#" PRIx64 ", want frame + 8 = %#" PRIx64, g[X_RSP],
+	      frame + 8);
+	CHECK(g[X_ORIG_RAX] == UINT64_MAX, "orig_rax %#" PRIx64 ", want -1", g[X_ORIG_RAX]);
+	CHECK(!(g[X_EFLAGS] & (X_TF | X_DF)), "eflags %#" PRIx64 ": TF/DF kept", g[X_EFLAGS]);
+	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
+	CHECK(d < 0, "word %d changed", d);
+	end();
+}
+
 static void x86_get_ret(void)
 {
 	uint64_t g[GWORDS];
 
 	begin("x86_64.get_ret");
 	fill(g, GWORDS);
-	g[X_RAX] = 0x1122334455667788ull;
-	CHECK(x86->get_ret(g) == 0x1122334455667788ull, "get_ret %#" PRIx64, x86->get_ret(g));
-	g[X_RAX] = (uint64_t)-1;
+	/* at ret_tramp's rt_sigreturn stop: result in rdi, rax = 15 */
+	g[X_RDI] = 0x1122334455667788ull;
+	g[X_RAX] = 15;
+	CHECK(x86->get_ret(g) == 0x1122334455667788ull, "get_ret %#" PRIx64 ", want rdi",
+	      x86->get_ret(g));
+	g[X_RDI] = (uint64_t)-1;
 	CHECK(x86->get_ret(g) == UINT64_MAX, "get_ret(-1)");
-	end();
-}
-
-static void x86_stopped_at_trap(void)
-{
-	uint64_t g[GWORDS];
-	siginfo_t si;
-
-	begin("x86_64.stopped_at_trap");
-	fill(g, GWORDS);
-	/* int3 traps with rip after the instruction, si_code SI_KERNEL */
-	g[X_RIP] = TRAP + 1;
-	siginfo(&si, SIGTRAP, 0x80);
-	CHECK(x86->stopped_at_trap(g, &si, TRAP), "our int3 not recognised");
-
-	g[X_RIP] = TRAP;
-	CHECK(!x86->stopped_at_trap(g, &si, TRAP), "rip == trap accepted");
-	g[X_RIP] = TRAP + 2;
-	CHECK(!x86->stopped_at_trap(g, &si, TRAP), "rip == trap + 2 accepted");
-	g[X_RIP] = FN;
-	CHECK(!x86->stopped_at_trap(g, &si, TRAP), "unrelated rip accepted");
-
-	g[X_RIP] = TRAP + 1;
-	siginfo(&si, SIGSEGV, 0x80);
-	CHECK(!x86->stopped_at_trap(g, &si, TRAP), "SIGSEGV accepted");
-	siginfo(&si, SIGTRAP, 1); /* TRAP_BRKPT: a hardware breakpoint, not int3 */
-	CHECK(!x86->stopped_at_trap(g, &si, TRAP), "TRAP_BRKPT accepted");
-	siginfo(&si, SIGTRAP, 0); /* SI_USER: kill(SIGTRAP) from someone */
-	CHECK(!x86->stopped_at_trap(g, &si, TRAP), "SI_USER accepted");
-	siginfo(&si, SIGTRAP, 2); /* TRAP_TRACE: single-step */
-	CHECK(!x86->stopped_at_trap(g, &si, TRAP), "TRAP_TRACE accepted");
 	end();
 }
 
@@ -369,42 +643,465 @@ static void x86_no_restart(void)
 	end();
 }
 
-/* XSAVE standard format (Intel SDM vol. 1, 13.4) */
-#define XS_FCW		0
-#define XS_FSW		2
-#define XS_FTW		4	/* abridged tag: one bit per register, 0 = empty */
-#define XS_MXCSR	24
-#define XS_MXCSR_MASK	28
-#define XS_SW		464	/* software-reserved: the kernel's xstate info */
-#define XS_XSTATE_BV	512
-
-static uint16_t rd16(const uint8_t *p)
+static void x86_undo_stop_eintr(void)
 {
-	uint16_t v;
+	/* signal(7): fail with EINTR after a stop, even without a handler */
+	static const long nrs[] = { 232 /* epoll_wait */, 281 /* epoll_pwait */,
+				    441 /* epoll_pwait2 */, 65 /* semop */,
+				    220 /* semtimedop */, 128 /* rt_sigtimedwait */,
+				    208 /* io_getevents */, 333 /* io_pgetevents */ };
+	static const int touched[] = { X_RAX, X_RIP, X_ORIG_RAX };
+	static const struct {
+		long nr;
+		int64_t rax;
+	} keep[] = {
+		{ 0, -4 },      /* read: restarted by the kernel itself, never EINTR here */
+		{ 35, -4 },     /* nanosleep */
+		{ 232, -512 },  /* epoll_wait, -ERESTARTSYS: the kernel restarts it */
+		{ 232, -514 },  /* -ERESTARTNOHAND */
+		{ 232, -11 },   /* -EAGAIN */
+		{ 232, 3 },     /* three events */
+		{ 232, 0 },     /* timeout */
+		{ -1, -4 },     /* not in a syscall */
+	};
+	uint64_t g[GWORDS], orig[GWORDS];
+	const uint64_t rip = 0x00007f00aaaa0102ull; /* just after the syscall */
+	int d;
 
-	memcpy(&v, p, sizeof(v));
-	return v;
+	begin("x86_64.undo_stop_eintr");
+	for (unsigned int i = 0; i < ARRAY_SIZE(nrs); i++) {
+		fill(g, GWORDS);
+		g[X_ORIG_RAX] = (uint64_t)nrs[i];
+		g[X_RAX] = (uint64_t)-4; /* -EINTR */
+		g[X_RIP] = rip;
+		memcpy(orig, g, sizeof(g));
+		CHECK(x86->undo_stop_eintr(g), "syscall %ld with -EINTR not undone", nrs[i]);
+		CHECK(g[X_RAX] == (uint64_t)nrs[i],
+		      "syscall %ld: rax %#" PRIx64 ", want the number", nrs[i], g[X_RAX]);
+		CHECK(g[X_RIP] == rip - 2, "syscall %ld: rip %#" PRIx64 ", want rip - 2", nrs[i],
+		      g[X_RIP]);
+		CHECK(g[X_ORIG_RAX] == UINT64_MAX, "syscall %ld: orig_rax %#" PRIx64 ", want -1",
+		      nrs[i], g[X_ORIG_RAX]);
+		d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
+		CHECK(d < 0, "syscall %ld: word %d changed", nrs[i], d);
+	}
+	for (unsigned int i = 0; i < ARRAY_SIZE(keep); i++) {
+		fill(g, GWORDS);
+		g[X_ORIG_RAX] = (uint64_t)keep[i].nr;
+		g[X_RAX] = (uint64_t)keep[i].rax;
+		g[X_RIP] = rip;
+		memcpy(orig, g, sizeof(g));
+		CHECK(!x86->undo_stop_eintr(g), "syscall %ld returning %" PRId64 " undone",
+		      keep[i].nr, keep[i].rax);
+		CHECK(!memcmp(g, orig, sizeof(g)),
+		      "syscall %ld returning %" PRId64 ": image changed", keep[i].nr, keep[i].rax);
+	}
+	end();
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
+/* A thread's saved state, as call.c hands it to sigframe_build(). */
+struct x86_state {
+	uint64_t g[GWORDS];
+	uint8_t xs[XS_BIG];
+	struct hc_regset rs;
+	struct hc_sigframe f;
+};
 
-	memcpy(&v, p, sizeof(v));
-	return v;
+static void x86_state_init(struct x86_state *s, size_t xlen, uint64_t bv)
+{
+	fill(s->g, GWORDS);
+	s->g[X_CS] = 0x33;
+	s->g[X_SS] = 0x2b;
+	s->g[X_EFLAGS] = 0x246;
+	s->g[X_ORIG_RAX] = (uint64_t)-1;
+	s->g[X_RAX] = 0x0123456789abcdefull;
+	for (size_t i = 0; i < sizeof(s->xs); i++)
+		s->xs[i] = (uint8_t)(i * 11 + 5);
+	memset(s->xs + XS_XSTATE_BV, 0, 64); /* XSTATE_BV, XCOMP_BV (standard format) */
+	wr64(s->xs + XS_XSTATE_BV, bv);
+	s->rs.nt = NT_X86_XSTATE_;
+	s->rs.buf = s->xs;
+	s->rs.len = xlen;
+	memset(&s->f, 0, sizeof(s->f));
+	s->f.gregs = s->g;
+	s->f.extra = &s->rs;
+	s->f.nextra = 1;
+	s->f.mask = MASK;
 }
 
-static uint64_t rd64(const uint8_t *p)
+/* Size and place the frame below sp as call.c does; returns its length. */
+static size_t x86_state_place(struct x86_state *s, uint64_t sp)
 {
-	uint64_t v;
+	size_t len;
 
-	memcpy(&v, p, sizeof(v));
-	return v;
+	s->f.raddr = 0;
+	len = x86->sigframe_len(&s->f);
+	s->f.raddr = x86->frame_place(sp, len);
+	return len;
 }
 
-static void wr64(uint8_t *p, uint64_t v)
+/* End of XSAVE component i in the standard format, or 0 if the CPU lacks it. */
+static size_t xfeature_end(unsigned int i)
 {
-	memcpy(p, &v, sizeof(v));
+#if defined(__x86_64__)
+	unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+
+	if (__get_cpuid_max(0, NULL) < 0xd)
+		return 0;
+	__cpuid_count(0xd, i, eax, ebx, ecx, edx);
+	(void)ecx;
+	(void)edx;
+	return eax ? (size_t)ebx + eax : 0;
+#else
+	(void)i;
+	return 0;
+#endif
+}
+
+/* The XSAVE size the frame must carry: every component in use, capped by the image. */
+static size_t xsave_want(uint64_t bv, size_t have)
+{
+#if defined(__x86_64__)
+	size_t want = XS_MIN;
+
+	for (unsigned int i = 2; i < 63; i++)
+		if ((bv & (1ull << i)) && xfeature_end(i) > want)
+			want = xfeature_end(i);
+	return want < have ? want : have;
+#else
+	(void)bv;
+	return have; /* no CPUID to ask: the whole image */
+#endif
+}
+
+static void x86_sigframe_layout(void)
+{
+	static struct x86_state s;
+	uint64_t gcopy[GWORDS];
+	struct hc_err err = { 0 };
+	size_t len;
+	uint8_t *out;
+	const uint8_t *sc;
+
+	begin("x86_64.sigframe.layout");
+	x86_state_init(&s, XS_BIG, 0x7);
+	len = x86_state_place(&s, SP + 0x38);
+	memcpy(gcopy, s.g, sizeof(gcopy));
+	out = frame_buf(len);
+	CHECK(len >= XF_END + XS_MIN + 4, "sigframe_len %zu too small for any frame", len);
+	CHECK(len < XF_END + 64 + XS_BIG + 4 + 4096, "sigframe_len %zu implausibly large", len);
+	CHECK(x86->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build failed: %s",
+	      err.msg);
+	CHECK(err.code == HC_OK, "err set on success");
+	CHECK(all_byte(out + len, CANARY, POISON), "wrote past outlen");
+	CHECK(!memcmp(s.g, gcopy, sizeof(gcopy)), "gregs changed");
+
+	/* pretcode: call.c writes the return address there, via the slot */
+	CHECK(rd64(out + XF_PRETCODE) == 0, "pretcode %#" PRIx64 ", want 0",
+	      rd64(out + XF_PRETCODE));
+	CHECK(rd64(out + XF_UC_FLAGS) ==
+		      (UC_FP_XSTATE_ | UC_SIGCONTEXT_SS_ | UC_STRICT_RESTORE_SS_),
+	      "uc_flags %#" PRIx64 ", want 7", rd64(out + XF_UC_FLAGS));
+	CHECK(rd64(out + XF_UC_LINK) == 0, "uc_link %#" PRIx64, rd64(out + XF_UC_LINK));
+	/* neither 0, SS_ONSTACK nor SS_DISABLE: rt_sigreturn keeps the sigaltstack */
+	CHECK(rd32s(out + XF_SS_FLAGS) == 3, "uc_stack.ss_flags %d, want 3 (invalid)",
+	      rd32s(out + XF_SS_FLAGS));
+	CHECK(rd64(out + XF_SS_SP) == 0 && rd64(out + XF_SS_SIZE) == 0, "uc_stack sp/size set");
+
+	sc = out + XF_SC;
+	for (unsigned int i = 0; i < ARRAY_SIZE(sc_order); i++)
+		CHECK(rd64(sc + 8 * i) == s.g[sc_order[i]],
+		      "sigcontext word %u is %#" PRIx64 ", want gregs word %d (%#" PRIx64 ")", i,
+		      rd64(sc + 8 * i), sc_order[i], s.g[sc_order[i]]);
+	CHECK(rd16(sc + SC_CS) == 0x33, "cs %#x", rd16(sc + SC_CS));
+	CHECK(rd16(sc + SC_SS) == 0x2b, "ss %#x (UC_SIGCONTEXT_SS)", rd16(sc + SC_SS));
+	CHECK(rd64(sc + SC_ERR) == 0 && rd64(sc + SC_TRAPNO) == 0 && rd64(sc + SC_OLDMASK) == 0 &&
+		      rd64(sc + SC_CR2) == 0,
+	      "err/trapno/oldmask/cr2 not zero");
+	CHECK(all_zero(sc + SC_RESERVED, SC_SIZE - SC_RESERVED), "sigcontext reserved1 not zero");
+	CHECK(rd64(sc + SC_FPSTATE) != 0, "no fpstate pointer");
+
+	CHECK(rd64(out + XF_MASK) == MASK, "uc_sigmask %#" PRIx64 ", want %#" PRIx64,
+	      rd64(out + XF_MASK), (uint64_t)MASK);
+	CHECK(rd64(out + x86->sigframe_mask_off) == MASK, "mask not at sigframe_mask_off");
+	CHECK(all_zero(out + XF_INFO, XF_END - XF_INFO), "siginfo not zero");
+	free(out);
+
+	/* a different mask lands at the same place */
+	x86_state_init(&s, XS_BIG, 0x7);
+	s.f.mask = 0;
+	len = x86_state_place(&s, SP);
+	out = frame_buf(len);
+	CHECK(x86->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build(mask 0) failed");
+	CHECK(rd64(out + XF_MASK) == 0, "uc_sigmask %#" PRIx64 ", want 0", rd64(out + XF_MASK));
+	free(out);
+	end();
+}
+
+/* One frame from an xlen-byte XSAVE image with XSTATE_BV = bv, below sp. */
+static void x86_xstate_case(size_t xlen, uint64_t bv, uint64_t sp)
+{
+	static struct x86_state s;
+	struct hc_err err = { 0 };
+	uint64_t fp, fpoff, feat;
+	uint32_t xsize, ext;
+	size_t len, want;
+	const uint8_t *xo;
+	uint8_t *out;
+
+	x86_state_init(&s, xlen, bv);
+	len = x86_state_place(&s, sp);
+	out = frame_buf(len);
+	if (x86->sigframe_build(&s.f, out, len, &err) < 0) {
+		CHECK(0, "sigframe_build(xlen %zu, bv %#" PRIx64 ") failed: %s", xlen, bv, err.msg);
+		goto out;
+	}
+	CHECK(rd64(out + XF_UC_FLAGS) & UC_FP_XSTATE_, "UC_FP_XSTATE missing");
+	fp = rd64(out + XF_SC + SC_FPSTATE);
+	fpoff = fp - s.f.raddr;
+	CHECK(fp % 64 == 0, "fpstate %#" PRIx64 " not 64-byte aligned (XRSTOR faults)", fp);
+	if (fp < s.f.raddr + XF_END || fpoff + XS_MIN + 4 > len) {
+		CHECK(0, "fpstate at frame + %" PRIu64 ", outside [%d, %zu)", fpoff, XF_END, len);
+		goto out;
+	}
+	xo = out + fpoff;
+	xsize = rd32(xo + XS_SW + SW_XSTATE_SIZE);
+	ext = rd32(xo + XS_SW + SW_EXT_SIZE);
+	feat = rd64(xo + XS_SW + SW_XFEATURES);
+	want = xsave_want(bv, xlen);
+	CHECK(rd32(xo + XS_SW + SW_MAGIC1) == FP_XSTATE_MAGIC1_, "magic1 %#x",
+	      rd32(xo + XS_SW + SW_MAGIC1));
+	CHECK(xsize == want, "xstate_size %u, want %zu (xlen %zu, bv %#" PRIx64 ")", xsize, want,
+	      xlen, bv);
+	CHECK(ext == xsize + 4, "extended_size %u, want xstate_size + 4 = %u", ext, xsize + 4);
+	CHECK((feat & (bv | 3)) == (bv | 3), "xfeatures %#" PRIx64 " lacks %#" PRIx64, feat,
+	      bv | 3);
+	if (xsize < XS_MIN || xsize > xlen || fpoff + xsize + 4 > len) {
+		CHECK(0, "XSAVE image (%" PRIu64 " + %u + 4) outside a %zu-byte frame of xlen %zu",
+		      fpoff, xsize, len, xlen);
+		goto out;
+	}
+	CHECK(rd32(xo + xsize) == FP_XSTATE_MAGIC2_, "magic2 %#x at fpstate + %u",
+	      rd32(xo + xsize), xsize);
+	/* the image itself, except the software bytes the kernel reads */
+	CHECK(!memcmp(xo, s.xs, XS_SW), "legacy area not copied");
+	CHECK(!memcmp(xo + XS_XSTATE_BV, s.xs + XS_XSTATE_BV, xsize - XS_XSTATE_BV),
+	      "XSAVE header/components not copied");
+	CHECK(all_byte(out + len, CANARY, POISON), "wrote past outlen");
+out:
+	free(out);
+}
+
+static void x86_sigframe_xstate(void)
+{
+	static const size_t xlens[] = { XS_SMALL, XS_BIG };
+	/* x87+SSE; +AVX; +AVX-512 and PKRU */
+	static const uint64_t bvs[] = { 0x3, 0x7, 0x2e7 };
+
+	begin("x86_64.sigframe.xstate");
+	for (unsigned int li = 0; li < ARRAY_SIZE(xlens); li++) {
+		for (unsigned int bi = 0; bi < ARRAY_SIZE(bvs); bi++) {
+			/* frame % 16 == 8: the frame's end moves across 64-byte boundaries */
+			for (uint64_t off = 0; off < 128; off += 16)
+				x86_xstate_case(xlens[li], bvs[bi], SP + off);
+		}
+	}
+	end();
+}
+
+static void x86_sigframe_restart(void)
+{
+	/* -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK */
+	static const int64_t restart[] = { -512, -513, -514, -516 };
+	static struct x86_state s;
+	const uint64_t rip = 0x00007f00bbbb0202ull; /* just after the syscall */
+	struct hc_err err = { 0 };
+	size_t len;
+	uint8_t *out;
+
+	begin("x86_64.sigframe.restart");
+	x86_state_init(&s, XS_BIG, 0x7);
+	len = x86_state_place(&s, SP);
+	out = frame_buf(len);
+	for (unsigned int i = 0; i < ARRAY_SIZE(restart); i++) {
+		s.g[X_ORIG_RAX] = 0; /* read */
+		s.g[X_RAX] = (uint64_t)restart[i];
+		s.g[X_RIP] = rip;
+		CHECK(x86->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build failed");
+		CHECK(rd64(out + XF_SC + SC_RIP) == rip - 2,
+		      "rax %" PRId64 ": frame rip %#" PRIx64 ", want rip - 2", restart[i],
+		      rd64(out + XF_SC + SC_RIP));
+		CHECK(rd64(out + XF_SC + SC_RAX) == 0,
+		      "rax %" PRId64 ": frame rax %#" PRIx64 ", want orig_rax 0", restart[i],
+		      rd64(out + XF_SC + SC_RAX));
+		/* gregs themselves untouched */
+		CHECK(s.g[X_RIP] == rip && s.g[X_RAX] == (uint64_t)restart[i], "gregs changed");
+	}
+	/* another syscall number, to tell rax = orig_rax from rax = 0 */
+	s.g[X_ORIG_RAX] = 232; /* epoll_wait */
+	s.g[X_RAX] = (uint64_t)-514;
+	CHECK(x86->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build failed");
+	CHECK(rd64(out + XF_SC + SC_RAX) == 232, "frame rax %" PRIu64 ", want 232",
+	      rd64(out + XF_SC + SC_RAX));
+
+	/* not a restart: registers as they are */
+	s.g[X_ORIG_RAX] = 0;
+	s.g[X_RAX] = (uint64_t)-4; /* -EINTR */
+	CHECK(x86->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build failed");
+	CHECK(rd64(out + XF_SC + SC_RIP) == rip && rd64(out + XF_SC + SC_RAX) == (uint64_t)-4,
+	      "-EINTR: rip %#" PRIx64 " rax %#" PRIx64 ", want them unchanged",
+	      rd64(out + XF_SC + SC_RIP), rd64(out + XF_SC + SC_RAX));
+	s.g[X_RAX] = 5; /* read returned 5 bytes */
+	CHECK(x86->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build failed");
+	CHECK(rd64(out + XF_SC + SC_RIP) == rip && rd64(out + XF_SC + SC_RAX) == 5,
+	      "success: registers changed");
+	s.g[X_ORIG_RAX] = (uint64_t)-1; /* not in a syscall: rax is just a register */
+	s.g[X_RAX] = (uint64_t)-512;
+	CHECK(x86->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build failed");
+	CHECK(rd64(out + XF_SC + SC_RIP) == rip && rd64(out + XF_SC + SC_RAX) == (uint64_t)-512,
+	      "orig_rax -1: rip %#" PRIx64 " rax %#" PRIx64 ", want them unchanged",
+	      rd64(out + XF_SC + SC_RIP), rd64(out + XF_SC + SC_RAX));
+	free(out);
+	end();
+}
+
+static void x86_skip_syscall(void)
+{
+	uint64_t g[GWORDS], orig[GWORDS];
+	static const int touched[] = { X_ORIG_RAX };
+	int d;
+
+	begin("x86_64.skip_syscall");
+	/* at ret_tramp's rt_sigreturn entry stop */
+	fill(g, GWORDS);
+	g[X_ORIG_RAX] = 15;
+	g[X_RAX] = (uint64_t)-38; /* -ENOSYS, as at every syscall-entry stop */
+	memcpy(orig, g, sizeof(g));
+	x86->skip_syscall(g);
+	CHECK(g[X_ORIG_RAX] == UINT64_MAX, "orig_rax %#" PRIx64 ", want -1", g[X_ORIG_RAX]);
+	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
+	CHECK(d < 0, "word %d changed", d);
+	end();
+}
+
+static void x86_restart_now(void)
+{
+	/* -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK */
+	static const int64_t restart[] = { -512, -513, -514, -516 };
+	static const struct {
+		long nr;
+		int64_t rax;
+	} keep[] = {
+		{ 0, -4 },     /* -EINTR: reported, not restarted */
+		{ 0, 5 },      /* read returned 5 */
+		{ 35, 0 },     /* nanosleep done */
+		{ -1, -512 },  /* not in a syscall: rax is just a register */
+	};
+	static const int touched[] = { X_RAX, X_RIP, X_ORIG_RAX };
+	static struct x86_state s;
+	const uint64_t rip = 0x00007f00cccc0302ull;
+	uint64_t g[GWORDS], orig[GWORDS];
+	size_t len;
+	uint8_t *out;
+	int d;
+
+	begin("x86_64.restart_now");
+	x86_state_init(&s, XS_BIG, 0x7);
+	len = x86_state_place(&s, SP);
+	out = frame_buf(len);
+	for (unsigned int i = 0; i < ARRAY_SIZE(restart); i++) {
+		fill(g, GWORDS);
+		g[X_ORIG_RAX] = 35; /* nanosleep */
+		g[X_RAX] = (uint64_t)restart[i];
+		g[X_RIP] = rip;
+		memcpy(orig, g, sizeof(g));
+		x86->restart_now(g);
+		/* -516 too: the restart block may be gone, so the syscall itself runs again */
+		CHECK(g[X_RAX] == 35, "rax %" PRId64 ": rax %#" PRIx64 ", want orig_rax",
+		      restart[i], g[X_RAX]);
+		CHECK(g[X_RIP] == rip - 2, "rax %" PRId64 ": rip %#" PRIx64 ", want rip - 2",
+		      restart[i], g[X_RIP]);
+		CHECK(g[X_ORIG_RAX] == UINT64_MAX,
+		      "rax %" PRId64 ": orig_rax %#" PRIx64 ", want -1 (decided once)", restart[i],
+		      g[X_ORIG_RAX]);
+		d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
+		CHECK(d < 0, "rax %" PRId64 ": word %d changed", restart[i], d);
+		/* deciding twice must not rewind twice */
+		memcpy(orig, g, sizeof(g));
+		x86->restart_now(g);
+		CHECK(!memcmp(g, orig, sizeof(g)), "rax %" PRId64 ": second call changed the image",
+		      restart[i]);
+
+		/* sigframe_build makes the same decision */
+		memcpy(s.g, orig, sizeof(s.g));
+		s.g[X_ORIG_RAX] = 35;
+		s.g[X_RAX] = (uint64_t)restart[i];
+		s.g[X_RIP] = rip;
+		CHECK(x86->sigframe_build(&s.f, out, len, NULL) == 0, "sigframe_build failed");
+		CHECK(rd64(out + XF_SC + SC_RAX) == g[X_RAX] &&
+			      rd64(out + XF_SC + SC_RIP) == g[X_RIP],
+		      "rax %" PRId64 ": sigframe_build and restart_now disagree", restart[i]);
+	}
+	for (unsigned int i = 0; i < ARRAY_SIZE(keep); i++) {
+		fill(g, GWORDS);
+		g[X_ORIG_RAX] = (uint64_t)keep[i].nr;
+		g[X_RAX] = (uint64_t)keep[i].rax;
+		g[X_RIP] = rip;
+		memcpy(orig, g, sizeof(g));
+		x86->restart_now(g);
+		CHECK(!memcmp(g, orig, sizeof(g)),
+		      "syscall %ld returning %" PRId64 ": image changed", keep[i].nr, keep[i].rax);
+	}
+	free(out);
+	end();
+}
+
+static void x86_sigframe_errors(void)
+{
+	static struct x86_state s;
+	struct hc_regset fprs = { NT_PRFPREG_, NULL, 512 };
+	struct hc_err err = { 0 };
+	size_t len, need;
+	uint64_t fpoff;
+	uint8_t *out;
+
+	begin("x86_64.sigframe.errors");
+	x86_state_init(&s, XS_BIG, 0x7);
+	len = x86_state_place(&s, SP);
+	out = frame_buf(len);
+
+	/* the exact size needed: fpstate offset + xstate_size + magic2 */
+	CHECK(x86->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build failed");
+	fpoff = rd64(out + XF_SC + SC_FPSTATE) - s.f.raddr;
+	need = (size_t)fpoff + rd32(out + fpoff + XS_SW + SW_XSTATE_SIZE) + 4;
+	CHECK(need <= len, "needs %zu bytes, sigframe_len says %zu", need, len);
+	memset(out, POISON, len + CANARY);
+	CHECK(x86->sigframe_build(&s.f, out, need, &err) == 0, "exact size %zu refused", need);
+	CHECK(all_byte(out + need, len + CANARY - need, POISON), "wrote past %zu bytes", need);
+
+	memset(out, POISON, len + CANARY);
+	memset(&err, 0, sizeof(err));
+	CHECK(x86->sigframe_build(&s.f, out, need - 1, &err) == -1, "%zu bytes accepted",
+	      need - 1);
+	CHECK(err.code != HC_OK && err.msg[0], "no error recorded for a short buffer");
+	CHECK(all_byte(out, len + CANARY, POISON), "short buffer written to");
+	CHECK(x86->sigframe_build(&s.f, out, XF_END, NULL) == -1, "%d bytes accepted", XF_END);
+
+	/* no XSTATE: rt_sigreturn would load a garbage FPU */
+	s.f.nextra = 0;
+	memset(&err, 0, sizeof(err));
+	CHECK(x86->sigframe_build(&s.f, out, len, &err) == -1, "no regsets accepted");
+	CHECK(err.code != HC_OK && err.msg[0], "no error recorded without XSTATE");
+	fprs.buf = s.xs;
+	s.f.extra = &fprs;
+	s.f.nextra = 1;
+	CHECK(x86->sigframe_build(&s.f, out, len, NULL) == -1, "NT_PRFPREG taken for XSTATE");
+	s.f.extra = &s.rs;
+	s.rs.len = 512; /* FXSAVE area only, no XSAVE header */
+	CHECK(x86->sigframe_build(&s.f, out, len, NULL) == -1, "512-byte XSTATE accepted");
+	CHECK(all_byte(out, len + CANARY, POISON), "buffer written to on failure");
+	free(out);
+	end();
 }
 
 static void x86_call_fpstate(void)
@@ -425,7 +1122,7 @@ static void x86_call_fpstate(void)
 	wr64(xs + XS_XSTATE_BV, 0x2e7);
 	memcpy(orig, xs, sizeof(xs));
 
-	CHECK(x86->call_fpstate(0x202, xs, sizeof(xs)), "NT_X86_XSTATE not handled");
+	CHECK(x86->call_fpstate(NT_X86_XSTATE_, xs, sizeof(xs)), "NT_X86_XSTATE not handled");
 	CHECK(rd16(xs + XS_FCW) == 0x037f, "FCW %#x, want 0x037f", rd16(xs + XS_FCW));
 	CHECK(rd32(xs + XS_MXCSR) == 0x1f80, "MXCSR %#x, want 0x1f80", rd32(xs + XS_MXCSR));
 	CHECK(xs[XS_FTW] == 0, "abridged tag word %#x, want 0 (all empty)", xs[XS_FTW]);
@@ -445,8 +1142,9 @@ static void x86_call_fpstate(void)
 
 	/* not ours: untouched */
 	memcpy(xs, orig, sizeof(xs));
-	CHECK(!x86->call_fpstate(2 /* NT_PRFPREG */, xs, sizeof(xs)), "NT_PRFPREG accepted");
-	CHECK(!x86->call_fpstate(0x202, xs, 512), "512-byte buffer (no XSAVE header) accepted");
+	CHECK(!x86->call_fpstate(NT_PRFPREG_, xs, sizeof(xs)), "NT_PRFPREG accepted");
+	CHECK(!x86->call_fpstate(NT_X86_XSTATE_, xs, 512),
+	      "512-byte buffer (no XSAVE header) accepted");
 	CHECK(!memcmp(xs, orig, sizeof(xs)), "buffer changed when refused");
 	end();
 }
@@ -475,39 +1173,181 @@ static void x86_dump_regs(void)
 	end();
 }
 
+/*
+ * The test's own offsets against the host's uapi headers.  The kernel's
+ * struct rt_sigframe is not exported; it is mirrored from
+ * arch/x86/include/asm/sigframe.h with the exported parts.
+ */
+static void x86_sigframe_uapi(void)
+{
+#if defined(__x86_64__)
+	struct k_rt_sigframe {
+		char *pretcode;
+		struct ucontext uc; /* <asm/ucontext.h>: the kernel's, not glibc's ucontext_t */
+		siginfo_t info;
+	};
+	static const size_t sc_off[] = {
+		offsetof(struct sigcontext, r8),  offsetof(struct sigcontext, r9),
+		offsetof(struct sigcontext, r10), offsetof(struct sigcontext, r11),
+		offsetof(struct sigcontext, r12), offsetof(struct sigcontext, r13),
+		offsetof(struct sigcontext, r14), offsetof(struct sigcontext, r15),
+		offsetof(struct sigcontext, rdi), offsetof(struct sigcontext, rsi),
+		offsetof(struct sigcontext, rbp), offsetof(struct sigcontext, rbx),
+		offsetof(struct sigcontext, rdx), offsetof(struct sigcontext, rax),
+		offsetof(struct sigcontext, rcx), offsetof(struct sigcontext, rsp),
+		offsetof(struct sigcontext, rip), offsetof(struct sigcontext, eflags),
+	};
+
+	begin("x86_64.sigframe.uapi");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_flags) == XF_UC_FLAGS, "uc_flags");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_link) == XF_UC_LINK, "uc_link");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_stack.ss_sp) == XF_SS_SP, "ss_sp");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_stack.ss_flags) == XF_SS_FLAGS, "ss_flags");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_stack.ss_size) == XF_SS_SIZE, "ss_size");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_mcontext) == XF_SC, "uc_mcontext");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_sigmask) == XF_MASK, "uc_sigmask");
+	/* the kernel's sigset_t is one word; glibc's is 128 bytes */
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_sigmask) + 8 == XF_INFO, "siginfo");
+	CHECK(XF_INFO + sizeof(siginfo_t) == XF_END, "siginfo size %zu", sizeof(siginfo_t));
+	CHECK(sizeof(struct sigcontext) == SC_SIZE, "sizeof(struct sigcontext) %zu",
+	      sizeof(struct sigcontext));
+	for (unsigned int i = 0; i < ARRAY_SIZE(sc_off); i++)
+		CHECK(sc_off[i] == 8 * i, "sigcontext register %u at %zu", i, sc_off[i]);
+	CHECK(offsetof(struct sigcontext, cs) == SC_CS &&
+		      offsetof(struct sigcontext, gs) == SC_GS &&
+		      offsetof(struct sigcontext, fs) == SC_FS &&
+		      offsetof(struct sigcontext, __pad0) == SC_SS,
+	      "cs/gs/fs/ss");
+	CHECK(offsetof(struct sigcontext, err) == SC_ERR &&
+		      offsetof(struct sigcontext, trapno) == SC_TRAPNO &&
+		      offsetof(struct sigcontext, oldmask) == SC_OLDMASK &&
+		      offsetof(struct sigcontext, cr2) == SC_CR2 &&
+		      offsetof(struct sigcontext, fpstate) == SC_FPSTATE &&
+		      offsetof(struct sigcontext, __reserved1) == SC_RESERVED,
+	      "err/trapno/oldmask/cr2/fpstate/reserved1");
+	CHECK(UC_FP_XSTATE == UC_FP_XSTATE_ && UC_SIGCONTEXT_SS == UC_SIGCONTEXT_SS_ &&
+		      UC_STRICT_RESTORE_SS == UC_STRICT_RESTORE_SS_,
+	      "UC_* flags");
+	CHECK(FP_XSTATE_MAGIC1 == FP_XSTATE_MAGIC1_ && FP_XSTATE_MAGIC2 == FP_XSTATE_MAGIC2_,
+	      "FP_XSTATE_MAGIC*");
+	/* struct _fpx_sw_bytes fills the last 48 bytes of the 512-byte FXSAVE area */
+	CHECK(sizeof(struct _fpstate) == 512 && 512 - 48 == XS_SW, "FXSAVE area size");
+	CHECK(offsetof(struct _fpx_sw_bytes, magic1) == SW_MAGIC1 &&
+		      offsetof(struct _fpx_sw_bytes, extended_size) == SW_EXT_SIZE &&
+		      offsetof(struct _fpx_sw_bytes, xstate_bv) == SW_XFEATURES &&
+		      offsetof(struct _fpx_sw_bytes, xstate_size) == SW_XSTATE_SIZE,
+	      "struct _fpx_sw_bytes");
+	CHECK(offsetof(struct _xstate, xstate_hdr) == XS_XSTATE_BV, "XSAVE header");
+	end();
+#else
+	printf("SKIP x86_64.sigframe.uapi: the host's headers are not x86_64's\n");
+#endif
+}
+
 /* ---- aarch64: struct user_pt_regs, word indices ---- */
 
 enum { A_X0 = 0, A_X8 = 8, A_LR = 30, A_SP = 31, A_PC = 32, A_PSTATE = 33, A_NWORDS = 34 };
 
 #define A_BTYPE 0x0c00ull /* PSTATE bits 11:10 */
 
+/*
+ * The arm64 rt_sigframe (arch/arm64/kernel/signal.c): struct siginfo, then
+ * struct ucontext (uapi asm/ucontext.h) whose uc_mcontext.__reserved holds
+ * the records.  aarch64.sigframe.uapi checks these on an arm64 host.
+ */
+#define AF_UC		128
+#define AF_UC_FLAGS	(AF_UC + 0)
+#define AF_UC_LINK	(AF_UC + 8)
+#define AF_SS_SP	(AF_UC + 16)
+#define AF_SS_FLAGS	(AF_UC + 24)
+#define AF_SS_SIZE	(AF_UC + 32)
+#define AF_MASK		(AF_UC + 40)
+#define AF_MCONTEXT	(AF_UC + 176)	/* struct sigcontext: fault_address first */
+#define AF_REGS		(AF_UC + 184)	/* x0..x30, sp, pc, pstate */
+#define AF_RESERVED	(AF_UC + 464)	/* __reserved[4096], 16-byte aligned */
+#define AF_END		(AF_UC + 4560)
+/* struct fpsimd_context, from its record */
+#define FPS_MAGIC	0x46508001u
+#define FPS_SIZE	528
+#define FPS_FPSR	8
+#define FPS_FPCR	12
+#define FPS_VREGS	16
+
+/* NT_PRFPREG: struct user_fpsimd_state */
+#define FP_FPSR 512
+#define FP_FPCR 516
+#define FP_LEN	528
+
 static const struct hc_arch *const a64 = &hc_arch_aarch64;
 
 static void a64_table(void)
 {
-	static const uint8_t trap[] = { 0x00, 0x00, 0x20, 0xd4 };             /* brk #0 */
-	static const uint8_t stub[] = { 0x00, 0x00, 0x20, 0xd4,                /* brk #0 */
-					0xc0, 0x03, 0x5f, 0xd6 };              /* ret */
 	static const uint8_t sysc[] = { 0x01, 0x00, 0x00, 0xd4 };             /* svc #0 */
+	static const uint8_t sysret[] = { 0x01, 0x00, 0x00, 0xd4,              /* svc #0 */
+					  0xc0, 0x03, 0x5f, 0xd6 };            /* ret */
+	/* the vDSO's __kernel_rt_sigreturn: mov x8, #139; svc #0 */
+	static const uint8_t vdso_rt[] = { 0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4 };
+	static const uint8_t ret[] = { 0xc0, 0x03, 0x5f, 0xd6 };
+	const struct hc_bytes *n = &a64->notify, *t = &a64->ret_tramp;
+	unsigned int nrest = 0;
 
 	begin("aarch64.table");
 	CHECK(a64->name && !strcmp(a64->name, "aarch64"), "name %s", a64->name);
 	CHECK(a64->e_machine == 183 /* EM_AARCH64 */, "e_machine %u", a64->e_machine);
-	CHECK(a64->gregs_len == 272, "gregs_len %zu", a64->gregs_len);
-	CHECK(a64->extra_regsets && a64->extra_regsets[0] == 2 /* NT_PRFPREG */ &&
+	CHECK(a64->gregs_len == A_NWORDS * 8, "gregs_len %zu", a64->gregs_len);
+	CHECK(a64->extra_regsets && a64->extra_regsets[0] == NT_PRFPREG_ &&
 		      a64->extra_regsets[1] == 0,
 	      "extra_regsets");
-	CHECK(bytes_eq(a64->trap, a64->trap_len, trap, sizeof(trap)), "trap bytes");
-	CHECK(bytes_eq(a64->cb_stub, a64->cb_stub_len, stub, sizeof(stub)), "cb_stub bytes");
-	CHECK(bytes_eq(a64->syscall_insn, a64->syscall_insn_len, sysc, sizeof(sysc)),
-	      "syscall bytes");
 	CHECK(a64->max_args == 8, "max_args %u", a64->max_args);
 	CHECK(a64->max_args <= HC_ARCH_MAX_ARGS, "max_args above HC_ARCH_MAX_ARGS");
-	CHECK(a64->nr_mmap == 222 && a64->nr_mprotect == 226 && a64->nr_munmap == 215,
-	      "syscall numbers %ld %ld %ld", a64->nr_mmap, a64->nr_mprotect, a64->nr_munmap);
-	CHECK(a64->get_pc && a64->get_sp && a64->get_arg && a64->prep_call && a64->get_ret &&
-		      a64->prep_syscall && a64->get_syscall_ret && a64->stopped_at_trap &&
-		      a64->no_restart && a64->syscall_nr && a64->call_fpstate && a64->dump_regs,
+	/* include/uapi/asm-generic/unistd.h */
+	CHECK(a64->nr_mmap == 222 && a64->nr_munmap == 215 && a64->nr_rt_sigreturn == 139,
+	      "syscall numbers %ld %ld %ld", a64->nr_mmap, a64->nr_munmap, a64->nr_rt_sigreturn);
+#if defined(__aarch64__)
+	CHECK(a64->nr_mmap == SYS_mmap && a64->nr_munmap == SYS_munmap &&
+		      a64->nr_rt_sigreturn == SYS_rt_sigreturn,
+	      "syscall numbers differ from <sys/syscall.h>");
+#endif
+	CHECK(a64->sigframe_mask_off == AF_MASK, "sigframe_mask_off %zu, want %d",
+	      a64->sigframe_mask_off, AF_MASK);
+
+	CHECK(bytes_eq(&a64->syscall_insn, sysc, sizeof(sysc)), "syscall_insn bytes");
+	CHECK(bytes_eq(&a64->syscall_ret, sysret, sizeof(sysret)), "syscall_ret bytes");
+	CHECK(t->len && t->len % 4 == 0 && ends_with(t, &a64->syscall_insn),
+	      "ret_tramp does not end with svc");
+	CHECK(t->b && a64->ret_tramp_stop >= 4 && a64->ret_tramp_stop < t->len &&
+		      a64->ret_tramp_stop % 4 == 0,
+	      "ret_tramp_stop %zu not inside ret_tramp (%zu bytes), before its last svc",
+	      a64->ret_tramp_stop, t->len);
+	if (t->b && a64->ret_tramp_stop >= 4 && a64->ret_tramp_stop < t->len)
+		CHECK(!memcmp(t->b + a64->ret_tramp_stop - 4, sysc, 4),
+		      "no svc before ret_tramp_stop");
+	/* the syscall number is not in NT_PRSTATUS: skipping needs its own regset */
+	CHECK(a64->skip_regset == 0x404 /* NT_ARM_SYSTEM_CALL */, "skip_regset %#x",
+	      a64->skip_regset);
+	CHECK(n->b && n->len % 4 == 0 && a64->notify_sys_end >= 4 &&
+		      a64->notify_sys_end + 4 <= n->len && a64->notify_sys_end % 4 == 0,
+	      "notify_sys_end %zu outside notify (%zu bytes)", a64->notify_sys_end, n->len);
+	if (n->b && a64->notify_sys_end >= 4 && a64->notify_sys_end + 4 <= n->len) {
+		CHECK(!memcmp(n->b + a64->notify_sys_end - 4, sysc, 4),
+		      "no svc before notify_sys_end");
+		CHECK(!memcmp(n->b + a64->notify_sys_end, ret, 4), "no ret at notify_sys_end");
+	}
+
+	CHECK(a64->restorers != NULL, "no restorer list");
+	for (; a64->restorers && nrest < 16 && a64->restorers[nrest].len; nrest++)
+		CHECK(ends_with(&a64->restorers[nrest], &a64->syscall_insn),
+		      "restorer %u does not end with svc", nrest);
+	CHECK(nrest >= 1 && nrest < 16, "%u restorers, or the list is not terminated", nrest);
+	CHECK(has_restorer(a64->restorers, vdso_rt, sizeof(vdso_rt)),
+	      "the vDSO's __kernel_rt_sigreturn is not in the list");
+
+	CHECK(a64->get_pc && a64->get_sp && a64->get_arg && a64->sigframe_len &&
+		      a64->frame_place && a64->sigframe_build && a64->prep_call &&
+		      a64->prep_syscall && a64->prep_restore && a64->skip_syscall &&
+		      a64->restart_now && a64->get_ret && a64->get_syscall_ret &&
+		      a64->no_restart && a64->undo_stop_eintr &&
+		      a64->syscall_nr && a64->call_fpstate && a64->dump_regs,
 	      "missing hook");
 	end();
 }
@@ -520,7 +1360,6 @@ static void a64_accessors(void)
 	fill(g, GWORDS);
 	CHECK(a64->get_pc(g) == g[A_PC], "get_pc");
 	CHECK(a64->get_sp(g) == g[A_SP], "get_sp");
-	CHECK(a64->get_ret(g) == g[A_X0], "get_ret");
 	for (unsigned int i = 0; i < 8; i++)
 		CHECK(a64->get_arg(g, i) == g[i], "get_arg(%u)", i);
 	CHECK(a64->get_arg(g, 8) == 0, "get_arg(8) should be 0");
@@ -531,10 +1370,34 @@ static void a64_accessors(void)
 	end();
 }
 
+static void a64_frame_place(void)
+{
+	static const size_t lens[] = { 0, 1, 8, AF_END, AF_END + 16, 5000 };
+
+	begin("aarch64.frame_place");
+	for (uint64_t off = 0; off < 64; off++) {
+		for (unsigned int i = 0; i < ARRAY_SIZE(lens); i++) {
+			uint64_t sp = SP + off, fr = a64->frame_place(sp, lens[i]);
+
+			/* rt_sigreturn rejects a frame (sp) that is not 16-byte aligned */
+			CHECK(fr % 16 == 0, "frame %% 16 == %" PRIu64 " (sp %#" PRIx64 ", len %zu)",
+			      fr % 16, sp, lens[i]);
+			CHECK(fr + lens[i] <= sp - 256,
+			      "frame %#" PRIx64 " + %zu less than 256 bytes below sp %#" PRIx64, fr,
+			      lens[i], sp);
+			CHECK(sp - 256 - (fr + lens[i]) < 16,
+			      "%" PRIu64 " bytes wasted below the margin",
+			      sp - 256 - (fr + lens[i]));
+		}
+	}
+	end();
+}
+
 static void a64_prep_call_args(void)
 {
 	uint64_t g[GWORDS], orig[GWORDS];
 	static const int touched[] = { 0, 1, 2, 3, 4, 5, 6, 7, A_LR, A_SP, A_PC, A_PSTATE };
+	const uint64_t frame = a64->frame_place(SP, AF_END + 16);
 	struct hc_err err = { 0 };
 	struct hc_call c;
 	int d;
@@ -542,21 +1405,23 @@ static void a64_prep_call_args(void)
 	begin("aarch64.prep_call.args");
 	fill(g, GWORDS);
 	memcpy(orig, g, sizeof(g));
-	call_init(&c, SP, 8);
+	call_init(&c, frame, 8);
 	CHECK(a64->prep_call(g, &c, &err) == 0, "prep_call failed: %s", err.msg);
 	CHECK(err.code == HC_OK, "err set on success");
 	for (unsigned int i = 0; i < 8; i++)
 		CHECK(g[i] == c.args[i], "x%u %#" PRIx64, i, g[i]);
 	CHECK(g[A_PC] == FN, "pc %#" PRIx64, g[A_PC]);
-	CHECK(g[A_LR] == TRAP, "x30 %#" PRIx64 ", want trap", g[A_LR]);
+	CHECK(g[A_LR] == TRAMP, "x30 %#" PRIx64 ", want ret_addr", g[A_LR]);
+	CHECK(g[A_SP] == frame, "sp %#" PRIx64 ", want the frame %#" PRIx64, g[A_SP], frame);
 	CHECK(g[A_X8] == orig[A_X8], "x8 changed");
-	d = first_diff(g, orig, GWORDS, touched, sizeof(touched) / sizeof(touched[0]));
+	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
 	CHECK(d < 0, "word %d changed", d);
-	CHECK(c.slot_addr == 0, "slot_addr %#" PRIx64 ", want 0: nothing to write on arm64",
-	      c.slot_addr);
+	CHECK(c.slot_addr == 0 && c.slot_val == 0,
+	      "slot (%#" PRIx64 ", %#" PRIx64 "), want none: the return address is in x30",
+	      c.slot_addr, c.slot_val);
 
 	fill(g, GWORDS);
-	call_init(&c, SP, 3);
+	call_init(&c, frame, 3);
 	CHECK(a64->prep_call(g, &c, &err) == 0, "prep_call(3 args) failed");
 	CHECK(g[0] == c.args[0] && g[1] == c.args[1] && g[2] == c.args[2], "3 args");
 	CHECK(g[3] == orig[3] && g[7] == orig[7], "unused arg regs changed");
@@ -571,18 +1436,19 @@ static void a64_prep_call_stack(void)
 
 	begin("aarch64.prep_call.stack");
 	for (uint64_t off = 0; off < 32; off++) {
-		uint64_t osp = SP + off, sp;
+		uint64_t osp = SP + off, fr = a64->frame_place(osp, AF_END + 16);
 
 		fill(g, GWORDS);
 		g[A_SP] = osp;
-		call_init(&c, osp, 0);
+		call_init(&c, fr, 0);
 		CHECK(a64->prep_call(g, &c, &err) == 0, "prep_call failed");
-		sp = g[A_SP];
-		CHECK(sp % 16 == 0, "sp %% 16 == %" PRIu64 " (orig sp %#" PRIx64 ")", sp % 16, osp);
-		CHECK(sp < osp, "sp %#" PRIx64 " not below the original %#" PRIx64, sp, osp);
-		CHECK(osp - sp < 4096, "frame of %" PRIu64 " bytes is implausibly large", osp - sp);
-		CHECK(a64->get_sp(g) == sp, "get_sp after prep_call");
-		CHECK(g[A_LR] == TRAP, "x30 %#" PRIx64, g[A_LR]);
+		CHECK(g[A_SP] == fr, "sp %#" PRIx64 ", want the frame %#" PRIx64, g[A_SP], fr);
+		CHECK(g[A_SP] % 16 == 0, "sp %% 16 == %" PRIu64 " (orig sp %#" PRIx64 ")",
+		      g[A_SP] % 16, osp);
+		CHECK(g[A_SP] < osp, "sp %#" PRIx64 " not below the original %#" PRIx64, g[A_SP],
+		      osp);
+		CHECK(a64->get_sp(g) == fr, "get_sp after prep_call");
+		CHECK(g[A_LR] == TRAMP, "x30 %#" PRIx64, g[A_LR]);
 	}
 	end();
 }
@@ -598,7 +1464,7 @@ static void a64_prep_call_btype(void)
 	begin("aarch64.prep_call.btype");
 	fill(g, GWORDS);
 	g[A_PSTATE] = pstate;
-	call_init(&c, SP, 1);
+	call_init(&c, a64->frame_place(SP, AF_END + 16), 1);
 	CHECK(a64->prep_call(g, &c, &err) == 0, "prep_call failed");
 	CHECK(!(g[A_PSTATE] & A_BTYPE), "BTYPE not cleared: pstate %#" PRIx64, g[A_PSTATE]);
 	CHECK(g[A_PSTATE] == (pstate & ~A_BTYPE), "other PSTATE bits changed: %#" PRIx64,
@@ -615,12 +1481,13 @@ static void a64_prep_call_too_many(void)
 	begin("aarch64.prep_call.too_many_args");
 	fill(g, GWORDS);
 	memcpy(orig, g, sizeof(g));
-	call_init(&c, SP, 9);
+	call_init(&c, a64->frame_place(SP, AF_END + 16), 9);
 	CHECK(a64->prep_call(g, &c, &err) == -1, "9 args accepted");
 	CHECK(err.code == HC_E_ARGS, "code %s, want HC_E_ARGS", hc_err_name(err.code));
 	CHECK(err.msg[0], "empty message");
 	CHECK(!strcmp(err.hint, hc_err_default_hint(HC_E_ARGS)), "hint '%s'", err.hint);
 	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
+	CHECK(c.slot_addr == 0xdead && c.slot_val == 0xbeef, "slot written on failure");
 
 	memset(&err, 0, sizeof(err));
 	err.code = HC_E_PERM;
@@ -628,32 +1495,71 @@ static void a64_prep_call_too_many(void)
 	CHECK(a64->prep_call(g, &c, &err) == -1, "9 args accepted");
 	CHECK(err.code == HC_E_PERM && !strcmp(err.msg, "earlier"), "earlier error overwritten");
 	CHECK(a64->prep_call(g, &c, NULL) == -1, "9 args accepted with err == NULL");
+	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
 	end();
 }
 
 static void a64_prep_syscall(void)
 {
 	uint64_t g[GWORDS], orig[GWORDS];
-	static const int touched[] = { 0, 1, 2, 3, 4, 5, A_X8, A_PC, A_PSTATE };
-	const uint64_t args[6] = { 0, 4096, 3, 0x22, (uint64_t)-1, 0 };
+	static const int touched[] = { 0, 1, 2, 3, 4, 5, A_X8, A_LR, A_SP, A_PC, A_PSTATE };
+	const uint64_t frame = a64->frame_place(SP, AF_END + 16);
+	struct hc_call c;
 	int d;
 
 	begin("aarch64.prep_syscall");
 	fill(g, GWORDS);
+	g[A_PSTATE] = 0x60000000ull | A_BTYPE;
 	memcpy(orig, g, sizeof(g));
-	a64->prep_syscall(g, TRAP + 0x10, a64->nr_mmap, args, 6);
+	sys_init(&c, frame, a64->nr_mmap);
+	a64->prep_syscall(g, &c);
 	CHECK(g[A_X8] == 222, "x8 %#" PRIx64 ", want __NR_mmap", g[A_X8]);
-	CHECK(g[A_PC] == TRAP + 0x10, "pc %#" PRIx64, g[A_PC]);
+	CHECK(g[A_PC] == GADGET, "pc %#" PRIx64 ", want the gadget", g[A_PC]);
 	for (unsigned int i = 0; i < 6; i++)
-		CHECK(g[i] == args[i], "x%u", i);
-	CHECK(g[A_SP] == orig[A_SP], "sp changed");
-	d = first_diff(g, orig, GWORDS, touched, sizeof(touched) / sizeof(touched[0]));
+		CHECK(g[i] == c.args[i], "x%u", i);
+	CHECK(g[A_SP] == frame, "sp %#" PRIx64 ", want the frame %#" PRIx64, g[A_SP], frame);
+	CHECK(g[A_LR] == RESTORER, "x30 %#" PRIx64 ", want the restorer", g[A_LR]);
+	CHECK(c.slot_addr == 0 && c.slot_val == 0, "slot (%#" PRIx64 ", %#" PRIx64 "), want none",
+	      c.slot_addr, c.slot_val);
+	CHECK(g[6] == orig[6] && g[7] == orig[7], "x6/x7 changed: syscalls take six arguments");
+	CHECK(g[A_PSTATE] == 0x60000000ull, "pstate %#" PRIx64 ", want BTYPE cleared only",
+	      g[A_PSTATE]);
+	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
 	CHECK(d < 0, "word %d changed", d);
+
+	memcpy(g, orig, sizeof(g));
+	sys_init(&c, frame, a64->nr_munmap);
+	c.nargs = 2;
+	a64->prep_syscall(g, &c);
+	CHECK(g[A_X8] == 215 && g[0] == c.args[0] && g[1] == c.args[1], "munmap");
+	CHECK(g[2] == orig[2] && g[5] == orig[5], "unused syscall arg regs changed");
 
 	g[A_X0] = (uint64_t)-12;
 	CHECK(a64->get_syscall_ret(g) == -12, "get_syscall_ret");
 	g[A_X0] = 0xffff8000ull;
 	CHECK(a64->get_syscall_ret(g) == 0xffff8000ll, "get_syscall_ret address");
+	end();
+}
+
+static void a64_prep_restore(void)
+{
+	uint64_t g[GWORDS], orig[GWORDS];
+	static const int touched[] = { A_SP, A_PC, A_PSTATE };
+	const uint64_t frame = a64->frame_place(SP, AF_END + 16);
+	int d;
+
+	begin("aarch64.prep_restore");
+	fill(g, GWORDS);
+	g[A_PSTATE] = 0x80000000ull;
+	memcpy(orig, g, sizeof(g));
+	a64->prep_restore(g, RESTORER, frame);
+	CHECK(g[A_PC] == RESTORER, "pc %#" PRIx64 ", want the restorer", g[A_PC]);
+	/* arm64 rt_sigreturn reads the frame at sp itself */
+	CHECK(g[A_SP] == frame, "sp %#" PRIx64 ", want the frame %#" PRIx64, g[A_SP], frame);
+	CHECK(!(g[A_PSTATE] & A_BTYPE), "BTYPE set");
+	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
+	CHECK(d < 0, "word %d changed", d);
+	CHECK(g[A_PSTATE] == orig[A_PSTATE], "pstate changed");
 	end();
 }
 
@@ -663,39 +1569,11 @@ static void a64_get_ret(void)
 
 	begin("aarch64.get_ret");
 	fill(g, GWORDS);
+	/* at ret_tramp's rt_sigreturn stop: result still in x0, x8 = 139 */
 	g[A_X0] = 0x1122334455667788ull;
-	CHECK(a64->get_ret(g) == 0x1122334455667788ull, "get_ret %#" PRIx64, a64->get_ret(g));
-	end();
-}
-
-static void a64_stopped_at_trap(void)
-{
-	uint64_t g[GWORDS];
-	siginfo_t si;
-
-	begin("aarch64.stopped_at_trap");
-	fill(g, GWORDS);
-	/* brk reports pc at the brk itself, si_code TRAP_BRKPT */
-	g[A_PC] = TRAP;
-	siginfo(&si, SIGTRAP, 1);
-	CHECK(a64->stopped_at_trap(g, &si, TRAP), "our brk not recognised");
-
-	g[A_PC] = TRAP + 4;
-	CHECK(!a64->stopped_at_trap(g, &si, TRAP), "pc == trap + 4 accepted");
-	g[A_PC] = TRAP - 4;
-	CHECK(!a64->stopped_at_trap(g, &si, TRAP), "pc == trap - 4 accepted");
-
-	g[A_PC] = TRAP;
-	siginfo(&si, SIGTRAP, 0x80);
-	CHECK(!a64->stopped_at_trap(g, &si, TRAP), "SI_KERNEL accepted");
-	siginfo(&si, SIGTRAP, 0);
-	CHECK(!a64->stopped_at_trap(g, &si, TRAP), "SI_USER accepted");
-	siginfo(&si, SIGTRAP, 2);
-	CHECK(!a64->stopped_at_trap(g, &si, TRAP), "TRAP_TRACE accepted");
-	siginfo(&si, SIGILL, 1);
-	CHECK(!a64->stopped_at_trap(g, &si, TRAP), "SIGILL accepted");
-	siginfo(&si, SIGSEGV, 1);
-	CHECK(!a64->stopped_at_trap(g, &si, TRAP), "SIGSEGV accepted");
+	g[A_X8] = 139;
+	CHECK(a64->get_ret(g) == 0x1122334455667788ull, "get_ret %#" PRIx64 ", want x0",
+	      a64->get_ret(g));
 	end();
 }
 
@@ -713,9 +1591,180 @@ static void a64_no_restart(void)
 	end();
 }
 
-#define FP_FPSR 512
-#define FP_FPCR 516
-#define FP_LEN	528
+static void a64_undo_stop_eintr(void)
+{
+	static const int64_t x0s[] = { -4 /* -EINTR */, -512, 0, 3 };
+	uint64_t g[GWORDS], orig[GWORDS];
+
+	begin("aarch64.undo_stop_eintr");
+	for (unsigned int i = 0; i < ARRAY_SIZE(x0s); i++) {
+		fill(g, GWORDS);
+		g[A_X0] = (uint64_t)x0s[i];
+		g[A_X8] = 22; /* epoll_pwait */
+		memcpy(orig, g, sizeof(g));
+		/* orig_x0 is not in any regset: the call cannot be re-issued */
+		CHECK(!a64->undo_stop_eintr(g), "x0 %" PRId64 ": undone", x0s[i]);
+		CHECK(!memcmp(g, orig, sizeof(g)), "x0 %" PRId64 ": image changed", x0s[i]);
+	}
+	end();
+}
+
+static void a64_skip_restart(void)
+{
+	uint64_t g[GWORDS], orig[GWORDS];
+
+	begin("aarch64.skip_syscall.restart_now");
+	fill(g, GWORDS);
+	g[A_X8] = 139;
+	g[A_X0] = (uint64_t)-38;
+	memcpy(orig, g, sizeof(g));
+	/* skipping goes through NT_ARM_SYSTEM_CALL; gregs have nothing for it */
+	a64->skip_syscall(g);
+	CHECK(!memcmp(g, orig, sizeof(g)), "skip_syscall changed the image");
+	/* arm64 rewound before the stop: x0 = orig_x0, pc on the svc, x8 the syscall itself */
+	g[A_X0] = (uint64_t)-516;
+	memcpy(orig, g, sizeof(g));
+	a64->restart_now(g);
+	CHECK(!memcmp(g, orig, sizeof(g)), "restart_now changed the image");
+	end();
+}
+
+struct a64_state {
+	uint64_t g[GWORDS];
+	uint8_t fp[FP_LEN];
+	uint8_t sve[16 + FP_LEN]; /* NT_ARM_SVE in FPSIMD mode: header + user_fpsimd_state */
+	struct hc_regset rs[2];
+	struct hc_sigframe f;
+};
+
+static void a64_state_init(struct a64_state *s)
+{
+	fill(s->g, GWORDS);
+	s->g[A_PSTATE] = 0x60001000ull;
+	for (size_t i = 0; i < sizeof(s->fp); i++)
+		s->fp[i] = (uint8_t)(i * 13 + 1);
+	wr32(s->fp + FP_FPSR, 0x0800009f);
+	wr32(s->fp + FP_FPCR, 0x03c00000);
+	memset(s->sve, 0x5e, sizeof(s->sve));
+	/* in call.c's order; the frame must come from NT_PRFPREG, not the last big regset */
+	s->rs[0].nt = NT_PRFPREG_;
+	s->rs[0].buf = s->fp;
+	s->rs[0].len = sizeof(s->fp);
+	s->rs[1].nt = NT_ARM_SVE_;
+	s->rs[1].buf = s->sve;
+	s->rs[1].len = sizeof(s->sve);
+	memset(&s->f, 0, sizeof(s->f));
+	s->f.gregs = s->g;
+	s->f.extra = s->rs;
+	s->f.nextra = 2;
+	s->f.mask = MASK;
+}
+
+static size_t a64_state_place(struct a64_state *s, uint64_t sp)
+{
+	size_t len;
+
+	s->f.raddr = 0;
+	len = a64->sigframe_len(&s->f);
+	s->f.raddr = a64->frame_place(sp, len);
+	return len;
+}
+
+static void a64_sigframe_layout(void)
+{
+	static struct a64_state s;
+	uint64_t gcopy[GWORDS];
+	struct hc_err err = { 0 };
+	const uint8_t *rec, *term;
+	size_t len;
+	uint8_t *out;
+
+	begin("aarch64.sigframe.layout");
+	a64_state_init(&s);
+	/* arm64 rewound an interrupted syscall before the stop: copied as it is */
+	s.g[A_X0] = (uint64_t)-4;
+	len = a64_state_place(&s, SP + 0x28);
+	memcpy(gcopy, s.g, sizeof(gcopy));
+	out = frame_buf(len);
+	CHECK(len >= AF_END && len < AF_END + 4096, "sigframe_len %zu", len);
+	CHECK(s.f.raddr % 16 == 0, "frame %#" PRIx64 " not 16-byte aligned", s.f.raddr);
+	CHECK(a64->sigframe_build(&s.f, out, len, &err) == 0, "sigframe_build failed: %s",
+	      err.msg);
+	CHECK(err.code == HC_OK, "err set on success");
+	CHECK(all_byte(out + len, CANARY, POISON), "wrote past outlen");
+	CHECK(!memcmp(s.g, gcopy, sizeof(gcopy)), "gregs changed");
+
+	CHECK(all_zero(out, AF_UC), "siginfo not zero");
+	CHECK(rd64(out + AF_UC_FLAGS) == 0 && rd64(out + AF_UC_LINK) == 0, "uc_flags/uc_link");
+	CHECK(rd32s(out + AF_SS_FLAGS) == 3, "uc_stack.ss_flags %d, want 3 (invalid)",
+	      rd32s(out + AF_SS_FLAGS));
+	CHECK(rd64(out + AF_SS_SP) == 0 && rd64(out + AF_SS_SIZE) == 0, "uc_stack sp/size set");
+	CHECK(rd64(out + AF_MASK) == MASK, "uc_sigmask %#" PRIx64 ", want %#" PRIx64,
+	      rd64(out + AF_MASK), (uint64_t)MASK);
+	CHECK(rd64(out + a64->sigframe_mask_off) == MASK, "mask not at sigframe_mask_off");
+	CHECK(all_zero(out + AF_MASK + 8, AF_MCONTEXT - AF_MASK - 8),
+	      "glibc's sigset tail not zero");
+	CHECK(rd64(out + AF_MCONTEXT) == 0, "fault_address %#" PRIx64, rd64(out + AF_MCONTEXT));
+	for (unsigned int i = 0; i < A_NWORDS; i++)
+		CHECK(rd64(out + AF_REGS + 8 * i) == s.g[i],
+		      "sigcontext word %u (x0..x30, sp, pc, pstate) %#" PRIx64 ", want %#" PRIx64,
+		      i, rd64(out + AF_REGS + 8 * i), s.g[i]);
+	CHECK(all_zero(out + AF_REGS + 8 * A_NWORDS, AF_RESERVED - AF_REGS - 8 * A_NWORDS),
+	      "padding before __reserved not zero");
+
+	rec = out + AF_RESERVED;
+	CHECK(AF_RESERVED % 16 == 0, "__reserved not 16-byte aligned");
+	CHECK(rd32(rec) == FPS_MAGIC, "first record magic %#x, want FPSIMD_MAGIC", rd32(rec));
+	CHECK(rd32(rec + 4) == FPS_SIZE, "fpsimd_context size %u, want 528", rd32(rec + 4));
+	CHECK(rd32(rec + FPS_FPSR) == 0x0800009f, "fpsr %#x", rd32(rec + FPS_FPSR));
+	CHECK(rd32(rec + FPS_FPCR) == 0x03c00000, "fpcr %#x", rd32(rec + FPS_FPCR));
+	CHECK(!memcmp(rec + FPS_VREGS, s.fp, 32 * 16), "v0..v31 not copied from NT_PRFPREG");
+	term = rec + FPS_SIZE;
+	CHECK(rd32(term) == 0 && rd32(term + 4) == 0, "no terminator record after fpsimd_context");
+	CHECK(all_zero(term, out + AF_END - term), "__reserved after the records not zero");
+	free(out);
+	end();
+}
+
+static void a64_sigframe_errors(void)
+{
+	static struct a64_state s;
+	struct hc_err err = { 0 };
+	size_t len;
+	uint8_t *out;
+
+	begin("aarch64.sigframe.errors");
+	a64_state_init(&s);
+	len = a64_state_place(&s, SP);
+	out = frame_buf(len);
+
+	CHECK(a64->sigframe_build(&s.f, out, AF_END, &err) == 0, "exact size %d refused: %s",
+	      AF_END, err.msg);
+	CHECK(all_byte(out + AF_END, len + CANARY - AF_END, POISON), "wrote past %d bytes",
+	      AF_END);
+
+	memset(out, POISON, len + CANARY);
+	CHECK(a64->sigframe_build(&s.f, out, AF_END - 1, &err) == -1, "%d bytes accepted",
+	      AF_END - 1);
+	CHECK(err.code != HC_OK && err.msg[0], "no error recorded for a short buffer");
+	CHECK(all_byte(out, len + CANARY, POISON), "short buffer written to");
+
+	/* no NT_PRFPREG: the frame would have no fpsimd_context, which is mandatory */
+	s.f.extra = &s.rs[1]; /* NT_ARM_SVE only */
+	s.f.nextra = 1;
+	memset(&err, 0, sizeof(err));
+	CHECK(a64->sigframe_build(&s.f, out, len, &err) == -1, "NT_ARM_SVE alone accepted");
+	CHECK(err.code != HC_OK && err.msg[0], "no error recorded without NT_PRFPREG");
+	s.f.nextra = 0;
+	CHECK(a64->sigframe_build(&s.f, out, len, NULL) == -1, "no regsets accepted");
+	s.f.extra = s.rs;
+	s.f.nextra = 2;
+	s.rs[0].len = FP_LEN - 16;
+	CHECK(a64->sigframe_build(&s.f, out, len, NULL) == -1, "short NT_PRFPREG accepted");
+	CHECK(all_byte(out, len + CANARY, POISON), "buffer written to on failure");
+	free(out);
+	end();
+}
 
 static void a64_call_fpstate(void)
 {
@@ -729,7 +1778,7 @@ static void a64_call_fpstate(void)
 	memcpy(fp + FP_FPSR, &(uint32_t){ 0x0800009f }, 4);
 	memcpy(orig, fp, sizeof(fp));
 
-	CHECK(a64->call_fpstate(2 /* NT_PRFPREG */, fp, FP_LEN), "NT_PRFPREG not handled");
+	CHECK(a64->call_fpstate(NT_PRFPREG_, fp, FP_LEN), "NT_PRFPREG not handled");
 	CHECK(rd32(fp + FP_FPCR) == 0, "fpcr %#x, want 0", rd32(fp + FP_FPCR));
 	CHECK(rd32(fp + FP_FPSR) == 0, "fpsr %#x, want 0", rd32(fp + FP_FPSR));
 	CHECK(!memcmp(fp, orig, FP_FPSR), "vregs changed");
@@ -737,9 +1786,9 @@ static void a64_call_fpstate(void)
 	      "bytes after fpcr changed");
 
 	memcpy(fp, orig, sizeof(fp));
-	CHECK(!a64->call_fpstate(0x202 /* NT_X86_XSTATE */, fp, FP_LEN), "NT_X86_XSTATE accepted");
-	CHECK(!a64->call_fpstate(0x405 /* NT_ARM_SVE */, fp, FP_LEN), "NT_ARM_SVE accepted");
-	CHECK(!a64->call_fpstate(2, fp, FP_LEN - 8), "short NT_PRFPREG buffer accepted");
+	CHECK(!a64->call_fpstate(NT_X86_XSTATE_, fp, FP_LEN), "NT_X86_XSTATE accepted");
+	CHECK(!a64->call_fpstate(NT_ARM_SVE_, fp, FP_LEN), "NT_ARM_SVE accepted");
+	CHECK(!a64->call_fpstate(NT_PRFPREG_, fp, FP_LEN - 8), "short NT_PRFPREG buffer accepted");
 	CHECK(!memcmp(fp, orig, sizeof(fp)), "buffer changed when refused");
 	end();
 }
@@ -773,6 +1822,45 @@ static void a64_dump_regs(void)
 	end();
 }
 
+/* The arm64 offsets against the host's uapi headers, on an arm64 host. */
+static void a64_sigframe_uapi(void)
+{
+#if defined(__aarch64__)
+	struct k_rt_sigframe { /* arch/arm64/kernel/signal.c */
+		siginfo_t info;
+		struct ucontext uc; /* <asm/ucontext.h>: the kernel's */
+	};
+
+	begin("aarch64.sigframe.uapi");
+	CHECK(offsetof(struct k_rt_sigframe, uc) == AF_UC, "uc");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_flags) == AF_UC_FLAGS, "uc_flags");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_link) == AF_UC_LINK, "uc_link");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_stack.ss_sp) == AF_SS_SP, "ss_sp");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_stack.ss_flags) == AF_SS_FLAGS, "ss_flags");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_stack.ss_size) == AF_SS_SIZE, "ss_size");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_sigmask) == AF_MASK, "uc_sigmask");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_mcontext) == AF_MCONTEXT, "uc_mcontext");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_mcontext.regs) == AF_REGS, "regs");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_mcontext.sp) == AF_REGS + 31 * 8, "sp");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_mcontext.pc) == AF_REGS + 32 * 8, "pc");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_mcontext.pstate) == AF_REGS + 33 * 8, "pstate");
+	CHECK(offsetof(struct k_rt_sigframe, uc.uc_mcontext.__reserved) == AF_RESERVED,
+	      "__reserved");
+	CHECK(sizeof(struct k_rt_sigframe) == AF_END, "sizeof(rt_sigframe) %zu",
+	      sizeof(struct k_rt_sigframe));
+	CHECK(FPSIMD_MAGIC == FPS_MAGIC && sizeof(struct fpsimd_context) == FPS_SIZE,
+	      "fpsimd_context");
+	CHECK(offsetof(struct fpsimd_context, fpsr) == FPS_FPSR &&
+		      offsetof(struct fpsimd_context, fpcr) == FPS_FPCR &&
+		      offsetof(struct fpsimd_context, vregs) == FPS_VREGS,
+	      "fpsimd_context fields");
+	CHECK(sizeof(struct _aarch64_ctx) == 8, "struct _aarch64_ctx");
+	end();
+#else
+	printf("SKIP aarch64.sigframe.uapi: the host's headers are not arm64's\n");
+#endif
+}
+
 static void host(void)
 {
 	begin("arch.host");
@@ -792,26 +1880,41 @@ int main(void)
 
 	x86_table();
 	x86_accessors();
+	x86_frame_place();
 	x86_prep_call_args();
 	x86_prep_call_stack();
 	x86_prep_call_too_many();
 	x86_prep_syscall();
+	x86_prep_restore();
 	x86_get_ret();
-	x86_stopped_at_trap();
 	x86_no_restart();
+	x86_undo_stop_eintr();
+	x86_sigframe_uapi();
+	x86_sigframe_layout();
+	x86_sigframe_xstate();
+	x86_sigframe_restart();
+	x86_skip_syscall();
+	x86_restart_now();
+	x86_sigframe_errors();
 	x86_call_fpstate();
 	x86_dump_regs();
 
 	a64_table();
 	a64_accessors();
+	a64_frame_place();
 	a64_prep_call_args();
 	a64_prep_call_stack();
 	a64_prep_call_btype();
 	a64_prep_call_too_many();
 	a64_prep_syscall();
+	a64_prep_restore();
 	a64_get_ret();
-	a64_stopped_at_trap();
 	a64_no_restart();
+	a64_undo_stop_eintr();
+	a64_skip_restart();
+	a64_sigframe_uapi();
+	a64_sigframe_layout();
+	a64_sigframe_errors();
 	a64_call_fpstate();
 	a64_dump_regs();
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit test: Capstone decodes the instruction bytes heapctl relies on, for
- * both architectures, and each backend's own trap, callback stub and
- * syscall bytes decode to the mnemonics its comments claim.
+ * both architectures, and each backend's own code (ret_tramp, notify) and
+ * the patterns it looks for in the target (syscall, "syscall; ret", the
+ * sigreturn restorers) decode to what its comments claim.
  * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,16 @@ static void end(void)
 
 #define BASE 0x1000
 
+/* "mov*" matches any mnemonic starting with "mov" (Capstone 4 says movz, 5 says mov). */
+static bool mn_match(const char *mn, const char *want)
+{
+	size_t n = strlen(want);
+
+	if (n && want[n - 1] == '*')
+		return !strncmp(mn, want, n - 1);
+	return !strcmp(mn, want);
+}
+
 /*
  * Disassemble code and compare the mnemonics, in order, with want[]
  * (NULL-terminated).  Every byte must be consumed.
@@ -83,8 +95,8 @@ static void expect(int arch, int mode, const uint8_t *code, size_t len, const ch
 	for (i = 0; i < n; i++) {
 		used += insn[i].size;
 		if (i < nwant)
-			CHECK(!strcmp(insn[i].mnemonic, want[i]), "insn %zu: '%s %s', want '%s'", i,
-			      insn[i].mnemonic, insn[i].op_str, want[i]);
+			CHECK(mn_match(insn[i].mnemonic, want[i]), "insn %zu: '%s %s', want '%s'",
+			      i, insn[i].mnemonic, insn[i].op_str, want[i]);
 	}
 	CHECK(used == len, "%zu of %zu bytes decoded", used, len);
 	if (n)
@@ -94,55 +106,248 @@ static void expect(int arch, int mode, const uint8_t *code, size_t len, const ch
 
 #define WANT(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
+/* A decoded byte pattern: mnemonic, operands and end offset of each instruction. */
+#define MAX_INSN 8
+
+struct dec {
+	size_t n, used;
+	char mn[MAX_INSN][32];
+	char op[MAX_INSN][160];
+	size_t end[MAX_INSN];
+};
+
+static bool decode(const struct hc_arch *a, const struct hc_bytes *b, struct dec *d)
+{
+	cs_insn *insn = NULL;
+	csh h;
+	size_t n;
+	cs_err e;
+
+	memset(d, 0, sizeof(*d));
+	if (!b->b || !b->len) {
+		CHECK(0, "empty byte pattern");
+		return false;
+	}
+	e = cs_open((cs_arch)a->cs_arch, (cs_mode)a->cs_mode, &h);
+	if (e != CS_ERR_OK) {
+		CHECK(0, "cs_open(%d, %d): %s", a->cs_arch, a->cs_mode, cs_strerror(e));
+		return false;
+	}
+	n = cs_disasm(h, b->b, b->len, BASE, 0, &insn);
+	for (size_t i = 0; i < n && i < MAX_INSN; i++) {
+		d->used += insn[i].size;
+		d->end[i] = d->used;
+		snprintf(d->mn[i], sizeof(d->mn[i]), "%s", insn[i].mnemonic);
+		snprintf(d->op[i], sizeof(d->op[i]), "%s", insn[i].op_str);
+	}
+	d->n = n < MAX_INSN ? n : MAX_INSN;
+	if (n)
+		cs_free(insn, n);
+	cs_close(&h);
+	CHECK(n > 0 && n <= MAX_INSN, "%zu instructions decoded", n);
+	CHECK(d->used == b->len, "%zu of %zu bytes decoded", d->used, b->len);
+	return n > 0 && n <= MAX_INSN && d->used == b->len;
+}
+
 static void x86_known(void)
 {
-	static const uint8_t sysc[] = { 0x0f, 0x05 }; /* syscall */
-	static const uint8_t int3[] = { 0xcc };       /* int3 */
-	static const uint8_t ret[] = { 0xc3 };        /* ret */
+	static const uint8_t sysc[] = { 0x0f, 0x05 };                   /* syscall */
+	static const uint8_t ret[] = { 0xc3 };                          /* ret */
+	static const uint8_t mov_rdi[] = { 0x48, 0x89, 0xc7 };          /* mov %rax,%rdi */
+	static const uint8_t mov_eax[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00 }; /* mov $15,%eax */
+	/* mov $15,%rax */
+	static const uint8_t mov_rax[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00 };
 
 	begin("capstone.x86_64.known_bytes");
 	CHECK(cs_support(CS_ARCH_X86), "Capstone built without x86");
 	expect(CS_ARCH_X86, CS_MODE_64, sysc, sizeof(sysc), WANT("syscall"));
-	expect(CS_ARCH_X86, CS_MODE_64, int3, sizeof(int3), WANT("int3"));
 	expect(CS_ARCH_X86, CS_MODE_64, ret, sizeof(ret), WANT("ret"));
+	expect(CS_ARCH_X86, CS_MODE_64, mov_rdi, sizeof(mov_rdi), WANT("mov"));
+	expect(CS_ARCH_X86, CS_MODE_64, mov_eax, sizeof(mov_eax), WANT("mov"));
+	expect(CS_ARCH_X86, CS_MODE_64, mov_rax, sizeof(mov_rax), WANT("mov"));
 	end();
 }
 
 static void a64_known(void)
 {
 	static const uint8_t svc[] = { 0x01, 0x00, 0x00, 0xd4 }; /* svc #0 */
-	static const uint8_t brk[] = { 0x00, 0x00, 0x20, 0xd4 }; /* brk #0 */
 	static const uint8_t ret[] = { 0xc0, 0x03, 0x5f, 0xd6 }; /* ret */
+	static const uint8_t mov[] = { 0x68, 0x11, 0x80, 0xd2 }; /* mov x8, #139 (movz) */
 
 	begin("capstone.aarch64.known_bytes");
 	CHECK(cs_support(CS_ARCH_ARM64), "Capstone built without arm64");
 	expect(CS_ARCH_ARM64, CS_MODE_ARM, svc, sizeof(svc), WANT("svc"));
-	expect(CS_ARCH_ARM64, CS_MODE_ARM, brk, sizeof(brk), WANT("brk"));
 	expect(CS_ARCH_ARM64, CS_MODE_ARM, ret, sizeof(ret), WANT("ret"));
+	expect(CS_ARCH_ARM64, CS_MODE_ARM, mov, sizeof(mov), WANT("mov*"));
 	end();
 }
 
-static void backend(const char *name, const struct hc_arch *a, int cs_arch, int cs_mode,
-		    const char *trap, const char *sysc)
+/* What each backend's bytes must decode to. */
+struct want {
+	const char *name;
+	const struct hc_arch *a;
+	int cs_arch, cs_mode;
+	const char *sysc;          /* the syscall mnemonic */
+	const char *nr_reg[2];     /* where the syscall number goes */
+	const char *imm;           /* what precedes an immediate: "" or "#" */
+	const char *ret_move;      /* ret_tramp's move of the result to get_ret's register */
+	const char *ret_keep;      /* or the register ret_tramp must not write */
+};
+
+/* Instruction i loads nr into the syscall-number register. */
+static bool loads_nr(const struct want *w, const struct dec *d, size_t i, long nr)
 {
+	char imm[32], op[64];
+
+	if (i >= d->n || !mn_match(d->mn[i], "mov*"))
+		return false;
+	snprintf(imm, sizeof(imm), "%s0x%lx", w->imm, nr);
+	for (unsigned int r = 0; r < 2; r++) {
+		snprintf(op, sizeof(op), "%s, %s", w->nr_reg[r], imm);
+		if (!strcmp(d->op[i], op))
+			return true;
+	}
+	return false;
+}
+
+static void backend_table(const struct want *w)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "capstone.%s.backend", w->name);
 	begin(name);
-	CHECK(a->cs_arch == cs_arch, "cs_arch %d, want %d", a->cs_arch, cs_arch);
-	CHECK(a->cs_mode == cs_mode, "cs_mode %d, want %d", a->cs_mode, cs_mode);
-	expect(a->cs_arch, a->cs_mode, a->trap, a->trap_len, WANT(trap));
-	expect(a->cs_arch, a->cs_mode, a->syscall_insn, a->syscall_insn_len, WANT(sysc));
-	expect(a->cs_arch, a->cs_mode, a->cb_stub, a->cb_stub_len, WANT(trap, "ret"));
+	CHECK(w->a->cs_arch == w->cs_arch, "cs_arch %d, want %d", w->a->cs_arch, w->cs_arch);
+	CHECK(w->a->cs_mode == w->cs_mode, "cs_mode %d, want %d", w->a->cs_mode, w->cs_mode);
+	expect(w->a->cs_arch, w->a->cs_mode, w->a->syscall_insn.b, w->a->syscall_insn.len,
+	       WANT(w->sysc));
+	/* remote syscalls run on this gadget, then "ret" into the restorer */
+	expect(w->a->cs_arch, w->a->cs_mode, w->a->syscall_ret.b, w->a->syscall_ret.len,
+	       WANT(w->sysc, "ret"));
+	end();
+}
+
+static void backend_ret_tramp(const struct want *w)
+{
+	const struct hc_arch *a = w->a;
+	char name[64];
+	struct dec d;
+
+	snprintf(name, sizeof(name), "capstone.%s.ret_tramp", w->name);
+	begin(name);
+	if (decode(a, &a->ret_tramp, &d)) {
+		size_t last = d.n - 1, stop;
+		bool moved = false, kept = true;
+
+		/* rt_sigreturn is the last thing it does: nothing runs after it */
+		CHECK(!strcmp(d.mn[last], w->sysc), "ends with '%s %s', want %s", d.mn[last],
+		      d.op[last], w->sysc);
+		CHECK(d.n >= 2 && loads_nr(w, &d, last - 1, a->nr_rt_sigreturn),
+		      "'%s %s' before the syscall does not load rt_sigreturn (%ld)",
+		      d.n >= 2 ? d.mn[last - 1] : "", d.n >= 2 ? d.op[last - 1] : "",
+		      a->nr_rt_sigreturn);
+		/* the first rt_sigreturn, the one heapctl stops at and skips */
+		for (stop = 0; stop < d.n && d.end[stop] != a->ret_tramp_stop; stop++)
+			;
+		CHECK(stop < last, "no instruction ends at ret_tramp_stop %zu before the last",
+		      a->ret_tramp_stop);
+		if (stop < last) {
+			CHECK(!strcmp(d.mn[stop], w->sysc),
+			      "'%s %s' ends at ret_tramp_stop, want %s", d.mn[stop], d.op[stop],
+			      w->sysc);
+			CHECK(stop >= 1 && loads_nr(w, &d, stop - 1, a->nr_rt_sigreturn),
+			      "the syscall at ret_tramp_stop is not rt_sigreturn");
+		}
+		for (size_t i = 0; i < d.n; i++) {
+			/* saved before the syscall number overwrites the result */
+			if (w->ret_move && i + 1 < stop && !strcmp(d.op[i], w->ret_move))
+				moved = true;
+			if (w->ret_keep && !strncmp(d.op[i], w->ret_keep, strlen(w->ret_keep)))
+				kept = false;
+		}
+		if (w->ret_move)
+			CHECK(moved, "no '%s' saving the result for get_ret before ret_tramp_stop",
+			      w->ret_move);
+		CHECK(kept, "writes %s, where get_ret reads the result", w->ret_keep);
+	}
+	end();
+}
+
+static void backend_notify(const struct want *w)
+{
+	const struct hc_arch *a = w->a;
+	char name[64];
+	struct dec d;
+
+	snprintf(name, sizeof(name), "capstone.%s.notify", w->name);
+	begin(name);
+	if (decode(a, &a->notify, &d)) {
+		size_t s = d.n;
+
+		for (size_t i = 0; i < d.n; i++)
+			if (!strcmp(d.mn[i], w->sysc)) {
+				s = i;
+				break;
+			}
+		CHECK(s < d.n, "no %s in notify", w->sysc);
+		if (s < d.n) {
+			/* the pc heapctl expects at the syscall's entry and exit stops */
+			CHECK(d.end[s] == a->notify_sys_end,
+			      "the syscall ends at +%zu, notify_sys_end is %zu", d.end[s],
+			      a->notify_sys_end);
+			CHECK(s + 1 < d.n && !strcmp(d.mn[s + 1], "ret"),
+			      "'%s' after the syscall, want ret",
+			      s + 1 < d.n ? d.mn[s + 1] : "(end)");
+			CHECK(s + 2 == d.n, "%zu instructions after the ret", d.n - s - 2);
+		}
+		expect(a->cs_arch, a->cs_mode, a->notify.b, a->notify.len,
+		       WANT("mov*", w->sysc, "ret"));
+	}
+	end();
+}
+
+static void backend_restorers(const struct want *w)
+{
+	const struct hc_arch *a = w->a;
+	char name[64];
+	unsigned int i;
+	struct dec d;
+
+	snprintf(name, sizeof(name), "capstone.%s.restorers", w->name);
+	begin(name);
+	for (i = 0; a->restorers && i < 16 && a->restorers[i].len; i++) {
+		if (!decode(a, &a->restorers[i], &d))
+			continue;
+		CHECK(d.n == 2, "restorer %u: %zu instructions, want mov + %s", i, d.n, w->sysc);
+		if (d.n != 2)
+			continue;
+		CHECK(loads_nr(w, &d, 0, a->nr_rt_sigreturn),
+		      "restorer %u: '%s %s' does not load rt_sigreturn (%ld)", i, d.mn[0], d.op[0],
+		      a->nr_rt_sigreturn);
+		CHECK(!strcmp(d.mn[1], w->sysc), "restorer %u: '%s', want %s", i, d.mn[1],
+		      w->sysc);
+	}
+	CHECK(i >= 1, "no restorers");
 	end();
 }
 
 int main(void)
 {
+	static const struct want wants[] = {
+		{ "x86_64", &hc_arch_x86_64, CS_ARCH_X86, CS_MODE_64, "syscall",
+		  { "eax", "rax" }, "", "rdi, rax", NULL },
+		{ "aarch64", &hc_arch_aarch64, CS_ARCH_ARM64, CS_MODE_ARM, "svc",
+		  { "x8", "w8" }, "#", NULL, "x0" },
+	};
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	x86_known();
 	a64_known();
-	backend("capstone.x86_64.backend_bytes", &hc_arch_x86_64, CS_ARCH_X86, CS_MODE_64, "int3",
-		"syscall");
-	backend("capstone.aarch64.backend_bytes", &hc_arch_aarch64, CS_ARCH_ARM64, CS_MODE_ARM,
-		"brk", "svc");
+	for (size_t i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
+		backend_table(&wants[i]);
+		backend_ret_tramp(&wants[i]);
+		backend_notify(&wants[i]);
+		backend_restorers(&wants[i]);
+	}
 	return nfailed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
