@@ -148,3 +148,18 @@ clean:
 	rm -rf $(B)
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# libFuzzer target for the heap profile parser, symbolizer and writers.
+#   make fuzz [FUZZ_SECONDS=60]    needs clang; corpus in $(B)/fuzz/corpus
+FUZZ_CC ?= clang
+FUZZ_SRCS := $(wildcard src/prof/*.c) src/lib/err.c src/lib/log.c
+.PHONY: fuzz
+$(B)/fuzz/fuzz_prof: tests/fuzz/fuzz_prof.c $(FUZZ_SRCS)
+	$(msg) FUZZ $@
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
+		-Iinclude -iquote src/lib -iquote src/prof $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lz
+fuzz: $(B)/fuzz/fuzz_prof
+	@mkdir -p $(B)/fuzz/corpus
+	@cd $(B)/fuzz && ./fuzz_prof -max_total_time=$(or $(FUZZ_SECONDS),60) -timeout=10 \
+		-rss_limit_mb=2048 -max_len=65536 corpus $(CURDIR)/tests/data/prof

@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit test: heap profile parsing and un-biasing, the protobuf encoder,
+ * demangling, symbolization of this very program through a profile it
+ * writes about itself, and the folded/SVG/pprof/text writers.  Replays
+ * tests/data/prof/ (the fuzz seed corpus) through the whole pipeline.
+ * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include <heapctl/heapctl.h>
+#include <heapctl/prof.h>
+
+#include "prof_int.h"
+
+static const char *group;
+static int group_nfail, nfailed;
+static char group_msg[512];
+
+static void begin(const char *name)
+{
+	group = name;
+	group_nfail = 0;
+	group_msg[0] = '\0';
+}
+
+static void __attribute__((format(printf, 2, 3))) fail_at(int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (group_nfail++)
+		return;
+	n = snprintf(group_msg, sizeof(group_msg), "line %d: ", line);
+	va_start(ap, fmt);
+	vsnprintf(group_msg + n, sizeof(group_msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+#define CHECK(cond, ...)                                \
+	do {                                            \
+		if (!(cond))                            \
+			fail_at(__LINE__, __VA_ARGS__); \
+	} while (0)
+
+static void end(void)
+{
+	if (!group_nfail) {
+		printf("PASS %s\n", group);
+		return;
+	}
+	nfailed++;
+	if (group_nfail > 1)
+		printf("FAIL %s: %s (and %d more)\n", group, group_msg, group_nfail - 1);
+	else
+		printf("FAIL %s: %s\n", group, group_msg);
+}
+
+static bool near(double a, double b, double rel)
+{
+	double d = a > b ? a - b : b - a;
+
+	return d <= rel * (a > b ? a : b) + 1e-9;
+}
+
+static struct hc_prof *parse(const char *text, struct hc_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return hc_prof_parse(text, strlen(text), "t.heap", err);
+}
+
+/* Render r as fmt into a malloc'ed string. */
+static char *render(struct hc_report *r, enum hc_report_format fmt, const struct hc_write_opts *w,
+		    size_t *len)
+{
+	struct hc_err err = { 0 };
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!f)
+		return NULL;
+	if (hc_report_write(r, fmt, w, f, &err)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static const char v2_text[] =
+	"heap_v2/524288\n"
+	"  t*: 3: 6144 [0: 0]\n"
+	"  t0: 2: 4096 [0: 0] main thread\n"
+	"  t1: 1: 2048 [0: 0]\n"
+	"@ 0x1000 0x2000 0x3000\n"
+	"  t*: 2: 4096 [0: 0]\n"
+	"  t0: 2: 4096 [0: 0]\n"
+	"@ 0x1000 0x2100\n"
+	"  t*: 1: 2048 [0: 0]\n"
+	"  t1: 1: 2048 [0: 0]\n"
+	"\n"
+	"MAPPED_LIBRARIES:\n"
+	"555a7a10b000-555a7a10c000 r-xp 00001000 fe:00 5308791   /nonexistent/app (deleted)\n"
+	"7fe0bdc00000-7fe0bdc09000 r--p 00000000 fe:00 14884866  /nonexistent/libx.so\n"
+	"7fe0bdc09000-7fe0bdcaf000 r-xp 00009000 fe:00 14884866  /nonexistent/libx.so\n"
+	"7fe0b8980000-7fe0b9000000 rw-p 00000000 00:00 0\n"
+	"7ffd1c7d1000-7ffd1c7d3000 r-xp 00000000 00:00 0                          [vdso]\n";
+
+static void parser(void)
+{
+	struct hc_prof_info info;
+	struct hc_prof *p;
+	struct hc_err err;
+	double o, b;
+
+	begin("prof.parse_v2");
+	p = parse(v2_text, &err);
+	CHECK(p != NULL, "parse failed: %s", err.msg);
+	if (p) {
+		hc_prof_info(p, &info);
+		CHECK(info.period == 524288, "period %llu", (unsigned long long)info.period);
+		CHECK(info.nstacks == 2, "nstacks %zu", info.nstacks);
+		CHECK(info.nmaps == 3, "nmaps %zu (anon and [vdso] must be left out)", info.nmaps);
+		CHECK(info.nthreads == 2, "nthreads %zu", info.nthreads);
+		CHECK(info.has_maps && !info.truncated, "maps %d truncated %d", info.has_maps,
+		      info.truncated);
+		CHECK(p->threads[0].name && !strcmp(p->threads[0].name, "main thread"),
+		      "thread name '%s'", p->threads[0].name ? p->threads[0].name : "(null)");
+		CHECK(p->samples[0].naddrs == 3 && p->addrs[0] == 0x1000 && p->addrs[2] == 0x3000,
+		      "first stack");
+		CHECK(p->samples[1].raw_bytes == 2048 && p->samples[1].raw_objs == 1, "counts");
+		CHECK(p->maps[0].deleted && !strcmp(p->maps[0].path, "/nonexistent/app"),
+		      "deleted map");
+		CHECK(prof_map_find(p, 0x555a7a10b123) == &p->maps[0], "map lookup");
+		CHECK(prof_map_find(p, 0x555a7a10c000) == NULL, "map end is exclusive");
+		/* jeprof: scale = 1 / (1 - exp(-(4096/2)/524288)) */
+		prof_unbias(524288, 2, 4096, &o, &b);
+		CHECK(near(b, 1050625.333333001, 1e-12), "unbias bytes %.6f", b);
+		CHECK(near(p->samples[0].bytes, b, 1e-12) && near(p->samples[0].objs, o, 1e-12),
+		      "sample un-biased");
+	}
+	hc_prof_free(p);
+	end();
+
+	begin("prof.unbias");
+	/* Values from jeprof's AdjustSamples (perl, 1/(1-exp(-ratio))). */
+	prof_unbias(524288, 4, 4096, &o, &b);
+	CHECK(near(b, 2099200.666, 1e-9) && near(o, 2050.000651, 1e-8), "4x1KiB: %.3f %.6f", b, o);
+	prof_unbias(524288, 1, 1u << 30, &o, &b);
+	CHECK(near(b, (double)(1u << 30), 1e-12) && near(o, 1, 1e-12), "huge allocation %.1f", b);
+	prof_unbias(4096, 1, 16, &o, &b);
+	CHECK(near(b, 4104.0, 1e-3), "16 bytes at 4 KiB period: %.4f", b);
+	prof_unbias(524288, 0, 100, &o, &b);
+	CHECK(o == 0 && b == 100, "objects 0: left alone like jeprof");
+	prof_unbias(524288, 5, 0, &o, &b);
+	CHECK(o == 5 && b == 0, "bytes 0");
+	CHECK(near(prof_expm1(1e-10), 1e-10, 1e-9), "expm1 tiny");
+	CHECK(near(prof_expm1(-1), -0.63212055882855767, 1e-14), "expm1(-1) %.17g",
+	      prof_expm1(-1));
+	CHECK(near(prof_expm1(10), 22025.465794806718, 1e-14), "expm1(10)");
+	CHECK(prof_expm1(-800) == -1.0, "expm1(-800)");
+	CHECK(prof_round(2.5) == 3 && prof_round(-2.5) == -3 && prof_round(2.49) == 2, "round");
+	end();
+
+	begin("prof.parse_legacy");
+	p = parse("heap profile: 2: 4096 [ 2: 4096] @ heap_v2/524288\n"
+		  "2: 4096 [2: 4096] @ 0x4005d3 0x400612\n"
+		  "\nMAPPED_LIBRARIES:\n",
+		  &err);
+	CHECK(p && p->nsamples == 1 && p->period == 524288, "legacy v2: %s", err.msg);
+	if (p) {
+		prof_unbias(524288, 2, 4096, &o, &b);
+		CHECK(near(p->samples[0].bytes, b, 1e-12), "legacy un-bias");
+	}
+	hc_prof_free(p);
+	p = parse("heap profile: 1: 100 [ 1: 100] @ heapprofile\n1: 100 [1: 100] @ 0x1\n"
+		  "MAPPED_LIBRARIES:\n",
+		  &err);
+	CHECK(p && p->samples[0].bytes == 100, "heapprofile is exact");
+	hc_prof_free(p);
+	end();
+
+	begin("prof.parse_errors");
+	{
+		static const struct {
+			const char *text, *want;
+		} bad[] = {
+			{ "", "empty" },
+			{ "hello\n", "not a jemalloc heap profile" },
+			{ "heap_v2/0\n", "sample period 0" },
+			{ "heap_v2/524288x\n", "unexpected text" },
+			{ "heap_v2/524288\n  t*: 18446744073709551616: 1 [0: 0]\n", "too large" },
+			{ "heap_v2/524288\n  t*: -1: 1 [0: 0]\n", "negative" },
+			{ "heap_v2/524288\n@ 0x10 zz\n  t*: 1: 1 [0: 0]\n", "bad address" },
+			{ "heap_v2/524288\n@ 0x10\n@ 0x20\n", "without a 't*:'" },
+			{ "heap_v2/524288\n@ 0x10\n  t3: 1: 1 [0: 0]\n", "'t*:' line first" },
+			{ "heap_v2/524288\n  t*: 1: 1 [0 0]\n", "expected ':'" },
+			{ "heap_v2/524288\n  t*: 1: 1 0: 0]\n", "expected '['" },
+			{ "heap_v2/524288\nbogus\n", "unexpected line" },
+			{ "heap_v2/524288\n@ 0x12345678901234567\n  t*: 1: 1 [0: 0]\n", "bad address" },
+		};
+		size_t i;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			p = parse(bad[i].text, &err);
+			CHECK(!p && err.code == HC_E_FORMAT && strstr(err.msg, bad[i].want),
+			      "case %zu: code %s msg '%s', want '%s'", i, hc_err_name(err.code),
+			      err.msg, bad[i].want);
+			CHECK(!p || err.hint[0], "case %zu: no hint", i);
+			hc_prof_free(p);
+		}
+		memset(&err, 0, sizeof(err));
+		p = hc_prof_parse("heap_v2/1\n\0x", 12, "bin", &err);
+		CHECK(!p && strstr(err.msg, "binary"), "NUL byte: %s", err.msg);
+		hc_prof_free(p);
+	}
+	end();
+
+	begin("prof.parse_truncated");
+	{
+		/* Cut v2_text anywhere: never an error past the header, never a crash. */
+		size_t len = strlen(v2_text), cut;
+
+		for (cut = 15; cut < len; cut++) {
+			memset(&err, 0, sizeof(err));
+			p = hc_prof_parse(v2_text, cut, "cut", &err);
+			CHECK(p != NULL, "cut at %zu: %s", cut, err.msg);
+			/* A cut on a line boundary after MAPPED_LIBRARIES: is a whole file. */
+			if (p && cut < len - 1 && !(p->has_maps && v2_text[cut - 1] == '\n'))
+				CHECK(p->truncated, "cut at %zu not flagged truncated", cut);
+			hc_prof_free(p);
+		}
+		p = parse("heap_v2/524288\n@ 0x1 0x2\n  t*: 1: 10 [0: 0]\n", &err);
+		CHECK(p && !p->has_maps && p->truncated && p->nwarnings == 1,
+		      "no MAPPED_LIBRARIES is a warning");
+		hc_prof_free(p);
+	}
+	end();
+}
+
+static void pbenc(void)
+{
+	struct pbuf b = { 0 }, gz = { 0 };
+	uint64_t v[3] = { 1, 300, (uint64_t)-1 };
+	unsigned char out[256];
+	uLongf outlen = sizeof(out);
+	z_stream z;
+
+	begin("prof.pb_encoder");
+	pb_varint(&b, 0);
+	pb_varint(&b, 1);
+	pb_varint(&b, 300);
+	CHECK(b.len == 4 && !memcmp(b.p, "\x00\x01\xac\x02", 4), "varints");
+	b.len = 0;
+	pb_varint(&b, UINT64_MAX);
+	CHECK(b.len == 10 && (unsigned char)b.p[9] == 0x01, "max varint: %zu bytes", b.len);
+	b.len = 0;
+	pb_int(&b, 2, -1);
+	CHECK(b.len == 11 && b.p[0] == 0x10, "int64 -1 is 10-byte two's complement");
+	b.len = 0;
+	pb_uint(&b, 1, 0);
+	CHECK(b.len == 0, "zero is default, not written");
+	pb_str(&b, 6, "");
+	CHECK(b.len == 2 && !memcmp(b.p, "\x32\x00", 2), "empty string still written");
+	b.len = 0;
+	pb_str(&b, 6, "ab");
+	CHECK(b.len == 4 && !memcmp(b.p, "\x32\x02" "ab", 4), "string");
+	b.len = 0;
+	pb_packed(&b, 1, v, 3);
+	CHECK(b.len == 2 + 1 + 2 + 10 && b.p[0] == 0x0a && b.p[1] == 13, "packed: %zu", b.len);
+	b.len = 0;
+	pb_key(&b, 100, 2);
+	CHECK(b.len == 2 && !memcmp(b.p, "\xa2\x06", 2), "two-byte key");
+
+	/* gzip round trip through zlib's own inflate. */
+	CHECK(pb_gzip("hello hello hello", 17, &gz) == 0, "gzip");
+	CHECK(gz.len > 18 && (unsigned char)gz.p[0] == 0x1f && (unsigned char)gz.p[1] == 0x8b,
+	      "gzip magic");
+	memset(&z, 0, sizeof(z));
+	inflateInit2(&z, 15 + 16);
+	z.next_in = (unsigned char *)gz.p;
+	z.avail_in = (uInt)gz.len;
+	z.next_out = out;
+	z.avail_out = (uInt)outlen;
+	CHECK(inflate(&z, Z_FINISH) == Z_STREAM_END && z.total_out == 17 &&
+		      !memcmp(out, "hello hello hello", 17),
+	      "gunzip");
+	inflateEnd(&z);
+	pbuf_free(&b);
+	pbuf_free(&gz);
+	end();
+}
+
+static void demangling(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "_ZN3foo3barEv", "foo::bar" },
+		{ "_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back" },
+		{ "_ZNK3Foo3getEv", "Foo::get" },
+		{ "_ZN3FooclEi", "Foo::operator()" },
+		{ "_Znwm", "operator new" },
+		{ "_Z3bazv.cold", "baz" },
+		{ "_ZN4core3ptr13drop_in_place17h0123456789abcdefE", "core::ptr::drop_in_place" },
+		{ "_ZN50_$LT$alloc..vec..Vec$LT$T$GT$$u20$as$u20$Drop$GT$4drop17h0123456789abcdefE",
+		  "<alloc::vec::Vec<T> as Drop>::drop" },
+		{ "_RNvCs1234_7mycrate3foo", "mycrate::foo" },
+		{ "_RNvNtCs1234_7mycrate3mod3bar", "mycrate::mod::bar" },
+		{ "_RNCNvCs1234_7mycrate4main0B3_", "mycrate::main::{closure#0}" },
+		{ "_RINvCs1234_7mycrate4sizeINtB2_3VecmEEB2_", "mycrate::size::<mycrate::Vec<u32>>" },
+		{ "_RNvMNtCs1234_5alloc3vecINtB2_3VechE4push", "<alloc::vec::Vec<u8>>::push" },
+		{ "session_cache_leak.part.0", "session_cache_leak" },
+	};
+	size_t i;
+
+	begin("prof.demangle");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *d = prof_demangle(cases[i].in);
+
+		/* C++ needs libstdc++ at run time; without it names stay mangled. */
+		if (!d && !strncmp(cases[i].in, "_Z", 2))
+			continue;
+		CHECK(d && !strcmp(d, cases[i].want), "%s -> '%s', want '%s'", cases[i].in,
+		      d ? d : "(null)", cases[i].want);
+		free(d);
+	}
+	CHECK(prof_demangle("main") == NULL, "plain C name");
+	CHECK(prof_demangle_rust_v0("_RB_") == NULL, "self back-reference rejected");
+	CHECK(prof_demangle_rust_v0("_RNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNv"
+				    "NvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNvNv"
+				    "NvNvNvNvNvNvNvNvNvNvNvNvNvNvNvC1a1b") == NULL,
+	      "deep nesting is bounded");
+	CHECK(prof_demangle_rust_v0("_RNvC99999999999999999999a1b") == NULL, "length overflow");
+	end();
+}
+
+/* ---- symbolizing this program ----------------------------------------- */
+
+static __attribute__((noinline)) uint64_t grab(void)
+{
+	return (uint64_t)(uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0));
+}
+
+static inline __attribute__((always_inline)) uint64_t inlined_leaf(int x)
+{
+	uint64_t r = grab();
+
+	/* Work after the call keeps it from being a tail call. */
+	return r + (uint64_t)(x & 0);
+}
+
+static __attribute__((noinline)) uint64_t test_outer_fn(int x)
+{
+	uint64_t r = inlined_leaf(x);
+
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+static __attribute__((noinline)) uint64_t test_caller_fn(int x)
+{
+	uint64_t r = grab();
+
+	/* Unlike test_outer_fn, so that -fipa-icf does not fold the two. */
+	__asm__ volatile("" ::: "memory");
+	return r + (uint64_t)(x * 0) + (uint64_t)(x > 7);
+}
+
+/* A profile naming addresses of this program, with this process's maps. */
+static char *self_profile(uint64_t a_inl, uint64_t a_plain)
+{
+	struct pbuf b = { 0 };
+	char line[4096];
+	FILE *maps;
+
+	pbuf_printf(&b, "heap_v2/524288\n  t*: 3: 12288 [0: 0]\n");
+	/* Stack 1: leaf in the inlined function; stack 2: a plain caller. */
+	pbuf_printf(&b, "@ 0x%llx\n  t*: 2: 8192 [0: 0]\n", (unsigned long long)a_inl);
+	pbuf_printf(&b, "@ 0x%llx\n  t*: 1: 4096 [0: 0]\n", (unsigned long long)a_plain);
+	pbuf_printf(&b, "@ 0x10\n  t*: 1: 4096 [0: 0]\n");
+	pbuf_printf(&b, "\nMAPPED_LIBRARIES:\n");
+	maps = fopen("/proc/self/maps", "r");
+	while (maps && fgets(line, sizeof(line), maps))
+		pbuf_puts(&b, line);
+	if (maps)
+		fclose(maps);
+	return b.oom ? NULL : b.p;
+}
+
+static void symbolize_self(void)
+{
+	uint64_t a_inl = test_outer_fn(1), a_plain = test_caller_fn(1);
+	struct hc_report_opts ro = { .lines = true };
+	struct hc_write_opts wo = { 0 };
+	struct hc_report *r = NULL;
+	struct hc_prof *p = NULL;
+	struct hc_err err = { 0 };
+	char *text = self_profile(a_inl, a_plain), *out = NULL;
+	size_t len = 0;
+
+	begin("prof.symbolize_self");
+	CHECK(text != NULL, "oom");
+	if (text)
+		p = hc_prof_parse(text, strlen(text), "self", &err);
+	CHECK(p != NULL, "parse: %s", err.msg);
+	if (p)
+		r = hc_report_build(p, NULL, &ro, &err);
+	CHECK(r != NULL, "build: %s", err.msg);
+	if (r)
+		out = render(r, HC_FMT_FOLDED, &wo, &len);
+	CHECK(out != NULL, "render");
+	if (out) {
+		/* Root first: the inlined frame is the leaf, its caller above it, with lines. */
+		CHECK(strstr(out, "test_outer_fn test_prof.c:") &&
+			      strstr(out, ";inlined_leaf test_prof.c:"),
+		      "inline chain missing in:\n%s", out);
+		CHECK(strstr(out, "test_caller_fn test_prof.c:"), "plain frame missing in:\n%s", out);
+		CHECK(!strncmp(out, "0x10 ", 5), "unmapped address not shown raw:\n%s", out);
+	}
+	free(out);
+	hc_report_free(r);
+	r = NULL;
+	if (p) {
+		ro.lines = false;
+		ro.no_inline = true;
+		r = hc_report_build(p, NULL, &ro, &err);
+	}
+	out = r ? render(r, HC_FMT_FOLDED, &wo, &len) : NULL;
+	CHECK(out && strstr(out, "test_outer_fn ") && !strstr(out, "inlined_leaf"),
+	      "--no-inline:\n%s", out ? out : "(null)");
+	free(out);
+	hc_report_free(r);
+	hc_prof_free(p);
+	free(text);
+	end();
+}
+
+/* ---- writers ------------------------------------------------------------- */
+
+static void writers(void)
+{
+	static const char a_text[] = "heap_v2/524288\n"
+				     "@ 0x10 0x20\n  t*: 1: 600000 [0: 0]\n"
+				     "@ 0x11 0x20\n  t*: 1: 700000 [0: 0]\n"
+				     "\nMAPPED_LIBRARIES:\n";
+	static const char b_text[] = "heap_v2/524288\n"
+				     "@ 0x10 0x20\n  t*: 4: 2400000 [0: 0]\n"
+				     "@ 0x30 0x20\n  t*: 1: 600000 [0: 0]\n"
+				     "\nMAPPED_LIBRARIES:\n";
+	struct hc_report_opts ro = { 0 };
+	struct hc_write_opts wo = { 0 };
+	struct hc_prof *a, *b;
+	struct hc_report *r = NULL, *d = NULL;
+	struct hc_err err;
+	char *s;
+	size_t len;
+	double w1, o1;
+
+	begin("prof.write_folded");
+	a = parse(a_text, &err);
+	b = parse(b_text, &err);
+	CHECK(a && b, "parse");
+	if (a && b) {
+		r = hc_report_build(b, NULL, &ro, &err);
+		d = hc_report_build(b, a, &ro, &err);
+	}
+	CHECK(r && d, "build: %s", err.msg);
+	if (!r || !d)
+		goto out;
+	prof_unbias(524288, 4, 2400000, &o1, &w1);
+	s = render(r, HC_FMT_FOLDED, &wo, NULL);
+	{
+		char want[256];
+		double w2, o2;
+
+		prof_unbias(524288, 1, 600000, &o2, &w2);
+		snprintf(want, sizeof(want), "0x20;0x10 %lld\n0x20;0x30 %lld\n",
+			 (long long)prof_round(w1), (long long)prof_round(w2));
+		CHECK(s && !strcmp(s, want), "got:\n%s\nwant:\n%s", s ? s : "", want);
+	}
+	free(s);
+	/* Growth: 0x10 grew, 0x11 went away (never negative), 0x30 is new. */
+	s = render(d, HC_FMT_FOLDED, &wo, NULL);
+	CHECK(s && strstr(s, "0x20;0x10 ") && strstr(s, "0x20;0x30 ") && !strstr(s, "0x11") &&
+		      !strstr(s, " -"),
+	      "growth:\n%s", s ? s : "");
+	free(s);
+	wo.shrink = true;
+	s = render(d, HC_FMT_FOLDED, &wo, NULL);
+	CHECK(s && strstr(s, "0x20;0x11 ") && !strstr(s, "0x10") && !strstr(s, "0x30"),
+	      "shrink:\n%s", s ? s : "");
+	free(s);
+	wo.shrink = false;
+	wo.objects = true;
+	s = render(r, HC_FMT_FOLDED, &wo, NULL);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "0x20;0x10 %lld\n", (long long)prof_round(o1));
+		CHECK(s && strstr(s, want), "objects:\n%s", s ? s : "");
+	}
+	free(s);
+	wo.objects = false;
+	end();
+
+	begin("prof.write_svg");
+	s = render(d, HC_FMT_SVG, &wo, &len);
+	CHECK(s && strstr(s, "<svg ") && strstr(s, "</svg>\n") && strstr(s, "<script"),
+	      "not an svg");
+	CHECK(s && strstr(s, "<title>0x10 (") && strstr(s, "%, ") && strstr(s, " bytes)</title>"),
+	      "hover title with size and percentage");
+	CHECK(s && strstr(s, "onload=\"init(evt)\"") && strstr(s, "function zoom(") &&
+		      strstr(s, "function search("),
+	      "zoom and search");
+	CHECK(s && !strstr(s, "<title>0x11"), "svg shows growth only");
+	free(s);
+	end();
+
+	begin("prof.write_text_json");
+	s = render(d, HC_FMT_TEXT, &wo, NULL);
+	CHECK(s && strstr(s, "Grew: +") && strstr(s, "Shrank: -") && strstr(s, "0x10") &&
+		      strstr(s, "Top growing stacks"),
+	      "text diff:\n%s", s ? s : "");
+	free(s);
+	s = render(r, HC_FMT_JSON, &wo, NULL);
+	CHECK(s && !strncmp(s, "{\"format\":\"heapctl-report-1\"", 28) &&
+		      strstr(s, "\"frames\":[\"0x20\",\"0x10\"]"),
+	      "json:\n%s", s ? s : "");
+	free(s);
+	end();
+
+	begin("prof.write_pprof");
+	s = render(r, HC_FMT_PPROF, &wo, &len);
+	CHECK(s && len > 20 && (unsigned char)s[0] == 0x1f && (unsigned char)s[1] == 0x8b,
+	      "not gzip");
+	if (s) {
+		unsigned char raw[8192];
+		z_stream z;
+
+		memset(&z, 0, sizeof(z));
+		inflateInit2(&z, 15 + 16);
+		z.next_in = (unsigned char *)s;
+		z.avail_in = (uInt)len;
+		z.next_out = raw;
+		z.avail_out = sizeof(raw);
+		CHECK(inflate(&z, Z_FINISH) == Z_STREAM_END, "gunzip");
+		/* string_table entries are field 6; the first one is "" (0x32 0x00). */
+		CHECK(memmem(raw, z.total_out, "\x32\x00\x32\x0d" "inuse_objects", 17),
+		      "string_table[0] is not \"\" followed by inuse_objects");
+		CHECK(memmem(raw, z.total_out, "inuse_space", 11) &&
+			      memmem(raw, z.total_out, "bytes", 5),
+		      "sample types");
+		inflateEnd(&z);
+	}
+	free(s);
+	end();
+out:
+	hc_report_free(r);
+	hc_report_free(d);
+	hc_prof_free(a);
+	hc_prof_free(b);
+}
+
+/* Every file of the seed corpus goes through the whole pipeline without harm. */
+static void corpus(void)
+{
+	const char *dir = getenv("PROF_CORPUS") ? getenv("PROF_CORPUS") : "tests/data/prof";
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d;
+
+	begin("prof.corpus_replay");
+	d = opendir(dir);
+	CHECK(d != NULL, "cannot open %s: %s", dir, strerror(errno));
+	while (d && (de = readdir(d))) {
+		char path[4096];
+		struct hc_prof *p;
+		struct hc_report *r;
+		struct hc_err err = { 0 };
+		struct hc_report_opts ro = { 0 };
+		struct hc_write_opts wo = { 0 };
+		int f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n++;
+		p = hc_prof_load(path, &err);
+		if (!p) {
+			CHECK(err.code != HC_OK && err.msg[0], "%s: failed without a message", path);
+			continue;
+		}
+		r = hc_report_build(p, p, &ro, &err);
+		CHECK(r != NULL, "%s: %s", path, err.msg);
+		for (f = 0; r && f <= HC_FMT_JSON; f++) {
+			char *s = render(r, (enum hc_report_format)f, &wo, NULL);
+
+			CHECK(s != NULL, "%s: format %d", path, f);
+			free(s);
+		}
+		hc_report_free(r);
+		hc_prof_free(p);
+	}
+	if (d)
+		closedir(d);
+	CHECK(n >= 5, "only %u corpus files in %s", n, dir);
+	end();
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	parser();
+	pbenc();
+	demangling();
+	symbolize_self();
+	writers();
+	corpus();
+	return nfailed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
