@@ -425,12 +425,19 @@ static int je_detect(struct hc_target *t, struct hc_err *err)
 	unsigned n = 0;
 	size_t used = 0;
 
-	/* Symbol tables first; separate debug files only if that finds nothing. */
-	for (int debug = 0; debug < 2 && !n; debug++) {
+	/*
+	 * The likely homes first: the executable (jemalloc linked in) and
+	 * objects named like jemalloc; only if they have nothing, every object.
+	 * Symbol tables before separate debug files, which cost milliseconds.
+	 */
+	for (int pass = 0; pass < 3 && !n; pass++) {
+		bool debug = pass == 2;
+
 		for (size_t i = 0; i < t->nobjs && n < 8; i++) {
 			struct obj *o = &t->objs[i];
+			bool likely = o->is_exe || strstr(o->path, "jemalloc");
 
-			if (!o->base || o->is_vdso)
+			if (!o->base || o->is_vdso || (pass == 0 && !likely))
 				continue;
 			if (sym_load(t, o, debug, err) < 0) {
 				/* an unreadable object is not fatal: note it and go on */

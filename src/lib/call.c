@@ -926,11 +926,51 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat, bool 
 	return 0;
 }
 
+/* Look for pat within a few KiB of functions that are known to hold it. */
+static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool want_syscall,
+			  const char *const *names)
+{
+	size_t step = t->arch->syscall_insn.len == 4 ? 4 : 1;
+
+	for (size_t i = 0; i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+		struct hc_err e = { 0 };
+
+		if (!o->text_lo || !(strstr(o->path, "/libc.so") || strstr(o->path, "/libc.musl")) ||
+		    sym_load(t, o, false, &e) < 0)
+			continue;
+		for (const char *const *n = names; *n; n++) {
+			const struct sym *sy = sym_by_name(o, *n);
+			uint8_t buf[8192];
+			uint64_t at;
+
+			if (!sy || sy->raddr < o->text_lo + 4096 || sy->raddr + 4096 > o->text_hi)
+				continue;
+			at = sy->raddr - 4096;
+			if (mem_read(t->pid, t->memfd, at, buf, sizeof(buf), &e) < 0)
+				continue;
+			for (size_t k = 0; k + pat->len <= sizeof(buf); k += step)
+				if (!memcmp(buf + k, pat->b, pat->len) &&
+				    (!want_syscall || where_is_syscall(t, at + k)))
+					return at + k;
+		}
+	}
+	return 0;
+}
+
 static int find_gadgets(struct hc_target *t, struct hc_err *err)
 {
-	t->gadget = find_text(t, &t->arch->syscall_ret, true);
+	/* small syscall wrappers end in "syscall; ret"; __restore_rt sits by sigaction */
+	static const char *const wrappers[] = { "getpid", "getuid", "getppid", "sched_yield", NULL };
+	static const char *const sigaction_fns[] = { "sigaction", "__sigaction", NULL };
+
+	t->gadget = find_near(t, &t->arch->syscall_ret, true, wrappers);
+	if (!t->gadget)
+		t->gadget = find_text(t, &t->arch->syscall_ret, true);
 	for (const struct hc_bytes *r = t->arch->restorers; r->len && !t->restorer; r++) {
-		t->restorer = find_text(t, r, false);
+		t->restorer = find_near(t, r, false, sigaction_fns);
+		if (!t->restorer)
+			t->restorer = find_text(t, r, false);
 		t->restorer_end = t->restorer + r->len;
 	}
 	if (!t->gadget || !t->restorer)
@@ -938,6 +978,8 @@ static int find_gadgets(struct hc_target *t, struct hc_err *err)
 				   "heapctl needs the C library's signal return code in the target",
 				   "pid %d has no %s in its text", t->pid,
 				   t->gadget ? "sigreturn restorer" : "\"syscall; ret\" sequence");
+	pr_debug("syscall gadget at 0x%llx, sigreturn restorer at 0x%llx",
+		 (unsigned long long)t->gadget, (unsigned long long)t->restorer);
 	return 0;
 }
 

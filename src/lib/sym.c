@@ -411,8 +411,7 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	}
 	for (size_t i = 0; i < sv.n; i++)
 		sv.v[i].name = sv.strs + (uintptr_t)sv.v[i].name;
-	if (sv.n)
-		qsort(sv.v, sv.n, sizeof(*sv.v), cmp_sym);
+	o->sorted = false; /* sorted on first address lookup: detection only needs names */
 	o->syms = sv.v;
 	o->nsyms = sv.n;
 	o->strs = sv.strs;
@@ -450,6 +449,10 @@ const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
 		*op = o;
 	if (!o || sym_load(t, o, false, &e) < 0 || !o->nsyms)
 		return NULL;
+	if (!o->sorted) {
+		qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_sym);
+		o->sorted = true;
+	}
 	hi = o->nsyms;
 	while (hi - lo > 1) {
 		size_t mid = (lo + hi) / 2;

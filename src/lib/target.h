@@ -28,7 +28,8 @@ struct obj {
 	bool is_exe, is_vdso, is_ldso;
 	bool syms_loaded;
 	bool debug_tried;
-	struct sym *syms; /* sorted by raddr */
+	struct sym *syms; /* sorted by raddr once sorted is set */
+	bool sorted;
 	size_t nsyms;
 	char *strs;
 	const char *symsrc; /* ".dynsym", ".symtab" or a debug file path */
