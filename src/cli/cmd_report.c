@@ -60,6 +60,7 @@ int cli_report_to(struct hc_report *r, int fmt, const struct hc_write_opts *wo,
 		  const char *path, struct hc_err *err)
 {
 	char tmp[4096];
+	struct stat st;
 	FILE *f;
 	int rc;
 
@@ -67,6 +68,25 @@ int cli_report_to(struct hc_report *r, int fmt, const struct hc_write_opts *wo,
 		rc = hc_report_write(r, (enum hc_report_format)fmt, wo, stdout, err);
 		if (rc && err->code == HC_E_IO)
 			cli_stdout_failed(err->sys_errno);
+		return rc;
+	}
+	/* /dev/null, a FIFO, /dev/stdout: write in place, never rename over them. */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		f = fopen(path, "we");
+		if (!f) {
+			err->code = HC_E_IO;
+			err->sys_errno = errno;
+			snprintf(err->msg, sizeof(err->msg), "cannot write %s: %s", path,
+				 strerror(errno));
+			return -1;
+		}
+		rc = hc_report_write(r, (enum hc_report_format)fmt, wo, f, err);
+		if (fclose(f) && !rc) {
+			err->code = HC_E_IO;
+			err->sys_errno = errno;
+			snprintf(err->msg, sizeof(err->msg), "writing %s: %s", path, strerror(errno));
+			rc = -1;
+		}
 		return rc;
 	}
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= sizeof(tmp)) {
@@ -116,7 +136,7 @@ void cli_report_wrote(const char *path, int fmt, const struct hc_report *r, bool
 	else
 		cli_size(v > 0 ? (uint64_t)v : (uint64_t)-v, tot, sizeof(tot));
 	printf("wrote %s (%s", path, fmt_names[fmt]);
-	if (stat(path, &st) == 0)
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 		printf(", %s", cli_size((uint64_t)st.st_size, size, sizeof(size)));
 	if (t.diff)
 		printf(", %zu stacks, %s%s change)\n", t.nstacks, v < 0 ? "-" : "+", tot);
