@@ -818,22 +818,13 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
  */
 static size_t find_leftovers(struct hc_target *t, uint64_t *out, size_t max)
 {
-	char path[64], line[512];
 	size_t n = 0;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (n < max && fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi, off;
-		unsigned long inode;
-		char perms[5];
+	for (unsigned int i = 0; i < t->nanon_rx && n < max; i++) {
+		uint64_t lo = t->anon_rx[i].lo, hi = t->anon_rx[i].hi;
 
 		/* adjacent leftovers merge into one mapping: look at every page */
-		if (sscanf(line, "%llx-%llx %4s %llx %*s %lu", &lo, &hi, perms, &off, &inode) != 5 ||
-		    strcmp(perms, "r-xp") || inode || strchr(line, '[') || hi - lo > 256 * CODE_LEN)
+		if (hi - lo > 256 * CODE_LEN)
 			continue;
 		for (uint64_t pg = lo; pg < hi && n < max; pg += CODE_LEN) {
 			char mark[12];
@@ -850,7 +841,6 @@ static size_t find_leftovers(struct hc_target *t, uint64_t *out, size_t max)
 			out[n++] = pg;
 		}
 	}
-	fclose(f);
 	return n;
 }
 

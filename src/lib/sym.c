@@ -129,6 +129,11 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 
 		if (parse_mapline(line, &m) < 0)
 			continue;
+		if (!m.inode && !m.path[0] && !strcmp(m.perms, "r-xp") && t->nanon_rx < MAX_ANON_RX) {
+			/* maybe a code page a killed heapctl left: call.c looks inside */
+			t->anon_rx[t->nanon_rx].lo = m.lo;
+			t->anon_rx[t->nanon_rx++].hi = m.hi;
+		}
 		if (!(m.inode && m.path[0] == '/') && strcmp(m.path, "[vdso]"))
 			continue;
 		o = obj_find_path(t, m.path);

@@ -46,6 +46,12 @@ struct hc_target {
 	int memfd;
 	struct obj *objs;
 	size_t nobjs;
+	/* anonymous r-x mappings seen by maps_load() */
+#define MAX_ANON_RX 16
+	struct {
+		uint64_t lo, hi;
+	} anon_rx[MAX_ANON_RX];
+	unsigned int nanon_rx;
 	/* the allocator driver and its private state */
 	const struct alloc_ops *alloc;
 	void *alloc_priv;
