@@ -120,7 +120,7 @@ $(B)/demo/%: demo/%.c
 
 # Debian packages; apt runs only when something is missing.
 DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev libbz2-dev liblzma-dev \
-	libjemalloc-dev redis-server redis-tools gdb \
+	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb \
 	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \

@@ -86,7 +86,8 @@ struct hc_arch {
 	size_t gregs_len;               /* NT_PRSTATUS size */
 	const unsigned int *extra_regsets; /* saved/restored verbatim, in order; 0-terminated */
 	unsigned int max_args;
-	long nr_mmap, nr_munmap, nr_rt_sigreturn;
+	long nr_mmap, nr_munmap, nr_rt_sigreturn, nr_getpid;
+	uint32_t audit_arch;             /* AUDIT_ARCH_*, as seccomp filters see it */
 	int cs_arch, cs_mode;           /* Capstone */
 
 	/* Code heapctl writes into its own page in the target. */

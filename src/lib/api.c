@@ -138,6 +138,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
 	t->pid = pid;
 	t->memfd = -1;
+	t->seccomp = ps.seccomp;
 	if (o)
 		t->opts = *o;
 	if (!t->opts.timeout_ms)

@@ -42,6 +42,7 @@
 #include "call.h"
 #include "log.h"
 #include "ptrace.h"
+#include "seccomp.h"
 #include "target.h"
 #include "where.h"
 
@@ -1011,7 +1012,8 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 				goto fail;
 			if (r == 0)
 				continue;
-			if (save_extra(t, err) < 0)
+			if ((t->seccomp == 2 && seccomp_check(t, t->sess->tid, err) < 0) ||
+			    save_extra(t, err) < 0)
 				goto fail;
 			r = write_frame(t, why, sizeof(why), err);
 			if (r < 0)

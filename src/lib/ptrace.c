@@ -11,6 +11,9 @@
 #include "log.h"
 #include "ptrace.h"
 
+#ifndef PTRACE_SECCOMP_GET_FILTER
+#define PTRACE_SECCOMP_GET_FILTER 0x420c
+#endif
 #ifndef PTRACE_GETSIGMASK
 #define PTRACE_GETSIGMASK 0x420a
 #define PTRACE_SETSIGMASK 0x420b
@@ -110,6 +113,26 @@ int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err)
 }
 
 static const int term_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
+			   struct hc_err *err)
+{
+	long n;
+
+	/* a NULL buffer asks for the length, so an oversized filter is refused, not cut */
+	n = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)idx, NULL);
+	if (n < 0 || (size_t)n > max) {
+		if (n >= 0)
+			errno = E2BIG;
+		return err_set(err, err_code_of_errno(errno), errno, "seccomp filter %lu of thread %d",
+			       idx, tid);
+	}
+	n = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)idx, prog);
+	if (n < 0)
+		return err_set(err, err_code_of_errno(errno), errno, "seccomp filter %lu of thread %d",
+			       idx, tid);
+	return n;
+}
 
 int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
 		struct hc_err *err)

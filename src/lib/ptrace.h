@@ -26,6 +26,9 @@ int ptrace_regset_set(pid_t tid, unsigned int nt, const void *buf, size_t len,
 int ptrace_sigmask_get(pid_t tid, uint64_t *mask, struct hc_err *err);
 int ptrace_sigmask_set(pid_t tid, uint64_t mask, struct hc_err *err);
 int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err);
+/* The idx-th seccomp filter of stopped tid into prog; returns its length or -1. */
+long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
+			   struct hc_err *err);
 
 /*
  * Wait for tid to report a stop or exit, up to deadline_ns on

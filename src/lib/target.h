@@ -62,6 +62,7 @@ struct hc_target {
 	void *unw; /* libunwind address space, created once */
 	struct hc_timing timing;
 	uint64_t deadline_ns;
+	int seccomp;    /* Seccomp: from /proc/PID/status (2: filters) */
 	int cancel_sig; /* a termination signal cancelled the operation */
 	uint64_t gadget;   /* "syscall; ret" in the target's text */
 	uint64_t restorer; /* a sigreturn restorer in the target's text */

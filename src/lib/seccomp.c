@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Seccomp filters decide per syscall; a filter that kills on mmap would kill
+ * the target the moment heapctl asks it to map its page.  So before the
+ * first remote syscall heapctl reads the thread's filters
+ * (PTRACE_SECCOMP_GET_FILTER, root only) and runs them here on exactly the
+ * syscalls it is about to make.  The interpreter follows the kernel's
+ * classic BPF semantics (net/core/filter.c, seccomp_check_filter()).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "log.h"
+#include "ptrace.h"
+#include "seccomp.h"
+#include "target.h"
+
+#define MAX_PROG 4096 /* BPF_MAXINSNS */
+
+int seccomp_eval(const struct sock_filter *prog, size_t n, const struct seccomp_data *d,
+		 uint32_t *action)
+{
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
+
+	if (!n || n > MAX_PROG)
+		return -1;
+	for (size_t pc = 0; pc < n; pc++) {
+		const struct sock_filter *f = &prog[pc];
+		uint32_t k = f->k, src = BPF_SRC(f->code) == BPF_X ? x : k;
+
+		switch (BPF_CLASS(f->code)) {
+		case BPF_LD:
+			switch (BPF_MODE(f->code)) {
+			case BPF_ABS:
+				/* only aligned 32-bit words of struct seccomp_data */
+				if (BPF_SIZE(f->code) != BPF_W || k % 4 || k + 4 > sizeof(*d))
+					return -1;
+				memcpy(&a, (const uint8_t *)d + k, 4);
+				break;
+			case BPF_LEN:
+				a = sizeof(*d);
+				break;
+			case BPF_IMM:
+				a = k;
+				break;
+			case BPF_MEM:
+				if (k >= BPF_MEMWORDS)
+					return -1;
+				a = mem[k];
+				break;
+			default:
+				return -1;
+			}
+			break;
+		case BPF_LDX:
+			switch (BPF_MODE(f->code)) {
+			case BPF_LEN:
+				x = sizeof(*d);
+				break;
+			case BPF_IMM:
+				x = k;
+				break;
+			case BPF_MEM:
+				if (k >= BPF_MEMWORDS)
+					return -1;
+				x = mem[k];
+				break;
+			default:
+				return -1;
+			}
+			break;
+		case BPF_ST:
+		case BPF_STX:
+			if (k >= BPF_MEMWORDS)
+				return -1;
+			mem[k] = BPF_CLASS(f->code) == BPF_ST ? a : x;
+			break;
+		case BPF_ALU:
+			switch (BPF_OP(f->code)) {
+			case BPF_ADD: a += src; break;
+			case BPF_SUB: a -= src; break;
+			case BPF_MUL: a *= src; break;
+			case BPF_DIV:
+				if (!src)
+					return -1;
+				a /= src;
+				break;
+			case BPF_MOD:
+				if (!src)
+					return -1;
+				a %= src;
+				break;
+			case BPF_OR: a |= src; break;
+			case BPF_AND: a &= src; break;
+			case BPF_XOR: a ^= src; break;
+			case BPF_LSH: a = src < 32 ? a << src : 0; break;
+			case BPF_RSH: a = src < 32 ? a >> src : 0; break;
+			case BPF_NEG: a = -a; break;
+			default:
+				return -1;
+			}
+			break;
+		case BPF_JMP: {
+			bool taken;
+			size_t to;
+
+			if (BPF_OP(f->code) == BPF_JA) {
+				if (k >= n - pc - 1)
+					return -1;
+				pc += k;
+				break;
+			}
+			switch (BPF_OP(f->code)) {
+			case BPF_JEQ: taken = a == src; break;
+			case BPF_JGT: taken = a > src; break;
+			case BPF_JGE: taken = a >= src; break;
+			case BPF_JSET: taken = (a & src) != 0; break;
+			default:
+				return -1;
+			}
+			to = taken ? f->jt : f->jf;
+			if (to >= n - pc - 1)
+				return -1;
+			pc += to;
+			break;
+		}
+		case BPF_RET:
+			*action = BPF_RVAL(f->code) == BPF_A ? a : k;
+			return 0;
+		case BPF_MISC:
+			if (BPF_MISCOP(f->code) == BPF_TAX)
+				x = a;
+			else
+				a = x;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return -1; /* fell off the end: the kernel rejects such programs */
+}
+
+uint32_t seccomp_stricter(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a & SECCOMP_RET_ACTION_FULL) < (int32_t)(b & SECCOMP_RET_ACTION_FULL) ? a : b;
+}
+
+static const char *action_name(uint32_t act)
+{
+	switch (act & SECCOMP_RET_ACTION_FULL) {
+	case SECCOMP_RET_KILL_PROCESS: return "kill the process";
+	case SECCOMP_RET_KILL_THREAD: return "kill the thread";
+	case SECCOMP_RET_TRAP: return "raise SIGSYS";
+	case SECCOMP_RET_ERRNO: return "fail with an errno";
+	case SECCOMP_RET_USER_NOTIF: return "wait for a supervisor";
+	case SECCOMP_RET_TRACE: return "stop for a tracer";
+	case SECCOMP_RET_LOG: return "log";
+	default: return "allow";
+	}
+}
+
+int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
+{
+	/* heapctl's own syscalls, with the arguments it passes */
+	const struct {
+		const char *name;
+		long nr;
+		uint64_t args[6];
+	} calls[] = {
+		{ "mmap", t->arch->nr_mmap,
+		  { 0, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0 } },
+		{ "munmap", t->arch->nr_munmap, { 0x10000, 4096 } },
+		{ "rt_sigreturn", t->arch->nr_rt_sigreturn, { 0 } },
+		{ "getpid", t->arch->nr_getpid, { 0 } },
+	};
+	uint32_t verdict[sizeof(calls) / sizeof(calls[0])];
+	struct sock_filter *prog = malloc(MAX_PROG * sizeof(*prog));
+	unsigned int nfilters = 0;
+	int ret = 0;
+
+	if (!prog)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++)
+		verdict[c] = SECCOMP_RET_ALLOW;
+	for (unsigned long idx = 0;; idx++) {
+		struct hc_err e = { 0 };
+		long n = ptrace_seccomp_filter(tid, idx, prog, MAX_PROG, &e);
+
+		if (n < 0 && e.sys_errno == ENOENT)
+			break; /* past the last filter */
+		if (n < 0) {
+			ret = err_sethint(err, HC_E_UNSUPPORTED, e.sys_errno,
+					  "run heapctl as root: reading a seccomp filter needs CAP_SYS_ADMIN",
+					  "pid %d runs under a seccomp filter heapctl cannot read (%s)",
+					  t->pid, strerror(e.sys_errno));
+			goto out;
+		}
+		nfilters++;
+		for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
+			struct seccomp_data d = { .nr = (int)calls[c].nr, .arch = t->arch->audit_arch,
+						  .instruction_pointer = t->gadget };
+			uint32_t act;
+
+			memcpy(d.args, calls[c].args, sizeof(d.args));
+			if (seccomp_eval(prog, (size_t)n, &d, &act) < 0)
+				act = SECCOMP_RET_KILL_PROCESS; /* cannot tell: assume the worst */
+			verdict[c] = seccomp_stricter(verdict[c], act);
+		}
+	}
+	for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
+		uint32_t act = verdict[c] & SECCOMP_RET_ACTION_FULL;
+
+		pr_debug("seccomp: %s would %s", calls[c].name, action_name(verdict[c]));
+		if (act == SECCOMP_RET_ALLOW || act == SECCOMP_RET_LOG)
+			continue;
+		/* an errno is reported as the call's failure; anything else harms or hangs */
+		if (act == SECCOMP_RET_ERRNO || act == SECCOMP_RET_TRACE)
+			continue;
+		ret = err_sethint(err, HC_E_UNSUPPORTED, 0,
+				  "allow mmap, munmap, getpid and rt_sigreturn in the service's filter",
+				  "pid %d's seccomp filter would %s on %s, which heapctl needs",
+				  t->pid, action_name(verdict[c]), calls[c].name);
+		break;
+	}
+	pr_debug("seccomp: %u filter(s) checked", nfilters);
+out:
+	free(prog);
+	return ret;
+}
