@@ -23,6 +23,7 @@
 #include "call.h"
 #include "log.h"
 #include "target.h"
+#include "troot.h"
 
 #define MALLCTL_ARENAS_ALL 4096
 
@@ -580,84 +581,34 @@ static int je_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 	return call_end(t, err);
 }
 
-static int copy_out(const char *from, const char *to, struct hc_err *err)
-{
-	char buf[65536];
-	int in, out;
-	ssize_t n;
-
-	in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (in < 0)
-		return err_errno(err, errno, "open the profile at %s", from);
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		close(in);
-		return err_errno(err, errno, "create %s", to);
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			n = -1;
-			break;
-		}
-	if (n < 0)
-		err_errno(err, errno, "copy the profile to %s", to);
-	close(in);
-	if (close(out) < 0 && !err_isset(err))
-		err_errno(err, errno, "write %s", to);
-	return err_isset(err) ? -1 : 0;
-}
+/* A heap profile is text of a size that follows the heap; refuse anything absurd. */
+#define MAX_PROFILE (4ull << 30)
 
 static int je_prof_dump(struct hc_target *t, const char *out, struct hc_err *err)
 {
-	static const char *const dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
-	char path[PATH_MAX], host[PATH_MAX + 64];
-	uint8_t rnd[12];
-	bool done = false;
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	uint64_t p;
 	int rc = 0;
 
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return err_errno(err, errno, "getrandom");
-	if (call_begin(t, err) < 0)
-		return -1;
-	if (need_prof(t, NULL, err) < 0)
-		goto end;
 	/*
 	 * jemalloc writes the file itself, as the target, in the target's
-	 * mount namespace.  An unpredictable name in its own /tmp keeps
-	 * anyone from planting a file or link there first.
+	 * mount namespace: into a fresh 0700 directory of the target's own,
+	 * with an unpredictable name, so no one can plant a file or link there.
 	 */
-	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]) && !done; d++) {
-		struct stat sb;
-		uint64_t p;
-
-		snprintf(host, sizeof(host), "/proc/%d/root%s", t->pid, dirs[d]);
-		if (stat(host, &sb) < 0 || !S_ISDIR(sb.st_mode))
-			continue;
-		snprintf(path, sizeof(path), "%s/.heapctl-%d-", dirs[d], t->pid);
-		for (size_t i = 0; i < sizeof(rnd); i++)
-			snprintf(path + strlen(path), 3, "%02x", rnd[i]);
-		strcat(path, ".heap");
-		p = call_strdup(t, path, err);
-		if (!p)
-			goto end;
-		/* the new value is a pointer to the path */
-		if (je_call(t, "prof.dump", NULL, NULL, &p, sizeof(p), &rc, err) < 0)
-			goto end;
-		done = rc == 0;
-		pr_debug("prof.dump to %s: %d", path, rc);
-	}
-	if (!done)
-		ctl_fail(t, "prof.dump", rc ? rc : EFAULT, err);
-end:
+	if (troot_mkdir(t->pid, dir, sizeof(dir), err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/prof.heap", dir);
+	if (call_begin(t, err) < 0)
+		goto out;
+	if (need_prof(t, NULL, err) == 0 && (p = call_strdup(t, path, err)) &&
+	    je_call(t, "prof.dump", NULL, NULL, &p, sizeof(p), &rc, err) == 0 && rc)
+		ctl_fail(t, "prof.dump", rc, err);
+	pr_debug("prof.dump to %s: %d", path, rc);
 	call_end(t, err);
-	if (done) {
-		snprintf(host, sizeof(host), "/proc/%d/root%s", t->pid, path);
-		if (!err_isset(err))
-			copy_out(host, out, err);
-		if (unlink(host) < 0)
-			pr_warn("could not remove %s in pid %d's view: %s", path, t->pid,
-				strerror(errno));
-	}
+	if (!err_isset(err))
+		troot_fetch(t->pid, path, out, MAX_PROFILE, err);
+out:
+	troot_remove(t->pid, dir, path);
 	return err_isset(err) ? -1 : 0;
 }
 

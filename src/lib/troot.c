@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/*
+ * heapctl usually runs as root against a less trusted process.  Paths
+ * below /proc/PID/root are resolved by the kernel with RESOLVE_IN_ROOT, so
+ * an absolute symlink the target planted ("/tmp/x -> /etc/shadow") stays
+ * inside the target's root instead of escaping to heapctl's, and the file
+ * fetched back must be a regular file of bounded size.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+
+#include "log.h"
+#include "troot.h"
+
+static int root_fd(pid_t pid)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d/root", pid);
+	return open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* openat2 confined to the target's root; plain openat on kernels before 5.6. */
+static int open_in(int root, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, root, path, &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(root, path[0] == '/' ? path + 1 : path, flags | O_CLOEXEC, mode);
+	return (int)fd;
+}
+
+static void fs_ids(pid_t pid, uid_t *uid, gid_t *gid)
+{
+	char p[64], line[256];
+	unsigned long r, e, s, fs;
+	FILE *f;
+
+	*uid = (uid_t)-1;
+	*gid = (gid_t)-1;
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	f = fopen(p, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
+			*uid = (uid_t)fs;
+		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
+			*gid = (gid_t)fs;
+	}
+	fclose(f);
+}
+
+int troot_mkdir(pid_t pid, char *dir, size_t len, struct hc_err *err)
+{
+	static const char *const tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
+	int root = root_fd(pid);
+	uid_t uid;
+	gid_t gid;
+
+	if (root < 0)
+		return err_errno(err, errno, "open /proc/%d/root", pid);
+	fs_ids(pid, &uid, &gid);
+	for (size_t i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++) {
+		uint8_t rnd[12];
+		char name[64];
+		int parent = open_in(root, tmps[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+
+		if (parent < 0)
+			continue;
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+			close(parent);
+			break;
+		}
+		snprintf(name, sizeof(name), ".heapctl-%d-", pid);
+		for (size_t k = 0; k < sizeof(rnd); k++)
+			snprintf(name + strlen(name), 3, "%02x", rnd[k]);
+		/* mkdir fails if the name exists: nobody could have prepared it */
+		if (mkdirat(parent, name, 0700) == 0) {
+			if (fchownat(parent, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+				pr_debug("chown %s/%s: %s", tmps[i], name, strerror(errno));
+			snprintf(dir, len, "%s/%s", tmps[i], name);
+			close(parent);
+			close(root);
+			return 0;
+		}
+		pr_debug("mkdir %s/%s in pid %d's root: %s", tmps[i], name, pid, strerror(errno));
+		close(parent);
+	}
+	close(root);
+	return err_sethint(err, HC_E_IO, 0, "the target needs a writable /tmp, /var/tmp or /dev/shm",
+			   "no temporary directory of pid %d could take a private directory", pid);
+}
+
+int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struct hc_err *err)
+{
+	char buf[65536];
+	int root = root_fd(pid), in = -1, out = -1;
+	uint64_t total = 0;
+	struct stat sb;
+	ssize_t n = 0;
+
+	if (root < 0)
+		return err_errno(err, errno, "open /proc/%d/root", pid);
+	in = open_in(root, path, O_RDONLY | O_NOFOLLOW, 0);
+	close(root);
+	if (in < 0)
+		return err_errno(err, errno, "open %s in pid %d's view", path, pid);
+	if (fstat(in, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(in);
+		return err_set(err, HC_E_IO, 0, "%s in pid %d's view is not a regular file", path, pid);
+	}
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		close(in);
+		return err_errno(err, errno, "create %s", to);
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		total += (uint64_t)n;
+		if (total > max) {
+			err_set(err, HC_E_IO, 0, "%s in pid %d's view grew past %llu bytes", path, pid,
+				(unsigned long long)max);
+			break;
+		}
+		if (write(out, buf, (size_t)n) != n) {
+			err_errno(err, errno, "write %s", to);
+			break;
+		}
+	}
+	if (n < 0)
+		err_errno(err, errno, "read %s in pid %d's view", path, pid);
+	close(in);
+	if (close(out) < 0 && !err_isset(err))
+		err_errno(err, errno, "write %s", to);
+	return err_isset(err) ? -1 : 0;
+}
+
+void troot_remove(pid_t pid, const char *dir, const char *path)
+{
+	int root = root_fd(pid), d;
+	const char *base;
+
+	if (root < 0)
+		return;
+	d = open_in(root, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (d >= 0) {
+		if (path && (base = strrchr(path, '/')) && unlinkat(d, base + 1, 0) < 0 &&
+		    errno != ENOENT)
+			pr_warn("could not remove %s in pid %d's view: %s", path, pid, strerror(errno));
+		close(d);
+	}
+	base = strrchr(dir, '/');
+	if (base) {
+		char parent[PATH_MAX];
+		int p;
+
+		snprintf(parent, sizeof(parent), "%.*s", (int)(base - dir), dir);
+		p = open_in(root, parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+		if (p >= 0) {
+			if (unlinkat(p, base + 1, AT_REMOVEDIR) < 0 && errno != ENOENT)
+				pr_warn("could not remove %s in pid %d's view: %s", dir, pid,
+					strerror(errno));
+			close(p);
+		}
+	}
+	close(root);
+}
