@@ -249,6 +249,7 @@ int main(int argc, char **argv)
 {
 	static const struct itest *const groups[] = {
 		t_basic_tests, t_cmds_tests, t_tid_tests, t_err_tests, t_redis_tests,
+		t_hostile_tests, t_kill_tests, t_torture_tests,
 	};
 	const char *filter = getenv("ITEST_FILTER");
 	const char *hc = argc > 1 ? argv[1] : getenv("HEAPCTL");

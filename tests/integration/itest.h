@@ -218,5 +218,9 @@ extern const struct itest t_cmds_tests[];
 extern const struct itest t_tid_tests[];
 extern const struct itest t_err_tests[];
 extern const struct itest t_redis_tests[];
+/* hardening: harm.h, t_hostile.c, t_kill.c, t_torture.c */
+extern const struct itest t_hostile_tests[];
+extern const struct itest t_kill_tests[];
+extern const struct itest t_torture_tests[];
 
 #endif /* ITEST_H */

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * "Was the target harmed?" checks for the hardening suites (t_kill.c,
+ * t_torture.c, t_hostile.c): the victim's threads woken and checked from
+ * the inside, mappings heapctl may leave behind when it is killed, and a
+ * storm of queued real-time signals whose every delivery is counted.
+ */
+#ifndef HARM_H
+#define HARM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "itest.h"
+
+/* What heapctl maps in a target (src/lib/call.c: CODE_LEN, DATA_LEN). */
+#define HC_CODE_LEN 4096UL
+#define HC_DATA_LEN (256UL * 1024)
+
+/* The victim's counters that must never move: errors and every eintr_* key. */
+struct vcount {
+	long errors, eintr, regs_bad;
+};
+
+/* Reads errors, the sum of all eintr_* keys and regs_bad from a "state" line. */
+void vcount_parse(struct vcount *c, const char *state);
+/* Sends "state" and parses it; -1 with why if the victim does not answer. */
+int vcount_get(struct victim *v, struct vcount *c, char *why, size_t whysz);
+
+/*
+ * Wakes every parked thread of a jemalloc_victim-protocol victim (feed,
+ * epoll, futex, regs, sleepwait; plus "check" when extra is true, which
+ * the torture victim understands) and compares the counters with base.
+ * No signal tally: that is sig_tally()'s job.  0, or -1 with why.
+ */
+int wake_check(struct victim *v, const struct vcount *base, bool extra, char *why, size_t whysz);
+
+/* Full /proc/PID/maps, one "lo-hi perms inode path" line per mapping; malloc'ed. */
+char *maps_snap(pid_t pid);
+
+struct leftovers {
+	unsigned int code;  /* r-x anonymous 4 KiB pages: heapctl's code page */
+	unsigned int data;  /* the rw- 256 KiB data area mapped right below one */
+	unsigned int odd;   /* any other new executable or PROT_NONE anonymous mapping */
+	char odd_desc[512];
+};
+
+/*
+ * New mappings of pid since base (a maps_snap()), classified.  rw-
+ * anonymous mappings that are not a data area are the allocator's own
+ * churn and are ignored.  Returns 0, or -1 if /proc/PID/maps is unreadable.
+ */
+int maps_classify(pid_t pid, const char *base, struct leftovers *lo);
+
+/* Profiles heapctl left in the target's /tmp, /var/tmp, /dev/shm; removed when rm. */
+unsigned int dump_leftovers(pid_t pid, bool rm);
+
+/*
+ * Waits (up to ms) until the fd set of pid equals base; returns 0, or -1
+ * with the difference in why.
+ */
+int fds_settle(pid_t pid, const char *base, long ms, char *why, size_t whysz);
+
+/* A child that sigqueue()s real-time signals to a victim until stopped. */
+struct sigstorm {
+	pid_t pid;
+	int stop_fd, res_fd;
+};
+
+/*
+ * Starts the storm: every period_us, burst signals SIGRTMIN+1..+nsig
+ * (round-robin) with counting si_value; to the process, and to each of
+ * tids (rt_tgsigqueueinfo) in turn when ntids > 0.  EAGAIN (queue full) is
+ * not counted as sent.
+ */
+int sigstorm_start(struct sigstorm *s, pid_t target, const pid_t *tids, int ntids, int nsig,
+		   int burst, long period_us);
+/* Stops it and adds what it sent to *count and *sum; -1 if it failed. */
+int sigstorm_stop(struct sigstorm *s, unsigned long *count, long *sum);
+
+/*
+ * Waits up to ms until the victim's sig_count and sig_sum equal the given
+ * totals: more is a duplicate, fewer after ms a loss.  0, or -1 with why;
+ * *got gets the victim's count.
+ */
+int sig_tally(struct victim *v, unsigned long count, long sum, long ms, long *got, char *why,
+	      size_t whysz);
+
+/* Random numbers for the suites: seeded from ITEST_SEED or the clock, and printed. */
+unsigned long long rnd_next(void);
+unsigned long rnd_below(unsigned long n);
+unsigned long long rnd_seed(void);
+
+/* ITEST_<name> as a positive number, or dflt. */
+long env_long(const char *name, long dflt);
+
+#endif /* HARM_H */
