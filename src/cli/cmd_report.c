@@ -66,8 +66,12 @@ int cli_report_to(struct hc_report *r, int fmt, const struct hc_write_opts *wo,
 
 	if (!path || !strcmp(path, "-")) {
 		rc = hc_report_write(r, (enum hc_report_format)fmt, wo, stdout, err);
-		if (rc && err->code == HC_E_IO)
+		/* "| head" went away: not an error worth a message (main.c's finish()). */
+		if (rc && err->code == HC_E_IO) {
 			cli_stdout_failed(err->sys_errno);
+			if (err->sys_errno == EPIPE)
+				return 0;
+		}
 		return rc;
 	}
 	/* /dev/null, a FIFO, /dev/stdout: write in place, never rename over them. */

@@ -23,6 +23,15 @@
  *
  * Each object is opened once, its symbol table sorted once, and every
  * (object, address) resolved once.
+ *
+ * Cost: a distribution's debug files carry compressed DWARF, and libelf
+ * inflates a whole .debug_info on first use (libc6-dbg's: tens of ms, most
+ * of a report's time).  Frames in system shared libraries (/lib, /usr/lib)
+ * are near the root of heap stacks and rarely inlined into anything of
+ * interest, so there their names come from the symbol table (the debug
+ * file's .symtab included) and DWARF is read only with --lines.  The
+ * program's own objects, and any object with DWARF built in, always get
+ * inlined frames.
  */
 #include <dirent.h>
 #include <elfutils/libdwelf.h>
@@ -42,7 +51,7 @@
 
 struct sym_ent {
 	uint64_t addr, size;
-	const char *name; /* interned, demangled */
+	const char *name; /* raw, in the ELF's string table */
 	unsigned char bind;
 };
 
@@ -62,6 +71,8 @@ struct pobj {
 	size_t nsyms;
 	struct u64map cache; /* ELF address -> index in psym.ranges */
 	bool loaded, failed, exe, is_alloc, has_dwarf, warned_mismatch;
+	bool system;      /* a shared library in a system directory */
+	bool local_dwarf; /* .debug_info in the object itself, not a debug file */
 };
 
 /* Frames of one (object, ELF address), shared by every location there. */
@@ -242,7 +253,6 @@ static void load_symbols(struct psym *s, struct pobj *ob)
 		GElf_Addr addr;
 		GElf_Word shndx;
 		const char *name;
-		char *dm;
 		int type;
 
 		name = dwfl_module_getsym_info(ob->mod, i, &sym, &addr, &shndx, NULL, NULL);
@@ -259,32 +269,12 @@ static void load_symbols(struct psym *s, struct pobj *ob)
 			s->oom = true;
 			return;
 		}
-		/* "memcpy@@GLIBC_2.14": the version is not part of the name. */
-		{
-			const char *at = strchr(name, '@');
-
-			dm = NULL;
-			if (at && at != name) {
-				char *base = strndup(name, (size_t)(at - name));
-
-				if (base) {
-					dm = prof_demangle(base);
-					if (!dm)
-						dm = base;
-					else
-						free(base);
-				}
-			} else {
-				dm = prof_demangle(name);
-			}
-		}
+		/* Raw names point into the ELF's string table, alive as long as ob->dwfl. */
 		ob->syms[ob->nsyms].addr = addr;
 		ob->syms[ob->nsyms].size = sym.st_size;
 		ob->syms[ob->nsyms].bind = (unsigned char)GELF_ST_BIND(sym.st_info);
-		ob->syms[ob->nsyms].name = intern(s, dm ? dm : name);
-		free(dm);
-		if (ob->syms[ob->nsyms].name)
-			ob->nsyms++;
+		ob->syms[ob->nsyms].name = name;
+		ob->nsyms++;
 	}
 	qsort(ob->syms, ob->nsyms, sizeof(*ob->syms), sym_cmp);
 	/* Keep the preferred name of each address. */
@@ -296,6 +286,35 @@ static void load_symbols(struct psym *s, struct pobj *ob)
 				ob->syms[w++] = ob->syms[r];
 		ob->nsyms = w;
 	}
+}
+
+/*
+ * The name to show for a raw symbol name: without its version
+ * ("memcpy@@GLIBC_2.14"), demangled.  Demangling happens here, per resolved
+ * address, not for every symbol of every object: a C++ library has tens of
+ * thousands, and loading the demangler costs more than a whole report.
+ */
+static const char *sym_display(struct psym *s, const char *name)
+{
+	const char *at, *r;
+	char *base = NULL, *dm;
+
+	if (!name)
+		return NULL;
+	at = strchr(name, '@');
+	if (at && at != name) {
+		base = strndup(name, (size_t)(at - name));
+		if (!base) {
+			s->oom = true;
+			return NULL;
+		}
+		name = base;
+	}
+	dm = prof_demangle(name);
+	r = intern(s, dm ? dm : name);
+	free(dm);
+	free(base);
+	return r;
 }
 
 static const char *sym_lookup(const struct pobj *ob, uint64_t addr)
@@ -420,14 +439,47 @@ static void obj_load(struct psym *s, struct pobj *ob, const struct prof_map *m)
 			s->oom = true;
 			ob->nph = 0;
 		}
-		for (k = 0; k < ob->nph; k++) {
+		for (k = 0; k < ob->nph; k++)
 			gelf_getphdr(elf, (int)k, &ob->ph[k]);
-			if (ob->ph[k].p_type == PT_INTERP)
-				ob->exe = true;
-		}
 	}
 	if (eh.e_type == ET_EXEC)
 		ob->exe = true;
+	{
+		size_t shstrndx;
+		Elf_Scn *scn = NULL;
+
+		if (elf_getshdrstrndx(elf, &shstrndx) == 0)
+			while ((scn = elf_nextscn(elf, scn))) {
+				GElf_Shdr sh;
+				const char *nm;
+
+				if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+					continue;
+				nm = elf_strptr(elf, shstrndx, sh.sh_name);
+				if (nm && !strcmp(nm, ".debug_info"))
+					ob->local_dwarf = true;
+				/*
+				 * A PIE program, not a library: DF_1_PIE.  (PT_INTERP is no
+				 * test: libc.so.6 has one, to run as a program.)
+				 */
+				if (sh.sh_type == SHT_DYNAMIC) {
+					Elf_Data *d = elf_getdata(scn, NULL);
+					size_t j;
+
+					for (j = 0; d && sh.sh_entsize &&
+						    j < sh.sh_size / sh.sh_entsize; j++) {
+						GElf_Dyn dyn;
+
+						if (gelf_getdyn(d, (int)j, &dyn) &&
+						    dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
+							ob->exe = true;
+					}
+				}
+			}
+	}
+	ob->system = !ob->exe && strstr(ob->path, ".so") != NULL &&
+		     (!strncmp(ob->path, "/lib/", 5) || !strncmp(ob->path, "/lib64/", 7) ||
+		      !strncmp(ob->path, "/usr/lib/", 9) || !strncmp(ob->path, "/usr/lib64/", 11));
 	{
 		const unsigned char *bits;
 		GElf_Addr vaddr;
@@ -553,8 +605,8 @@ static void resolve_frames(struct psym *s, struct pobj *ob, uint64_t v, struct f
 
 	fr->first = (uint32_t)s->nframes;
 	fr->n = 0;
-	symname = sym_lookup(ob, v);
-	if (ob->mod)
+	symname = sym_display(s, sym_lookup(ob, v));
+	if (ob->mod && (ob->local_dwarf || !ob->system || s->o.lines))
 		cu = dwfl_module_addrdie(ob->mod, v, &bias);
 	if (cu) {
 		ob->has_dwarf = true;
