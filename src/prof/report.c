@@ -174,7 +174,59 @@ static int32_t stack_of(struct hc_report *r, struct merge *m, const uint32_t *la
 	return (int32_t)r->nstacks++;
 }
 
-static int add_profile(struct hc_report *r, struct merge *m, const struct hc_prof *p, bool base)
+/*
+ * Per resolved location, computed once however many samples share it: is
+ * it an allocator frame, and its labels (outermost frame first).
+ */
+struct loc_cache {
+	int8_t *alloc;     /* -1 unknown, 0, 1 */
+	uint32_t *first;   /* into pool; UINT32_MAX unknown */
+	size_t cap;
+	uint32_t *pool;
+	size_t npool, pool_cap;
+};
+
+static int loc_cache_fill(struct hc_report *r, struct loc_cache *c, int32_t idx)
+{
+	const struct psym_loc *l = psym_loc(r->sym, idx);
+	const struct psym_frame *f = psym_frames(r->sym, l);
+	size_t old = c->cap, i;
+	uint32_t k;
+
+	if ((size_t)idx >= c->cap) {
+		size_t cap2 = c->cap;
+
+		if (prof_grow(&c->alloc, &cap2, (size_t)idx + 1, sizeof(*c->alloc)) ||
+		    prof_grow(&c->first, &c->cap, (size_t)idx + 1, sizeof(*c->first)))
+			return -1;
+		if (cap2 != c->cap)
+			return -1;
+		for (i = old; i < c->cap; i++) {
+			c->alloc[i] = -1;
+			c->first[i] = UINT32_MAX;
+		}
+	}
+	if (c->first[idx] != UINT32_MAX)
+		return 0;
+	if (prof_grow(&c->pool, &c->pool_cap, c->npool + l->n, sizeof(*c->pool)))
+		return -1;
+	c->alloc[idx] = 0;
+	for (k = 0; k < l->n; k++)
+		if (is_alloc_func(f[k].func))
+			c->alloc[idx] = 1;
+	c->first[idx] = (uint32_t)c->npool;
+	for (k = l->n; k-- > 0;) {
+		uint32_t lab = label_of(r, l, &f[k]);
+
+		if (lab == UINT32_MAX)
+			return -1;
+		c->pool[c->npool++] = lab;
+	}
+	return 0;
+}
+
+static int add_profile(struct hc_report *r, struct merge *m, const struct hc_prof *p, bool base,
+		       struct loc_cache *lc)
 {
 	int32_t *locs = NULL;
 	uint32_t *lab = NULL;
@@ -191,22 +243,16 @@ static int add_profile(struct hc_report *r, struct merge *m, const struct hc_pro
 			goto out;
 		for (j = 0; j < n; j++) {
 			locs[j] = psym_resolve(r->sym, p, p->addrs[smp->first + j]);
-			if (locs[j] < 0)
+			if (locs[j] < 0 || loc_cache_fill(r, lc, locs[j]))
 				goto out;
 		}
 		if (!r->o.keep_alloc && n) {
 			const struct psym_loc *l0 = psym_loc(r->sym, locs[0]);
 			struct psym_obj_info oi;
 
-			for (j = 0; j < n; j++) {
-				const struct psym_loc *l = psym_loc(r->sym, locs[j]);
-				const struct psym_frame *f = psym_frames(r->sym, l);
-				uint32_t k;
-
-				for (k = 0; k < l->n; k++)
-					if (is_alloc_func(f[k].func))
-						cut = j + 1;
-			}
+			for (j = 0; j < n; j++)
+				if (lc->alloc[locs[j]] == 1)
+					cut = j + 1;
 			if (l0->obj >= 0) {
 				psym_obj(r->sym, l0->obj, &oi);
 				if (oi.is_alloc) {
@@ -223,18 +269,12 @@ static int add_profile(struct hc_report *r, struct merge *m, const struct hc_pro
 		}
 		/* Root first: locations outermost first, each one's inline chain reversed. */
 		for (j = n; j-- > cut;) {
-			const struct psym_loc *l = psym_loc(r->sym, locs[j]);
-			const struct psym_frame *f = psym_frames(r->sym, l);
-			uint32_t k;
+			uint32_t ln = psym_loc(r->sym, locs[j])->n;
 
-			if (prof_grow(&lab, &lab_cap, nl + l->n, sizeof(*lab)))
+			if (prof_grow(&lab, &lab_cap, nl + ln, sizeof(*lab)))
 				goto out;
-			for (k = l->n; k-- > 0;) {
-				lab[nl] = label_of(r, l, &f[k]);
-				if (lab[nl] == UINT32_MAX)
-					goto out;
-				nl++;
-			}
+			memcpy(&lab[nl], &lc->pool[lc->first[locs[j]]], ln * sizeof(*lab));
+			nl += ln;
 		}
 		st = stack_of(r, m, lab, nl);
 		if (st < 0)
@@ -269,10 +309,12 @@ struct hc_report *hc_report_build(const struct hc_prof *prof, const struct hc_pr
 {
 	struct hc_report_totals *t;
 	struct hc_report *r;
+	struct loc_cache lc;
 	struct merge m;
 	size_t i;
 
 	memset(&m, 0, sizeof(m));
+	memset(&lc, 0, sizeof(lc));
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		goto oom;
@@ -283,9 +325,13 @@ struct hc_report *hc_report_build(const struct hc_prof *prof, const struct hc_pr
 	r->sym = psym_new(&r->o, &r->strs);
 	if (!r->sym)
 		goto oom;
-	if (add_profile(r, &m, prof, false) || (base && add_profile(r, &m, base, true)) ||
+	if (add_profile(r, &m, prof, false, &lc) || (base && add_profile(r, &m, base, true, &lc)) ||
 	    r->strs.oom)
 		goto oom;
+	free(lc.alloc);
+	free(lc.first);
+	free(lc.pool);
+	memset(&lc, 0, sizeof(lc));
 	free(m.slots);
 	free(m.hash);
 	memset(&m, 0, sizeof(m));
@@ -330,6 +376,9 @@ struct hc_report *hc_report_build(const struct hc_prof *prof, const struct hc_pr
 oom:
 	free(m.slots);
 	free(m.hash);
+	free(lc.alloc);
+	free(lc.first);
+	free(lc.pool);
 	hc_report_free(r);
 	err_set(err, HC_E_NOMEM, ENOMEM, "out of memory building the report");
 	return NULL;
