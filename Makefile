@@ -174,3 +174,10 @@ fuzz: $(B)/fuzz/fuzz_prof
 	@mkdir -p $(B)/fuzz/corpus
 	@cd $(B)/fuzz && ./fuzz_prof -max_total_time=$(or $(FUZZ_SECONDS),60) -timeout=10 \
 		-rss_limit_mb=2048 -max_len=65536 corpus $(CURDIR)/tests/data/prof
+
+# heapctl report against jeprof --collapse on a redis profile and a
+# synthetic 100k-stack one: time and peak memory of both (bench/report.sh).
+.PHONY: report-bench
+report-bench: deps
+	@$(MAKE) --no-print-directory all
+	@bench/report.sh $(B)
