@@ -78,6 +78,7 @@ struct sess {
 	bool eintr_undone;  /* gregs re-issues a syscall our stop made fail */
 	bool touched;       /* registers were changed and the thread ran */
 	bool gone;
+	bool exec_seen;     /* the target ran execve: nothing to restore */
 	bool real_sigreturn; /* an rt_sigreturn ran: the restart block is reset */
 	enum stop at;       /* the kind of stop the thread is in now */
 	int pending_sig;    /* a signal that arrived before the mask was taken */
@@ -156,6 +157,20 @@ static int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum s
 		return 0;
 	}
 	*sig = WSTOPSIG(status);
+	if ((status >> 16) == PTRACE_EVENT_EXEC) {
+		/*
+		 * Another thread (or this one) ran execve: the old program and
+		 * everything heapctl saved of it are gone.  Let the new one run.
+		 */
+		struct hc_err e = { 0 };
+
+		pr_info("pid %d started a new program during the call; leaving it alone", t->pid);
+		ptrace_detach(tid, 0, &e);
+		if (t->sess)
+			t->sess->exec_seen = true;
+		*st = ST_EXITED;
+		return 0;
+	}
 	if ((status >> 16) == PTRACE_EVENT_STOP)
 		*st = (*sig == SIGSTOP || *sig == SIGTSTP || *sig == SIGTTIN || *sig == SIGTTOU) ?
 			      ST_GROUP :
@@ -186,6 +201,10 @@ static int gone(struct hc_target *t, struct hc_err *err)
 {
 	if (t->sess)
 		t->sess->gone = true;
+	if (t->sess && t->sess->exec_seen)
+		return err_sethint(err, HC_E_GONE, 0, "retry on the new program if it uses jemalloc",
+				   "pid %d ran execve while heapctl was working on it; the new "
+				   "program was left alone", t->pid);
 	return err_set(err, HC_E_GONE, 0, "pid %d exited while heapctl was working on it", t->pid);
 }
 
@@ -601,6 +620,8 @@ static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 			return err_set(err, HC_E_TIMEOUT, 0,
 				       "thread %d did not stop (uninterruptible sleep?)", tid);
 		if (st == ST_EXITED) {
+			if (s->exec_seen)
+				return gone(t, err);
 			snprintf(why, whylen, "thread %d exited", tid);
 			return 0;
 		}

@@ -41,9 +41,10 @@ int ptrace_seize(pid_t tid, struct hc_err *err)
 {
 	/*
 	 * No PTRACE_O_EXITKILL: if heapctl dies, the target must live on.
-	 * TRACESYSGOOD tells syscall stops from real SIGTRAPs.
+	 * TRACESYSGOOD tells syscall stops from real SIGTRAPs; TRACEEXEC
+	 * reports an execve, after which there is nothing left to restore.
 	 */
-	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD) < 0)
+	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC) < 0)
 		return fail(err, "SEIZE", tid);
 	pr_debug("seized tid %d", tid);
 	return 0;
