@@ -12,8 +12,19 @@
 
 #include "prof_int.h"
 
-/* Stack order for output: by labels, frame by frame (deterministic, prefix-grouped). */
+/*
+ * Stack order for output: by labels, frame by frame (deterministic,
+ * prefix-grouped).  Labels are ranked once by strcmp, so the stack sort
+ * compares integers.
+ */
 static const struct hc_report *sort_r;
+static const uint32_t *sort_rank;
+
+static int cmp_label_ids(const void *a, const void *b)
+{
+	return strcmp(report_label(sort_r, *(const uint32_t *)a),
+		      report_label(sort_r, *(const uint32_t *)b));
+}
 
 static int cmp_stack_labels(const void *a, const void *b)
 {
@@ -22,14 +33,11 @@ static int cmp_stack_labels(const void *a, const void *b)
 	uint32_t i, n = x->n < y->n ? x->n : y->n;
 
 	for (i = 0; i < n; i++) {
-		uint32_t lx = sort_r->frames[x->first + i], ly = sort_r->frames[y->first + i];
-		int c;
+		uint32_t rx = sort_rank[sort_r->frames[x->first + i]];
+		uint32_t ry = sort_rank[sort_r->frames[y->first + i]];
 
-		if (lx == ly)
-			continue;
-		c = strcmp(report_label(sort_r, lx), report_label(sort_r, ly));
-		if (c)
-			return c;
+		if (rx != ry)
+			return rx < ry ? -1 : 1;
 	}
 	return (x->n > y->n) - (x->n < y->n);
 }
@@ -37,22 +45,43 @@ static int cmp_stack_labels(const void *a, const void *b)
 /* Indices of the stacks in label order; NULL on oom.  Not reentrant. */
 uint32_t *out_sorted_stacks(const struct hc_report *r)
 {
+	size_t nl = r->strs.n, i;
 	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
-	size_t i;
+	uint32_t *ids = malloc((nl ? nl : 1) * sizeof(*ids));
+	uint32_t *rank = malloc((nl ? nl : 1) * sizeof(*rank));
 
-	if (!idx)
+	if (!idx || !ids || !rank) {
+		free(idx);
+		free(ids);
+		free(rank);
 		return NULL;
+	}
+	sort_r = r;
+	for (i = 0; i < nl; i++)
+		ids[i] = (uint32_t)i;
+	qsort(ids, nl, sizeof(*ids), cmp_label_ids);
+	for (i = 0; i < nl; i++)
+		rank[ids[i]] = (uint32_t)i;
 	for (i = 0; i < r->nstacks; i++)
 		idx[i] = (uint32_t)i;
-	sort_r = r;
+	sort_rank = rank;
 	qsort(idx, r->nstacks, sizeof(*idx), cmp_stack_labels);
 	sort_r = NULL;
+	sort_rank = NULL;
+	free(ids);
+	free(rank);
 	return idx;
 }
 
 static void put_frame(FILE *f, const char *s)
 {
-	for (; *s; s++) {
+	const char *p = s;
+
+	/* Fast path: most names need no change. */
+	while ((unsigned char)*p >= 0x20 && *p != ';' && *p != 0x7f)
+		p++;
+	fwrite(s, 1, (size_t)(p - s), f);
+	for (s = p; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == ';')
