@@ -181,9 +181,18 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 			err_set(err, HC_E_NO_PROC, 0, "pid %d exited", pid);
 			goto fail;
 		}
+		const struct obj *exe = NULL;
+
+		for (size_t i = 0; i < t->nobjs; i++)
+			if (t->objs[i].is_exe)
+				exe = &t->objs[i];
+		/* a stripped executable may hide a statically linked jemalloc */
 		err_sethint(err, HC_E_NO_ALLOC, 0,
-			    "heapctl drives jemalloc; start the process with jemalloc (linked, or "
-			    "LD_PRELOAD=libjemalloc.so.2)",
+			    exe && exe->symsrc && !strcmp(exe->symsrc, ".dynsym") ?
+				    "start it with jemalloc (linked, or LD_PRELOAD=libjemalloc.so.2); a "
+				    "stripped binary that links jemalloc statically needs its debug file" :
+				    "heapctl drives jemalloc; start the process with jemalloc (linked, or "
+				    "LD_PRELOAD=libjemalloc.so.2)",
 			    "pid %d (%s) does not use jemalloc: its malloc comes from %s", pid, ps.name,
 			    alloc_guess(t));
 		goto fail;
