@@ -454,16 +454,13 @@ static int je_detect(struct hc_target *t, struct hc_err *err)
 		return 0;
 	/*
 	 * Prefer the copy linked into the executable (it is what the program
-	 * calls), then the first in load order, which is what the dynamic
-	 * linker binds malloc to.
+	 * calls), then the first in the dynamic linker's search order
+	 * (preloads before DT_NEEDED), which is what malloc binds to.
 	 */
 	for (unsigned i = 0; i < n; i++)
-		if (found[i].obj->is_exe) {
+		if (!best || found[i].obj->is_exe ||
+		    (!best->obj->is_exe && found[i].obj->link_idx < best->obj->link_idx))
 			best = &found[i];
-			break;
-		}
-	if (!best)
-		best = &found[0];
 	t->alloc_priv = malloc(sizeof(*best));
 	if (!t->alloc_priv)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");

@@ -91,6 +91,8 @@ static int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err
 			o->eh_hdr = ph[i].p_vaddr + o->bias;
 			o->eh_hdr_len = ph[i].p_memsz;
 		}
+		if (ph[i].p_type == PT_DYNAMIC)
+			o->dynamic = ph[i].p_vaddr + o->bias;
 	}
 	return 0;
 }
@@ -108,6 +110,8 @@ static void set_open_path(struct hc_target *t, struct obj *o, const struct mapli
 	snprintf(p, sizeof(p), "/proc/%d/root%s", t->pid, m->path);
 	o->open_path = strdup(access(p, R_OK) == 0 ? p : m->path);
 }
+
+static void link_order(struct hc_target *t);
 
 int maps_load(struct hc_target *t, struct hc_err *err)
 {
@@ -178,16 +182,70 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 			o->text_lo = o->text_hi = 0;
 			continue;
 		}
-		r = obj_read_phdrs(t, o, err);
-		if (r < 0 && o->is_exe)
-			return -1;
+		if (o->is_exe) {
+			r = obj_read_phdrs(t, o, err);
+			if (r < 0)
+				return -1;
+		} else {
+			/* an object that cannot be read is skipped, not fatal */
+			r = obj_read_phdrs(t, o, &(struct hc_err){ 0 });
+		}
 		if (r != 0) {
 			/* not an ELF object we can use: forget its text range */
 			o->text_lo = o->text_hi = 0;
 			o->base = 0;
 		}
 	}
+	link_order(t);
 	return 0;
+}
+
+/*
+ * Number the objects in the dynamic linker's search order: the link_map
+ * list behind the executable's DT_DEBUG entry (struct r_debug, <link.h>).
+ * Objects are matched by their dynamic section's address, which is the
+ * same however the path was spelled.  Unlisted objects keep UINT_MAX.
+ */
+static void link_order(struct hc_target *t)
+{
+	struct obj *exe = NULL;
+	uint64_t rdebug = 0, lm;
+	unsigned int idx = 0;
+
+	for (size_t i = 0; i < t->nobjs; i++) {
+		t->objs[i].link_idx = UINT32_MAX;
+		if (t->objs[i].is_exe)
+			exe = &t->objs[i];
+	}
+	if (!exe || !exe->dynamic)
+		return; /* static: nothing is searched */
+	for (uint64_t at = exe->dynamic;; at += sizeof(Elf64_Dyn)) {
+		Elf64_Dyn d;
+		struct hc_err e = { 0 };
+
+		if (mem_read(t->pid, t->memfd, at, &d, sizeof(d), &e) < 0 || d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag == DT_DEBUG)
+			rdebug = d.d_un.d_ptr;
+		if (at - exe->dynamic > 4096)
+			break;
+	}
+	/* r_debug: int r_version; struct link_map *r_map; ... */
+	if (!rdebug || mem_read(t->pid, t->memfd, rdebug + 8, &lm, 8, &(struct hc_err){ 0 }) < 0)
+		return;
+	while (lm && idx < 4096) {
+		/* link_map: l_addr, l_name, l_ld, l_next, l_prev */
+		uint64_t f[4];
+		struct obj *o;
+
+		if (mem_read(t->pid, t->memfd, lm, f, sizeof(f), &(struct hc_err){ 0 }) < 0)
+			break;
+		o = obj_at(t, f[2]);
+		if (o && o->link_idx == UINT32_MAX)
+			o->link_idx = idx;
+		idx++;
+		lm = f[3];
+	}
 }
 
 struct obj *obj_at(struct hc_target *t, uint64_t raddr)

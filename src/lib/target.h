@@ -25,6 +25,8 @@ struct obj {
 	uint64_t bias;   /* runtime address - ELF address */
 	uint64_t text_lo, text_hi;  /* hull of executable mappings */
 	uint64_t eh_hdr, eh_hdr_len; /* .eh_frame_hdr in the target, or 0 */
+	uint64_t dynamic;            /* PT_DYNAMIC in the target, or 0 */
+	uint32_t link_idx;           /* place in the dynamic linker's search order */
 	bool is_exe, is_vdso, is_ldso;
 	bool syms_loaded;
 	bool debug_tried;
