@@ -12,6 +12,8 @@
  *                 empty to pass none)
  *   ITEST_KEEP=1  keep the scratch directory
  *   ITEST_TEST_TIMEOUT  per-test watchdog in seconds (default 180, redis 600)
+ *   ITEST_MAXGAP_US     ticker gap limit (default 50000; 200000 when heapctl
+ *                       is an ASan build)
  *
  * Prints "PASS name", "FAIL name: reason" or "SKIP name: reason" per test
  * and ends with "N passed, N failed[, N skipped]". Exit status 1 if any
@@ -21,6 +23,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -100,13 +103,23 @@ void t_note(const char *fmt, ...)
 	cur.notes[len + 1] = '\0';
 }
 
+static long last_borrow_tid, last_borrow_us;
+
 void t_borrow_seen(long tid, long us)
 {
-	(void)tid;
+	last_borrow_tid = tid;
+	last_borrow_us = us;
 	borrow_n++;
 	borrow_sum_us += us;
 	if (us > borrow_max_us)
 		borrow_max_us = us;
+}
+
+bool t_last_borrow(long *tid, long *us)
+{
+	*tid = last_borrow_tid;
+	*us = last_borrow_us;
+	return last_borrow_tid != 0;
 }
 
 void track_pid(pid_t pid)
@@ -201,6 +214,7 @@ static void run_one(const struct itest *t)
 		/* Whatever the test had running is suspect now. */
 		kill_tracked();
 		shared_victim_drop();
+		control_victim_drop();
 		print_result(t->name);
 		return;
 	}
@@ -224,8 +238,32 @@ static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *
 static void cleanup(void)
 {
 	kill_tracked();
+	/* Orphans re-parented to us (we are a subreaper). */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
 	if (cfg.tmpdir[0] && !getenv("ITEST_KEEP"))
 		nftw(cfg.tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Does the binary carry the ASan runtime (make SAN=1)? */
+static bool is_sanitized(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ret = false;
+	struct stat st;
+	char *buf;
+
+	if (fd < 0)
+		return false;
+	if (!fstat(fd, &st) && st.st_size > 0 && st.st_size < (1L << 30)) {
+		buf = malloc((size_t)st.st_size);
+		if (buf && read(fd, buf, (size_t)st.st_size) == st.st_size)
+			ret = memmem(buf, (size_t)st.st_size, "__asan_init", 11) ||
+			      memmem(buf, (size_t)st.st_size, "libasan.so", 10);
+		free(buf);
+	}
+	close(fd);
+	return ret;
 }
 
 static const char *abs_path(const char *p)
@@ -268,6 +306,14 @@ int main(int argc, char **argv)
 	cfg.victim_dir = abs_path(vd && *vd ? vd : "build/victims");
 	cfg.vflag = vf ? (*vf ? vf : NULL) : "-v";
 	cfg.ci = ci && (!strcmp(ci, "true") || !strcmp(ci, "1"));
+	cfg.heapctl_sanitized = is_sanitized(cfg.heapctl);
+	/*
+	 * The ticker is never borrowed; its gap measures how much heapctl
+	 * disturbs the threads it leaves alone. A sanitized heapctl is several
+	 * times slower and competes for the same CPUs, so allow more there.
+	 */
+	cfg.maxgap_us = getenv("ITEST_MAXGAP_US") ? atol(getenv("ITEST_MAXGAP_US")) :
+		       cfg.heapctl_sanitized ? MAXGAP_SAN_US : MAXGAP_US;
 	snprintf(cfg.tmpdir, sizeof(cfg.tmpdir), "/tmp/heapctl-itest.XXXXXX");
 	if (!mkdtemp(cfg.tmpdir)) {
 		perror("itest: mkdtemp");
@@ -288,8 +334,8 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	printf("# heapctl: %s\n# victims: %s\n# scratch: %s\n", cfg.heapctl, cfg.victim_dir,
-	       cfg.tmpdir);
+	printf("# heapctl: %s%s\n# victims: %s\n# scratch: %s\n", cfg.heapctl,
+	       cfg.heapctl_sanitized ? " (sanitized)" : "", cfg.victim_dir, cfg.tmpdir);
 	for (gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++) {
 		const struct itest *t;
 
@@ -300,6 +346,7 @@ int main(int argc, char **argv)
 		}
 	}
 	shared_victim_drop();
+	control_victim_drop();
 
 	if (borrow_n)
 		printf("# borrowed a thread %ld times: max %ld us, mean %ld us\n", borrow_n,

@@ -20,6 +20,7 @@
 #define HC_TIMEOUT_S	20	/* one heapctl call */
 #define TEST_TIMEOUT_S	180	/* one test, alarm() watchdog */
 #define MAXGAP_US	50000	/* largest ticker gap tolerated */
+#define MAXGAP_SAN_US	200000	/* ... when heapctl itself is sanitized */
 
 struct itest_cfg {
 	const char *heapctl;	/* absolute path */
@@ -27,6 +28,8 @@ struct itest_cfg {
 	char tmpdir[256];
 	const char *vflag;	/* first argument of every heapctl call, or NULL */
 	bool ci;
+	bool heapctl_sanitized;	/* built with SAN=1: slower, and loads the CPUs */
+	long maxgap_us;		/* ticker gap limit in force */
 };
 extern struct itest_cfg cfg;
 
@@ -41,6 +44,8 @@ bool t_failed(void);
 __attribute__((format(printf, 1, 2))) void t_note(const char *fmt, ...);
 /* Collects the "borrowed tid T for N us" lines for the summary. */
 void t_borrow_seen(long tid, long us);
+/* The last such line seen, for failure messages only. */
+bool t_last_borrow(long *tid, long *us);
 
 /* Child bookkeeping: every child is its own process group leader. */
 void track_pid(pid_t pid);
@@ -190,6 +195,12 @@ void victim_kill(struct victim *v);
 bool victim_alive(struct victim *v);
 /* Takes fd and mapping baselines now. */
 void victim_baseline(struct victim *v);
+/*
+ * Resets the ticker maximum of v and of the control process (an untouched
+ * victim that tells machine-wide stalls from heapctl's own).
+ */
+void victim_ticker_reset(struct victim *v);
+void control_victim_drop(void);
 /* Accepts the current EINTR/error counters as the new zero. */
 void victim_rebase_counters(struct victim *v);
 /* The full "target unharmed" check; calls t_fail() and returns -1 on a problem. */

@@ -269,7 +269,7 @@ static void test_target_killed(void)
 		return;
 	}
 	hc_expect(&r, 0, "stats", "--full", "-p", v->spid, NULL);
-	span_us = r.ms * 1000 + 2000;
+	span_us = 2 * r.ms * 1000 + 2000;	/* before, during and after */
 	hres_free(&r);
 	victim_kill(v);
 	if (t_failed())

@@ -252,13 +252,12 @@ static void test_tid_sig(void)
 static void test_tid_ticker(void)
 {
 	struct victim *v = shared_victim();
-	char reply[64];
 
 	if (!v || borrow(v, v->t_ticker, "prof", "status") ||
 	    prove_borrow(v, v->t_ticker, "ticker", NULL, NULL))
 		return;
 	/* Its own gap is the borrow itself; only EINTR and errors matter here. */
-	victim_cmd(v, "tickreset", reply, sizeof(reply), 5000);
+	victim_ticker_reset(v);
 	victim_check(v, 0);
 }
 
@@ -513,8 +512,8 @@ static void test_signals_burst(void)
 static void test_stopped_target(void)
 {
 	struct victim vv, *v = &vv;
-	char why[512], reply[64];
 	struct hres r = { 0 };
+	char why[512];
 	long end;
 
 	if (victim_start(v, "jemalloc_victim", "prof:true,prof_active:false", why, sizeof(why))) {
@@ -562,7 +561,7 @@ static void test_stopped_target(void)
 				    now_ms() < end;)
 		sleep_ms(2);
 	/* The stop itself stretched the ticker; it is not heapctl's doing. */
-	victim_cmd(v, "tickreset", reply, sizeof(reply), 5000);
+	victim_ticker_reset(v);
 	victim_check(v, VC_EPOLL_EINTR_OK);
 out:
 	hres_free(&r);

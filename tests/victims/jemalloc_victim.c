@@ -7,7 +7,8 @@
  *
  * Usage: jemalloc_victim READY_FD CTL_FD REPLY_FD   (or see vcommon.h)
  * Start it with MALLOC_CONF=prof:true,prof_active:false,dirty_decay_ms:-1,
- * muzzy_decay_ms:-1 for the full test set.
+ * muzzy_decay_ms:-1 for the full test set. VICTIM_NO_HAMMER=1 leaves out
+ * the hammer thread (a quiet control process; "hammer" is main's tid then).
  *
  * Threads:
  *   main    reads commands on CTL_FD (read, SA_RESTART)
@@ -15,11 +16,20 @@
  *   sleep   nanosleep(50 ms) loop; any early or failed wake-up is an error
  *   epoll   epoll_wait() on a pipe that main feeds on "epoll N"
  *   futex   FUTEX_WAIT on a word that main bumps on "futex"
- *   regs    loads sentinels into the GPRs, x87/SSE control words and all
- *           vector/mask registers, then a raw read syscall; checked on wake
+ *   regs    x86_64: loads sentinels into rbx, rbp, r8-r10, r12-r15, MXCSR,
+ *           the x87 control word, and xmm0-15, ymm0-15 or zmm0-31 + k1-k7
+ *           (as the CPU has them), then a raw read syscall on a pipe that
+ *           main feeds on "regs"; on wake checks all of them plus rdi, rsi,
+ *           rdx, rsp and the data, then re-arms
  *   hammer  malloc/free of random sizes, forever
  *   ticker  1 ms clock_nanosleep loop, records the largest gap
- *   sig     read() on a pipe nobody writes; takes SIGRTMIN+1 (with main)
+ *   sig     read() on a pipe main writes on "sigpoke"; with main, the only
+ *           thread that takes SIGRTMIN+1 (SA_SIGINFO | SA_RESTART; the
+ *           handler counts deliveries and sums si_value)
+ *
+ * Each thread also notes, whenever it wakes, which arena it is bound to
+ * (mallctl thread.arena): "heapctl set --tid T thread.arena N" changes
+ * only the borrowed thread, which proves that --tid was honoured.
  *
  * Commands (one reply line each):
  *   ping                 pong
@@ -1257,7 +1267,10 @@ int main(int argc, char **argv)
 	start_thread(epoll_thread);
 	start_thread(futex_thread);
 	start_thread(regs_thread);
-	start_thread(hammer_thread);
+	if (!getenv("VICTIM_NO_HAMMER"))
+		start_thread(hammer_thread);
+	else
+		publish_tid(&g.tid_hammer);	/* stands in; never borrowed */
 	start_thread(ticker_thread);
 	start_thread(sig_thread);
 	block_rt(SIG_UNBLOCK);
