@@ -329,7 +329,8 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		fprintf(f, "Total: %s%s in %zu stacks (sampled every %s on average, un-biased)\n", a,
 			objects ? " objects" : "", t->nstacks, per);
 		sort_sign = 1;
-		qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+		if (ft.n)
+			qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
 		table(f, r, ft.rows, ft.n, 1, objects, false, objects ? t->objects : t->bytes, top);
 	} else {
 		double nv = objects ? t->objects : t->bytes;
@@ -353,13 +354,15 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		fmt_val(a, sizeof(a), grew, objects, true);
 		fprintf(f, "\nGrew: %s\n", a);
 		sort_sign = 1;
-		qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+		if (ft.n)
+			qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
 		table(f, r, ft.rows, ft.n, 1, objects, true, grew, top);
 		if (!w->grow_only) {
 			fmt_val(a, sizeof(a), -shrank, objects, shrank > 0);
 			fprintf(f, "\nShrank: %s\n", a);
 			sort_sign = -1;
-			qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+			if (ft.n)
+				qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
 			table(f, r, ft.rows, ft.n, -1, objects, true, shrank, top);
 		}
 	}

@@ -578,7 +578,8 @@ next:
 		pwarn(ps, "no MAPPED_LIBRARIES section (truncated file?): frames are shown as "
 			  "raw addresses");
 	}
-	qsort(p->maps, p->nmaps, sizeof(*p->maps), cmp_map);
+	if (p->nmaps)
+		qsort(p->maps, p->nmaps, sizeof(*p->maps), cmp_map);
 	return 0;
 }
 

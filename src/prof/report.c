@@ -155,7 +155,7 @@ static int32_t stack_of(struct hc_report *r, struct merge *m, const uint32_t *la
 	for (j = h & (m->nslots - 1); m->slots[j]; j = (j + 1) & (m->nslots - 1)) {
 		st = &r->stacks[m->slots[j] - 1];
 		if (m->hash[m->slots[j] - 1] == h && st->n == n &&
-		    !memcmp(&r->frames[st->first], lab, n * sizeof(*lab)))
+		    (!n || !memcmp(&r->frames[st->first], lab, n * sizeof(*lab))))
 			return (int32_t)(m->slots[j] - 1);
 	}
 	if (prof_grow(&r->stacks, &r->stacks_cap, r->nstacks + 1, sizeof(*r->stacks)) ||
@@ -167,7 +167,8 @@ static int32_t stack_of(struct hc_report *r, struct merge *m, const uint32_t *la
 	st->first = r->nframes;
 	st->n = n;
 	st->rep = -1;
-	memcpy(&r->frames[r->nframes], lab, n * sizeof(*lab));
+	if (n)
+		memcpy(&r->frames[r->nframes], lab, n * sizeof(*lab));
 	r->nframes += n;
 	m->hash[r->nstacks] = h;
 	m->slots[j] = (uint32_t)r->nstacks + 1;

@@ -276,7 +276,8 @@ static void load_symbols(struct psym *s, struct pobj *ob)
 		ob->syms[ob->nsyms].name = name;
 		ob->nsyms++;
 	}
-	qsort(ob->syms, ob->nsyms, sizeof(*ob->syms), sym_cmp);
+	if (ob->nsyms)
+		qsort(ob->syms, ob->nsyms, sizeof(*ob->syms), sym_cmp);
 	/* Keep the preferred name of each address. */
 	if (ob->nsyms) {
 		size_t w = 1, r;
