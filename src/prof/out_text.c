@@ -17,24 +17,31 @@
  * prefix-grouped).  Labels are ranked once by strcmp, so the stack sort
  * compares integers.
  */
-static const struct hc_report *sort_r;
-static const uint32_t *sort_rank;
+struct sort_ctx {
+	const struct hc_report *r;
+	const uint32_t *rank;
+	int sign;     /* +1 largest first, -1 smallest first */
+	bool objects;
+};
 
-static int cmp_label_ids(const void *a, const void *b)
+static int cmp_label_ids(const void *a, const void *b, void *arg)
 {
-	return strcmp(report_label(sort_r, *(const uint32_t *)a),
-		      report_label(sort_r, *(const uint32_t *)b));
+	const struct sort_ctx *c = arg;
+
+	return strcmp(report_label(c->r, *(const uint32_t *)a),
+		      report_label(c->r, *(const uint32_t *)b));
 }
 
-static int cmp_stack_labels(const void *a, const void *b)
+static int cmp_stack_labels(const void *a, const void *b, void *arg)
 {
-	const struct rstack *x = &sort_r->stacks[*(const uint32_t *)a];
-	const struct rstack *y = &sort_r->stacks[*(const uint32_t *)b];
+	const struct sort_ctx *c = arg;
+	const struct rstack *x = &c->r->stacks[*(const uint32_t *)a];
+	const struct rstack *y = &c->r->stacks[*(const uint32_t *)b];
 	uint32_t i, n = x->n < y->n ? x->n : y->n;
 
 	for (i = 0; i < n; i++) {
-		uint32_t rx = sort_rank[sort_r->frames[x->first + i]];
-		uint32_t ry = sort_rank[sort_r->frames[y->first + i]];
+		uint32_t rx = c->rank[c->r->frames[x->first + i]];
+		uint32_t ry = c->rank[c->r->frames[y->first + i]];
 
 		if (rx != ry)
 			return rx < ry ? -1 : 1;
@@ -42,13 +49,14 @@ static int cmp_stack_labels(const void *a, const void *b)
 	return (x->n > y->n) - (x->n < y->n);
 }
 
-/* Indices of the stacks in label order; NULL on oom.  Not reentrant. */
+/* Indices of the stacks in label order; NULL on oom. */
 uint32_t *out_sorted_stacks(const struct hc_report *r)
 {
 	size_t nl = r->strs.n, i;
 	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
 	uint32_t *ids = malloc((nl ? nl : 1) * sizeof(*ids));
 	uint32_t *rank = malloc((nl ? nl : 1) * sizeof(*rank));
+	struct sort_ctx c = { .r = r, .rank = rank };
 
 	if (!idx || !ids || !rank) {
 		free(idx);
@@ -56,18 +64,14 @@ uint32_t *out_sorted_stacks(const struct hc_report *r)
 		free(rank);
 		return NULL;
 	}
-	sort_r = r;
 	for (i = 0; i < nl; i++)
 		ids[i] = (uint32_t)i;
-	qsort(ids, nl, sizeof(*ids), cmp_label_ids);
+	qsort_r(ids, nl, sizeof(*ids), cmp_label_ids, &c);
 	for (i = 0; i < nl; i++)
 		rank[ids[i]] = (uint32_t)i;
 	for (i = 0; i < r->nstacks; i++)
 		idx[i] = (uint32_t)i;
-	sort_rank = rank;
-	qsort(idx, r->nstacks, sizeof(*idx), cmp_stack_labels);
-	sort_r = NULL;
-	sort_rank = NULL;
+	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_labels, &c);
 	free(ids);
 	free(rank);
 	return idx;
@@ -193,13 +197,12 @@ static void fn_free(struct fn_table *t)
 	u64map_free(&t->by_label);
 }
 
-static int sort_sign;
-
-static int cmp_row(const void *a, const void *b)
+static int cmp_row(const void *a, const void *b, void *arg)
 {
 	const struct fn_row *x = a, *y = b;
-	double dx = (x->flat[0] - x->flat[1]) * sort_sign, dy = (y->flat[0] - y->flat[1]) * sort_sign;
-	double cx = (x->cum[0] - x->cum[1]) * sort_sign, cy = (y->cum[0] - y->cum[1]) * sort_sign;
+	int sg = ((const struct sort_ctx *)arg)->sign;
+	double dx = (x->flat[0] - x->flat[1]) * sg, dy = (y->flat[0] - y->flat[1]) * sg;
+	double cx = (x->cum[0] - x->cum[1]) * sg, cy = (y->cum[0] - y->cum[1]) * sg;
 
 	if (dx != dy)
 		return dx < dy ? 1 : -1;
@@ -267,11 +270,12 @@ static void table(FILE *f, const struct hc_report *r, struct fn_row *rows, size_
 	}
 }
 
-static int cmp_stack_delta(const void *a, const void *b)
+static int cmp_stack_delta(const void *a, const void *b, void *arg)
 {
-	const struct rstack *x = &sort_r->stacks[*(const uint32_t *)a];
-	const struct rstack *y = &sort_r->stacks[*(const uint32_t *)b];
-	double dx = report_delta(sort_r, x, sort_sign > 1) , dy = report_delta(sort_r, y, sort_sign > 1);
+	const struct sort_ctx *c = arg;
+	const struct rstack *x = &c->r->stacks[*(const uint32_t *)a];
+	const struct rstack *y = &c->r->stacks[*(const uint32_t *)b];
+	double dx = report_delta(c->r, x, c->objects), dy = report_delta(c->r, y, c->objects);
 
 	if (dx != dy)
 		return dx < dy ? 1 : -1;
@@ -281,16 +285,14 @@ static int cmp_stack_delta(const void *a, const void *b)
 static void top_stacks(FILE *f, const struct hc_report *r, bool objects, unsigned top)
 {
 	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
+	struct sort_ctx c = { .r = r, .sign = 1, .objects = objects };
 	size_t i;
 
 	if (!idx)
 		return;
 	for (i = 0; i < r->nstacks; i++)
 		idx[i] = (uint32_t)i;
-	sort_r = r;
-	sort_sign = objects ? 2 : 1;
-	qsort(idx, r->nstacks, sizeof(*idx), cmp_stack_delta);
-	sort_r = NULL;
+	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_delta, &c);
 	fprintf(f, "\nTop %sstacks (leaf first):\n", r->base ? "growing " : "");
 	for (i = 0; i < r->nstacks && i < top; i++) {
 		const struct rstack *s = &r->stacks[idx[i]];
@@ -314,6 +316,7 @@ static void top_stacks(FILE *f, const struct hc_report *r, bool objects, unsigne
 int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 {
 	const struct hc_report_totals *t = &r->tot;
+	struct sort_ctx sc = { .r = r, .sign = 1, .objects = w->objects };
 	bool objects = w->objects;
 	unsigned top = w->top ? w->top : 25;
 	struct fn_table ft;
@@ -328,9 +331,9 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		fmt_val(a, sizeof(a), objects ? t->objects : t->bytes, objects, false);
 		fprintf(f, "Total: %s%s in %zu stacks (sampled every %s on average, un-biased)\n", a,
 			objects ? " objects" : "", t->nstacks, per);
-		sort_sign = 1;
+		sc.sign = 1;
 		if (ft.n)
-			qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+			qsort_r(ft.rows, ft.n, sizeof(*ft.rows), cmp_row, &sc);
 		table(f, r, ft.rows, ft.n, 1, objects, false, objects ? t->objects : t->bytes, top);
 	} else {
 		double nv = objects ? t->objects : t->bytes;
@@ -353,16 +356,16 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 			objects ? " objects" : "", b, c, t->nstacks, per);
 		fmt_val(a, sizeof(a), grew, objects, true);
 		fprintf(f, "\nGrew: %s\n", a);
-		sort_sign = 1;
+		sc.sign = 1;
 		if (ft.n)
-			qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+			qsort_r(ft.rows, ft.n, sizeof(*ft.rows), cmp_row, &sc);
 		table(f, r, ft.rows, ft.n, 1, objects, true, grew, top);
 		if (!w->grow_only) {
 			fmt_val(a, sizeof(a), -shrank, objects, shrank > 0);
 			fprintf(f, "\nShrank: %s\n", a);
-			sort_sign = -1;
+			sc.sign = -1;
 			if (ft.n)
-				qsort(ft.rows, ft.n, sizeof(*ft.rows), cmp_row);
+				qsort_r(ft.rows, ft.n, sizeof(*ft.rows), cmp_row, &sc);
 			table(f, r, ft.rows, ft.n, -1, objects, true, shrank, top);
 		}
 	}
@@ -395,6 +398,7 @@ static void json_str(FILE *f, const char *s)
 int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 {
 	const struct hc_report_totals *t = &r->tot;
+	struct sort_ctx c = { .r = r, .sign = 1 };
 	uint32_t *idx;
 	size_t i;
 
@@ -404,10 +408,7 @@ int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		return -2;
 	for (i = 0; i < r->nstacks; i++)
 		idx[i] = (uint32_t)i;
-	sort_r = r;
-	sort_sign = 1;
-	qsort(idx, r->nstacks, sizeof(*idx), cmp_stack_delta);
-	sort_r = NULL;
+	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_delta, &c);
 	fprintf(f, "{\"format\":\"heapctl-report-1\",\"period\":%llu,",
 		(unsigned long long)t->period);
 	fprintf(f, "\"bytes\":%lld,\"objects\":%lld,", (long long)prof_round(t->bytes),
