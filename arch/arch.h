@@ -86,7 +86,7 @@ struct hc_arch {
 	size_t gregs_len;               /* NT_PRSTATUS size */
 	const unsigned int *extra_regsets; /* saved/restored verbatim, in order; 0-terminated */
 	unsigned int max_args;
-	long nr_mmap, nr_munmap, nr_rt_sigreturn, nr_getpid;
+	long nr_mmap, nr_munmap, nr_rt_sigreturn, nr_getpid, nr_restart_syscall;
 	uint32_t audit_arch;             /* AUDIT_ARCH_*, as seccomp filters see it */
 	int cs_arch, cs_mode;           /* Capstone */
 
@@ -159,6 +159,12 @@ struct hc_arch {
 	 * pending, i.e. when the EINTR was heapctl's own doing.
 	 */
 	bool (*undo_stop_eintr)(void *gregs);
+	/*
+	 * Is the thread inside a syscall that swaps in a temporary signal mask
+	 * (ppoll, pselect6, epoll_pwait, sigsuspend...)?  1 yes, 0 no, -1
+	 * cannot tell (treated as yes).
+	 */
+	int (*swaps_mask)(const void *gregs);
 	/* Syscall the thread was in at the stop (orig_rax / -1), for logs. */
 	long (*syscall_nr)(const void *gregs);
 	/*

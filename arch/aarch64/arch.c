@@ -307,6 +307,13 @@ static void no_restart(void *gregs)
  * (orig_x0 and syscallno are kernel-only fields of struct pt_regs); it is
  * exposed through the separate NT_ARM_SYSTEM_CALL regset.  Logs only.
  */
+/* The syscall number is not in NT_PRSTATUS on arm64 (see syscall_nr()): cannot tell. */
+static int swaps_mask(const void *gregs)
+{
+	(void)gregs;
+	return -1;
+}
+
 /* arm64 skips a syscall through NT_ARM_SYSTEM_CALL (skip_regset), not gregs. */
 static void skip_syscall(void *gregs)
 {
@@ -387,6 +394,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.nr_munmap = 215,	/* __NR_munmap */
 	.nr_rt_sigreturn = 139,	/* __NR_rt_sigreturn */
 	.nr_getpid = 172,	/* __NR_getpid */
+	.nr_restart_syscall = 128, /* __NR_restart_syscall */
 	.audit_arch = 0xc00000b7, /* AUDIT_ARCH_AARCH64 */
 	.cs_arch = CS_ARCH_ARM64,
 	.cs_mode = CS_MODE_ARM,
@@ -415,6 +423,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.get_syscall_ret = get_syscall_ret,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
+	.swaps_mask = swaps_mask,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,
 	.dump_regs = dump_regs,

@@ -225,6 +225,18 @@ static void restart_now(void *gv)
 	}
 }
 
+static int swaps_mask(const void *gv)
+{
+	/* x86_64: pselect6, ppoll, rt_sigsuspend, epoll_pwait, io_pgetevents, epoll_pwait2 */
+	static const long nrs[] = { 270, 271, 130, 281, 333, 441 };
+	long nr = (long)((const struct x64_gregs *)gv)->orig_rax;
+
+	for (size_t i = 0; i < sizeof(nrs) / sizeof(nrs[0]); i++)
+		if (nr == nrs[i])
+			return 1;
+	return 0;
+}
+
 static long syscall_nr(const void *g)
 {
 	return (long)((const struct x64_gregs *)g)->orig_rax;
@@ -429,6 +441,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.nr_munmap = 11,
 	.nr_rt_sigreturn = 15,
 	.nr_getpid = 39,
+	.nr_restart_syscall = 219,
 	.audit_arch = 0xc000003e, /* AUDIT_ARCH_X86_64 */
 	.cs_arch = CS_ARCH_X86,
 	.cs_mode = CS_MODE_64,
@@ -455,6 +468,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.get_syscall_ret = get_syscall_ret,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
+	.swaps_mask = swaps_mask,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,
 	.dump_regs = dump_regs,

@@ -181,7 +181,8 @@ static int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum s
 		*st = ST_EVENT; /* an event we did not ask for: treat as a plain stop */
 	else
 		*st = ST_SIGNAL;
-	pr_trace("tid %d: %s sig %d", tid, stop_name(*st), *sig);
+	if (*st != ST_EVENT) /* try_thread() logs it after acting on the stop */
+		pr_trace("tid %d: %s sig %d", tid, stop_name(*st), *sig);
 	return 0;
 }
 
@@ -288,6 +289,29 @@ static int block_signals(struct hc_target *t, struct hc_err *err)
 	if (ptrace_sigmask_set(s->tid, call_mask(), err) < 0)
 		return -1;
 	s->mask_blocked = true;
+	return 0;
+}
+
+/* Hand tid back now, from its first stop: nothing of ours is in it. */
+static int give_back_pending(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	int sig = s->pending_sig;
+
+	/*
+	 * A signal arrived before heapctl took the mask.  Put the original
+	 * registers back and let it be delivered right here, exactly as the
+	 * kernel would have without us: an interrupted syscall gets EINTR or
+	 * restarts per SA_RESTART, and the handler's frame saves the real mask.
+	 */
+	s->pending_sig = 0;
+	if (set_gregs(t, s->gregs, err) < 0 || ptrace_detach(s->tid, sig, err) < 0)
+		return -1;
+	pr_debug("tid %d: signal %d arrived before the call; delivered it and retrying", s->tid,
+		 sig);
+	forget_extra(s);
+	s->tid = 0;
+	s->touched = s->stopped = s->saved = s->eintr_undone = false;
 	return 0;
 }
 
@@ -405,8 +429,12 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 			siginfo_t si;
 
 			if (!s->mask_known) {
+				/*
+				 * Hand it back at once: a signal held in a signal-
+				 * delivery-stop is discarded if heapctl dies there.
+				 */
 				s->pending_sig = sig;
-				return 1;
+				return give_back_pending(t, err) < 0 ? -1 : 1;
 			}
 			if (ptrace_siginfo_get(s->tid, &si, err) < 0)
 				return -1;
@@ -508,7 +536,8 @@ static int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int
 		return -1;
 	rc = run(t, STEP_SYSCALL, &r, NULL, NULL, err);
 	*ret = (int64_t)r;
-	pr_trace("tid %d: syscall %ld = %lld", s->tid, nr, (long long)*ret);
+	if (rc == 0)
+		pr_trace("tid %d: syscall %ld = %lld", s->tid, nr, (long long)*ret);
 	return rc;
 }
 
@@ -557,11 +586,26 @@ static bool signal_pending(pid_t pid, pid_t tid)
 static void undo_our_eintr(struct hc_target *t, struct sess *s)
 {
 	uint8_t g[sizeof(s->gregs)] __attribute__((aligned(16)));
+	uint8_t insn[8];
+	struct hc_err e = { 0 };
 
 	memcpy(g, s->gregs, t->arch->gregs_len);
-	if (!t->arch->undo_stop_eintr(g) || !where_is_syscall(t, t->arch->get_pc(g)) ||
-	    signal_pending(t->pid, s->tid))
+	if (!t->arch->undo_stop_eintr(g) ||
+	    mem_read(t->pid, t->memfd, t->arch->get_pc(g), insn, t->arch->syscall_insn.len, &e) < 0 ||
+	    memcmp(insn, t->arch->syscall_insn.b, t->arch->syscall_insn.len))
 		return;
+	/*
+	 * Into the thread at once, before anything slower: from here even
+	 * heapctl's death leaves no EINTR.  Take it back if a pending signal
+	 * explains the EINTR after all, or if Capstone does not confirm the
+	 * syscall instruction the bytes suggest.
+	 */
+	if (set_gregs(t, g, &e) < 0)
+		return;
+	if (signal_pending(t->pid, s->tid) || !where_is_syscall(t, t->arch->get_pc(g))) {
+		set_gregs(t, s->gregs, &e);
+		return;
+	}
 	memcpy(s->gregs, g, t->arch->gregs_len);
 	s->eintr_undone = true;
 	pr_debug("tid %d: syscall %ld got EINTR from heapctl's stop; it will run again", s->tid,
@@ -585,7 +629,7 @@ static bool thread_dead(pid_t pid, pid_t tid)
 }
 
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now, -1: error. */
-static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
+static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
 		      struct hc_err *err)
 {
 	struct sess *s = t->sess;
@@ -648,10 +692,20 @@ static int try_thread(struct hc_target *t, pid_t tid, char *why, size_t whylen,
 		t->arch->dump_regs(s->gregs, buf, sizeof(buf));
 		pr_trace("registers of tid %d:\n%s", tid, buf);
 	}
-	if (where_safe(t, tid, why, whylen) == 1)
+	/*
+	 * A thread resuming an interrupted sleep through restart_syscall
+	 * depends on its restart block; should heapctl die, the rt_sigreturn
+	 * that gives the thread back resets that block and the sleep would end
+	 * with EINTR.  So prefer other threads, and wait for a --tid thread to
+	 * start its next syscall; only a process with no other thread takes
+	 * that (small, death-only) risk.
+	 */
+	if (picky && t->arch->syscall_nr(s->gregs) == t->arch->nr_restart_syscall)
+		snprintf(why, whylen, "thread %d is resuming an interrupted sleep", tid);
+	else if (where_safe(t, tid, why, whylen) == 1)
 		return 1;
 	pr_debug("tid %d is not at a safe point: %s", tid, why);
-	if ((s->eintr_undone && set_gregs(t, s->gregs, err) < 0) || ptrace_detach(tid, 0, err) < 0)
+	if (ptrace_detach(tid, 0, err) < 0) /* an undone EINTR is already in its registers */
 		return -1;
 	s->eintr_undone = false;
 	s->tid = 0;
@@ -779,7 +833,9 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	int r = 0;
 
 	/* A mask swapped in by ppoll & co is replaced by the real one at the first stop. */
-	if (ptrace_sigmask_get(s->tid, &f.mask, err) < 0)
+	if (s->mask_known)
+		f.mask = s->mask;
+	else if (ptrace_sigmask_get(s->tid, &f.mask, err) < 0)
 		return -1;
 	len = (t->arch->sigframe_len(&f) + 15) & ~(size_t)15;
 	f.raddr = s->frame = t->arch->frame_place(t->arch->get_sp(s->gregs), len + SCRATCH_LEN);
@@ -877,29 +933,6 @@ static void reclaim_leftovers(struct hc_target *t, const uint64_t *pages, size_t
 			pr_info("pid %d: reclaimed a page left by a killed heapctl at 0x%llx", t->pid,
 				(unsigned long long)pages[i]);
 	}
-}
-
-/* Hand tid back now, from its first stop: nothing of ours is in it. */
-static int give_back_pending(struct hc_target *t, struct hc_err *err)
-{
-	struct sess *s = t->sess;
-	int sig = s->pending_sig;
-
-	/*
-	 * A signal arrived before heapctl took the mask.  Put the original
-	 * registers back and let it be delivered right here, exactly as the
-	 * kernel would have without us: an interrupted syscall gets EINTR or
-	 * restarts per SA_RESTART, and the handler's frame saves the real mask.
-	 */
-	s->pending_sig = 0;
-	if (set_gregs(t, s->gregs, err) < 0 || ptrace_detach(s->tid, sig, err) < 0)
-		return -1;
-	pr_debug("tid %d: signal %d arrived before the call; delivered it and retrying", s->tid,
-		 sig);
-	forget_extra(s);
-	s->tid = 0;
-	s->touched = s->stopped = s->saved = s->eintr_undone = false;
-	return 0;
 }
 
 /* Find pat in the executable text of the vDSO, libc, then the executable. */
@@ -1026,9 +1059,13 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 		} else if (list_threads(t, &tids, &ntids, err) < 0) {
 			goto fail;
 		}
-		for (size_t i = 0; i < ntids && (i == 0 || now_ns() < t->deadline_ns); i++) {
+		/* two passes over the threads: the first one picky (see try_thread()) */
+		for (size_t k = 0; k < 2 * ntids && (k == 0 || now_ns() < t->deadline_ns); k++) {
+			size_t i = k % ntids;
+
 			attempts++;
-			r = try_thread(t, tids[i], why, sizeof(why), err);
+			r = try_thread(t, tids[i], t->opts.tid || (k < ntids && ntids > 1), why,
+				       sizeof(why), err);
 			if (r < 0)
 				goto fail;
 			if (r == 0)
@@ -1036,6 +1073,17 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			if ((t->seccomp == 2 && seccomp_check(t, t->sess->tid, err) < 0) ||
 			    save_extra(t, err) < 0)
 				goto fail;
+			/*
+			 * Unless the thread sits in a syscall that swapped in a
+			 * temporary mask (ppoll & co), its mask is the real one:
+			 * take it now, so no signal is ever dequeued before
+			 * heapctl blocks it.
+			 */
+			if (t->arch->swaps_mask(t->sess->gregs) == 0) {
+				if (ptrace_sigmask_get(t->sess->tid, &t->sess->mask, err) < 0)
+					goto fail;
+				t->sess->mask_known = true;
+			}
 			r = write_frame(t, why, sizeof(why), err);
 			if (r < 0)
 				goto fail;
@@ -1051,10 +1099,9 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			if (r < 0)
 				goto fail;
 			if (r > 0) {
-				if (give_back_pending(t, err) < 0)
-					goto fail;
+				/* run() already gave it back to take its signal */
 				snprintf(why, sizeof(why), "thread %d took a signal", tids[i]);
-				i--; /* same thread again */
+				k--; /* same thread again */
 				continue;
 			}
 			reclaim_leftovers(t, leftovers, nleft);
@@ -1170,15 +1217,9 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	t->sess = s;
 	/* Give cleanup its own budget: restoring must not fail for lack of time. */
 	t->deadline_ns = now_ns() + 5000000000ull;
-	if (s->pending_sig) {
-		if (give_back_pending(t, &e) < 0)
-			goto fail;
-		goto out;
-	}
 	if (!s->saved || !s->touched) {
 		/* Only stopped: hand it back as it was (with our EINTR undone, if any). */
-		if ((s->eintr_undone && set_gregs(t, s->gregs, &e) < 0) ||
-		    ptrace_detach(s->tid, 0, &e) < 0)
+		if (ptrace_detach(s->tid, 0, &e) < 0)
 			goto fail;
 		goto done;
 	}
