@@ -181,3 +181,62 @@ fuzz: $(B)/fuzz/fuzz_prof
 report-bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/report.sh $(B)
+
+# ---- Hardening suites: fixtures, torture, fuzzing --------------------------------
+# tests/integration/t_hostile.c, t_kill.c, t_torture.c run in `make test` at a
+# bounded size; `make torture` runs the big kill suite and torture.
+DEB_PKGS += gcc-multilib clang libclang-rt-14-dev binutils util-linux
+JE_PIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a
+JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
+FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
+	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg
+TORTURE_KILL_RUNS ?= 2000
+TORTURE_OPS ?= 5000
+.PHONY: fixtures torture
+test check-integration: fixtures
+fixtures: $(FIXTURES)
+
+$(B)/victims/fx_idle32: tests/fixtures/idle32.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -m32 -O1 -Wall -o $@ $<
+
+# .symtab only: a static binary with jemalloc linked in (glibc's dlopen warning is moot here)
+$(B)/victims/fx_jemalloc_static: tests/victims/jemalloc_victim.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -static -o $@ $< $(JE_STATIC) -lm -ldl 2>&1 | \
+		grep -v "statically linked applications requires" | grep -v "in function" || true
+	@test -x $@
+
+# Debian's PIC archive with every symbol it defines renamed PREFIX+name; references to libc stay.
+$(B)/fixtures/libjemalloc_%.a: $(JE_PIC)
+	$(msg) OBJCOPY $@
+	@mkdir -p $(dir $@)
+	$(Q)nm -g --defined-only $< | awk 'NF == 3 && $$2 ~ /^[TDBRVWiu]$$/ { print $$3 " $*" $$3 }' | \
+		sort -u >$@.map
+	$(Q)objcopy --redefine-syms=$@.map $< $@
+
+$(B)/victims/fx_jemalloc_%: tests/victims/jemalloc_victim.c tests/fixtures/prefix.h \
+		$(B)/fixtures/libjemalloc_%.a
+	$(msg) CC $@
+	$(Q)$(CC) $(VICTIM_CFLAGS) -include tests/fixtures/prefix.h -DJE_PFX=$* -o $@ $< \
+		$(B)/fixtures/libjemalloc_$*.a -lm -ldl
+
+$(B)/victims/fx_jemalloc_je: $(B)/victims/fx_jemalloc_je_
+	$(Q)cp $< $@
+$(B)/victims/fx_jemalloc_rjem: $(B)/victims/fx_jemalloc__rjem_
+	$(Q)cp $< $@
+
+# Symbols only in a separate file named by .gnu_debuglink, next to the binary.
+$(B)/victims/fx_jemalloc_dbg: $(B)/victims/fx_jemalloc_rjem
+	$(msg) STRIP $@
+	$(Q)objcopy --only-keep-debug $< $@.debug
+	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $< $@
+
+torture: deps
+	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest
+	@HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=kill-suite \
+		ITEST_KILL_RUNS=$(TORTURE_KILL_RUNS) $(B)/tests/itest && \
+	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=torture \
+		ITEST_TORTURE_OPS=$(TORTURE_OPS) $(B)/tests/itest

@@ -1,6 +1,842 @@
 // SPDX-License-Identifier: MIT
+/*
+ * Hostile and odd targets.  Each must get a correct result or a clear
+ * refusal (exit 1 with "error:" and "hint:"), and be unchanged afterwards:
+ * alive, untraced, not stopped (unless it was), answering its protocol.
+ *
+ * Victims: jemalloc_hostile (one mode per oddity, see its header),
+ * jemalloc_victim, and fixtures built by `make fixtures` into the victim
+ * directory: fx_idle32 (gcc -m32), fx_jemalloc_static (-static with
+ * libjemalloc.a: .symtab only), fx_jemalloc_je and fx_jemalloc_rjem (the
+ * victim against Debian's libjemalloc_pic.a with every symbol it defines
+ * renamed with the prefix), fx_jemalloc_dbg (fx_jemalloc_rjem stripped,
+ * its symbols only in fx_jemalloc_dbg.debug, named by .gnu_debuglink).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
 #include "harm.h"
 
+#define VCONF "prof:true,prof_active:false,dirty_decay_ms:-1,muzzy_decay_ms:-1"
+#define REPLY_MS 10000
+
+/* Starts argv (fds 3, 4, 5 are ready, ctl, reply) and waits for 'R'. */
+static int hv_start_argv(struct victim *v, const char *const *argv, const char *conf, char *why,
+			 size_t whysz)
+{
+	char env[256];
+	const char *setenv_kv[] = { env, NULL };
+	static const char *const unset[] = { "MALLOC_CONF", "LD_PRELOAD", NULL };
+	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	int ready[2], ctl[2], rep[2], pass[3];
+	struct pollfd p;
+	char c = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->pid = -1;
+	v->ctl = v->rep = -1;
+	if (pipe2(ready, O_CLOEXEC) || pipe2(ctl, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {
+		snprintf(why, whysz, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pass[0] = ready[1];
+	pass[1] = ctl[0];
+	pass[2] = rep[1];
+	o.pass_fds = pass;
+	o.npass = 3;
+	o.unsetenv_names = unset;
+	if (conf) {
+		snprintf(env, sizeof(env), "MALLOC_CONF=%s", conf);
+		o.setenv_kv = setenv_kv;
+	}
+	v->pid = spawn(argv, &o, why, whysz);
+	close(ready[1]);
+	close(ctl[0]);
+	close(rep[1]);
+	v->ctl = ctl[1];
+	v->rep = rep[0];
+	if (v->pid < 0) {
+		close(ready[0]);
+		victim_kill(v);
+		return -1;
+	}
+	snprintf(v->spid, sizeof(v->spid), "%d", (int)v->pid);
+	p.fd = ready[0];
+	p.events = POLLIN;
+	if (poll(&p, 1, 15000) <= 0 || read(ready[0], &c, 1) != 1 || c != 'R') {
+		snprintf(why, whysz, "%s did not get ready", argv[0]);
+		close(ready[0]);
+		victim_kill(v);
+		return -1;
+	}
+	close(ready[0]);
+	return 0;
+}
+
+static void fx_path(char *out, size_t sz, const char *name)
+{
+	snprintf(out, sz, "%s/%s", cfg.victim_dir, name);
+}
+
+/* jemalloc_hostile in MODE. */
+static int hv_start(struct victim *v, const char *mode, char *why, size_t whysz)
+{
+	char path[512];
+	const char *argv[] = { path, "3", "4", "5", mode, NULL };
+
+	fx_path(path, sizeof(path), "jemalloc_hostile");
+	return hv_start_argv(v, argv, VCONF, why, whysz);
+}
+
+/* After start: the jemalloc_victim protocol's tids and baselines, for victim_check(). */
+static int jv_adopt(struct victim *v, char *why, size_t whysz)
+{
+	char l[1024];
+
+	if (victim_cmd(v, "tids", l, sizeof(l), REPLY_MS) || strncmp(l, "tids ", 5)) {
+		snprintf(why, whysz, "tids: %s", l);
+		return -1;
+	}
+	v->jemalloc = true;
+	v->t_main = (pid_t)kv_long(l, "main", 0);
+	v->t_read = (pid_t)kv_long(l, "read", 0);
+	v->t_sleep = (pid_t)kv_long(l, "sleep", 0);
+	v->t_epoll = (pid_t)kv_long(l, "epoll", 0);
+	v->t_futex = (pid_t)kv_long(l, "futex", 0);
+	v->t_regs = (pid_t)kv_long(l, "regs", 0);
+	v->t_hammer = (pid_t)kv_long(l, "hammer", 0);
+	v->t_ticker = (pid_t)kv_long(l, "ticker", 0);
+	v->t_sig = (pid_t)kv_long(l, "sig", 0);
+	kv_str(l, "regs_mode", v->regs_mode, sizeof(v->regs_mode));
+	victim_baseline(v);
+	victim_rebase_counters(v);
+	victim_cmd(v, "tickreset", l, sizeof(l), REPLY_MS);
+	return 0;
+}
+
+/* exit 0, or exit 1 with error: and hint:.  Returns the exit code, -1 on anything else. */
+static int ok_or_refused(struct hres *r, const char *what)
+{
+	const char *crash = hres_crash(r);
+
+	if (crash || r->timed_out) {
+		t_fail("%s: %s%s%s", what, hres_desc(r), crash ? " " : "", crash ? crash : "");
+		return -1;
+	}
+	if (hres_exit(r) == 0)
+		return 0;
+	if (hres_exit(r) == 1 && strstr(r->err, "error:") && strstr(r->err, "hint:"))
+		return 1;
+	t_fail("%s: %s (wanted exit 0, or 1 with a hint)", what, hres_desc(r));
+	return -1;
+}
+
+static int refused(struct hres *r, const char *what)
+{
+	int e = ok_or_refused(r, what);
+
+	if (e == 0)
+		t_fail("%s: succeeded, a refusal was expected", what);
+	return e == 1 ? 0 : -1;
+}
+
+/* Alive, untraced, not stopped, answering ping. */
+static int unchanged(struct victim *v, const char *what)
+{
+	char why[512], reply[256];
+
+	if (pid_exited(v->pid)) {
+		t_fail("%s: the target died", what);
+		return -1;
+	}
+	if (proc_check_tasks(v->pid, false, why, sizeof(why))) {
+		t_fail("%s: target harmed: %s", what, why);
+		return -1;
+	}
+	if (victim_cmd(v, "ping", reply, sizeof(reply), REPLY_MS) || strncmp(reply, "pong", 4)) {
+		t_fail("%s: target harmed: no answer to ping (%s)", what, reply);
+		return -1;
+	}
+	return 0;
+}
+
+static const char *first_error(const char *err)
+{
+	static char line[300];
+	const char *e = strstr(err, "error:");
+	size_t n;
+
+	if (!e)
+		return "";
+	n = strcspn(e, "\n");
+	snprintf(line, sizeof(line), "%.*s", (int)(n < 299 ? n : 299), e);
+	return line;
+}
+
+/* ---- job control, zombie leader, exit and execve during a call ------- */
+
+static void test_stopped_every_op(void)
+{
+	static const char *const ops[][3] = {
+		{ "stats", "--full", NULL }, { "dump", "-o", NULL }, { "prof", "on", NULL },
+		{ "purge", NULL, NULL },
+	};
+	struct victim vv, *v = &vv;
+	char why[512], dump[320], reply[64];
+	long end;
+
+	if (victim_start(v, "jemalloc_victim", VCONF, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	snprintf(dump, sizeof(dump), "%s/stopped.heap", cfg.tmpdir);
+	kill(v->pid, SIGSTOP);
+	for (end = now_ms() + 5000; !proc_all_stopped(v->pid) && now_ms() < end;)
+		sleep_ms(2);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]) && !t_failed(); i++) {
+		for (int withtid = 0; withtid < 2 && !t_failed(); withtid++) {
+			const char *a[12];
+			char tid[16], what[96];
+			struct hres r;
+			int n = 0;
+
+			for (int k = 0; k < 3 && ops[i][k]; k++)
+				a[n++] = ops[i][k];
+			if (!strcmp(ops[i][0], "dump"))
+				a[n++] = dump;
+			a[n++] = "-p";
+			a[n++] = v->spid;
+			if (withtid) {
+				snprintf(tid, sizeof(tid), "%d", (int)v->t_regs);
+				a[n++] = "--tid";
+				a[n++] = tid;
+			}
+			a[n] = NULL;
+			snprintf(what, sizeof(what), "%s%s on a stopped target", ops[i][0],
+				 withtid ? " --tid regs" : "");
+			hc_runv(&r, NULL, a);
+			ok_or_refused(&r, what);
+			hres_free(&r);
+			for (end = now_ms() + 2000;
+			     proc_check_tasks(v->pid, true, why, sizeof(why)) && now_ms() < end;)
+				sleep_ms(1);
+			if (proc_check_tasks(v->pid, true, why, sizeof(why)))
+				t_fail("%s: job-control stop not preserved: %s", what, why);
+		}
+	}
+	kill(v->pid, SIGCONT);
+	for (end = now_ms() + 5000; proc_check_tasks(v->pid, false, why, sizeof(why)) &&
+				    now_ms() < end;)
+		sleep_ms(2);
+	victim_cmd(v, "tickreset", reply, sizeof(reply), 5000);
+	if (!t_failed())
+		victim_check(v, VC_EPOLL_EINTR_OK);
+	victim_kill(v);
+}
+
+static void test_zombie_leader(void)
+{
+	struct victim vv, *v = &vv;
+	char why[512], reply[256];
+	struct hres r;
+	long end;
+	char st = 0;
+
+	if (hv_start(v, "threads", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (victim_expect(v, "leaderexit", "leaderexit ok", reply, sizeof(reply)))
+		goto out;
+	/* wait until the leader is a zombie while the process lives on */
+	for (end = now_ms() + 3000; now_ms() < end; sleep_ms(5)) {
+		char path[64], *s;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)v->pid);
+		s = read_file_str(path);
+		if (s && strstr(s, "State:\tZ"))
+			st = 'Z';
+		free(s);
+		if (st)
+			break;
+	}
+	if (!st) {
+		t_skip(false, "the leader never showed as a zombie");
+		goto out;
+	}
+	hc_run(&r, NULL, "stats", "-p", v->spid, NULL);
+	if (ok_or_refused(&r, "stats on a process whose main thread exited") == 1 &&
+	    (strcasestr_(r.err, "zombie") || strcasestr_(r.err, "exited")))
+		t_fail("live process with an exited main thread refused as dead: %s",
+		       first_error(r.err));
+	else if (hres_exit(&r) == 1)
+		t_note("refused: %s", first_error(r.err));
+	hres_free(&r);
+	if (!t_failed() && victim_cmd(v, "ping", reply, sizeof(reply), REPLY_MS))
+		t_fail("target harmed: no answer to ping (%s)", reply);
+out:
+	victim_kill(v);
+}
+
+static void test_exit_during_call(void)
+{
+	int rounds = 12, ok = 0, refusals = 0;
+
+	for (int i = 0; i < rounds && !t_failed(); i++) {
+		struct victim vv, *v = &vv;
+		char why[512], cmd[64], reply[64];
+		struct hres r;
+		int st = 0;
+
+		if (hv_start(v, "threads", why, sizeof(why))) {
+			t_fail("%s", why);
+			return;
+		}
+		snprintf(cmd, sizeof(cmd), "exitsoon %d", (int)rnd_below(4000));
+		if (victim_expect(v, cmd, "exitsoon ok", reply, sizeof(reply))) {
+			victim_kill(v);
+			return;
+		}
+		hc_run(&r, NULL, "stats", "--full", "-p", v->spid, NULL);
+		switch (ok_or_refused(&r, "stats --full on a process exiting")) {
+		case 0:
+			ok++;
+			break;
+		case 1:
+			refusals++;
+			break;
+		}
+		hres_free(&r);
+		if (wait_pid(v->pid, &st, 5000))
+			t_fail("round %d: the target did not exit", i);
+		else if (!WIFEXITED(st) || WEXITSTATUS(st) != 7)
+			t_fail("round %d: the target did not exit by itself with 7 (status 0x%x)", i,
+			       st);
+		v->pid = -1;
+		victim_kill(v);
+	}
+	t_note("exit during the call: %d finished first, %d refused", ok, refusals);
+}
+
+static void test_execve_during_call(void)
+{
+	int rounds = 12, ok = 0, refusals = 0;
+
+	for (int i = 0; i < rounds && !t_failed(); i++) {
+		struct victim vv, *v = &vv;
+		char why[512], cmd[64], reply[256];
+		struct hres r;
+
+		if (hv_start(v, "threads", why, sizeof(why))) {
+			t_fail("%s", why);
+			return;
+		}
+		snprintf(cmd, sizeof(cmd), "execsoon %d", (int)rnd_below(4000));
+		if (victim_expect(v, cmd, "execsoon ok", reply, sizeof(reply))) {
+			victim_kill(v);
+			return;
+		}
+		hc_run(&r, NULL, "stats", "--full", "-p", v->spid, NULL);
+		switch (ok_or_refused(&r, "stats --full on a process calling execve")) {
+		case 0:
+			ok++;
+			break;
+		case 1:
+			refusals++;
+			break;
+		}
+		hres_free(&r);
+		sleep_ms(20); /* the execve is due 4 ms at most after the command */
+		if (victim_cmd(v, "ping", reply, sizeof(reply), REPLY_MS) ||
+		    strcmp(reply, "pong exec'd")) {
+			t_fail("round %d: the new program did not start: %s", i, reply);
+		} else if (!unchanged(v, "after execve") &&
+			   !victim_cmd(v, "sigblk", reply, sizeof(reply), REPLY_MS) &&
+			   strcmp(reply, "sigblk 0000000000000000")) {
+			t_fail("round %d: the new program starts with a blocked mask: %s", i, reply);
+		}
+		victim_kill(v);
+	}
+	t_note("execve during the call: %d finished first, %d refused", ok, refusals);
+}
+
+/* ---- seccomp ------------------------------------------------------------ */
+
+static void test_seccomp_strict(void)
+{
+	struct victim vv, *v = &vv;
+	char why[512], reply[64];
+	struct hres r;
+
+	if (hv_start(v, "idle", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (!victim_expect(v, "strict", "strict ok", reply, sizeof(reply))) {
+		sleep_ms(20);
+		hc_run(&r, NULL, "stats", "-p", v->spid, NULL);
+		if (!refused(&r, "stats on a strict-seccomp target"))
+			t_note("%s", first_error(r.err));
+		hres_free(&r);
+		unchanged(v, "strict seccomp");
+	}
+	victim_kill(v);
+}
+
+static void seccomp_filter(const char *what, bool must_work)
+{
+	struct victim vv, *v = &vv;
+	char why[512], reply[64], cmd[32], desc[96];
+	struct hres r;
+	int e;
+
+	if (hv_start(v, "threads", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "filter %s", what);
+	snprintf(desc, sizeof(desc), "stats --full under a seccomp filter (%s on mmap)", what);
+	if (victim_expect(v, cmd, "filter ok", reply, sizeof(reply)))
+		goto out;
+	hc_run(&r, NULL, "stats", "--full", "-p", v->spid, NULL);
+	e = ok_or_refused(&r, desc);
+	if (e == 1)
+		t_note("refused: %s", first_error(r.err));
+	if (e == 1 && must_work)
+		t_fail("%s: refused a filter that allows everything heapctl does", desc);
+	hres_free(&r);
+	if (unchanged(v, desc))
+		goto out;
+	if (!victim_cmd(v, "sigsys", reply, sizeof(reply), REPLY_MS) && strcmp(reply, "sigsys 0"))
+		t_fail("%s: the target caught SIGSYS from heapctl's syscalls (%s)", desc, reply);
+out:
+	victim_kill(v);
+}
+
+static void test_seccomp_errno(void)
+{
+	seccomp_filter("errno", false);
+}
+
+static void test_seccomp_kill(void)
+{
+	seccomp_filter("kill", false);
+}
+
+static void test_seccomp_trap(void)
+{
+	seccomp_filter("trap", false);
+}
+
+static void test_seccomp_allow(void)
+{
+	seccomp_filter("none", true);
+}
+
+/* ---- already traced ------------------------------------------------------- */
+
+/* A tracer child that seizes tid and holds it until its pipe closes. */
+static pid_t tracer_start(pid_t tid, int *hold)
+{
+	int p[2], q[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) || pipe2(q, O_CLOEXEC))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		close(q[0]);
+		c = ptrace(PTRACE_SEIZE, tid, 0, 0) ? 'E' : 'S';
+		if (write(q[1], &c, 1) != 1)
+			_exit(1);
+		while (read(p[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	close(q[1]);
+	if (pid < 0 || read(q[0], &c, 1) != 1 || c != 'S') {
+		close(p[1]);
+		close(q[0]);
+		return -1;
+	}
+	close(q[0]);
+	track_pid(pid);
+	*hold = p[1];
+	return pid;
+}
+
+static void traced(bool whole)
+{
+	struct victim vv, *v = &vv;
+	char why[512], reply[256], spid[16];
+	struct hres r;
+	pid_t tracer, tid;
+	int hold = -1;
+
+	if (hv_start(v, "threads", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (victim_expect(v, "tids", "tids ", reply, sizeof(reply)))
+		goto out;
+	tid = whole ? v->pid : (pid_t)kv_long(reply, "other", 0);
+	tracer = tracer_start(tid, &hold);
+	if (tracer < 0) {
+		t_fail("cannot start a tracer");
+		goto out;
+	}
+	snprintf(spid, sizeof(spid), "%d", (int)tracer);
+	hc_run(&r, NULL, "stats", "-p", v->spid, NULL);
+	if (whole) {
+		if (!refused(&r, "stats on a traced target") && !strstr(r.err, spid))
+			t_fail("the refusal does not name the tracer (pid %s): %s", spid,
+			       first_error(r.err));
+	} else if (ok_or_refused(&r, "stats with one thread traced by another") == 1) {
+		t_note("refused: %s", first_error(r.err));
+		if (!strstr(r.err, spid))
+			t_fail("the refusal does not name the tracer (pid %s): %s", spid,
+			       first_error(r.err));
+	}
+	hres_free(&r);
+	close(hold);
+	wait_pid(tracer, NULL, 5000);
+	unchanged(v, "after the other tracer left");
+out:
+	victim_kill(v);
+}
+
+static void test_traced(void)
+{
+	traced(true);
+}
+
+static void test_thread_traced(void)
+{
+	traced(false);
+}
+
+/* ---- 32-bit --------------------------------------------------------------- */
+
+static void test_32bit(void)
+{
+	struct victim vv, *v = &vv;
+	char path[512], why[512], reply[64];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+	struct hres r;
+
+	fx_path(path, sizeof(path), "fx_idle32");
+	if (access(path, X_OK)) {
+		t_skip(true, "%s missing (make fixtures; needs gcc-multilib)", path);
+		return;
+	}
+	if (hv_start_argv(v, argv, NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	hc_run(&r, NULL, "stats", "-p", v->spid, NULL);
+	if (!refused(&r, "stats on a 32-bit process")) {
+		if (!strstr(r.err, "32-bit") && !strstr(r.err, "64-bit"))
+			t_fail("the refusal does not say the target is 32-bit: %s",
+			       first_error(r.err));
+		else
+			t_note("%s", first_error(r.err));
+	}
+	hres_free(&r);
+	if (!t_failed() && (proc_check_tasks(v->pid, false, why, sizeof(why)) ||
+			    victim_cmd(v, "ping", reply, sizeof(reply), REPLY_MS) ||
+			    strcmp(reply, "pong")))
+		t_fail("target harmed: %s %s", why, reply);
+	victim_kill(v);
+}
+
+/* ---- fixtures speaking jemalloc_victim's protocol ------------------------- */
+
+/*
+ * info, stats, prof on (--tid), dump, prof off, stats --full; then the full
+ * unharmed check.  Without prof, "prof on" must be refused with a hint.
+ */
+static void drive(struct victim *v, const char *expect_in_info, bool prof)
+{
+	char dump[320], why[256], tid[16];
+	struct hres r;
+
+	snprintf(dump, sizeof(dump), "%s/fx-%d.heap", cfg.tmpdir, (int)v->pid);
+	snprintf(tid, sizeof(tid), "%d", (int)v->t_regs);
+	if (hc_expect(&r, 0, "info", "-p", v->spid, "--timeout", "10", NULL) == 0 &&
+	    expect_in_info && !strstr(r.out, expect_in_info))
+		t_fail("info does not mention %s: %.300s", expect_in_info, r.out);
+	hres_free(&r);
+	if (!t_failed() && hc_expect(&r, 0, "stats", "-p", v->spid, "--timeout", "10", NULL) == 0 &&
+	    !strstr(r.out, "jemalloc"))
+		t_fail("stats: no jemalloc in %.200s", r.out);
+	hres_free(&r);
+	if (!t_failed() && !prof) {
+		hc_run(&r, NULL, "prof", "on", "-p", v->spid, "--tid", tid, "--timeout", "10", NULL);
+		refused(&r, "prof on without opt.prof");
+		hres_free(&r);
+	} else if (!t_failed()) {
+		hc_expect(&r, 0, "prof", "on", "-p", v->spid, "--tid", tid, "--timeout", "10", NULL);
+		hres_free(&r);
+		if (!t_failed() &&
+		    hc_expect(&r, 0, "dump", "-p", v->spid, "-o", dump, "--timeout", "10", NULL) == 0 &&
+		    !file_starts_with(dump, "heap_v2/", why, sizeof(why)))
+			t_fail("dump: %s", why);
+		hres_free(&r);
+		if (!t_failed())
+			hc_expect(&r, 0, "prof", "off", "-p", v->spid, "--timeout", "10", NULL);
+		hres_free(&r);
+	}
+	if (!t_failed())
+		hc_expect(&r, 0, "stats", "--full", "-p", v->spid, "--timeout", "10", NULL);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
+static void fixture(const char *name, const char *expect_in_info, bool prof)
+{
+	struct victim vv, *v = &vv;
+	char path[512], why[512];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+
+	fx_path(path, sizeof(path), name);
+	if (access(path, X_OK)) {
+		t_skip(true, "%s missing (make fixtures)", path);
+		return;
+	}
+	if (hv_start_argv(v, argv, prof ? VCONF : "dirty_decay_ms:-1", why, sizeof(why)) ||
+	    jv_adopt(v, why, sizeof(why))) {
+		t_fail("%s", why);
+		victim_kill(v);
+		return;
+	}
+	drive(v, expect_in_info, prof);
+	victim_kill(v);
+}
+
+/*
+ * Without profiling: in a static binary jemalloc's prof_boot2() calls
+ * libgcc's unwinder before glibc has finished starting, which aborts.
+ */
+static void test_static(void)
+{
+	fixture("fx_jemalloc_static", ".symtab", false);
+}
+
+static void test_prefix_je(void)
+{
+	fixture("fx_jemalloc_je", "je_", true);
+}
+
+static void test_prefix_rjem(void)
+{
+	fixture("fx_jemalloc_rjem", "_rjem_", true);
+}
+
+static void test_debuglink(void)
+{
+	fixture("fx_jemalloc_dbg", "fx_jemalloc_dbg.debug", true);
+}
+
+/* ---- a container: own PID and mount namespaces, private /tmp ------------- */
+
+static pid_t only_child(pid_t pid)
+{
+	char path[96], *s;
+	pid_t c = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	s = read_file_str(path);
+	if (s)
+		c = (pid_t)strtol(s, NULL, 10);
+	free(s);
+	return c;
+}
+
+static void test_namespace(void)
+{
+	struct victim vv, *v = &vv;
+	char path[512], why[512], un[512], dir[320];
+	const char *argv[] = { un, "--fork", "--pid", "--mount", "--mount-proc", "/bin/sh", "-c",
+			       "mount -t tmpfs -o mode=1777 tmpfs /tmp && exec \"$0\" 3 4 5", path,
+			       NULL };
+	pid_t upid, inner;
+	long end;
+
+	fx_path(path, sizeof(path), "jemalloc_victim");
+	if (!find_in_path("unshare", un, sizeof(un))) {
+		t_skip(true, "unshare not found");
+		return;
+	}
+	if (hv_start_argv(v, argv, VCONF, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	upid = v->pid;
+	for (end = now_ms() + 3000; !(inner = only_child(upid)) && now_ms() < end;)
+		sleep_ms(5);
+	if (!inner) {
+		t_fail("cannot find the process unshare started");
+		goto out;
+	}
+	/* From here on the victim is the inner process, seen by its host pid. */
+	v->pid = inner;
+	snprintf(v->spid, sizeof(v->spid), "%d", (int)inner);
+	if (jv_adopt(v, why, sizeof(why))) {
+		t_fail("%s", why);
+		goto out;
+	}
+	/* tids are the namespace's own: --tid is not for this test */
+	v->t_regs = inner;
+	{
+		char *s = NULL;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/status", (int)inner);
+		s = read_file_str(dir);
+		if (s && strstr(s, "NSpid:") && !strstr(strstr(s, "NSpid:"), "\t1\n"))
+			t_note("NSpid does not show pid 1 inside: %.40s", strstr(s, "NSpid:"));
+		free(s);
+	}
+	drive(v, NULL, true);
+	/* nothing of heapctl's left in the container's private /tmp */
+	if (!t_failed() && dump_leftovers(inner, false))
+		t_fail("heapctl left files in the container's /tmp");
+out:
+	v->pid = upid;
+	victim_kill(v);
+}
+
+/* ---- safe points under pressure ------------------------------------------- */
+
+static void test_only_thread_in_malloc(void)
+{
+	struct victim vv, *v = &vv;
+	char why[512], reply[64];
+	long before, after;
+
+	if (hv_start(v, "inmalloc", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (victim_cmd(v, "ping", reply, sizeof(reply), REPLY_MS)) {
+		t_fail("ping: %s", reply);
+		goto out;
+	}
+	before = strtol(reply + 5, NULL, 10);
+	for (int withtid = 0; withtid < 2 && !t_failed(); withtid++) {
+		struct hres r;
+		int e;
+
+		if (withtid)
+			hc_run(&r, NULL, "stats", "-p", v->spid, "--tid", v->spid, "--timeout", "3",
+			       NULL);
+		else
+			hc_run(&r, NULL, "stats", "-p", v->spid, "--timeout", "3", NULL);
+		e = ok_or_refused(&r, withtid ? "stats --tid on the only thread, in malloc" :
+						"stats, the only thread in malloc");
+		if (e >= 0 && r.ms > 8000)
+			t_fail("took %ld ms with --timeout 3", r.ms);
+		if (e >= 0)
+			t_note("%s: exit %d after %ld ms%s%s", withtid ? "--tid" : "no --tid", e,
+			       r.ms, e ? ": " : "", e ? first_error(r.err) : "");
+		hres_free(&r);
+	}
+	sleep_ms(50);
+	if (!t_failed() && !unchanged(v, "only thread in malloc") &&
+	    !victim_cmd(v, "ping", reply, sizeof(reply), REPLY_MS)) {
+		after = strtol(reply + 5, NULL, 10);
+		if (after <= before)
+			t_fail("the thread stopped making progress (%ld -> %ld)", before, after);
+	}
+out:
+	victim_kill(v);
+}
+
+static void test_handler_over_malloc(void)
+{
+	struct victim vv, *v = &vv;
+	char why[512], reply[256], stid[16], want[48];
+	struct hres r;
+	pid_t worker;
+	long end;
+	bool parked = false;
+
+	if (hv_start(v, "sighandler", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (victim_expect(v, "tids", "tids ", reply, sizeof(reply)))
+		goto out;
+	worker = (pid_t)kv_long(reply, "other", 0);
+	for (end = now_ms() + 10000; !parked && now_ms() < end;) {
+		syscall(SYS_tgkill, v->pid, worker, SIGUSR1);
+		sleep_ms(2);
+		parked = !victim_cmd(v, "parked", reply, sizeof(reply), REPLY_MS) &&
+			 !strcmp(reply, "parked 1");
+	}
+	if (!parked) {
+		t_skip(false, "the signal never landed inside jemalloc");
+		goto out;
+	}
+	snprintf(stid, sizeof(stid), "%d", (int)worker);
+	hc_run(&r, NULL, "stats", "-p", v->spid, "--tid", stid, "--timeout", "2", NULL);
+	if (ok_or_refused(&r, "stats --tid on a handler over malloc") == 0)
+		t_fail("borrowed thread %s, inside a signal handler that interrupted jemalloc",
+		       stid);
+	else if (r.ms > 7000)
+		t_fail("took %ld ms with --timeout 2", r.ms);
+	hres_free(&r);
+	if (!t_failed()) {
+		hc_run(&r, NULL, "stats", "-p", v->spid, NULL);
+		snprintf(want, sizeof(want), "borrowing tid %s ", stid);
+		if (ok_or_refused(&r, "stats with a handler over malloc") == 0 &&
+		    strstr(r.err, want))
+			t_fail("picked thread %s, inside a signal handler that interrupted jemalloc",
+			       stid);
+		hres_free(&r);
+	}
+	victim_cmd(v, "release", reply, sizeof(reply), REPLY_MS);
+	unchanged(v, "handler over malloc");
+out:
+	victim_kill(v);
+}
+
 const struct itest t_hostile_tests[] = {
+	{ "hostile-stopped-every-op", test_stopped_every_op, 0 },
+	{ "hostile-zombie-leader", test_zombie_leader, 0 },
+	{ "hostile-exit-during-call", test_exit_during_call, 0 },
+	{ "hostile-execve-during-call", test_execve_during_call, 0 },
+	{ "hostile-seccomp-strict", test_seccomp_strict, 0 },
+	{ "hostile-seccomp-filter-errno", test_seccomp_errno, 0 },
+	{ "hostile-seccomp-filter-kill", test_seccomp_kill, 0 },
+	{ "hostile-seccomp-filter-trap", test_seccomp_trap, 0 },
+	{ "hostile-seccomp-filter-allow", test_seccomp_allow, 0 },
+	{ "hostile-already-traced", test_traced, 0 },
+	{ "hostile-thread-traced", test_thread_traced, 0 },
+	{ "hostile-32bit", test_32bit, 0 },
+	{ "hostile-namespace", test_namespace, 0 },
+	{ "hostile-static-symtab", test_static, 0 },
+	{ "hostile-prefix-je", test_prefix_je, 0 },
+	{ "hostile-prefix-rjem", test_prefix_rjem, 0 },
+	{ "hostile-debuglink", test_debuglink, 0 },
+	{ "hostile-only-thread-in-malloc", test_only_thread_in_malloc, 0 },
+	{ "hostile-handler-over-malloc", test_handler_over_malloc, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -26,8 +26,8 @@
  *                       counted by a handler: "sigsys"), or none (allow all,
  *                       deny only the unrelated syscall acct)
  *   execsoon US         a thread execve()s this program as "after-exec" US
- *                       microseconds from now; the new image writes "exec'd"
- *                       on REPLY_FD
+ *                       microseconds from now; the new image answers ping
+ *                       with "pong exec'd"
  *   exitsoon US         a thread calls exit_group(7) US microseconds from now
  *   leaderexit          the main thread leaves (pthread_exit); the other
  *                       thread takes over the protocol
@@ -59,6 +59,7 @@ static pid_t tid_main, tid_other;
 static char self_path[PATH_MAX];
 static uintptr_t je_lo, je_hi;
 static long action_us;
+static bool after_exec;
 
 static void serve(void);
 
@@ -250,7 +251,10 @@ static bool command(char *cmd)
 	else
 		arg = cmd + strlen(cmd);
 	if (!strcmp(cmd, "ping")) {
-		vreply(fds.reply, "pong %lu", atomic_load(&progress));
+		if (after_exec)
+			vreply(fds.reply, "pong exec'd");
+		else
+			vreply(fds.reply, "pong %lu", atomic_load(&progress));
 	} else if (!strcmp(cmd, "tids")) {
 		vreply(fds.reply, "tids pid=%d main=%d other=%d", (int)getpid(), (int)tid_main,
 		       (int)__atomic_load_n(&tid_other, __ATOMIC_ACQUIRE));
@@ -354,7 +358,7 @@ int main(int argc, char **argv)
 	dl_iterate_phdr(find_je, (void *)(uintptr_t)&mallctl);
 	free(malloc(1)); /* jemalloc initialised before anyone looks */
 	if (!strcmp(mode, "after-exec")) {
-		vreply(fds.reply, "exec'd");
+		after_exec = true;
 		serve();
 	}
 	if (!strcmp(mode, "threads") || !strcmp(mode, "sighandler")) {
