@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target: text read back from the target.  The input sits in
+ * this process's memory, right before an unmapped page (the worst case a
+ * target can set up), and is read the way heapctl reads a target's
+ * strings: malloc_stats_print's write_cb text through alloc_jemalloc.c's
+ * print_cb() (static, hence the #include), and mallctl string values
+ * through call_read_str().  Checks: no crash, what reaches the sink is
+ * exactly the bytes up to the first NUL, call_read_str() always
+ * terminates its buffer.
+ */
+#include <sys/mman.h>
+
+#include "../../src/lib/alloc_jemalloc.c"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct sinkbuf {
+	char *b;
+	size_t len, cap;
+};
+
+static int sink(void *arg, const char *s, size_t n)
+{
+	struct sinkbuf *sb = arg;
+
+	if (!n)
+		return 0;
+	if (sb->len + n > sb->cap) {
+		size_t cap = (sb->len + n) * 2 + 64;
+		char *nb = realloc(sb->b, cap);
+
+		if (!nb)
+			return -1;
+		sb->b = nb;
+		sb->cap = cap;
+	}
+	memcpy(sb->b + sb->len, s, n);
+	sb->len += n;
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sinkbuf sb = { 0 };
+	struct print_ctx pc = { sink, &sb };
+	struct hc_target t;
+	struct hc_err err = { 0 };
+	size_t len = (size + 4095) & ~(size_t)4095, off;
+	uint64_t a[6] = { 0 };
+	uint8_t *mem;
+	char out[300];
+
+	if (!size)
+		return 0;
+	mem = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return 0;
+	munmap(mem + len, 4096);
+	off = len - size; /* the input ends where the mapping ends */
+	memcpy(mem + off, data, size);
+	memset(&t, 0, sizeof(t));
+	t.pid = getpid();
+	t.memfd = -1;
+	t.arch = hc_arch_host();
+
+	a[1] = (uint64_t)(uintptr_t)(mem + off);
+	if (print_cb(&pc, &t, a, &err) == 0) {
+		const uint8_t *nul = memchr(data, 0, size);
+
+		/* success means a NUL was found, and only what precedes it was passed on */
+		if (!nul || sb.len != (size_t)(nul - data) || (sb.len && memcmp(sb.b, data, sb.len)))
+			__builtin_trap();
+	} else if (memchr(data, 0, size)) {
+		__builtin_trap(); /* a terminated string must be read */
+	}
+	free(sb.b);
+
+	memset(&err, 0, sizeof(err));
+	memset(out, 0x55, sizeof(out));
+	if (call_read_str(&t, a[1], out, 1 + data[0] % sizeof(out), &err) == 0 &&
+	    !memchr(out, 0, 1 + data[0] % sizeof(out)))
+		__builtin_trap();
+	munmap(mem, len);
+	return 0;
+}
