@@ -24,7 +24,7 @@ struct alloc_ops {
 	int (*detect)(struct hc_target *t, struct hc_err *err);
 	void (*release)(struct hc_target *t);
 	/* Is raddr inside the allocator's code? (safe-point check) */
-	bool (*contains)(const struct hc_target *t, uint64_t raddr);
+	bool (*contains)(struct hc_target *t, uint64_t raddr);
 	int (*info)(struct hc_target *t, struct hc_info *info, struct hc_err *err);
 	int (*prof_get)(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err);
 	int (*prof_set)(struct hc_target *t, bool active, struct hc_err *err);
@@ -41,7 +41,7 @@ struct alloc_ops {
 
 extern const struct alloc_ops alloc_jemalloc;
 
-bool alloc_contains(const struct hc_target *t, uint64_t raddr);
+bool alloc_contains(struct hc_target *t, uint64_t raddr);
 /* What malloc looks like in t when no driver matched, for the error message. */
 const char *alloc_guess(struct hc_target *t);
 

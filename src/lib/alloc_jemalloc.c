@@ -392,32 +392,17 @@ static void code_range(struct je *je)
 {
 	struct obj *o = je->obj;
 
+	/* A DSO of its own: all of its code is the allocator. */
 	if (!o->is_exe) {
-		/* A DSO of its own: all of its code is the allocator. */
 		je->lo = o->text_lo;
 		je->hi = o->text_hi;
-		return;
 	}
-	/*
-	 * Linked into the executable: the archive's members sit together in
-	 * .text, so the hull of its namespaced symbols (the prefix, and je_
-	 * for jemalloc's private names) covers its static functions too.
-	 */
-	je->lo = UINT64_MAX;
-	je->hi = 0;
-	for (size_t i = 0; i < o->nsyms; i++) {
-		const struct sym *s = &o->syms[i];
+}
 
-		if ((je->prefix[0] && !strncmp(s->name, je->prefix, strlen(je->prefix))) ||
-		    !strncmp(s->name, "je_", 3)) {
-			if (s->raddr < je->lo)
-				je->lo = s->raddr;
-			if (s->raddr + s->size > je->hi)
-				je->hi = s->raddr + s->size;
-		}
-	}
-	if (je->lo > je->hi)
-		je->lo = je->hi = 0;
+static bool je_named(const struct je *je, const char *name)
+{
+	return (je->prefix[0] && !strncmp(name, je->prefix, strlen(je->prefix))) ||
+	       !strncmp(name, "je_", 3);
 }
 
 static int je_detect(struct hc_target *t, struct hc_err *err)
@@ -496,11 +481,31 @@ static void je_release(struct hc_target *t)
 	t->alloc_priv = NULL;
 }
 
-static bool je_contains(const struct hc_target *t, uint64_t raddr)
+static bool je_contains(struct hc_target *t, uint64_t raddr)
 {
 	const struct je *je = je_of(t);
+	const struct sym *sy, *below, *above;
+	struct obj *o;
 
-	return je && raddr >= je->lo && raddr < je->hi;
+	if (!je)
+		return false;
+	if (je->hi)
+		return raddr >= je->lo && raddr < je->hi;
+	/*
+	 * Linked into the executable: a function in jemalloc's namespace (the
+	 * prefix, or je_ for its private names), or a static function that
+	 * sits between two of them, where the archive's members were laid out.
+	 */
+	sy = sym_at(t, raddr, &o);
+	if (!sy || o != je->obj)
+		return false;
+	if (je_named(je, sy->name))
+		return true;
+	if (sy->global)
+		return false;
+	below = sym_global_near(o, sy, -1);
+	above = sym_global_near(o, sy, 1);
+	return below && above && je_named(je, below->name) && je_named(je, above->name);
 }
 
 /* ---- operations -------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The public entry points: open a target, dispatch to its allocator driver. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -28,18 +29,17 @@ struct proc_status {
 	char name[64];
 };
 
-static int read_status(pid_t pid, struct proc_status *ps, struct hc_err *err)
+static int read_status_path(const char *path, struct proc_status *ps, struct hc_err *err)
 {
-	char path[64], line[256];
+	char line[256];
 	FILE *f;
 
 	memset(ps, 0, sizeof(*ps));
 	ps->seccomp = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	f = fopen(path, "re");
 	if (!f) {
 		if (errno == ENOENT)
-			return err_set(err, HC_E_NO_PROC, ENOENT, "no process with pid %d", pid);
+			return err_set(err, HC_E_NO_PROC, ENOENT, "no such process (%s)", path);
 		return err_errno(err, errno, "open %s", path);
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -56,6 +56,53 @@ static int read_status(pid_t pid, struct proc_status *ps, struct hc_err *err)
 	}
 	fclose(f);
 	return 0;
+}
+
+/*
+ * The leader of pid exited but other threads live on: its /proc entries
+ * have lost the memory map, so use a live thread's.  Returns true with proc.
+ */
+static int read_status(pid_t pid, struct proc_status *ps, struct hc_err *err)
+{
+	char path[64];
+	struct hc_err e = { 0 };
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (read_status_path(path, ps, &e) == 0)
+		return 0;
+	if (e.code == HC_E_NO_PROC)
+		return err_set(err, HC_E_NO_PROC, ENOENT, "no process with pid %d", pid);
+	*err = e;
+	return -1;
+}
+
+static bool live_task(pid_t pid, char *proc, size_t len)
+{
+	char path[64];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		struct proc_status ts;
+		char tp[96];
+		struct hc_err e = { 0 };
+		int tid = atoi(de->d_name);
+
+		if (tid <= 0 || tid == pid)
+			continue;
+		snprintf(tp, sizeof(tp), "/proc/%d/task/%d/status", pid, tid);
+		if (read_status_path(tp, &ts, &e) == 0 && ts.state != 'Z' && ts.state != 'X') {
+			snprintf(proc, len, "/proc/%d/task/%d", pid, tid);
+			found = true;
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 static void comm_of(pid_t pid, char *out, size_t len)
@@ -100,15 +147,16 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 {
 	struct proc_status ps;
 	struct hc_target *t;
-	char path[64];
+	char path[96], proc[64];
 
 	if (pid <= 0)
 		return err_set(err, HC_E_USAGE, 0, "invalid pid %d", pid), NULL;
 	if (pid == getpid())
 		return err_set(err, HC_E_UNSUPPORTED, 0, "heapctl cannot drive itself"), NULL;
+	snprintf(proc, sizeof(proc), "/proc/%d", pid);
 	if (read_status(pid, &ps, err) < 0)
 		return NULL;
-	if (ps.state == 'Z' || ps.state == 'X')
+	if ((ps.state == 'Z' || ps.state == 'X') && !live_task(pid, proc, sizeof(proc)))
 		return err_set(err, HC_E_NO_PROC, 0, "pid %d (%s) is a zombie: it has exited", pid,
 			       ps.name), NULL;
 	if (ps.tracer && ps.tracer != getpid()) {
@@ -137,6 +185,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
 	t->pid = pid;
+	snprintf(t->proc, sizeof(t->proc), "%s", proc);
 	t->memfd = -1;
 	t->seccomp = ps.seccomp;
 	if (o)
@@ -144,7 +193,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if (!t->opts.timeout_ms)
 		t->opts.timeout_ms = DEFAULT_TIMEOUT_MS;
 	t->arch = hc_arch_host();
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	snprintf(path, sizeof(path), "%s/mem", t->proc);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0) {
 		if (errno == EACCES || errno == EPERM)
@@ -231,7 +280,7 @@ void hc_target_timing(const struct hc_target *t, struct hc_timing *tm)
 	*tm = t->timing;
 }
 
-bool alloc_contains(const struct hc_target *t, uint64_t raddr)
+bool alloc_contains(struct hc_target *t, uint64_t raddr)
 {
 	return t->alloc && t->alloc->contains && t->alloc->contains(t, raddr);
 }

@@ -696,9 +696,9 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 	 * A thread resuming an interrupted sleep through restart_syscall
 	 * depends on its restart block; should heapctl die, the rt_sigreturn
 	 * that gives the thread back resets that block and the sleep would end
-	 * with EINTR.  So prefer other threads, and wait for a --tid thread to
-	 * start its next syscall; only a process with no other thread takes
-	 * that (small, death-only) risk.
+	 * with EINTR.  So prefer other threads, and wait up to a second for a
+	 * --tid thread to start its next syscall; only then, or in a process
+	 * with no other thread, is that small, death-only risk taken.
 	 */
 	if (picky && t->arch->syscall_nr(s->gregs) == t->arch->nr_restart_syscall)
 		snprintf(why, whylen, "thread %d is resuming an interrupted sleep", tid);
@@ -1040,6 +1040,9 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 	uint64_t leftovers[32];
 	size_t nleft;
 
+	/* how long a --tid thread may be waited for to leave restart_syscall */
+	uint64_t picky_until = now_ns() + 1000000000ull;
+
 	if (!t->gadget && find_gadgets(t, err) < 0)
 		return -1;
 	nleft = find_leftovers(t, leftovers, 32);
@@ -1064,8 +1067,9 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			size_t i = k % ntids;
 
 			attempts++;
-			r = try_thread(t, tids[i], t->opts.tid || (k < ntids && ntids > 1), why,
-				       sizeof(why), err);
+			r = try_thread(t, tids[i],
+				       t->opts.tid ? now_ns() < picky_until : k < ntids && ntids > 1,
+				       why, sizeof(why), err);
 			if (r < 0)
 				goto fail;
 			if (r == 0)

@@ -99,15 +99,15 @@ static int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err
 
 static void set_open_path(struct hc_target *t, struct obj *o, const struct mapline *m)
 {
-	char p[PATH_MAX + 64];
+	char p[PATH_MAX + 128];
 
-	snprintf(p, sizeof(p), "/proc/%d/map_files/%llx-%llx", t->pid, (unsigned long long)m->lo,
+	snprintf(p, sizeof(p), "%s/map_files/%llx-%llx", t->proc, (unsigned long long)m->lo,
 		 (unsigned long long)m->hi);
 	if (access(p, R_OK) == 0) {
 		o->open_path = strdup(p);
 		return;
 	}
-	snprintf(p, sizeof(p), "/proc/%d/root%s", t->pid, m->path);
+	snprintf(p, sizeof(p), "%s/root%s", t->proc, m->path);
 	o->open_path = strdup(access(p, R_OK) == 0 ? p : m->path);
 }
 
@@ -115,16 +115,16 @@ static void link_order(struct hc_target *t);
 
 int maps_load(struct hc_target *t, struct hc_err *err)
 {
-	char path[64], line[PATH_MAX + 128], exe[PATH_MAX] = "";
+	char path[96], line[PATH_MAX + 128], exe[PATH_MAX] = "";
 	struct mapline m;
 	FILE *f;
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
+	snprintf(path, sizeof(path), "%s/exe", t->proc);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	if (n > 0)
 		exe[n] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", t->pid);
+	snprintf(path, sizeof(path), "%s/maps", t->proc);
 	f = fopen(path, "re");
 	if (!f)
 		return err_errno(err, errno, "open %s", path);
@@ -264,7 +264,8 @@ struct symvec {
 	size_t slen, scap;
 };
 
-static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name)
+static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name,
+		      bool global)
 {
 	size_t l = strlen(name) + 1;
 
@@ -291,7 +292,7 @@ static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const ch
 	}
 	memcpy(sv->strs + sv->slen, name, l);
 	/* store the offset now; pointers are fixed up once strs stops moving */
-	sv->v[sv->n++] = (struct sym){ raddr, size, (const char *)(uintptr_t)sv->slen };
+	sv->v[sv->n++] = (struct sym){ raddr, size, (const char *)(uintptr_t)sv->slen, global };
 	sv->slen += l;
 	return 0;
 }
@@ -325,7 +326,8 @@ static long add_syms(Elf *elf, Elf64_Word type, uint64_t bias, struct symvec *sv
 			name = elf_strptr(elf, sh.sh_link, s.st_name);
 			if (!name || !*name)
 				continue;
-			if (symvec_add(sv, s.st_value + bias, s.st_size, name) < 0)
+			if (symvec_add(sv, s.st_value + bias, s.st_size, name,
+				       GELF_ST_BIND(s.st_info) != STB_LOCAL) < 0)
 				return -1;
 			added++;
 		}
@@ -387,10 +389,10 @@ static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp
 {
 	char id[128], p[PATH_MAX + 64], dir[PATH_MAX];
 	const char *roots[2] = { "", NULL };
-	char troot[64];
+	char troot[96];
 	const char *link;
 
-	snprintf(troot, sizeof(troot), "/proc/%d/root", t->pid);
+	snprintf(troot, sizeof(troot), "%s/root", t->proc);
 	roots[1] = troot;
 	for (int r = 0; r < 2; r++) {
 		if (build_id_hex(elf, id, sizeof(id))) {
@@ -531,6 +533,14 @@ const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
 	if (o->syms[lo].size && raddr >= o->syms[lo].raddr + o->syms[lo].size)
 		return NULL;
 	return &o->syms[lo];
+}
+
+const struct sym *sym_global_near(const struct obj *o, const struct sym *s, int dir)
+{
+	for (const struct sym *p = s + dir; p >= o->syms && p < o->syms + o->nsyms; p += dir)
+		if (p->global && p->raddr != s->raddr)
+			return p;
+	return NULL;
 }
 
 void objs_free(struct hc_target *t)

@@ -14,6 +14,7 @@ struct sym {
 	uint64_t raddr; /* runtime address in the target */
 	uint64_t size;
 	const char *name; /* into obj->strs */
+	bool global;      /* not STB_LOCAL */
 };
 
 /* One mapped ELF object (executable, DSO or the vDSO). */
@@ -43,6 +44,8 @@ struct sess;
 
 struct hc_target {
 	pid_t pid;
+	/* /proc/PID, or /proc/PID/task/TID of a live thread when the leader has exited */
+	char proc[64];
 	struct hc_target_opts opts;
 	const struct hc_arch *arch;
 	int memfd;
@@ -80,6 +83,8 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Function containing raddr, or NULL. */
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op);
+/* The nearest global function below (dir < 0) or above (dir > 0) s in its object, or NULL. */
+const struct sym *sym_global_near(const struct obj *o, const struct sym *s, int dir);
 void objs_free(struct hc_target *t);
 
 #endif

@@ -6,6 +6,7 @@
  * inside the target's root instead of escaping to heapctl's, and the file
  * fetched back must be a regular file of bounded size.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,9 +25,31 @@
 static int root_fd(pid_t pid)
 {
 	char p[64];
+	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%d/root", pid);
-	return open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		/* the leader exited: a live thread's root is the process's root */
+		char task[64];
+		DIR *d;
+		struct dirent *de;
+
+		snprintf(task, sizeof(task), "/proc/%d/task", pid);
+		d = opendir(task);
+		while (d && fd < 0 && (de = readdir(d))) {
+			char tp[128];
+			int tid = atoi(de->d_name);
+
+			if (tid <= 0)
+				continue;
+			snprintf(tp, sizeof(tp), "/proc/%d/task/%d/root", pid, tid);
+			fd = open(tp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+		if (d)
+			closedir(d);
+	}
+	return fd;
 }
 
 /* openat2 confined to the target's root; plain openat on kernels before 5.6. */
