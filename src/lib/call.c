@@ -1028,6 +1028,40 @@ static int find_gadgets(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
+/*
+ * The process is stopped by job control, so its other threads cannot run
+ * out of the allocator: if one of them stopped inside it, holding a lock,
+ * the call would wait for it forever.  They are stopped anyway, so look at
+ * each of them (seize, unwind, detach: they stay stopped).
+ */
+static int check_stopped_threads(struct hc_target *t, const pid_t *tids, size_t n,
+				 struct hc_err *err)
+{
+	struct sess *s = t->sess, saved = *s;
+	char why[256];
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret; i++) {
+		if (tids[i] == saved.tid)
+			continue;
+		memset(s, 0, sizeof(*s));
+		/* try_thread() detaches an unsafe thread itself and says why */
+		int r = try_thread(t, tids[i], false, why, sizeof(why), err);
+
+		if (r < 0)
+			ret = -1;
+		else if (r == 0 && !strstr(why, "exited"))
+			ret = err_sethint(err, HC_E_UNSAFE, 0,
+					  "resume it (kill -CONT) and retry, or retry when it is stopped elsewhere",
+					  "pid %d is stopped by job control and %s: a call would wait for it forever",
+					  t->pid, why);
+		else if (r > 0 && ptrace_detach(tids[i], 0, err) < 0)
+			ret = -1;
+	}
+	*s = saved;
+	return ret;
+}
+
 int call_begin(struct hc_target *t, struct hc_err *err)
 {
 	char why[256] = "no thread found";
@@ -1075,6 +1109,7 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			if (r == 0)
 				continue;
 			if ((t->seccomp == 2 && seccomp_check(t, t->sess->tid, err) < 0) ||
+			    (t->sess->at == ST_GROUP && check_stopped_threads(t, tids, ntids, err) < 0) ||
 			    save_extra(t, err) < 0)
 				goto fail;
 			/*
