@@ -159,6 +159,8 @@ struct hc_arch {
 	 * pending, i.e. when the EINTR was heapctl's own doing.
 	 */
 	bool (*undo_stop_eintr)(void *gregs);
+	/* Does syscall nr fail with EINTR when its thread is merely stopped? */
+	bool (*stop_gives_eintr)(long nr);
 	/*
 	 * Is the thread inside a syscall that swaps in a temporary signal mask
 	 * (ppoll, pselect6, epoll_pwait, sigsuspend...)?  1 yes, 0 no, -1

@@ -297,6 +297,19 @@ static bool undo_stop_eintr(void *gregs)
  * at orig_ax after the stop) must not be ported: the image we save is
  * already the restart state, and restoring it verbatim re-arms the call.
  */
+/* arm64 numbers (include/uapi/asm-generic/unistd.h) of the syscalls that
+ * fail with EINTR on a mere stop: io_getevents, epoll_pwait, rt_sigtimedwait,
+ * semtimedop, semop, io_pgetevents, epoll_pwait2. */
+static bool stop_gives_eintr(long nr)
+{
+	static const long nrs[] = { 4, 22, 137, 192, 193, 292, 441 };
+
+	for (size_t i = 0; i < sizeof(nrs) / sizeof(nrs[0]); i++)
+		if (nr == nrs[i])
+			return true;
+	return false;
+}
+
 static void no_restart(void *gregs)
 {
 	(void)gregs;
@@ -423,6 +436,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.get_syscall_ret = get_syscall_ret,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
+	.stop_gives_eintr = stop_gives_eintr,
 	.swaps_mask = swaps_mask,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,

@@ -186,22 +186,25 @@ static const long stop_eintr_nrs[] = {
 	333, /* io_pgetevents */
 };
 
+static bool stop_gives_eintr(long nr)
+{
+	for (size_t i = 0; i < sizeof(stop_eintr_nrs) / sizeof(stop_eintr_nrs[0]); i++)
+		if (nr == stop_eintr_nrs[i])
+			return true;
+	return false;
+}
+
 static bool undo_stop_eintr(void *gv)
 {
 	struct x64_gregs *g = gv;
 
-	if ((int64_t)g->rax != -4 /* -EINTR */)
+	if ((int64_t)g->rax != -4 /* -EINTR */ || !stop_gives_eintr((long)g->orig_rax))
 		return false;
-	for (size_t i = 0; i < sizeof(stop_eintr_nrs) / sizeof(stop_eintr_nrs[0]); i++) {
-		if ((long)g->orig_rax != stop_eintr_nrs[i])
-			continue;
-		/* back onto the 2-byte syscall instruction, with the number in rax */
-		g->rax = g->orig_rax;
-		g->rip -= sizeof(x64_syscall);
-		g->orig_rax = (uint64_t)-1;
-		return true;
-	}
-	return false;
+	/* back onto the 2-byte syscall instruction, with the number in rax */
+	g->rax = g->orig_rax;
+	g->rip -= sizeof(x64_syscall);
+	g->orig_rax = (uint64_t)-1;
+	return true;
 }
 
 static void skip_syscall(void *g)
@@ -468,6 +471,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.get_syscall_ret = get_syscall_ret,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
+	.stop_gives_eintr = stop_gives_eintr,
 	.swaps_mask = swaps_mask,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,

@@ -713,6 +713,23 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 	return 0;
 }
 
+/* The syscall a sleeping thread is blocked in (/proc/PID/task/TID/syscall), or -1. */
+static long current_syscall(pid_t pid, pid_t tid)
+{
+	char path[96], buf[32];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9')
+		nr = strtol(buf, NULL, 10);
+	fclose(f);
+	return nr;
+}
+
 /* Threads in the order we try them: sleeping ones first, then running, then the rest. */
 static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err)
 {
@@ -735,6 +752,7 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 		pid_t tid = atoi(de->d_name);
 		FILE *f;
 		int rk = 3;
+		long sysnr;
 
 		if (tid <= 0)
 			continue;
@@ -748,6 +766,14 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 				rk = c == 'S' ? 0 : c == 'R' ? 1 : (c == 'T' || c == 't') ? 2 : c == 'Z' ? 9 : 3;
 			}
 			fclose(f);
+			/*
+			 * A sleeper whose syscall our stop would disturb (epoll_wait
+			 * and friends get EINTR, restart_syscall loses its restart
+			 * block if heapctl dies) comes after the running threads.
+			 */
+			if (rk == 0 && (sysnr = current_syscall(t->pid, tid)) >= 0 &&
+			    (sysnr == t->arch->nr_restart_syscall || t->arch->stop_gives_eintr(sysnr)))
+				rk = 2;
 		}
 		if (rk == 9)
 			continue;
