@@ -222,23 +222,48 @@ int maps_classify(pid_t pid, const char *base, struct leftovers *lo)
 	return 0;
 }
 
-unsigned int dump_leftovers(pid_t pid, bool rm)
+unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles)
 {
 	static const char *const dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
 	unsigned int n = 0;
 
+	if (profiles)
+		*profiles = 0;
 	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
 		char pat[256];
 		glob_t g;
 
+		/* heapctl's private directory (or, before it had one, a bare file) */
 		snprintf(pat, sizeof(pat), "/proc/%d/root%s/.heapctl-%d-*", (int)pid, dirs[d],
 			 (int)pid);
-		if (glob(pat, 0, NULL, &g))
+		if (glob(pat, GLOB_MARK, NULL, &g))
 			continue;
 		for (size_t i = 0; i < g.gl_pathc; i++) {
+			size_t l = strlen(g.gl_pathv[i]);
+
 			n++;
-			if (rm)
-				unlink(g.gl_pathv[i]);
+			if (l && g.gl_pathv[i][l - 1] == '/') {
+				char in[320];
+				glob_t h;
+
+				snprintf(in, sizeof(in), "%s*", g.gl_pathv[i]);
+				if (!glob(in, 0, NULL, &h)) {
+					for (size_t k = 0; k < h.gl_pathc; k++) {
+						if (profiles)
+							(*profiles)++;
+						if (rm)
+							unlink(h.gl_pathv[k]);
+					}
+					globfree(&h);
+				}
+				if (rm)
+					rmdir(g.gl_pathv[i]);
+			} else {
+				if (profiles)
+					(*profiles)++;
+				if (rm)
+					unlink(g.gl_pathv[i]);
+			}
 		}
 		globfree(&g);
 	}

@@ -53,8 +53,12 @@ struct leftovers {
  */
 int maps_classify(pid_t pid, const char *base, struct leftovers *lo);
 
-/* Profiles heapctl left in the target's /tmp, /var/tmp, /dev/shm; removed when rm. */
-unsigned int dump_leftovers(pid_t pid, bool rm);
+/*
+ * What heapctl's dump left in the target's /tmp, /var/tmp or /dev/shm:
+ * returns the number of .heapctl-PID-* entries (its private directories),
+ * *profiles the number of files in them; all removed when rm.
+ */
+unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles);
 
 /*
  * Waits (up to ms) until the fd set of pid equals base; returns 0, or -1

@@ -716,7 +716,7 @@ static void test_namespace(void)
 	}
 	drive(v, NULL, true);
 	/* nothing of heapctl's left in the container's private /tmp */
-	if (!t_failed() && dump_leftovers(inner, false))
+	if (!t_failed() && dump_leftovers(inner, false, NULL))
 		t_fail("heapctl left files in the container's /tmp");
 out:
 	v->pid = upid;

@@ -87,7 +87,7 @@ struct tally {
 	unsigned long runs, killed, completed, refused, held, line_mode;
 	unsigned long per_op[NOPS];
 	unsigned long crashes, hangs, traced, stopped, harmed, fd_changes, odd_maps;
-	unsigned long code_left, data_left, dumps_left;
+	unsigned long code_left, data_left, dumps_left, dirs_left;
 	unsigned long sig_sent;
 	long sig_sum, sig_got, maxgap_us;
 	unsigned long sig_bad, restarts_bad, sig_total;
@@ -428,7 +428,12 @@ static int after_kill(struct kstate *k, struct tally *t, unsigned long run, cons
 		free(k->base_maps);
 		k->base_maps = maps_snap(v->pid);
 	}
-	t->dumps_left += dump_leftovers(v->pid, true);
+	{
+		unsigned int prof = 0;
+
+		t->dirs_left += dump_leftovers(v->pid, true, &prof);
+		t->dumps_left += prof;
+	}
 	/*
 	 * Leftover pages merge with the next run's (adjacent anonymous
 	 * mappings of equal protection are one VMA), which would blur the
@@ -541,7 +546,8 @@ static void report(const struct tally *t, long t0)
 	       "replaced after harm; ticker max gap %ld us",
 	       t->sig_total, t->sig_bad, t->restarts_bad, t->maxgap_us);
 	t_note("leftovers: %lu code pages (r-x 4 KiB), %lu data areas (rw- 256 KiB), "
-	       "%lu /tmp/.heapctl-*.heap profiles", t->code_left, t->data_left, t->dumps_left);
+	       "%lu /tmp/.heapctl-PID-* entries holding %lu profiles", t->code_left, t->data_left,
+	       t->dirs_left, t->dumps_left);
 }
 
 static void test_kill_suite(void)

@@ -245,7 +245,7 @@ static int full_check(struct tstate *s, struct counts *c)
 	}
 	free(extra);
 	free(maps);
-	d = dump_leftovers(s->v.pid, true);
+	d = dump_leftovers(s->v.pid, true, NULL);
 	if (d) {
 		c->dump_leaks += d;
 		problem("after %lu ops: %u profile(s) left in the target's temporary directory",
