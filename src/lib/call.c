@@ -148,6 +148,14 @@ static int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum s
 		t->cancel_sig = csig;
 		return 2;
 	}
+	if (r == 3) {
+		/* /proc/TID/status says it is not ours any more: execve by another thread */
+		if (t->sess)
+			t->sess->exec_seen = true;
+		*st = ST_EXITED;
+		*sig = 0;
+		return 0;
+	}
 	if (r <= 0)
 		return r < 0 ? -1 : 1; /* 1: timed out */
 	*sig = 0;
@@ -1055,6 +1063,23 @@ static int find_gadgets(struct hc_target *t, struct hc_err *err)
 }
 
 /*
+ * Is the program heapctl inspected still the one running?  After an execve
+ * the executable's ELF header is no longer where maps_load() found it.
+ */
+static bool same_program(struct hc_target *t)
+{
+	for (size_t i = 0; i < t->nobjs; i++) {
+		uint8_t magic[4];
+
+		if (!t->objs[i].is_exe || !t->objs[i].base)
+			continue;
+		return mem_read(t->pid, t->memfd, t->objs[i].base, magic, 4, &(struct hc_err){ 0 }) == 0 &&
+		       !memcmp(magic, "\177ELF", 4);
+	}
+	return true;
+}
+
+/*
  * The process is stopped by job control, so its other threads cannot run
  * out of the allocator: if one of them stopped inside it, holding a lock,
  * the call would wait for it forever.  They are stopped anyway, so look at
@@ -1103,8 +1128,14 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 	/* how long a --tid thread may be waited for to leave restart_syscall */
 	uint64_t picky_until = now_ns() + 1000000000ull;
 
-	if (!t->gadget && find_gadgets(t, err) < 0)
+	if (!t->gadget && find_gadgets(t, err) < 0) {
+		if (!same_program(t)) {
+			memset(err, 0, sizeof(*err));
+			return err_set(err, HC_E_GONE, 0, "pid %d ran execve while heapctl looked at it",
+				       t->pid);
+		}
 		return -1;
+	}
 	nleft = find_leftovers(t, leftovers, 32);
 	t->sess = calloc(1, sizeof(*t->sess));
 	if (!t->sess)
@@ -1176,8 +1207,10 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			pr_info("borrowing tid %d of pid %d", t->sess->tid, t->pid);
 			return 0;
 		}
-		if (!ntids) {
-			/* every thread is a zombie: killed, not yet reaped */
+		if (!ntids || !same_program(t)) {
+			/* every thread is a zombie (killed, not yet reaped), or execve ran */
+			if (ntids)
+				t->sess->exec_seen = true;
 			gone(t, err);
 			goto fail;
 		}

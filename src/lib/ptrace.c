@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -32,8 +34,9 @@ static int fail(struct hc_err *err, const char *what, pid_t tid)
 	int e = errno;
 
 	pr_debug("ptrace %s tid %d: %s", what, tid, strerror(e));
-	if (e == ESRCH)
-		return err_set(err, HC_E_GONE, e, "thread %d is gone (%s)", tid, what);
+	if (e == ESRCH || e == ECHILD)
+		return err_set(err, HC_E_GONE, e, "thread %d exited or its process ran execve (%s)",
+			       tid, what);
 	return err_errno(err, e, "ptrace %s on thread %d", what, tid);
 }
 
@@ -115,6 +118,26 @@ int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err)
 
 static const int term_sigs[] = { SIGINT, SIGTERM, SIGHUP };
 
+/* TracerPid of thread tid, 0 if none, -1 if it is gone. */
+static pid_t tracer_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tracer = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "TracerPid:", 10)) {
+			tracer = atoi(line + 10);
+			break;
+		}
+	fclose(f);
+	return tracer;
+}
+
 long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
 			   struct hc_err *err)
 {
@@ -139,6 +162,8 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 		struct hc_err *err)
 {
 	sigset_t set, old;
+	unsigned int slice = 0;
+	uint64_t left;
 	int ret = -1;
 
 	/*
@@ -171,8 +196,18 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 			ret = 0;
 			break;
 		}
-		ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000ull);
-		ts.tv_nsec = (long)((deadline_ns - now) % 1000000000ull);
+		/*
+		 * Wake up every 100 ms to make sure tid is still ours: when
+		 * another thread runs execve, the kernel releases a traced
+		 * leader silently and no stop or exit is ever reported.
+		 */
+		if (slice++ && tracer_of(tid) != getpid()) {
+			ret = 3;
+			break;
+		}
+		left = deadline_ns - now < 100000000ull ? deadline_ns - now : 100000000ull;
+		ts.tv_sec = (time_t)(left / 1000000000ull);
+		ts.tv_nsec = (long)(left % 1000000000ull);
 		sig = sigtimedwait(&set, NULL, &ts);
 		if (sig > 0 && sig != SIGCHLD) {
 			/* still blocked: it stays pending for the caller */

@@ -35,7 +35,8 @@ long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
  * CLOCK_MONOTONIC.  Returns 1 with *status, 0 on timeout, -1 on error.
  * If cancellable, a termination signal (SIGINT, SIGTERM, SIGHUP) that the
  * caller has blocked ends the wait: it returns 2 and *cancel_sig, and the
- * signal is left pending.
+ * signal is left pending.  Returns 3 if tid stopped being heapctl's tracee
+ * without a word (released by another thread's execve).
  */
 int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
 		struct hc_err *err);
