@@ -15,6 +15,7 @@ export LC_ALL=C
 build=${1:-build}
 heapctl=$build/heapctl
 leaky=$build/demo/leaky
+svg=$build/demo/growth.svg
 
 for f in "$heapctl" "$leaky"; do
 	if [ ! -x "$f" ]; then
@@ -23,7 +24,7 @@ for f in "$heapctl" "$leaky"; do
 	fi
 done
 if ! command -v jeprof >/dev/null; then
-	echo "demo: jeprof not found; install libjemalloc-dev" >&2
+	echo "demo: jeprof not found; install libjemalloc-dev (make deps)" >&2
 	exit 1
 fi
 
@@ -145,20 +146,26 @@ sleep 3
 run "$heapctl" dump -p "$pid" -o "$tmp/later.heap"
 
 say "Which call stacks grew" \
-	"jeprof subtracts the base profile.  flat = bytes allocated in the function itself," \
-	"cum = including what it calls: the leak and the path that leads to it."
-printf '%s$ %s%s\n' "$dim" \
-	"jeprof --text --base $tmp/base.heap $leaky $tmp/later.heap | head -n 11" "$off"
-if ! jeprof --text --base "$tmp/base.heap" "$leaky" "$tmp/later.heap" \
-	>"$tmp/jeprof.txt" 2>"$tmp/jeprof.err"; then
-	cat "$tmp/jeprof.err" >&2
-	echo "demo: jeprof failed" >&2
-	exit 1
-fi
-head -n 11 "$tmp/jeprof.txt"
-top=$(awk '$1 ~ /^[0-9.]+$/ && $1 > 0 { print $6; exit }' "$tmp/jeprof.txt")
+	"heapctl report subtracts the base profile and names the code, in-process and" \
+	"without perl: the stacks that grew, largest first, and a flamegraph of them."
+run "$heapctl" report --base "$tmp/base.heap" "$tmp/later.heap" -p "$pid" --top 8
+run "$heapctl" report --base "$tmp/base.heap" "$tmp/later.heap" -p "$pid" -o "$svg"
+echo "(open $svg in a browser: hover, click to zoom, search)"
+"$heapctl" report --base "$tmp/base.heap" "$tmp/later.heap" -p "$pid" --format folded \
+	>"$tmp/growth.folded"
+top=$(sort -t' ' -k2 -n -r "$tmp/growth.folded" | head -n 1 | sed 's/ [0-9]*$//; s/.*;//')
 if [ -n "$top" ]; then
 	echo "=> most of the growth is allocated in $top()"
+fi
+say "The same with jeprof, for comparison" \
+	"jeprof (perl, addr2line) gives the same answer, more slowly."
+printf '%s$ %s%s\n' "$dim" \
+	"jeprof --text --base $tmp/base.heap $leaky $tmp/later.heap | head -n 6" "$off"
+if jeprof --text --base "$tmp/base.heap" "$leaky" "$tmp/later.heap" \
+	>"$tmp/jeprof.txt" 2>"$tmp/jeprof.err"; then
+	head -n 6 "$tmp/jeprof.txt"
+else
+	echo "(jeprof failed: $(head -n 1 "$tmp/jeprof.err"))"
 fi
 
 say "Give dirty pages back to the OS" \

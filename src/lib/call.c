@@ -1370,8 +1370,8 @@ int call_end(struct hc_target *t, struct hc_err *err)
 		goto fail;
 done:
 	t->timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
-	pr_debug("tid %d restored and detached after %llu us", s->tid,
-		 (unsigned long long)t->timing.paused_us);
+	pr_info("gave tid %d of pid %d back after %llu us", s->tid, t->pid,
+		(unsigned long long)t->timing.paused_us);
 	redeliver(t, s);
 	goto out;
 fail:

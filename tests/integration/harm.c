@@ -31,6 +31,7 @@ void vcount_parse(struct vcount *c, const char *st)
 
 	c->errors = kv_long(st, "errors", -1);
 	c->regs_bad = kv_long(st, "regs_bad", 0);
+	c->eintr_epoll = kv_long(st, "eintr_epoll", 0);
 	c->eintr = 0;
 	while ((p = strstr(p, " eintr_"))) {
 		const char *eq = strchr(p, '=');

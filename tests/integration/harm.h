@@ -21,6 +21,7 @@
 /* The victim's counters that must never move: errors and every eintr_* key. */
 struct vcount {
 	long errors, eintr, regs_bad;
+	long eintr_epoll; /* part of eintr: the epoll_wait thread's */
 };
 
 /* Reads errors, the sum of all eintr_* keys and regs_bad from a "state" line. */
