@@ -146,9 +146,11 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(DEMO_BINS)
 	@demo/run.sh $(B)
 
+# heapctl against gdb (attach, pauses, stalls, scaling), then report against jeprof.
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@bench/run.sh $(B)
+	@bench/report.sh $(B)
 
 format-check:
 	@git diff -U0 --no-color origin/main -- '*.c' '*.h' 2>/dev/null | \
