@@ -12,6 +12,26 @@ ifeq ($(wildcard arch/$(ARCH)/arch.c),)
 $(error unsupported ARCH '$(ARCH)': no arch/$(ARCH)/arch.c)
 endif
 
+HOST_ARCH := $(shell uname -m)
+# Cross builds (make ARCH=aarch64 CROSS_COMPILE=aarch64-linux-gnu-) link
+# against a sysroot of Debian's own arm64 packages: make deps-aarch64.
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS_COMPILE ?= $(ARCH)-linux-gnu-
+B ?= build-$(ARCH)
+SYSROOT ?= $(B)/sysroot
+MULTIARCH := $(ARCH)-linux-gnu
+ifeq ($(wildcard $(SYSROOT)/usr/lib/$(MULTIARCH)/pkgconfig),)
+ifeq ($(filter deps-% clean,$(MAKECMDGOALS)),)
+$(error no $(ARCH) sysroot in $(SYSROOT): run 'make deps-$(ARCH)' first)
+endif
+endif
+PKG_CONFIG := PKG_CONFIG_SYSROOT_DIR=$(SYSROOT) \
+	PKG_CONFIG_LIBDIR=$(SYSROOT)/usr/lib/$(MULTIARCH)/pkgconfig:$(SYSROOT)/usr/share/pkgconfig \
+	pkg-config
+CROSS_FLAGS := -isystem $(SYSROOT)/usr/include/$(MULTIARCH) -isystem $(SYSROOT)/usr/include \
+	-L$(SYSROOT)/usr/lib/$(MULTIARCH) -L$(SYSROOT)/lib/$(MULTIARCH) \
+	-Wl,-rpath-link,$(SYSROOT)/usr/lib/$(MULTIARCH):$(SYSROOT)/lib/$(MULTIARCH)
+endif
 CROSS_COMPILE ?=
 CC := $(CROSS_COMPILE)gcc
 AR := $(CROSS_COMPILE)ar
@@ -49,7 +69,7 @@ endif
 ifeq ($(SAN),1)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
-ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS)
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CROSS_FLAGS)
 LDLIBS_ALL = $(PKG_LIBS) -lz -pthread
 # The heapctl binary links its libraries statically: a cold start then costs
 # ~2 ms of CPU instead of ~4 (no relocation of ten shared objects), which is
@@ -76,8 +96,10 @@ BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
 DEMO_BINS := $(patsubst demo/%.c,$(B)/demo/%,$(wildcard demo/*.c))
 # Victims, demo and bench targets: plain programs, never sanitized.
 VICTIM_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread
+VICTIM_CFLAGS += $(CROSS_FLAGS)
 
 .PHONY: all deps test check-unit check-integration demo bench clean format-check
+.PHONY: deps-aarch64 check-aarch64 a64-image
 all: $(B)/heapctl $(B)/libheapctl.a
 
 $(B)/obj/%.o: %.c
@@ -131,6 +153,39 @@ deps:
 		$$SUDO apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+
+# arm64: the suite inside Debian's arm64 cloud kernel under qemu-system-aarch64
+# (docs/aarch64.md).  A64_ARGS go to the guest, e.g. A64_ARGS=ITEST_FILTER=tid.
+A64_B := build-aarch64
+deps-aarch64:
+	@tools/aarch64-deps.sh $(A64_B)
+
+check-aarch64: deps-aarch64
+	@$(MAKE) --no-print-directory ARCH=aarch64 CROSS_COMPILE=aarch64-linux-gnu- B=$(A64_B) a64-image
+	@tests/aarch64/run-qemu.sh $(A64_B)/Image $(A64_B)/initramfs.cpio.gz $(A64_B)/console.log \
+		$(A64_ARGS)
+
+ifeq ($(ARCH),aarch64)
+# arm64-only victims: built like distribution code (-mbranch-protection=standard).
+A64_VICTIMS := $(patsubst tests/aarch64/%.c,$(B)/victims/%,$(wildcard tests/aarch64/*_victim.c))
+
+$(B)/victims/%: tests/aarch64/%.c tests/victims/vcommon.h
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -mbranch-protection=standard -fno-optimize-sibling-calls \
+		-Werror -o $@ $< $(JE_CFLAGS) $(JE_LIBS)
+
+$(B)/victims/jemalloc_victim: tests/aarch64/regs_a64.h
+
+$(B)/a64/a64-exit: tests/aarch64/a64-exit.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -static -o $@ $<
+
+a64-image: all $(UNIT_BINS) $(VICTIMS) $(A64_VICTIMS) $(B)/tests/itest $(B)/a64/a64-exit
+	$(msg) CPIO $(B)/initramfs.cpio.gz
+	$(Q)CROSS_COMPILE=$(CROSS_COMPILE) tests/aarch64/mkinitramfs.sh $(B) $(B)/initramfs.cpio.gz
+endif
 
 check-unit: $(B)/heapctl $(UNIT_BINS)
 	@tests/run-unit.sh $(B) $(UNIT_BINS)

@@ -65,7 +65,7 @@ step=0
 say()
 {
 	step=$((step + 1))
-	printf '\n%s[%d/8] %s%s\n' "$bold" "$step" "$1" "$off"
+	printf '\n%s[%d/9] %s%s\n' "$bold" "$step" "$1" "$off"
 	shift
 	printf '      %s\n' "$@"
 }
