@@ -51,11 +51,13 @@ Q := @
 msg := @printf '  %-7s %s\n'
 endif
 
-PKGS := libelf libdw libunwind-ptrace libunwind-generic capstone
+PKGS := libelf libdw libunwind-ptrace libunwind-generic capstone expat
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 JE_CFLAGS = $(shell $(PKG_CONFIG) --cflags jemalloc 2>/dev/null)
 JE_LIBS = $(shell $(PKG_CONFIG) --libs jemalloc 2>/dev/null)
+# tcmalloc victims: linked even though they only reach it through dlsym
+TC_LIBS := -Wl,--no-as-needed -ltcmalloc
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wold-style-definition -Wimplicit-fallthrough -Wnull-dereference -Wundef -Wvla \
@@ -78,7 +80,7 @@ LDLIBS_ALL = $(PKG_LIBS) -lz -pthread
 STATIC ?= $(if $(CROSS_COMPILE),0,1)
 ifeq ($(STATIC),1)
 HEAPCTL_LIBS = -no-pie -Wl,-Bstatic -ldw -lelf -lunwind-ptrace -lunwind-generic \
-	-lunwind-$(ARCH) -lunwind -lcapstone -lz -llzma -lbz2 -Wl,-Bdynamic -pthread
+	-lunwind-$(ARCH) -lunwind -lcapstone -lexpat -lz -llzma -lbz2 -Wl,-Bdynamic -pthread
 else
 HEAPCTL_LIBS = $(LDLIBS_ALL)
 endif
@@ -128,7 +130,8 @@ $(B)/tests/itest: $(ITEST_SRCS)
 $(B)/victims/%: tests/victims/%.c
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $< $(if $(findstring jemalloc,$*),$(JE_CFLAGS) $(JE_LIBS))
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $< $(if $(findstring jemalloc,$*),$(JE_CFLAGS) $(JE_LIBS)) \
+		$(if $(findstring tcmalloc,$*),$(TC_LIBS))
 
 $(B)/bench/%: bench/%.c
 	$(msg) CC $@
@@ -143,6 +146,7 @@ $(B)/demo/%: demo/%.c
 # Debian packages; apt runs only when something is missing.
 DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev libbz2-dev liblzma-dev \
 	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb \
+	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 memcached \
 	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \

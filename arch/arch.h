@@ -55,6 +55,13 @@ struct hc_call {
 	long nr;           /* in: syscall number, for prep_syscall() */
 	uint64_t args[HC_ARCH_MAX_ARGS];
 	unsigned int nargs;
+	/*
+	 * in: where a struct returned by value goes (mallinfo2()), or 0.  The
+	 * psABIs differ: x86_64 passes this hidden pointer as the first
+	 * integer argument (rdi, the others shift right) and returns it in
+	 * rax; AAPCS64 passes it in x8 and leaves x0-x7 to the arguments.
+	 */
+	uint64_t sret;
 	uint64_t slot_addr, slot_val; /* out: one word call.c must write, or 0 */
 };
 

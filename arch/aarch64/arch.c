@@ -161,6 +161,9 @@ static int prep_call(void *gregs, struct hc_call *c, struct hc_err *err)
 
 	for (i = 0; i < c->nargs; i++)
 		r->regs[i] = c->args[i];
+	/* AAPCS64 6.9: an indirect result's address goes in x8 (XR), not in x0-x7 */
+	if (c->sret)
+		r->regs[8] = c->sret;
 
 	r->sp = c->frame; /* 16-aligned by frame_place() */
 	r->regs[A64_LR] = c->ret_addr;

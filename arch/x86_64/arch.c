@@ -108,10 +108,18 @@ static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 {
 	struct x64_gregs *g = gv;
 
-	if (c->nargs > 6)
+	if (c->nargs + (c->sret != 0) > 6)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments; x86_64 passes at most 6 in registers",
-			       c->nargs);
-	set_args(g, c->args, c->nargs);
+			       c->nargs + (c->sret != 0));
+	if (c->sret) {
+		/* SysV psABI 3.2.3: a MEMORY-class result's address is a hidden first argument */
+		uint64_t a[6] = { c->sret };
+
+		memcpy(a + 1, c->args, c->nargs * sizeof(*a));
+		set_args(g, a, c->nargs + 1);
+	} else {
+		set_args(g, c->args, c->nargs);
+	}
 	/* frame_place() made frame % 16 == 8: what a callee expects after "call" */
 	g->rsp = c->frame;
 	g->rip = c->pc;

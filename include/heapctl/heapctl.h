@@ -48,7 +48,8 @@ extern "C" {
 	X(HC_E_PERM, "run as the target's user or as root (CAP_SYS_PTRACE); with Yama, "    \
 		     "/proc/sys/kernel/yama/ptrace_scope must be 0 or 1")                   \
 	X(HC_E_TRACED, "detach the other tracer (gdb, strace) first")                       \
-	X(HC_E_NO_ALLOC, "heapctl drives jemalloc; the target does not use it")              \
+	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc and glibc malloc; the target "    \
+			 "uses none of them")                                               \
 	X(HC_E_NO_SYM, "the symbol may be stripped; install the debug package")             \
 	X(HC_E_UNSAFE, "every thread was inside the allocator; retry, or raise --timeout")   \
 	X(HC_E_TIMEOUT, "raise --timeout, or retry when the process is less busy")           \
@@ -113,6 +114,12 @@ struct hc_where {
 	uint64_t stats_raddr;   /* address of <prefix>malloc_stats_print */
 	unsigned ncandidates;   /* allocators found in the process */
 	const char *others;     /* other allocator-looking objects, or "" */
+	/*
+	 * The object whose malloc() the program's calls bind to: the executable
+	 * if it defines malloc, else the first definition in the dynamic
+	 * linker's search order (LD_PRELOAD, then DT_NEEDED breadth-first).
+	 */
+	const char *malloc_object;
 };
 HC_API void hc_target_where(const struct hc_target *t, struct hc_where *w);
 
@@ -157,12 +164,29 @@ HC_API HC_MUST_CHECK int hc_prof_set(struct hc_target *t, bool active, struct hc
 HC_API HC_MUST_CHECK int hc_prof_dump(struct hc_target *t, const char *out_path,
 				      struct hc_err *err);
 
+/* One allocator-specific figure: glibc's mallinfo2 fields, tcmalloc's properties. */
+struct hc_figure {
+	char name[48];  /* JSON key, e.g. "fordblks" or "tcmalloc.pageheap_free_bytes" */
+	uint64_t value; /* bytes unless what says otherwise */
+	char what[80];  /* one line for humans */
+};
+#define HC_MAX_FIGURES 16
+
 struct hc_stats {
 	char allocator[16];
 	char version[64];
 	uint64_t allocated, active, metadata, resident, mapped, retained, dirty, muzzy;
 	uint64_t rss; /* from /proc/PID/status */
 	unsigned narenas;
+	/*
+	 * Drivers other than jemalloc describe themselves with figures; the
+	 * jemalloc fields above then stay 0, except allocated and dirty (the
+	 * allocator's free memory that purge can give back), which every driver
+	 * fills.
+	 */
+	struct hc_figure fig[HC_MAX_FIGURES];
+	unsigned nfig;
+	char warning[160]; /* e.g. "mallinfo() fields wrap past 2 GiB", or "" */
 };
 HC_API HC_MUST_CHECK int hc_stats_get(struct hc_target *t, struct hc_stats *st,
 				      struct hc_err *err);

@@ -65,6 +65,7 @@ struct cli_env {
 	int verbose;               /* number of -v */
 	bool json;
 	bool full;
+	bool raw;                  /* stats --raw: glibc's malloc_info XML */
 	const char *output;        /* dump -o */
 	const char *stats_opts;    /* stats --opts */
 	int arena;                 /* purge --arena, -1 for all */

@@ -62,6 +62,8 @@ static void print_json(pid_t pid, const char *name, const struct hc_where *w,
 	cli_json_str(stdout, w->symtab);
 	printf(",\"mallctl\":\"0x%" PRIx64 "\",\"malloc_stats_print\":\"0x%" PRIx64 "\"",
 	       w->ctl_raddr, w->stats_raddr);
+	fputs(",\"malloc_object\":", stdout);
+	cli_json_str(stdout, w->malloc_object ? w->malloc_object : "");
 	printf(",\"candidates\":%u,\"others\":", w->ncandidates);
 	cli_json_str(stdout, w->others);
 	printf(",\"prof_built\":%s,\"prof_enabled\":%s,\"prof_active\":%s,\"conf\":{",
@@ -83,14 +85,18 @@ static void print_human(pid_t pid, const char *name, const struct hc_where *w,
 	printf("pid           %d (%s)\n", (int)pid, name);
 	printf("allocator     %s %s\n", or_none(w->allocator), or_none(in->version));
 	printf("object        %s\n", or_none(w->object));
-	printf("prefix        %s\n", or_none(prefix));
+	printf("malloc from   %s\n", or_none(w->malloc_object));
 	printf("symbols       %s\n", or_none(w->symtab));
+	if (!w->allocator || strcmp(w->allocator, "jemalloc"))
+		goto rest;
+	printf("prefix        %s\n", or_none(prefix));
 	printf("mallctl       0x%" PRIx64 "%s%s%s\n", w->ctl_raddr, prefix[0] ? " (" : "",
 	       prefix[0] ? prefix : "", prefix[0] ? "mallctl)" : "");
 	printf("stats_print   0x%" PRIx64 "%s%s%s\n", w->stats_raddr, prefix[0] ? " (" : "",
 	       prefix[0] ? prefix : "", prefix[0] ? "malloc_stats_print)" : "");
 	printf("candidates    %u\n", w->ncandidates);
 	printf("others        %s\n", or_none(w->others));
+rest:
 	printf("profiling     built: %s; enabled at start (opt.prof): %s; "
 	       "active (prof.active): %s\n",
 	       cli_yesno(in->prof_built), cli_yesno(in->prof_enabled), cli_yesno(in->prof_active));

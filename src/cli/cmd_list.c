@@ -162,6 +162,8 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 		cli_timing(env, t);
 		r->known = true;
 		r->prof = r->active ? "active" : r->enabled ? "enabled" : "off";
+	} else if (err.code == HC_E_UNSUPPORTED && w.allocator && !strcmp(w.allocator, "glibc")) {
+		r->prof = "n/a"; /* glibc has no heap profiler; nothing was called */
 	} else if (err.code == HC_E_GONE || err.code == HC_E_NO_PROC) {
 		cli_close(t);
 		return 0; /* exited under us */

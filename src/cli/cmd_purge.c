@@ -39,11 +39,19 @@ int cmd_purge(struct cli_env *env)
 	cli_timing(env, t);
 	cli_close(t);
 
-	if (env->arena < 0)
+	if (before.nfig) {
+		/* glibc, tcmalloc: their own figures, before and after */
+		printf("purged pid %d (%s, %u arena%s)\n", (int)env->pid, before.allocator,
+		       before.narenas, before.narenas == 1 ? "" : "s");
+		for (unsigned i = 0; i < before.nfig && i < after.nfig; i++)
+			if (!strstr(before.fig[i].what, "(count)") && !strstr(before.fig[i].what, "(0/1)"))
+				line(before.fig[i].name, before.fig[i].value, after.fig[i].value);
+	} else if (env->arena < 0)
 		printf("purged all %u arenas of pid %d\n", before.narenas, (int)env->pid);
 	else
 		printf("purged arena %d of pid %d\n", env->arena, (int)env->pid);
-	line("dirty", before.dirty, after.dirty);
+	if (!before.nfig)
+		line("dirty", before.dirty, after.dirty);
 	if (before.muzzy || after.muzzy)
 		line("muzzy", before.muzzy, after.muzzy);
 	line("rss", before.rss, after.rss);

@@ -42,6 +42,27 @@ static void print_human(pid_t pid, const struct hc_stats *st)
 
 	printf("%s %s, pid %d, %u arena%s\n", st->allocator, st->version, (int)pid, st->narenas,
 	       st->narenas == 1 ? "" : "s");
+	if (st->nfig) {
+		int w = 12;
+
+		for (i = 0; i < st->nfig; i++)
+			if ((int)strlen(st->fig[i].name) > w)
+				w = (int)strlen(st->fig[i].name);
+		/* counts (ordblks) read better as plain numbers */
+		for (i = 0; i < st->nfig; i++) {
+			if (strstr(st->fig[i].what, "(count)") || strstr(st->fig[i].what, "(0/1)")) {
+				printf("%-*s %9llu       %s\n", w, st->fig[i].name,
+				       (unsigned long long)st->fig[i].value, st->fig[i].what);
+			} else {
+				cli_size_parts(st->fig[i].value, num, sizeof(num), &unit);
+				printf("%-*s %9s %-3s   %s\n", w, st->fig[i].name, num, unit,
+				       st->fig[i].what);
+			}
+		}
+		cli_size_parts(st->rss, num, sizeof(num), &unit);
+		printf("%-*s %9s %-3s   %s\n", w, "rss", num, unit, figures[8].what);
+		return;
+	}
 	for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++) {
 		cli_size_parts(figure(st, i), num, sizeof(num), &unit);
 		printf("%-12s%6s %-3s   %s\n", figures[i].name, num, unit, figures[i].what);
@@ -56,8 +77,21 @@ static void print_json(pid_t pid, const struct hc_stats *st)
 	cli_json_str(stdout, st->allocator);
 	fputs(",\"version\":", stdout);
 	cli_json_str(stdout, st->version);
-	for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
-		printf(",\"%s\":%llu", figures[i].name, (unsigned long long)figure(st, i));
+	if (st->nfig) {
+		for (i = 0; i < st->nfig; i++) {
+			putchar(',');
+			cli_json_str(stdout, st->fig[i].name);
+			printf(":%llu", (unsigned long long)st->fig[i].value);
+		}
+		printf(",\"rss\":%llu", (unsigned long long)st->rss);
+		if (st->warning[0]) {
+			fputs(",\"warning\":", stdout);
+			cli_json_str(stdout, st->warning);
+		}
+	} else {
+		for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
+			printf(",\"%s\":%llu", figures[i].name, (unsigned long long)figure(st, i));
+	}
 	printf(",\"narenas\":%u}\n", st->narenas);
 }
 
@@ -83,8 +117,24 @@ static int out_sink(void *arg, const char *buf, size_t len)
 static int print_full(struct cli_env *env, struct hc_target *t, struct hc_err *err)
 {
 	bool broken = false;
+	const char *opts = env->stats_opts;
+	struct hc_where w;
 
-	if (hc_stats_print(t, env->stats_opts, out_sink, &broken, err))
+	hc_target_where(t, &w);
+	if (env->raw) {
+		if (!w.allocator || strcmp(w.allocator, "glibc")) {
+			snprintf(err->msg, sizeof(err->msg),
+				 "--raw is for glibc's malloc_info XML; pid %d uses %s", (int)env->pid,
+				 w.allocator ? w.allocator : "another allocator");
+			snprintf(err->hint, sizeof(err->hint), "use --full%s",
+				 w.allocator && !strcmp(w.allocator, "jemalloc") ? " --opts J for JSON" :
+										   "");
+			err->code = HC_E_USAGE;
+			return -1;
+		}
+		opts = "raw";
+	}
+	if (hc_stats_print(t, opts, out_sink, &broken, err))
 		return -1;
 	cli_timing(env, t);
 	return 0;
@@ -111,6 +161,8 @@ int cmd_stats(struct cli_env *env)
 		goto fail;
 	cli_timing(env, t);
 	cli_close(t);
+	if (st.warning[0])
+		cli_log(HC_LOG_WARN, "%s", st.warning);
 	if (env->json)
 		print_json(env->pid, &st);
 	else

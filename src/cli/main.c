@@ -89,12 +89,14 @@ static const char stats_opts[] =
 	"  --full              the allocator's own full report\n"
 	"                      (malloc_stats_print)\n"
 	"  --opts STR          malloc_stats_print options for --full: 'J' for\n"
-	"                      JSON, 'a' to leave out arenas... (jemalloc(3))\n";
+	"                      JSON, 'a' to leave out arenas... (jemalloc(3))\n"
+	"  --raw               glibc: malloc_info()'s XML as is (implies --full)\n";
 static const char stats_examples[] =
 	"    heapctl stats -p 1234\n"
 	"    heapctl stats -p 1234 --json | jq .dirty\n"
 	"    heapctl stats -p 1234 --full | less\n"
-	"    heapctl stats -p 1234 --full --opts J > stats.json\n";
+	"    heapctl stats -p 1234 --full --opts J > stats.json\n"
+	"    heapctl stats -p 1234 --raw > malloc_info.xml     # glibc\n";
 
 static const char purge_help[] =
 	"Return dirty pages (freed by the program, still mapped by the allocator)\n"
@@ -216,6 +218,7 @@ enum {
 	OPT_JSON,
 	OPT_FULL,
 	OPT_OPTS,
+	OPT_RAW,
 	OPT_ARENA,
 	OPT_BASE,
 	OPT_FORMAT,
@@ -244,6 +247,7 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "full", no_argument, NULL, OPT_FULL },
 	{ "opts", required_argument, NULL, OPT_OPTS },
+	{ "raw", no_argument, NULL, OPT_RAW },
 	{ "arena", required_argument, NULL, OPT_ARENA },
 	{ "base", required_argument, NULL, OPT_BASE },
 	{ "format", required_argument, NULL, OPT_FORMAT },
@@ -459,6 +463,11 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 		case OPT_OPTS:
 			env->seen |= CLI_O_OPTS;
 			env->stats_opts = optarg;
+			break;
+		case OPT_RAW:
+			env->seen |= CLI_O_FULL;
+			env->full = true;
+			env->raw = true;
 			break;
 		case 'o':
 			env->seen |= CLI_O_OUTPUT;

@@ -40,6 +40,15 @@ struct alloc_ops {
 };
 
 extern const struct alloc_ops alloc_jemalloc;
+extern const struct alloc_ops alloc_tcmalloc;
+extern const struct alloc_ops alloc_glibc;
+
+/*
+ * The object that serves malloc() in t: the executable if it defines malloc,
+ * else the first definition in the dynamic linker's search order.  Cached in
+ * t->malloc_obj; NULL if nothing defines malloc.
+ */
+struct obj *alloc_owner(struct hc_target *t);
 
 bool alloc_contains(struct hc_target *t, uint64_t raddr);
 /* What malloc looks like in t when no driver matched, for the error message. */

@@ -17,7 +17,60 @@
 #include "target.h"
 #include "where.h"
 
-static const struct alloc_ops *const drivers[] = { &alloc_jemalloc };
+/*
+ * Tried in this order; the first that detects its allocator drives the
+ * target.  jemalloc comes first because a program may call a prefixed copy
+ * (redis' je_malloc) while libc still serves plain malloc.  glibc detects
+ * only when libc really serves malloc.  When the object serving malloc is
+ * tcmalloc, tcmalloc is tried first (see pick_order()).
+ */
+static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmalloc,
+						   &alloc_glibc };
+#define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
+
+struct obj *alloc_owner(struct hc_target *t)
+{
+	struct obj *best = NULL;
+
+	if (t->malloc_obj)
+		return t->malloc_obj;
+	for (size_t i = 0; i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+		struct hc_err e = { 0 };
+
+		if (!o->base || o->is_vdso || o->is_ldso)
+			continue;
+		if (sym_load(t, o, false, &e) < 0 || !sym_by_name(o, "malloc"))
+			continue;
+		/*
+		 * The executable binds to its own definition; otherwise the
+		 * linker's lookup scope decides: link_map order (preloads come
+		 * right after the executable).  Objects missing from the list
+		 * (dlopen'ed with RTLD_LOCAL) keep UINT32_MAX and lose.
+		 */
+		if (o->is_exe) {
+			best = o;
+			break;
+		}
+		if (!best || o->link_idx < best->link_idx)
+			best = o;
+	}
+	t->malloc_obj = best;
+	return best;
+}
+
+/* A tcmalloc that serves malloc goes before any jemalloc copy merely mapped. */
+static void pick_order(struct hc_target *t, const struct alloc_ops **order)
+{
+	struct obj *own = alloc_owner(t);
+	size_t n = 0;
+
+	if (own && sym_by_name(own, "MallocExtension_GetNumericProperty"))
+		order[n++] = &alloc_tcmalloc;
+	for (size_t i = 0; i < NDRIVERS; i++)
+		if (!n || drivers[i] != order[0])
+			order[n++] = drivers[i];
+}
 
 #define DEFAULT_TIMEOUT_MS 30000
 
@@ -214,16 +267,20 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	}
 	if (maps_load(t, err) < 0 || where_init(t, err) < 0)
 		goto fail;
-	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++) {
-		int r = drivers[i]->detect(t, err);
+	const struct alloc_ops *order[NDRIVERS];
+
+	pick_order(t, order);
+	for (size_t i = 0; i < NDRIVERS; i++) {
+		int r = order[i]->detect(t, err);
 
 		if (r < 0)
 			goto fail;
 		if (r > 0) {
-			t->alloc = drivers[i];
+			t->alloc = order[i];
 			break;
 		}
 	}
+	t->where.malloc_object = t->malloc_obj ? t->malloc_obj->path : "";
 	if (!t->alloc) {
 		/* A process that died while we looked has no allocator to report. */
 		if (read_status(pid, &ps, err) < 0 || ps.state == 'Z' || ps.state == 'X') {
@@ -238,12 +295,12 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		/* a stripped executable may hide a statically linked jemalloc */
 		err_sethint(err, HC_E_NO_ALLOC, 0,
 			    exe && exe->symsrc && !strcmp(exe->symsrc, ".dynsym") ?
-				    "start it with jemalloc (linked, or LD_PRELOAD=libjemalloc.so.2); a "
-				    "stripped binary that links jemalloc statically needs its debug file" :
-				    "heapctl drives jemalloc; start the process with jemalloc (linked, or "
-				    "LD_PRELOAD=libjemalloc.so.2)",
-			    "pid %d (%s) does not use jemalloc: its malloc comes from %s", pid, ps.name,
-			    alloc_guess(t));
+				    "heapctl drives jemalloc, tcmalloc and glibc malloc; a stripped "
+				    "binary that links its allocator statically needs its debug file" :
+				    "heapctl drives jemalloc, tcmalloc (gperftools) and glibc malloc; "
+				    "start the process with one of them (e.g. LD_PRELOAD=libjemalloc.so.2)",
+			    "pid %d (%s) uses no allocator heapctl drives: its malloc comes from %s",
+			    pid, ps.name, alloc_guess(t));
 		goto fail;
 	}
 	return t;

@@ -1270,11 +1270,13 @@ static int prepare_fp(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
-int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
-	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err)
+static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint64_t *args,
+		    unsigned int nargs, uint64_t *ret, call_cb_fn cb, void *cb_arg,
+		    struct hc_err *err)
 {
 	struct sess *s = t->sess;
-	struct hc_call c = { .pc = fn, .ret_addr = s->code, .frame = s->frame, .nargs = nargs };
+	struct hc_call c = { .pc = fn, .ret_addr = s->code, .frame = s->frame, .nargs = nargs,
+			     .sret = sret };
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
@@ -1291,6 +1293,20 @@ int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int
 	    set_gregs(t, s->cur, err) < 0 || prepare_fp(t, err) < 0 || block_signals(t, err) < 0)
 		return -1;
 	return run(t, STEP_CALL, ret, cb, cb_arg, err) == 0 ? 0 : -1;
+}
+
+int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
+	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err)
+{
+	return call_any(t, fn, 0, args, nargs, ret, cb, cb_arg, err);
+}
+
+int call_fn_sret(struct hc_target *t, uint64_t fn, uint64_t sret_raddr, const uint64_t *args,
+		 unsigned int nargs, uint64_t *ret, struct hc_err *err)
+{
+	if (!sret_raddr)
+		return err_set(err, HC_E_INTERNAL, 0, "no address for the returned struct");
+	return call_any(t, fn, sret_raddr, args, nargs, ret, NULL, NULL, err);
 }
 
 int call_end(struct hc_target *t, struct hc_err *err)

@@ -37,6 +37,13 @@ int call_end(struct hc_target *t, struct hc_err *err);
 /* Call fn(args...) in the target; *ret is its integer return value. */
 int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
 	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err);
+/*
+ * Call a function that returns a struct by value (an indirect result):
+ * the callee writes it at sret_raddr, which the arch layer passes the way
+ * the psABI says (rdi on x86_64, x8 on aarch64).
+ */
+int call_fn_sret(struct hc_target *t, uint64_t fn, uint64_t sret_raddr, const uint64_t *args,
+		 unsigned int nargs, uint64_t *ret, struct hc_err *err);
 /* Address of the callback stub, to pass as a function pointer. */
 uint64_t call_cb_raddr(const struct hc_target *t);
 /* Bump-allocate len bytes (16-aligned) of scratch; 0 when it is full. */

@@ -57,6 +57,8 @@ struct hc_target {
 		uint64_t lo, hi;
 	} anon_rx[MAX_ANON_RX];
 	unsigned int nanon_rx;
+	/* the object that serves malloc() (alloc_owner()), or NULL */
+	struct obj *malloc_obj;
 	/* the allocator driver and its private state */
 	const struct alloc_ops *alloc;
 	void *alloc_priv;

@@ -177,6 +177,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(cmd, "quit")) {
 			vreply(fds.reply, "bye");
 			break;
+#ifdef VICTIM_EXTRA_CMD
+		} else if (VICTIM_EXTRA_CMD(fds.reply, cmd, arg)) {
+			/* a victim that includes this file answered it */
+#endif
 		} else {
 			vreply(fds.reply, "error unknown command '%s'", cmd);
 		}

@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: MIT
+/*
+ * glibc malloc (ptmalloc2) driver.  glibc has no control namespace: stats
+ * come from mallinfo2() (glibc >= 2.33; mallinfo() before, whose int fields
+ * wrap past 2 GiB), the per-arena view from malloc_info()'s XML, purge is
+ * malloc_trim(0), and the tunables are mallopt() parameters.
+ *
+ * malloc_info() writes to a FILE *.  heapctl opens no fd in the target, so
+ * the FILE is an open_memstream() in the target's own memory: the XML is
+ * read back through /proc/PID/mem and the buffer freed with the target's
+ * free() before the thread is handed back.
+ *
+ * The driver detects only when libc's malloc is the one the program binds
+ * to; a preloaded allocator that shadows it is not glibc's business.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <expat.h>
+
+#include "alloc.h"
+#include "alloc_glibc.h"
+#include "call.h"
+#include "log.h"
+#include "target.h"
+
+struct gl {
+	struct obj *obj;
+	uint64_t mallinfo2, mallinfo, malloc_trim, malloc_info, mallopt;
+	uint64_t open_memstream, fclose, free, version;
+};
+
+static struct gl *gl_of(const struct hc_target *t)
+{
+	return t->alloc_priv;
+}
+
+/* ---- mallopt parameters ------------------------------------------------------------ */
+
+/*
+ * <malloc.h> numbers, the environment variables and tunables glibc reads at
+ * start, and the defaults documented in mallopt(3) for 64-bit targets.
+ * glibc keeps the values in a private struct with no getter, so `get`
+ * reports what the process started with.
+ */
+static const struct gl_param {
+	const char *name;
+	int param;
+	const char *env, *tunable;
+	const char *dflt;
+	const char *what;
+} params[] = {
+	{ "M_ARENA_MAX", -8, "MALLOC_ARENA_MAX", "glibc.malloc.arena_max", "0",
+	  "most arenas ever created (0: 8 per CPU); limits arena bloat" },
+	{ "M_ARENA_TEST", -7, "MALLOC_ARENA_TEST", "glibc.malloc.arena_test", "8",
+	  "arenas created before M_ARENA_MAX is checked" },
+	{ "M_TRIM_THRESHOLD", -1, "MALLOC_TRIM_THRESHOLD_", "glibc.malloc.trim_threshold", "131072",
+	  "free top of the main heap above this goes back to the OS (dynamic unless set)" },
+	{ "M_TOP_PAD", -2, "MALLOC_TOP_PAD_", "glibc.malloc.top_pad", "131072",
+	  "extra bytes asked of sbrk/mmap at each heap growth" },
+	{ "M_MMAP_THRESHOLD", -3, "MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold", "131072",
+	  "requests at least this big get their own mmap (dynamic unless set)" },
+	{ "M_MMAP_MAX", -4, "MALLOC_MMAP_MAX_", "glibc.malloc.mmap_max", "65536",
+	  "most chunks served by mmap at once (0: never mmap)" },
+	{ "M_MXFAST", 1, NULL, "glibc.malloc.mxfast", "128", "largest request served from fastbins" },
+	{ "M_PERTURB", -6, "MALLOC_PERTURB_", "glibc.malloc.perturb", "0",
+	  "fill freed/allocated memory with this byte (debugging)" },
+	{ "M_CHECK_ACTION", -5, "MALLOC_CHECK_", "glibc.malloc.check", "3",
+	  "what to do on heap corruption (only with the malloc debug library)" },
+};
+
+static const struct gl_param *param_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+		if (!strcasecmp(name, params[i].name) || !strcasecmp(name, params[i].name + 2))
+			return &params[i];
+	return NULL;
+}
+
+/* NAME=VALUE in the target's initial environment, or in GLIBC_TUNABLES. */
+static bool env_value(struct hc_target *t, const struct gl_param *p, char *out, size_t len,
+		      const char **src)
+{
+	char path[96], *buf;
+	size_t cap = 1 << 20, n = 0;
+	bool found = false;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/environ", t->proc);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		close(fd);
+		return false;
+	}
+	while (n < cap && (r = read(fd, buf + n, cap - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	buf[n] = 0;
+	for (size_t at = 0; at < n; at += strlen(buf + at) + 1) {
+		const char *e = buf + at;
+		size_t el = p->env ? strlen(p->env) : 0;
+
+		if (el && !strncmp(e, p->env, el) && e[el] == '=') {
+			snprintf(out, len, "%s", e + el + 1);
+			*src = p->env;
+			found = true;
+		} else if (!strncmp(e, "GLIBC_TUNABLES=", 15) && p->tunable) {
+			const char *tv = strstr(e + 15, p->tunable);
+			size_t tl = strlen(p->tunable);
+
+			if (tv && tv[tl] == '=') {
+				snprintf(out, len, "%.*s", (int)strcspn(tv + tl + 1, ":"), tv + tl + 1);
+				*src = "GLIBC_TUNABLES";
+				found = true;
+				break; /* tunables win over the old variables */
+			}
+		}
+	}
+	free(buf);
+	return found;
+}
+
+/* ---- detection -------------------------------------------------------------------- */
+
+static uint64_t addr_of(const struct obj *o, const char *name)
+{
+	const struct sym *s = sym_by_name(o, name);
+
+	return s ? s->raddr : 0;
+}
+
+/* libc's own free, open_memstream, fclose: from libc even when the executable is static. */
+static uint64_t libc_fn(struct hc_target *t, struct obj *own, const char *name)
+{
+	uint64_t a = addr_of(own, name);
+
+	for (size_t i = 0; !a && i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+
+		if (o->base && strstr(o->path, "/libc.so") && o->syms_loaded)
+			a = addr_of(o, name);
+	}
+	return a;
+}
+
+static int gl_detect(struct hc_target *t, struct hc_err *err)
+{
+	struct obj *own = alloc_owner(t);
+	struct gl g = { 0 };
+
+	(void)err;
+	if (!own)
+		return 0;
+	g.obj = own;
+	g.malloc_trim = addr_of(own, "malloc_trim");
+	g.malloc_info = addr_of(own, "malloc_info");
+	g.mallopt = addr_of(own, "mallopt");
+	g.mallinfo2 = addr_of(own, "mallinfo2");
+	g.mallinfo = addr_of(own, "mallinfo");
+	/* tcmalloc and jemalloc export mallopt/mallinfo too, but never malloc_trim/malloc_info */
+	if (!g.malloc_trim || !g.malloc_info || !g.mallopt || (!g.mallinfo2 && !g.mallinfo))
+		return 0;
+	g.open_memstream = libc_fn(t, own, "open_memstream");
+	g.fclose = libc_fn(t, own, "fclose");
+	g.free = addr_of(own, "free");
+	g.version = libc_fn(t, own, "gnu_get_libc_version");
+	t->alloc_priv = malloc(sizeof(g));
+	if (!t->alloc_priv)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	memcpy(t->alloc_priv, &g, sizeof(g));
+	t->where.allocator = "glibc";
+	t->where.object = own->path;
+	t->where.prefix = "";
+	t->where.symtab = own->symsrc;
+	t->where.ctl_raddr = g.mallopt;
+	t->where.stats_raddr = g.malloc_info;
+	t->where.ncandidates = 1;
+	t->where.others = "";
+	pr_info("glibc: malloc_trim at 0x%" PRIx64 " in %s", g.malloc_trim, own->path);
+	return 1;
+}
+
+static void gl_release(struct hc_target *t)
+{
+	free(t->alloc_priv);
+	t->alloc_priv = NULL;
+}
+
+/* ---- remote helpers (inside a session) ------------------------------------------- */
+
+struct mi {
+	uint64_t f[10]; /* arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost */
+	bool legacy;    /* from mallinfo(): 32-bit fields */
+};
+
+static int remote_mallinfo(struct hc_target *t, struct mi *m, struct hc_err *err)
+{
+	struct gl *g = gl_of(t);
+	uint64_t buf = call_scratch(t, 80), ret;
+
+	memset(m, 0, sizeof(*m));
+	if (!buf)
+		return err_set(err, HC_E_INTERNAL, 0, "no scratch space for mallinfo");
+	if (g->mallinfo2) {
+		/* struct mallinfo2 (80 bytes) comes back through a hidden result pointer */
+		if (call_fn_sret(t, g->mallinfo2, buf, NULL, 0, &ret, err) < 0 ||
+		    call_read(t, buf, m->f, sizeof(m->f), err) < 0)
+			return -1;
+		return 0;
+	}
+	{
+		int32_t f[10];
+
+		if (call_fn_sret(t, g->mallinfo, buf, NULL, 0, &ret, err) < 0 ||
+		    call_read(t, buf, f, sizeof(f), err) < 0)
+			return -1;
+		for (int i = 0; i < 10; i++)
+			m->f[i] = (uint32_t)f[i];
+		m->legacy = true;
+	}
+	return 0;
+}
+
+#define MAX_XML (64u << 20)
+
+/* malloc_info(0, memstream) in the target; *xml is ours (malloc'ed, NUL-terminated). */
+static int remote_malloc_info(struct hc_target *t, char **xml, size_t *len, struct hc_err *err)
+{
+	struct gl *g = gl_of(t);
+	uint64_t cell = call_scratch(t, 16), fp, ret, a[2], bufp = 0, size = 0;
+	char *out;
+
+	*xml = NULL;
+	if (!g->open_memstream || !g->fclose || !g->free)
+		return err_sethint(err, HC_E_NO_SYM, 0, "use 'heapctl stats' without --full",
+				   "pid %d: open_memstream/fclose/free not found in its libc",
+				   t->pid);
+	if (!cell)
+		return err_set(err, HC_E_INTERNAL, 0, "no scratch space for malloc_info");
+	a[0] = cell;
+	a[1] = cell + 8;
+	if (call_fn(t, g->open_memstream, a, 2, &fp, NULL, NULL, err) < 0)
+		return -1;
+	if (!fp)
+		return err_set(err, HC_E_REMOTE, 0, "open_memstream() failed in pid %d", t->pid);
+	a[0] = 0;
+	a[1] = fp;
+	if (call_fn(t, g->malloc_info, a, 2, &ret, NULL, NULL, err) < 0)
+		return -1; /* the FILE leaks in the target, a few hundred bytes */
+	a[0] = fp;
+	if (call_fn(t, g->fclose, a, 1, &ret, NULL, NULL, err) < 0)
+		return -1;
+	if (call_read(t, cell, &bufp, 8, err) < 0 || call_read(t, cell + 8, &size, 8, err) < 0)
+		return -1;
+	if (!bufp)
+		return err_set(err, HC_E_REMOTE, 0, "malloc_info() produced nothing in pid %d", t->pid);
+	out = size <= MAX_XML ? malloc(size + 1) : NULL;
+	if (out && call_read(t, bufp, out, size, err) < 0) {
+		free(out);
+		out = NULL;
+	}
+	/* the buffer is the target's own malloc'ed memory: give it back whatever happened */
+	a[0] = bufp;
+	call_fn(t, g->free, a, 1, &ret, NULL, NULL, err);
+	if (!out) {
+		if (!err_isset(err))
+			err_set(err, HC_E_NOMEM, 0, "malloc_info() XML of %" PRIu64 " bytes", size);
+		return -1;
+	}
+	if (err_isset(err)) {
+		free(out);
+		return -1;
+	}
+	out[size] = 0;
+	*xml = out;
+	*len = size;
+	return 0;
+}
+
+/* ---- malloc_info XML -------------------------------------------------------------- */
+
+struct xml_ctx {
+	struct gl_xml *x;
+	int depth;
+	int heap; /* index into x->arena while inside <heap>, else -1 */
+	bool in_sizes;
+};
+
+static uint64_t attr_u64(const XML_Char **at, const char *name)
+{
+	for (; at && at[0]; at += 2)
+		if (!strcmp(at[0], name))
+			return strtoull(at[1], NULL, 10);
+	return 0;
+}
+
+static const char *attr_str(const XML_Char **at, const char *name)
+{
+	for (; at && at[0]; at += 2)
+		if (!strcmp(at[0], name))
+			return at[1];
+	return "";
+}
+
+static void XMLCALL on_start(void *arg, const XML_Char *el, const XML_Char **at)
+{
+	struct xml_ctx *c = arg;
+	struct gl_xml *x = c->x;
+	struct gl_arena *a;
+	const char *type;
+
+	c->depth++;
+	if (!strcmp(el, "malloc")) {
+		x->seen_root = true;
+		return;
+	}
+	if (!strcmp(el, "heap") && c->depth == 2) {
+		c->heap = -1;
+		if (x->narenas < GL_MAX_ARENAS) {
+			c->heap = (int)x->narenas;
+			memset(&x->arena[c->heap], 0, sizeof(x->arena[0]));
+			x->arena[c->heap].nr = (unsigned)attr_u64(at, "nr");
+		}
+		x->narenas_total++;
+		x->narenas = x->narenas < GL_MAX_ARENAS ? x->narenas + 1 : x->narenas;
+		return;
+	}
+	if (!strcmp(el, "sizes")) {
+		c->in_sizes = true;
+		return;
+	}
+	if (c->in_sizes)
+		return;
+	/* <total>, <system>, <aspace>: in a heap (depth 3) or for the process (depth 2) */
+	a = c->depth == 3 && c->heap >= 0 ? &x->arena[c->heap] : c->depth == 2 ? &x->all : NULL;
+	if (!a)
+		return;
+	type = attr_str(at, "type");
+	if (!strcmp(el, "total")) {
+		if (!strcmp(type, "fast"))
+			a->fast = attr_u64(at, "size"), a->fast_n = attr_u64(at, "count");
+		else if (!strcmp(type, "rest"))
+			a->rest = attr_u64(at, "size"), a->rest_n = attr_u64(at, "count");
+		else if (!strcmp(type, "mmap"))
+			a->mmap = attr_u64(at, "size"), a->mmap_n = attr_u64(at, "count");
+	} else if (!strcmp(el, "system")) {
+		if (!strcmp(type, "current"))
+			a->system = attr_u64(at, "size");
+		else if (!strcmp(type, "max"))
+			a->system_max = attr_u64(at, "size");
+	} else if (!strcmp(el, "aspace")) {
+		if (!strcmp(type, "total"))
+			a->aspace = attr_u64(at, "size");
+		else if (!strcmp(type, "mprotect"))
+			a->aspace_mprotect = attr_u64(at, "size");
+	}
+}
+
+static void XMLCALL on_end(void *arg, const XML_Char *el)
+{
+	struct xml_ctx *c = arg;
+
+	if (!strcmp(el, "sizes"))
+		c->in_sizes = false;
+	else if (!strcmp(el, "heap") && c->depth == 2)
+		c->heap = -1;
+	c->depth--;
+}
+
+int gl_xml_parse(const char *xml, size_t len, struct gl_xml *x, struct hc_err *err)
+{
+	struct xml_ctx c = { .x = x, .heap = -1 };
+	XML_Parser p;
+	int ok;
+
+	memset(x, 0, sizeof(*x));
+	if (len > INT_MAX)
+		return err_set(err, HC_E_FORMAT, 0, "malloc_info XML too large");
+	p = XML_ParserCreate(NULL);
+	if (!p)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "XML_ParserCreate");
+	XML_SetUserData(p, &c);
+	XML_SetElementHandler(p, on_start, on_end);
+	ok = XML_Parse(p, xml, (int)len, 1) == XML_STATUS_OK;
+	if (!ok)
+		err_sethint(err, HC_E_FORMAT, 0, "see the XML with 'heapctl stats --full --raw'",
+			    "malloc_info XML: %s at line %lu",
+			    XML_ErrorString(XML_GetErrorCode(p)),
+			    (unsigned long)XML_GetCurrentLineNumber(p));
+	XML_ParserFree(p);
+	if (ok && !x->seen_root)
+		return err_set(err, HC_E_FORMAT, 0, "malloc_info XML has no <malloc> element");
+	return ok ? 0 : -1;
+}
+
+/* ---- operations ------------------------------------------------------------------ */
+
+static void fig(struct hc_stats *st, const char *name, uint64_t v, const char *what)
+{
+	struct hc_figure *f;
+
+	if (st->nfig >= HC_MAX_FIGURES)
+		return;
+	f = &st->fig[st->nfig++];
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->value = v;
+	snprintf(f->what, sizeof(f->what), "%s", what);
+}
+
+static void version_of(struct hc_target *t, char *out, size_t len)
+{
+	struct gl *g = gl_of(t);
+	struct hc_err e = { 0 };
+	uint64_t p = 0;
+	char v[32] = "";
+
+	snprintf(out, len, "(unknown version)");
+	if (g->version && call_fn(t, g->version, NULL, 0, &p, NULL, NULL, &e) == 0 && p &&
+	    call_read_str(t, p, v, sizeof(v), &e) == 0)
+		snprintf(out, len, "%s", v);
+}
+
+static int gl_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
+{
+	struct gl_xml *x = NULL;
+	char *xml = NULL;
+	struct mi m;
+	size_t len = 0;
+
+	snprintf(st->allocator, sizeof(st->allocator), "glibc");
+	if (call_begin(t, err) < 0)
+		return -1;
+	version_of(t, st->version, sizeof(st->version));
+	if (remote_mallinfo(t, &m, err) < 0)
+		goto end;
+	/* the arena count needs malloc_info; without it (static binary) stats still work */
+	if (gl_of(t)->open_memstream && remote_malloc_info(t, &xml, &len, err) < 0)
+		goto end;
+end:
+	call_end(t, err);
+	if (err_isset(err)) {
+		free(xml);
+		return -1;
+	}
+	if (xml) {
+		struct hc_err e = { 0 };
+
+		x = malloc(sizeof(*x));
+		if (x && gl_xml_parse(xml, len, x, &e) == 0)
+			st->narenas = x->narenas_total;
+		else
+			pr_warn("pid %d: %s", t->pid, e.msg);
+		free(x);
+		free(xml);
+	}
+	if (m.legacy)
+		snprintf(st->warning, sizeof(st->warning),
+			 "this glibc has no mallinfo2(): mallinfo()'s int fields wrap past 2 GiB");
+	fig(st, "arena", m.f[0], "non-mmapped space from the OS (sbrk + arena heaps)");
+	fig(st, "ordblks", m.f[1], "free chunks (count)");
+	fig(st, "hblkhd", m.f[4], "space in mmapped chunks");
+	fig(st, "uordblks", m.f[7], "in use: live bytes the program holds");
+	fig(st, "fordblks", m.f[8], "free in the arenas: what malloc_trim can return");
+	fig(st, "keepcost", m.f[9], "releasable top of the main heap");
+	fig(st, "fsmblks", m.f[6], "free in fastbins");
+	st->allocated = m.f[7] + m.f[4];
+	st->mapped = m.f[0] + m.f[4];
+	st->dirty = m.f[8];
+	return 0;
+}
+
+static int gl_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,
+			  struct hc_err *err)
+{
+	struct gl_xml *x;
+	char *xml = NULL, line[256];
+	size_t len = 0;
+	bool raw = opts && strstr(opts, "raw");
+
+	if (opts && !raw && *opts)
+		return err_sethint(err, HC_E_USAGE, 0, "use --raw for malloc_info's XML",
+				   "glibc takes no --opts '%s'", opts);
+	if (call_begin(t, err) < 0)
+		return -1;
+	remote_malloc_info(t, &xml, &len, err);
+	call_end(t, err);
+	if (err_isset(err)) {
+		free(xml);
+		return -1;
+	}
+	if (raw) {
+		int r = sink(arg, xml, len);
+
+		free(xml);
+		return r < 0 ? err_set(err, HC_E_IO, errno, "writing the XML failed") : 0;
+	}
+	x = malloc(sizeof(*x));
+	if (!x || gl_xml_parse(xml, len, x, err) < 0) {
+		if (!x)
+			err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		free(x);
+		free(xml);
+		return -1;
+	}
+	free(xml);
+#define EMIT(...)                                                       \
+	do {                                                            \
+		snprintf(line, sizeof(line), __VA_ARGS__);              \
+		if (sink(arg, line, strlen(line)) < 0)                  \
+			goto io;                                        \
+	} while (0)
+	EMIT("glibc malloc_info, pid %d: %u arena%s\n", t->pid, x->narenas_total,
+	     x->narenas_total == 1 ? "" : "s");
+	EMIT("%-6s %14s %14s %14s %14s %14s\n", "arena", "free-in-heap", "free-fastbins", "system",
+	     "system-max", "aspace");
+	for (unsigned i = 0; i < x->narenas; i++) {
+		const struct gl_arena *a = &x->arena[i];
+
+		EMIT("%-6u %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
+		     a->nr, a->rest, a->fast, a->system, a->system_max, a->aspace);
+	}
+	if (x->narenas < x->narenas_total)
+		EMIT("(%u more arenas not listed)\n", x->narenas_total - x->narenas);
+	EMIT("%-6s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", "total",
+	     x->all.rest, x->all.fast, x->all.system, x->all.system_max, x->all.aspace);
+	EMIT("mmap   %" PRIu64 " chunks, %" PRIu64 " bytes (outside the arenas)\n", x->all.mmap_n,
+	     x->all.mmap);
+#undef EMIT
+	free(x);
+	return 0;
+io:
+	free(x);
+	return err_set(err, HC_E_IO, errno, "writing the statistics failed");
+}
+
+static int gl_purge(struct hc_target *t, int arena, struct hc_err *err)
+{
+	uint64_t a = 0, ret;
+
+	if (arena >= 0)
+		return err_sethint(err, HC_E_USAGE, 0, "run 'heapctl purge' without --arena",
+				   "glibc's malloc_trim() works on every arena at once");
+	if (call_begin(t, err) < 0)
+		return -1;
+	call_fn(t, gl_of(t)->malloc_trim, &a, 1, &ret, NULL, NULL, err);
+	pr_info("malloc_trim(0) = %" PRIu64 " (1: memory was released)", ret);
+	return call_end(t, err);
+}
+
+static const char *const mi_names[] = { "arena",  "ordblks", "smblks",   "hblks",    "hblkhd",
+					"usmblks", "fsmblks", "uordblks", "fordblks", "keepcost" };
+
+static int unknown_name(struct hc_target *t, const char *name, struct hc_err *err)
+{
+	return err_sethint(err, HC_E_NO_CTL, 0,
+			   "glibc names: M_ARENA_MAX M_ARENA_TEST M_TRIM_THRESHOLD M_TOP_PAD "
+			   "M_MMAP_THRESHOLD M_MMAP_MAX M_MXFAST M_PERTURB, or a mallinfo2 field "
+			   "(arena uordblks fordblks keepcost ...)",
+			   "'%s' is not a glibc malloc parameter (pid %d uses glibc malloc)", name,
+			   t->pid);
+}
+
+static int gl_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
+		      struct hc_err *err)
+{
+	const struct gl_param *p = param_of(name);
+	const char *src = NULL;
+	char val[64];
+
+	memset(v, 0, sizeof(*v));
+	for (size_t i = 0; i < sizeof(mi_names) / sizeof(mi_names[0]); i++) {
+		struct mi m;
+
+		if (strcmp(name, mi_names[i]))
+			continue;
+		if (call_begin(t, err) < 0)
+			return -1;
+		if (remote_mallinfo(t, &m, err) == 0) {
+			v->type = HC_T_SIZE;
+			v->u = m.f[i];
+		}
+		return call_end(t, err);
+	}
+	if (!p)
+		return unknown_name(t, name, err);
+	/* glibc keeps these in a private struct with no getter: report the start value */
+	v->type = HC_T_STRING;
+	if (env_value(t, p, val, sizeof(val), &src))
+		snprintf(v->str, sizeof(v->str), "%s (from %s at start; a later mallopt() is not seen)",
+			 val, src);
+	else
+		snprintf(v->str, sizeof(v->str),
+			 "%s (glibc default; a later mallopt() is not seen)", p->dflt);
+	return 0;
+}
+
+static int gl_ctl_set(struct hc_target *t, const char *name, const char *value,
+		      struct hc_value *old, struct hc_err *err)
+{
+	const struct gl_param *p = param_of(name);
+	uint64_t a[2], ret = 0;
+	char *end;
+	long long v;
+
+	memset(old, 0, sizeof(*old));
+	old->type = HC_T_VOID;
+	if (!p)
+		return unknown_name(t, name, err);
+	if (!value)
+		return err_set(err, HC_E_TYPE, 0, "%s needs an integer value", p->name);
+	errno = 0;
+	v = strtoll(value, &end, 0);
+	if (errno || end == value || *end || v < INT_MIN || v > INT_MAX)
+		return err_sethint(err, HC_E_TYPE, 0, "mallopt() takes an int, e.g. 2 or 131072",
+				   "%s: '%s' is not an int", p->name, value);
+	if (call_begin(t, err) < 0)
+		return -1;
+	a[0] = (uint64_t)(int64_t)p->param;
+	a[1] = (uint64_t)(int64_t)v;
+	if (call_fn(t, gl_of(t)->mallopt, a, 2, &ret, NULL, NULL, err) == 0 && (int)ret != 1)
+		err_sethint(err, HC_E_REMOTE, 0, "see mallopt(3) for the range of each parameter",
+			    "mallopt(%s, %lld) was refused by pid %d", p->name, v, t->pid);
+	return call_end(t, err);
+}
+
+static int gl_info(struct hc_target *t, struct hc_info *info, struct hc_err *err)
+{
+	memset(info, 0, sizeof(*info));
+	if (call_begin(t, err) < 0)
+		return -1;
+	version_of(t, info->version, sizeof(info->version));
+	if (call_end(t, err) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]) && info->nconf < 32; i++) {
+		const char *src = NULL;
+		char val[64];
+
+		if (!env_value(t, &params[i], val, sizeof(val), &src))
+			snprintf(val, sizeof(val), "%s", params[i].dflt);
+		snprintf(info->conf[info->nconf++], sizeof(info->conf[0]), "%s=%s", params[i].name,
+			 val);
+	}
+	return 0;
+}
+
+static int no_prof(struct hc_target *t, struct hc_err *err)
+{
+	return err_sethint(err, HC_E_UNSUPPORTED, 0,
+			   "'heapctl maps -p PID' shows where the RSS is; for allocation stacks "
+			   "start the process with jemalloc (MALLOC_CONF=prof:true) or tcmalloc "
+			   "(LD_PRELOAD=libtcmalloc.so.4)",
+			   "glibc malloc in pid %d has no heap profiler", t->pid);
+}
+
+static int gl_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
+{
+	*enabled = *active = false;
+	return no_prof(t, err);
+}
+
+static int gl_prof_set(struct hc_target *t, bool active, struct hc_err *err)
+{
+	(void)active;
+	return no_prof(t, err);
+}
+
+static int gl_prof_dump(struct hc_target *t, const char *out, struct hc_err *err)
+{
+	(void)out;
+	return no_prof(t, err);
+}
+
+const struct alloc_ops alloc_glibc = {
+	.name = "glibc",
+	.detect = gl_detect,
+	.release = gl_release,
+	.info = gl_info,
+	.prof_get = gl_prof_get,
+	.prof_set = gl_prof_set,
+	.prof_dump = gl_prof_dump,
+	.stats = gl_stats,
+	.stats_print = gl_stats_print,
+	.purge = gl_purge,
+	.ctl_get = gl_ctl_get,
+	.ctl_set = gl_ctl_set,
+};

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gperftools tcmalloc driver: MallocExtension's C API for statistics and
+ * purging, and the heap profiler's C API (full libtcmalloc only; the
+ * _minimal flavour has none) for profiling.
+ *
+ * Unlike jemalloc, tcmalloc can start heap profiling at run time:
+ * HeapProfilerStart(prefix).  A dump is GetHeapProfile()'s string, read
+ * back from the target's memory and freed with its own free(): no file is
+ * written in the target for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "call.h"
+#include "log.h"
+#include "target.h"
+#include "troot.h"
+
+struct tc {
+	struct obj *obj;
+	uint64_t lo, hi; /* allocator code, when it is a DSO of its own */
+	uint64_t get_num, get_stats, release, version, malloc, free;
+	uint64_t prof_start, prof_stop, prof_running, prof_get; /* 0 in tcmalloc_minimal */
+};
+
+static struct tc *tc_of(const struct hc_target *t)
+{
+	return t->alloc_priv;
+}
+
+static uint64_t addr_of(const struct obj *o, const char *name)
+{
+	const struct sym *s = sym_by_name(o, name);
+
+	return s ? s->raddr : 0;
+}
+
+static int tc_detect(struct hc_target *t, struct hc_err *err)
+{
+	struct obj *own = alloc_owner(t);
+	struct tc c = { 0 };
+
+	/* only a tcmalloc that serves malloc: a merely mapped copy manages nothing */
+	if (!own || !(c.get_num = addr_of(own, "MallocExtension_GetNumericProperty")))
+		return 0;
+	c.obj = own;
+	c.get_stats = addr_of(own, "MallocExtension_GetStats");
+	c.release = addr_of(own, "MallocExtension_ReleaseFreeMemory");
+	c.version = addr_of(own, "tc_version");
+	c.malloc = addr_of(own, "malloc");
+	c.free = addr_of(own, "free");
+	c.prof_start = addr_of(own, "HeapProfilerStart");
+	c.prof_stop = addr_of(own, "HeapProfilerStop");
+	c.prof_running = addr_of(own, "IsHeapProfilerRunning");
+	c.prof_get = addr_of(own, "GetHeapProfile");
+	if (!c.prof_start || !c.prof_stop || !c.prof_running || !c.prof_get)
+		c.prof_start = c.prof_stop = c.prof_running = c.prof_get = 0;
+	if (!own->is_exe) {
+		c.lo = own->text_lo;
+		c.hi = own->text_hi;
+	}
+	t->alloc_priv = malloc(sizeof(c));
+	if (!t->alloc_priv)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	memcpy(t->alloc_priv, &c, sizeof(c));
+	t->where.allocator = c.prof_start ? "tcmalloc" : "tcmalloc_minimal";
+	t->where.object = own->path;
+	t->where.prefix = "";
+	t->where.symtab = own->symsrc;
+	t->where.ctl_raddr = c.get_num;
+	t->where.stats_raddr = c.get_stats;
+	t->where.ncandidates = 1;
+	t->where.others = "";
+	pr_info("tcmalloc: MallocExtension_GetNumericProperty at 0x%" PRIx64 " in %s", c.get_num,
+		own->path);
+	return 1;
+}
+
+static void tc_release(struct hc_target *t)
+{
+	free(t->alloc_priv);
+	t->alloc_priv = NULL;
+}
+
+static bool tc_contains(struct hc_target *t, uint64_t raddr)
+{
+	const struct tc *c = tc_of(t);
+
+	return c && c->hi && raddr >= c->lo && raddr < c->hi;
+}
+
+/* ---- remote helpers (inside a session) ------------------------------------------- */
+
+/* MallocExtension_GetNumericProperty(name, &value): 1 if the property exists. */
+static int get_num(struct hc_target *t, const char *name, uint64_t *v, bool *found,
+		   struct hc_err *err)
+{
+	uint64_t a[2], ret = 0;
+
+	*v = 0;
+	a[0] = call_strdup(t, name, err);
+	a[1] = call_scratch(t, 8);
+	if (!a[0] || !a[1])
+		return err_isset(err) ? -1 : err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
+	if (call_write(t, a[1], v, 8, err) < 0 ||
+	    call_fn(t, tc_of(t)->get_num, a, 2, &ret, NULL, NULL, err) < 0 ||
+	    call_read(t, a[1], v, 8, err) < 0)
+		return -1;
+	if (found)
+		*found = (ret & 0xff) != 0; /* C++ bool in al */
+	else if (!(ret & 0xff))
+		return err_set(err, HC_E_NO_CTL, 0, "tcmalloc in pid %d has no property '%s'", t->pid,
+			       name);
+	return 0;
+}
+
+/* A NUL-terminated string of the target's, of any length, into a malloc'ed buffer. */
+static char *read_remote_str(struct hc_target *t, uint64_t at, size_t max, size_t *len,
+			     struct hc_err *err)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+
+	while (buf) {
+		size_t chunk = 4096 - (at & 4095);
+		char *nul;
+
+		if (n + chunk + 1 > cap) {
+			char *nb = cap * 2 <= max ? realloc(buf, cap * 2) : NULL;
+
+			if (!nb) {
+				free(buf);
+				err_set(err, HC_E_NOMEM, 0, "string in pid %d longer than %zu bytes",
+					t->pid, max);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		if (call_read(t, at, buf + n, chunk, err) < 0)
+			break;
+		nul = memchr(buf + n, 0, chunk);
+		if (nul) {
+			*len = n + (size_t)(nul - (buf + n));
+			return buf;
+		}
+		n += chunk;
+		at += chunk;
+	}
+	free(buf);
+	if (!err_isset(err))
+		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	return NULL;
+}
+
+static void version_of(struct hc_target *t, char *out, size_t len)
+{
+	struct hc_err e = { 0 };
+	uint64_t p = 0, a[3] = { 0, 0, 0 };
+	char v[64] = "";
+
+	snprintf(out, len, "(unknown version)");
+	if (tc_of(t)->version && call_fn(t, tc_of(t)->version, a, 3, &p, NULL, NULL, &e) == 0 &&
+	    p && call_read_str(t, p, v, sizeof(v), &e) == 0)
+		snprintf(out, len, "%s", v);
+}
+
+/* ---- operations ------------------------------------------------------------------- */
+
+static const struct {
+	const char *name, *what;
+} props[] = {
+	{ "generic.current_allocated_bytes", "live bytes the program holds" },
+	{ "generic.heap_size", "bytes tcmalloc reserved from the OS (incl. unmapped)" },
+	{ "tcmalloc.pageheap_free_bytes", "free pages still mapped (heapctl purge)" },
+	{ "tcmalloc.pageheap_unmapped_bytes", "free pages already returned to the OS" },
+	{ "tcmalloc.central_cache_free_bytes", "free in the central cache" },
+	{ "tcmalloc.transfer_cache_free_bytes", "free in the transfer cache" },
+	{ "tcmalloc.thread_cache_free_bytes", "free in the per-thread caches" },
+	{ "tcmalloc.current_total_thread_cache_bytes", "per-thread caches, total" },
+	{ "tcmalloc.max_total_thread_cache_bytes", "per-thread caches, limit" },
+	{ "tcmalloc.aggressive_memory_decommit", "release freed pages at once (0/1)" },
+};
+
+static int tc_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
+{
+	snprintf(st->allocator, sizeof(st->allocator), "%s", t->where.allocator);
+	if (call_begin(t, err) < 0)
+		return -1;
+	version_of(t, st->version, sizeof(st->version));
+	for (size_t i = 0; i < sizeof(props) / sizeof(props[0]) && st->nfig < HC_MAX_FIGURES;
+	     i++) {
+		struct hc_figure *f = &st->fig[st->nfig];
+		bool found;
+
+		if (get_num(t, props[i].name, &f->value, &found, err) < 0)
+			break;
+		if (!found)
+			continue;
+		snprintf(f->name, sizeof(f->name), "%s", props[i].name);
+		snprintf(f->what, sizeof(f->what), "%s", props[i].what);
+		st->nfig++;
+		if (i == 0)
+			st->allocated = f->value;
+		else if (i == 1)
+			st->mapped = f->value;
+		else if (i == 2)
+			st->dirty = f->value;
+		else if (i == 3)
+			st->retained = f->value;
+	}
+	return call_end(t, err);
+}
+
+#define STATS_BUF (1u << 20)
+
+static int tc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,
+			  struct hc_err *err)
+{
+	struct tc *c = tc_of(t);
+	uint64_t a[2], buf = 0, ret;
+	char *text = NULL;
+	size_t len = 0;
+
+	if (opts && *opts)
+		return err_set(err, HC_E_USAGE, 0, "tcmalloc takes no --opts");
+	if (!c->get_stats || !c->malloc || !c->free)
+		return err_set(err, HC_E_NO_SYM, 0, "MallocExtension_GetStats not found in %s",
+			       c->obj->path);
+	if (call_begin(t, err) < 0)
+		return -1;
+	/* the text can exceed heapctl's scratch: a buffer of the target's own, freed below */
+	a[0] = STATS_BUF;
+	if (call_fn(t, c->malloc, a, 1, &buf, NULL, NULL, err) < 0)
+		goto end;
+	if (!buf) {
+		err_set(err, HC_E_REMOTE, ENOMEM, "malloc(%u) failed in pid %d", STATS_BUF, t->pid);
+		goto end;
+	}
+	a[0] = buf;
+	a[1] = STATS_BUF;
+	if (call_write(t, buf, "", 1, err) == 0 &&
+	    call_fn(t, c->get_stats, a, 2, &ret, NULL, NULL, err) == 0)
+		text = read_remote_str(t, buf, STATS_BUF, &len, err);
+	a[0] = buf;
+	call_fn(t, c->free, a, 1, &ret, NULL, NULL, err);
+end:
+	call_end(t, err);
+	if (text && !err_isset(err) && sink(arg, text, len) < 0)
+		err_set(err, HC_E_IO, errno, "writing the statistics failed");
+	free(text);
+	return err_isset(err) ? -1 : 0;
+}
+
+static int tc_purge(struct hc_target *t, int arena, struct hc_err *err)
+{
+	uint64_t ret;
+
+	if (arena >= 0)
+		return err_sethint(err, HC_E_USAGE, 0, "run 'heapctl purge' without --arena",
+				   "tcmalloc has one page heap: there are no arenas to choose");
+	if (!tc_of(t)->release)
+		return err_set(err, HC_E_NO_SYM, 0, "MallocExtension_ReleaseFreeMemory not found");
+	if (call_begin(t, err) < 0)
+		return -1;
+	call_fn(t, tc_of(t)->release, NULL, 0, &ret, NULL, NULL, err);
+	return call_end(t, err);
+}
+
+static int need_profiler(struct hc_target *t, struct hc_err *err)
+{
+	if (tc_of(t)->prof_start)
+		return 0;
+	return err_sethint(err, HC_E_PROF_OFF, 0,
+			   "tcmalloc_minimal has no heap profiler: start the process with the full "
+			   "libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, or link -ltcmalloc)",
+			   "pid %d uses tcmalloc_minimal (%s)", t->pid, tc_of(t)->obj->path);
+}
+
+static int running(struct hc_target *t, bool *on, struct hc_err *err)
+{
+	uint64_t ret = 0;
+
+	if (call_fn(t, tc_of(t)->prof_running, NULL, 0, &ret, NULL, NULL, err) < 0)
+		return -1;
+	*on = (ret & 0xffffffff) != 0;
+	return 0;
+}
+
+static int tc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
+{
+	*enabled = *active = false;
+	if (!tc_of(t)->prof_start)
+		return 0; /* nothing to ask: tcmalloc_minimal */
+	*enabled = true;
+	if (call_begin(t, err) < 0)
+		return -1;
+	running(t, active, err);
+	return call_end(t, err);
+}
+
+static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
+{
+	char dir[PATH_MAX] = "", prefix[PATH_MAX + 16];
+	uint64_t p, ret;
+	bool on = false;
+
+	if (need_profiler(t, err) < 0)
+		return -1;
+	/*
+	 * HeapProfilerStart() copies the prefix; tcmalloc also dumps there
+	 * by itself every HEAP_PROFILE_ALLOCATION_INTERVAL bytes (1 GiB), so it
+	 * names a fresh 0700 directory of the target's own, which stays.
+	 */
+	if (active && troot_mkdir(t->pid, dir, sizeof(dir), err) < 0)
+		return -1;
+	if (call_begin(t, err) < 0)
+		return -1;
+	if (running(t, &on, err) < 0 || on == active)
+		goto end;
+	if (active) {
+		snprintf(prefix, sizeof(prefix), "%s/heapctl", dir);
+		if ((p = call_strdup(t, prefix, err)))
+			call_fn(t, tc_of(t)->prof_start, &p, 1, &ret, NULL, NULL, err);
+		pr_info("HeapProfilerStart(\"%s\")", prefix);
+	} else {
+		call_fn(t, tc_of(t)->prof_stop, NULL, 0, &ret, NULL, NULL, err);
+	}
+	if (!err_isset(err) && running(t, &on, err) == 0 && on != active)
+		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->pid,
+			on ? "running" : "stopped");
+end:
+	call_end(t, err);
+	if (active && (!on || err_isset(err)))
+		troot_remove(t->pid, dir, NULL);
+	return err_isset(err) ? -1 : 0;
+}
+
+#define MAX_PROFILE (1ull << 30)
+
+static int tc_prof_dump(struct hc_target *t, const char *out, struct hc_err *err)
+{
+	uint64_t p = 0, ret;
+	char *text = NULL;
+	size_t len = 0;
+	bool on = false;
+	FILE *f;
+
+	if (need_profiler(t, err) < 0)
+		return -1;
+	if (call_begin(t, err) < 0)
+		return -1;
+	if (running(t, &on, err) < 0)
+		goto end;
+	if (!on) {
+		err_sethint(err, HC_E_PROF_OFF, 0,
+			    "tcmalloc can start profiling now: heapctl prof on -p PID",
+			    "the heap profiler of pid %d is not running", t->pid);
+		goto end;
+	}
+	/* GetHeapProfile(): the text of a HeapProfilerDump(), malloc'ed in the target */
+	if (call_fn(t, tc_of(t)->prof_get, NULL, 0, &p, NULL, NULL, err) < 0)
+		goto end;
+	if (!p) {
+		err_set(err, HC_E_REMOTE, 0, "GetHeapProfile() returned NULL in pid %d", t->pid);
+		goto end;
+	}
+	text = read_remote_str(t, p, MAX_PROFILE, &len, err);
+	call_fn(t, tc_of(t)->free, &p, 1, &ret, NULL, NULL, err);
+end:
+	call_end(t, err);
+	if (text && !err_isset(err)) {
+		f = fopen(out, "we");
+		if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+			err_errno(err, errno, "write %s", out);
+			if (f)
+				fclose(f);
+		}
+	}
+	free(text);
+	return err_isset(err) ? -1 : 0;
+}
+
+static int tc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
+		      struct hc_err *err)
+{
+	memset(v, 0, sizeof(*v));
+	v->type = HC_T_SIZE;
+	if (!name[0] || strlen(name) > 200)
+		return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a tcmalloc property", name);
+	if (call_begin(t, err) < 0)
+		return -1;
+	if (get_num(t, name, &v->u, NULL, err) < 0 && err->code == HC_E_NO_CTL)
+		snprintf(err->hint, sizeof(err->hint),
+			 "names: generic.current_allocated_bytes, generic.heap_size, "
+			 "tcmalloc.pageheap_free_bytes, tcmalloc.max_total_thread_cache_bytes ...");
+	return call_end(t, err);
+}
+
+static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
+		      struct hc_value *old, struct hc_err *err)
+{
+	uint64_t a[2], ret = 0, nv;
+	char *end;
+
+	memset(old, 0, sizeof(*old));
+	old->type = HC_T_VOID;
+	if (!value)
+		return err_set(err, HC_E_TYPE, 0, "'%s' needs an integer value", name);
+	errno = 0;
+	nv = strtoull(value, &end, 0);
+	if (errno || end == value || *end || *value == '-')
+		return err_set(err, HC_E_TYPE, 0, "'%s': '%s' is not a non-negative integer", name,
+			       value);
+	if (call_begin(t, err) < 0)
+		return -1;
+	{
+		const struct sym *s = sym_by_name(tc_of(t)->obj, "MallocExtension_SetNumericProperty");
+
+		if (!s) {
+			err_set(err, HC_E_NO_SYM, 0, "MallocExtension_SetNumericProperty not found");
+			goto end;
+		}
+		if (get_num(t, name, &old->u, NULL, err) < 0)
+			goto end;
+		old->type = HC_T_SIZE;
+		a[0] = call_strdup(t, name, err);
+		a[1] = nv;
+		if (a[0] && call_fn(t, s->raddr, a, 2, &ret, NULL, NULL, err) == 0 && !(ret & 0xff))
+			err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->pid,
+				name);
+	}
+end:
+	return call_end(t, err);
+}
+
+static int tc_info(struct hc_target *t, struct hc_info *info, struct hc_err *err)
+{
+	static const char *const keys[] = {
+		"tcmalloc.max_total_thread_cache_bytes",
+		"tcmalloc.aggressive_memory_decommit",
+		"tcmalloc.release_rate",
+		"tcmalloc.heap_limit_mb",
+	};
+
+	memset(info, 0, sizeof(*info));
+	info->prof_built = tc_of(t)->prof_start != 0;
+	info->prof_enabled = info->prof_built; /* it can start at any time */
+	if (call_begin(t, err) < 0)
+		return -1;
+	version_of(t, info->version, sizeof(info->version));
+	if (info->prof_built)
+		running(t, &info->prof_active, err);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !err_isset(err); i++) {
+		uint64_t v;
+		bool found;
+
+		if (get_num(t, keys[i], &v, &found, err) == 0 && found)
+			snprintf(info->conf[info->nconf++], sizeof(info->conf[0]), "%s=%" PRIu64,
+				 keys[i], v);
+	}
+	return call_end(t, err);
+}
+
+const struct alloc_ops alloc_tcmalloc = {
+	.name = "tcmalloc",
+	.detect = tc_detect,
+	.release = tc_release,
+	.contains = tc_contains,
+	.info = tc_info,
+	.prof_get = tc_prof_get,
+	.prof_set = tc_prof_set,
+	.prof_dump = tc_prof_dump,
+	.stats = tc_stats,
+	.stats_print = tc_stats_print,
+	.purge = tc_purge,
+	.ctl_get = tc_ctl_get,
+	.ctl_set = tc_ctl_set,
+};

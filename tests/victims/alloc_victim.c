@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+/*
+ * alloc_victim: plain_victim's protocol plus commands that shape the heap,
+ * for the glibc and tcmalloc drivers.  Built as is (glibc malloc, or under
+ * LD_PRELOAD=libjemalloc/libtcmalloc), and as tcmalloc_victim, linked with
+ * -ltcmalloc.  It reads its allocator's own figures: mallinfo2() for glibc,
+ * MallocExtension_GetNumericProperty() (found with dlsym) for tcmalloc.
+ *
+ * Extra commands (one reply line each):
+ *   frag MIB    a new thread allocates MIB MiB in 512-byte blocks, then frees
+ *               all but the last one: a thread arena full of free pages
+ *               that its top cannot give back.  Reply: frag ok rss=KIB
+ *   mi          mi rss=KIB arena=.. uordblks=.. fordblks=.. keepcost=..
+ *               hblkhd=.. tc_free=.. tc_alloc=.. (tc_*: -1 without tcmalloc)
+ *   grow N      victim_grow_site() keeps N blocks of 64 KiB: grow ok
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <malloc.h>
+#include <pthread.h>
+
+#include "vcommon.h"
+
+static long rss_kib(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static long tc_prop(const char *name)
+{
+	int (*get)(const char *, size_t *) =
+		(int (*)(const char *, size_t *))dlsym(RTLD_DEFAULT,
+							"MallocExtension_GetNumericProperty");
+	size_t v = 0;
+
+	if (!get || !get(name, &v))
+		return -1;
+	return (long)v;
+}
+
+static void *frag_thread(void *arg)
+{
+	size_t n = (size_t)arg * 2048, i;
+	void **blocks = calloc(n, sizeof(*blocks));
+
+	if (!blocks)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		blocks[i] = malloc(512);
+		if (blocks[i])
+			memset(blocks[i], 0x5a, 512);
+	}
+	/* the last block stays: it pins the top of the heap */
+	for (i = 0; i + 1 < n; i++)
+		free(blocks[i]);
+	free(blocks);
+	return NULL;
+}
+
+static void **grown;
+static size_t ngrown;
+
+__attribute__((noinline)) void *victim_grow_site(size_t len);
+__attribute__((noinline)) void *victim_grow_site(size_t len)
+{
+	void *p = malloc(len);
+
+	if (p)
+		memset(p, 1, len);
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+/* Handles the extra commands; false if cmd is not one of them. */
+static bool extra_cmd(int fd, const char *cmd, const char *arg)
+{
+	if (!strcmp(cmd, "frag")) {
+		pthread_t t;
+		long mib = strtol(arg, NULL, 10);
+
+		if (mib < 1 || mib > 4096 || pthread_create(&t, NULL, frag_thread, (void *)mib) ||
+		    pthread_join(t, NULL))
+			vreply(fd, "frag bad");
+		else
+			vreply(fd, "frag ok rss=%ld", rss_kib());
+	} else if (!strcmp(cmd, "mi")) {
+		struct mallinfo2 mi = mallinfo2();
+
+		vreply(fd, "mi rss=%ld arena=%zu uordblks=%zu fordblks=%zu keepcost=%zu hblkhd=%zu "
+			   "tc_free=%ld tc_alloc=%ld",
+		       rss_kib(), mi.arena, mi.uordblks, mi.fordblks, mi.keepcost, mi.hblkhd,
+		       tc_prop("tcmalloc.pageheap_free_bytes"),
+		       tc_prop("generic.current_allocated_bytes"));
+	} else if (!strcmp(cmd, "grow")) {
+		long n = strtol(arg, NULL, 10);
+		void **nb = n > 0 && n < 100000 ? realloc(grown, (ngrown + (size_t)n) * sizeof(*nb)) :
+						  NULL;
+
+		if (!nb) {
+			vreply(fd, "grow bad");
+			return true;
+		}
+		grown = nb;
+		for (long i = 0; i < n; i++)
+			grown[ngrown++] = victim_grow_site(65536);
+		vreply(fd, "grow ok");
+	} else {
+		return false;
+	}
+	return true;
+}
+
+#define VICTIM_EXTRA_CMD extra_cmd
+#include "plain_victim.c"
