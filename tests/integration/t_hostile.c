@@ -675,7 +675,9 @@ static void test_namespace(void)
 	struct victim vv, *v = &vv;
 	char path[512], why[512], un[512], dir[320];
 	const char *argv[] = { un, "--fork", "--pid", "--mount", "--mount-proc", "/bin/sh", "-c",
-			       "mount -t tmpfs -o mode=1777 tmpfs /tmp && exec \"$0\" 3 4 5", path,
+			       /* the victim may live under /tmp: keep it open across the mount */
+			       "exec 9<\"$0\" && mount -t tmpfs -o mode=1777 tmpfs /tmp && "
+			       "exec /proc/self/fd/9 3 4 5", path,
 			       NULL };
 	pid_t upid, inner;
 	long end;
