@@ -54,7 +54,7 @@
 #define MAGIC "HEAPCTL1"
 #define MAX_EXTRA 4
 #define MAX_DEFER 64
-#define MAX_RANKED 64 /* threads whose state is read to order the choice */
+#define MAX_RANKED 16 /* threads whose state is read to order the choice */
 
 enum stop { ST_EXITED, ST_EVENT, ST_GROUP, ST_SYSCALL, ST_SIGNAL };
 enum step { STEP_SYSCALL, STEP_CALL, STEP_RESTORE };
