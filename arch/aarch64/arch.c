@@ -82,13 +82,36 @@ _Static_assert(offsetof(struct a64_fpsimd, fpcr) == offsetof(struct user_fpsimd_
 /* PSTATE.BTYPE, bits 11:10 (PSR_BTYPE_MASK, arch/arm64/include/uapi/asm/ptrace.h). */
 #define A64_PSR_BTYPE_MASK 0x00000c00ULL
 
+#ifndef NT_ARM_SVE
+#define NT_ARM_SVE 0x405
+#endif
+
+/*
+ * Saved in this order and restored in this order, verbatim.
+ *
+ * NT_ARM_SVE (struct user_sve_header, then the registers) exists only on
+ * SVE hardware; elsewhere the kernel refuses it with EINVAL and call.c
+ * skips it.  Its header carries the vector length and says whether the
+ * payload is SVE_PT_REGS_SVE (z0-z31, p0-p15, ffr, fpsr, fpcr: live SVE
+ * state, as in a thread stopped in SVE code) or SVE_PT_REGS_FPSIMD (only
+ * the FPSIMD view: a thread stopped in a syscall, whose SVE state the
+ * kernel has already discarded).  The regset is declared for the largest
+ * vector length, so PTRACE_GETREGSET leaves iov_len at call.c's 64 KiB
+ * although only header.size bytes are written; sve_set() reads the header
+ * and the registers at their offsets and ignores the rest on the way back.
+ *
+ * SVE must come after FPSIMD.  Writing NT_PRFPREG to a thread with live
+ * SVE state zero-pads z0-z31 and clears p0-p15 and ffr
+ * (fpr_set() -> sve_sync_from_fpsimd_zeropad(), arch/arm64/kernel/ptrace.c),
+ * which is exactly what heapctl's own call_fpstate() write does before a
+ * call; sve_set() then puts back the whole SVE state (and TIF_SVE) or, for
+ * an FPSIMD payload, the FPSIMD registers with TIF_SVE cleared, at the same
+ * vector length (vec_set_vector_length() is a no-op for the current VL).
+ * The other order would zero the upper halves just restored.
+ */
 static const unsigned int a64_extra_regsets[] = {
 	NT_PRFPREG, /* struct user_fpsimd_state: q0..q31, fpsr, fpcr */
-	/*
-	 * NT_ARM_SVE is not listed: it only exists on SVE hardware and its
-	 * size depends on the vector length, so the core probes for it and
-	 * saves it only when the thread has live SVE state.
-	 */
+	NT_ARM_SVE,
 	0,
 };
 

@@ -9,6 +9,7 @@
  * addresses sym.c found, so no file is opened while the thread is stopped
  * and objects inside other mount namespaces unwind the same way.
  */
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,9 +220,143 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
 	return 0;
 }
 
+/*
+ * arm64: a second opinion from the frame records.
+ *
+ * libunwind 1.6.2 does not know DW_CFA_AARCH64_negate_ra_state (0x2d, the
+ * number of DW_CFA_GNU_window_save, which it rejects with -UNW_EINVAL off
+ * SPARC), and every function built with -mbranch-protection=standard
+ * (pac-ret) has one in its CFI.  Its aarch64 unw_step() then takes the
+ * link register once and reports the end of the stack: the unwind stops
+ * *cleanly* after about three frames, and a thread four frames deep in
+ * the allocator would look safe.  So on arm64 the chain of frame records
+ * (AAPCS64 6.4.6: x29 points at {caller's x29, return address}) is walked
+ * as well, and a thread is safe only if that chain reaches the outermost
+ * frame (a saved x29 of 0: _start and clone's thread_start clear x29) and
+ * no address on it, nor pc, nor a live-looking lr, is unsafe.  Return
+ * addresses may carry a pointer authentication code; NT_ARM_PAC_MASK says
+ * which bits to clear.
+ */
+#define A64_NT_PRSTATUS 1
+#define A64_NT_PAC_MASK 0x406 /* struct user_pac_mask { data_mask, insn_mask } */
+#define A64_MAX_FRAME (16u << 20) /* a larger step between records is no frame */
+
+int where_frame_walk(uint64_t fp, uint64_t sp, uint64_t pac_mask, where_read_fn rd, void *arg,
+		     uint64_t *rets, unsigned int max, char *why, size_t whylen)
+{
+	unsigned int n = 0;
+
+	while (fp) {
+		uint64_t rec[2];
+
+		if ((fp & 7) || fp < sp) {
+			snprintf(why, whylen, "frame record #%u at 0x%llx is not on the stack", n,
+				 (unsigned long long)fp);
+			return -1;
+		}
+		if (rd(arg, fp, rec) < 0) {
+			snprintf(why, whylen, "frame record #%u at 0x%llx is unreadable", n,
+				 (unsigned long long)fp);
+			return -1;
+		}
+		if (rec[1] && n >= max) {
+			snprintf(why, whylen, "more than %u frame records", max);
+			return -1;
+		}
+		if (rec[1])
+			rets[n++] = rec[1] & ~pac_mask;
+		if (rec[0] && (rec[0] <= fp || rec[0] - fp > A64_MAX_FRAME)) {
+			snprintf(why, whylen, "frame record #%u at 0x%llx links to 0x%llx", n,
+				 (unsigned long long)fp, (unsigned long long)rec[0]);
+			return -1;
+		}
+		fp = rec[0];
+	}
+	return (int)n;
+}
+
+static int read_record(void *arg, uint64_t addr, uint64_t rec[2])
+{
+	return uw_read(arg, addr, rec, 2 * sizeof(uint64_t));
+}
+
+/* The thread's pc, sp, x29, x30 (NT_PRSTATUS, struct user_pt_regs) and PAC mask. */
+static int a64_regs(pid_t tid, uint64_t *pc, uint64_t *sp, uint64_t *fp, uint64_t *lr,
+		    uint64_t *pac_mask)
+{
+	uint64_t g[34], m[2];
+	size_t glen = sizeof(g), mlen = sizeof(m);
+	struct hc_err e = { 0 };
+
+	if (ptrace_regset_get(tid, A64_NT_PRSTATUS, g, &glen, &e) < 0 || glen < sizeof(g))
+		return -1;
+	*fp = g[29];
+	*lr = g[30];
+	*sp = g[31];
+	*pc = g[32];
+	/* No pointer authentication on this CPU or kernel: nothing to strip. */
+	*pac_mask = ptrace_regset_get(tid, A64_NT_PAC_MASK, m, &mlen, &e) < 0 ? 0 : m[1];
+	return 0;
+}
+
+/*
+ * 1 if the frame records of tid prove it safe, 0 with reason if not.
+ * lu_depth is how far libunwind got, for the log.
+ */
+static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
+			      unsigned int lu_depth, char *reason, size_t len)
+{
+	uint64_t pc, sp, fp, lr, mask, rets[MAX_FRAMES];
+	struct obj *o;
+	char why[160];
+	int n;
+
+	if (a64_regs(tid, &pc, &sp, &fp, &lr, &mask) < 0) {
+		snprintf(reason, len, "cannot read the registers of thread %d", tid);
+		return 0;
+	}
+	if (frame_unsafe(t, pc, 0, reason, len))
+		return 0;
+	/*
+	 * lr is the return address of a leaf function, or scratch: it counts
+	 * only if it points into code, and then like a caller's frame.
+	 */
+	lr &= ~mask;
+	if (obj_at(t, lr) && frame_unsafe(t, lr - 1, 1, reason, len))
+		return 0;
+	n = where_frame_walk(fp, sp, mask, read_record, a, rets, MAX_FRAMES, why, sizeof(why));
+	if (n < 0) {
+		snprintf(reason, len, "incomplete stack: %s", why);
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		o = obj_at(t, rets[i]);
+		/*
+		 * A return into the vDSO is a signal frame (__kernel_rt_sigreturn):
+		 * the interrupted pc lives in the sigcontext, not in a frame record,
+		 * so this walk cannot vouch for it.
+		 */
+		if (o && o->is_vdso) {
+			snprintf(reason, len, "frame #%d is a signal frame; the interrupted code is unknown",
+				 i + 1);
+			return 0;
+		}
+		if (frame_unsafe(t, rets[i] - 1, (unsigned int)i + 1, reason, len))
+			return 0;
+	}
+	if ((unsigned int)n + 1 > lu_depth)
+		pr_debug("tid %d: libunwind stopped after %u frames, the frame records go %d deep",
+			 tid, lu_depth, n + 1);
+	return 1;
+}
+
 int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 {
 	struct uw_arg *a = calloc(1, sizeof(*a));
+	bool a64 = t->arch->e_machine == EM_AARCH64;
+	uint64_t pac_mask = 0, m[2];
+	size_t mlen = sizeof(m);
+	struct hc_err e = { 0 };
 	unw_cursor_t c;
 	unsigned depth = 0;
 	int ret = 0, r;
@@ -236,6 +371,8 @@ int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 		snprintf(reason, len, "cannot start unwinding thread %d", tid);
 		goto out;
 	}
+	if (a64 && ptrace_regset_get(tid, A64_NT_PAC_MASK, m, &mlen, &e) == 0)
+		pac_mask = m[1];
 	for (;;) {
 		unw_word_t ip;
 
@@ -243,6 +380,7 @@ int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 			snprintf(reason, len, "unwind failed at frame #%u", depth);
 			goto out;
 		}
+		ip &= ~pac_mask; /* libunwind 1.6.2 does not strip PAC bits */
 		/* Return addresses point after the call: look at the call itself. */
 		if (frame_unsafe(t, depth && !unw_is_signal_frame(&c) ? ip - 1 : ip, depth, reason,
 				 len))
@@ -254,12 +392,21 @@ int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 		r = unw_step(&c);
 		if (r == 0)
 			break;
+		if (r < 0 && a64) {
+			/* The frame records decide below. */
+			pr_debug("tid %d: libunwind stopped after frame #%u (%s)", tid, depth - 1,
+				 unw_strerror(r));
+			break;
+		}
 		if (r < 0) {
 			snprintf(reason, len, "incomplete unwind after frame #%u (%s)", depth - 1,
 				 unw_strerror(r));
 			goto out;
 		}
 	}
+	/* On arm64 a clean end of libunwind's walk proves nothing (see above). */
+	if (a64 && !frame_records_safe(t, tid, a, depth, reason, len))
+		goto out;
 	pr_debug("tid %d: %u frames, none in the allocator", tid, depth);
 	ret = 1;
 out:

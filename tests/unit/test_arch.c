@@ -741,7 +741,7 @@ static size_t x86_state_place(struct x86_state *s, uint64_t sp)
 }
 
 /* End of XSAVE component i in the standard format, or 0 if the CPU lacks it. */
-static size_t xfeature_end(unsigned int i)
+static __attribute__((unused)) size_t xfeature_end(unsigned int i) /* x86_64 hosts only */
 {
 #if defined(__x86_64__)
 	unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -1295,8 +1295,9 @@ static void a64_table(void)
 	CHECK(a64->name && !strcmp(a64->name, "aarch64"), "name %s", a64->name);
 	CHECK(a64->e_machine == 183 /* EM_AARCH64 */, "e_machine %u", a64->e_machine);
 	CHECK(a64->gregs_len == A_NWORDS * 8, "gregs_len %zu", a64->gregs_len);
+	/* FPSIMD first, then SVE: see a64_extra_regsets in arch/aarch64/arch.c. */
 	CHECK(a64->extra_regsets && a64->extra_regsets[0] == NT_PRFPREG_ &&
-		      a64->extra_regsets[1] == 0,
+		      a64->extra_regsets[1] == 0x405 /* NT_ARM_SVE */ && a64->extra_regsets[2] == 0,
 	      "extra_regsets");
 	CHECK(a64->max_args == 8, "max_args %u", a64->max_args);
 	CHECK(a64->max_args <= HC_ARCH_MAX_ARGS, "max_args above HC_ARCH_MAX_ARGS");

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit test: the arm64 frame-record walk that backs up libunwind
+ * (where_frame_walk() in src/lib/where.c), over a fake stack.  A chain
+ * that does not reach the outermost frame must never pass as complete.
+ * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "where.h"
+
+static const char *group;
+static int group_nfail, nfailed;
+static char group_msg[512];
+
+static void begin(const char *name)
+{
+	group = name;
+	group_nfail = 0;
+	group_msg[0] = '\0';
+}
+
+static void __attribute__((format(printf, 2, 3))) fail_at(int line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (group_nfail++)
+		return;
+	n = snprintf(group_msg, sizeof(group_msg), "line %d: ", line);
+	va_start(ap, fmt);
+	vsnprintf(group_msg + n, sizeof(group_msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+#define CHECK(cond, ...)                                  \
+	do {                                              \
+		if (!(cond))                              \
+			fail_at(__LINE__, __VA_ARGS__);   \
+	} while (0)
+
+static void end(void)
+{
+	if (!group_nfail) {
+		printf("PASS %s\n", group);
+		return;
+	}
+	nfailed++;
+	if (group_nfail > 1)
+		printf("FAIL %s: %s (and %d more)\n", group, group_msg, group_nfail - 1);
+	else
+		printf("FAIL %s: %s\n", group, group_msg);
+}
+
+/* A fake thread stack: 64 KiB at STACK_LO, as 64-bit words. */
+#define STACK_LO 0x0000fffff0000000ull
+#define STACK_WORDS 8192
+static uint64_t stack[STACK_WORDS];
+static unsigned int nreads;
+
+static int rd(void *arg, uint64_t addr, uint64_t rec[2])
+{
+	(void)arg;
+	nreads++;
+	if (addr < STACK_LO || addr + 16 > STACK_LO + sizeof(stack))
+		return -1;
+	memcpy(rec, &stack[(addr - STACK_LO) / 8], 16);
+	return 0;
+}
+
+static uint64_t at(unsigned int word)
+{
+	return STACK_LO + word * 8ull;
+}
+
+/* A record at word w: {saved x29, return address}. */
+static void rec(unsigned int w, uint64_t fp, uint64_t lr)
+{
+	stack[w] = fp;
+	stack[w + 1] = lr;
+}
+
+/* pc in a leaf; four callers; the outermost record has x29 = 0. */
+static void build_chain(void)
+{
+	memset(stack, 0, sizeof(stack));
+	rec(100, at(200), 0x400100);
+	rec(200, at(340), 0x400200);
+	rec(340, at(1000), 0x400300);
+	rec(1000, 0, 0x400400); /* __libc_start_main's record: caller _start */
+}
+
+static void complete_chain(void)
+{
+	uint64_t rets[16];
+	char why[160] = "";
+	int n;
+
+	begin("where.frame_walk.complete");
+	build_chain();
+	n = where_frame_walk(at(100), at(90), 0, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n == 4, "n %d (%s)", n, why);
+	CHECK(n == 4 && rets[0] == 0x400100 && rets[1] == 0x400200 && rets[2] == 0x400300 &&
+		      rets[3] == 0x400400,
+	      "return addresses");
+	/* x29 = 0 at the stop (in _start or thread_start): nothing to walk. */
+	n = where_frame_walk(0, at(90), 0, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n == 0, "empty chain: %d", n);
+	end();
+}
+
+static void pac_bits(void)
+{
+	/* VA_BITS 48: PAC in bits 54..48, what NT_ARM_PAC_MASK reports as insn_mask. */
+	const uint64_t mask = 0x007f000000000000ull;
+	uint64_t rets[16];
+	char why[160] = "";
+	int n;
+
+	begin("where.frame_walk.pac");
+	build_chain();
+	stack[201] = 0x0023000000400200ull; /* signed by paciasp */
+	stack[341] = 0x0051000000400300ull;
+	n = where_frame_walk(at(100), at(90), mask, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n == 4, "n %d (%s)", n, why);
+	CHECK(n == 4 && rets[1] == 0x400200 && rets[2] == 0x400300, "PAC bits not cleared: 0x%llx",
+	      (unsigned long long)rets[1]);
+	end();
+}
+
+static void broken_chains(void)
+{
+	uint64_t rets[16];
+	char why[160];
+	int n;
+
+	begin("where.frame_walk.broken");
+	/* Unreadable: the chain leaves the stack. */
+	build_chain();
+	stack[340] = STACK_LO + sizeof(stack) + 0x1000;
+	why[0] = '\0';
+	n = where_frame_walk(at(100), at(90), 0, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n < 0 && strstr(why, "unreadable"), "left the stack: n %d (%s)", n, why);
+
+	/* A loop, and a link downwards. */
+	build_chain();
+	rec(340, at(200), 0x400300);
+	n = where_frame_walk(at(100), at(90), 0, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n < 0 && strstr(why, "links"), "loop: n %d (%s)", n, why);
+	build_chain();
+	rec(340, at(340), 0x400300);
+	n = where_frame_walk(at(100), at(90), 0, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n < 0, "self link: n %d", n);
+
+	/* x29 used as a scratch register: misaligned, or below sp. */
+	build_chain();
+	n = where_frame_walk(at(100) + 4, at(90), 0, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n < 0 && strstr(why, "not on the stack"), "misaligned: n %d (%s)", n, why);
+	n = where_frame_walk(at(80), at(90), 0, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n < 0 && strstr(why, "not on the stack"), "below sp: n %d (%s)", n, why);
+
+	/* A step larger than any frame. */
+	build_chain();
+	rec(340, at(340) + (32u << 20), 0x400300);
+	n = where_frame_walk(at(100), at(90), 0, rd, NULL, rets, 16, why, sizeof(why));
+	CHECK(n < 0, "huge step: n %d", n);
+
+	/* Deeper than the caller allows: never complete. */
+	build_chain();
+	n = where_frame_walk(at(100), at(90), 0, rd, NULL, rets, 3, why, sizeof(why));
+	CHECK(n < 0 && strstr(why, "more than 3"), "max: n %d (%s)", n, why);
+	end();
+}
+
+/* Bounded work on a long chain: one read per record. */
+static void long_chain(void)
+{
+	uint64_t rets[128];
+	char why[160] = "";
+	unsigned int i;
+	int n;
+
+	begin("where.frame_walk.long");
+	memset(stack, 0, sizeof(stack));
+	for (i = 0; i < 100; i++)
+		rec(10 + i * 40, i == 99 ? 0 : at(10 + (i + 1) * 40), 0x500000 + i * 4);
+	nreads = 0;
+	n = where_frame_walk(at(10), at(0), 0, rd, NULL, rets, 128, why, sizeof(why));
+	CHECK(n == 100, "n %d (%s)", n, why);
+	CHECK(nreads == 100, "%u reads for 100 records", nreads);
+	CHECK(n == 100 && rets[99] == 0x500000 + 99 * 4, "last return address");
+	end();
+}
+
+int main(void)
+{
+	complete_chain();
+	pac_bits();
+	broken_chains();
+	long_chain();
+	return nfailed ? 1 : 0;
+}
