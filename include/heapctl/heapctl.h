@@ -209,6 +209,47 @@ HC_API HC_MUST_CHECK int hc_ctl_get(struct hc_target *t, const char *name, struc
 HC_API HC_MUST_CHECK int hc_ctl_set(struct hc_target *t, const char *name, const char *value,
 				    struct hc_value *old, struct hc_err *err);
 
+/*
+ * Where a process's RSS is, from /proc/PID/smaps: no ptrace, nothing stopped.
+ * Every mapping falls in exactly one category, so the categories' rss add
+ * up to the sum of smaps' Rss lines.
+ */
+enum hc_map_cat {
+	HC_MAP_HEAP,   /* the main [heap] (brk) */
+	HC_MAP_ARENA,  /* glibc thread arenas: 64 MiB-aligned rw-p head + ---p tail */
+	HC_MAP_STACK,  /* [stack] and thread stacks (rw-p above a ---p guard) */
+	HC_MAP_ALLOC,  /* anonymous mappings an allocator named ([anon:...malloc...]) */
+	HC_MAP_FILE,   /* file-backed code and data, [vdso], [vvar], shared memory */
+	HC_MAP_ANON,   /* every other anonymous mapping */
+	HC_MAP__COUNT
+};
+
+struct hc_map_sum {
+	uint64_t rss;  /* bytes resident (smaps Rss) */
+	uint64_t size; /* bytes reserved (address space) */
+	unsigned nmaps;
+};
+
+struct hc_maps {
+	struct hc_map_sum cat[HC_MAP__COUNT];
+	unsigned narenas;     /* glibc thread arenas (heaps) counted */
+	uint64_t rss_sum;     /* sum of every mapping's Rss */
+	uint64_t rss_rollup;  /* smaps_rollup Rss, 0 if unknown */
+	uint64_t vmrss;       /* /proc/PID/status VmRSS, 0 if unknown */
+};
+
+/* "heap", "arena", "stack", "alloc", "file", "anon" (JSON keys). */
+HC_API const char *hc_map_cat_key(enum hc_map_cat c);
+/* A title for humans: "glibc thread arenas". */
+HC_API const char *hc_map_cat_title(enum hc_map_cat c);
+/* Pure: classify the text of an smaps file (len bytes) into m. */
+HC_API HC_MUST_CHECK int hc_maps_parse(const char *text, size_t len, struct hc_maps *m,
+				       struct hc_err *err);
+/* Read /proc/PID/smaps (and smaps_rollup, status) and classify. */
+HC_API HC_MUST_CHECK int hc_maps_read(pid_t pid, struct hc_maps *m, struct hc_err *err);
+/* One-line diagnosis of m, e.g. "37 glibc arenas hold 1.9 GiB resident of 2.3 GiB ...". */
+HC_API void hc_maps_diagnose(const struct hc_maps *m, char *out, size_t len);
+
 /* Timing of the last operation, for -v and benchmarks. */
 struct hc_timing {
 	pid_t tid;          /* thread borrowed */

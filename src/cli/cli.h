@@ -123,6 +123,7 @@ int cmd_get(struct cli_env *env);
 int cmd_set(struct cli_env *env);
 int cmd_report(struct cli_env *env);
 int cmd_leak(struct cli_env *env);
+int cmd_maps(struct cli_env *env);
 /* cmd_report.c: render a profile just dumped from env->pid (dump --svg/--folded) */
 int cli_dump_render(struct cli_env *env, const char *heap_path);
 

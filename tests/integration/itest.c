@@ -8,6 +8,7 @@
  *   VICTIM_DIR    directory of the victim binaries (default build/victims)
  *   CI=true       a skip for a missing dependency counts as a failure
  *   ITEST_FILTER  run only tests whose name contains this string
+ *   ITEST_EXCLUDE leave out tests named in this comma-separated list
  *   ITEST_VFLAG   verbosity flag put first in each heapctl call (default -v;
  *                 empty to pass none)
  *   ITEST_KEEP=1  keep the scratch directory
@@ -283,11 +284,30 @@ static const char *abs_path(const char *p)
 	return p;
 }
 
+/* Is name one of the comma-separated names in ITEST_EXCLUDE? */
+static bool excluded(const char *name)
+{
+	const char *p = getenv("ITEST_EXCLUDE");
+	size_t n = strlen(name);
+
+	while (p && *p) {
+		size_t l = strcspn(p, ",");
+
+		if (l == n && !strncmp(p, name, n))
+			return true;
+		p += l + (p[l] == ',');
+	}
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct itest *const groups[] = {
 		t_basic_tests, t_cmds_tests, t_tid_tests, t_err_tests, t_redis_tests,
 		t_hostile_tests, t_kill_tests, t_torture_tests,
+#if defined(__aarch64__)
+		t_aarch64_tests,
+#endif
 	};
 	const char *filter = getenv("ITEST_FILTER");
 	const char *hc = argc > 1 ? argv[1] : getenv("HEAPCTL");
@@ -340,7 +360,7 @@ int main(int argc, char **argv)
 		const struct itest *t;
 
 		for (t = groups[gi]; t->name; t++) {
-			if (filter && *filter && !strstr(t->name, filter))
+			if ((filter && *filter && !strstr(t->name, filter)) || excluded(t->name))
 				continue;
 			run_one(t);
 		}

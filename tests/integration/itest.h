@@ -233,5 +233,6 @@ extern const struct itest t_redis_tests[];
 extern const struct itest t_hostile_tests[];
 extern const struct itest t_kill_tests[];
 extern const struct itest t_torture_tests[];
+extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 
 #endif /* ITEST_H */

@@ -101,7 +101,11 @@ static void *other_thread(void *arg)
 static void on_usr1(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
+#if defined(__aarch64__)
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
+#else
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#endif
 	char c;
 
 	(void)sig;

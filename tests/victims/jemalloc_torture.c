@@ -517,7 +517,7 @@ static const long nr_sleep[] = { VSYS_NANOSLEEP, SYS_clock_nanosleep };
 static const long nr_epoll[] = { VSYS_EPOLL_WAIT, SYS_epoll_pwait, 441 };
 static const long nr_futex[] = { SYS_futex };
 static const long nr_accept[] = { SYS_accept, SYS_accept4 };
-static const long nr_poll[] = { SYS_poll, SYS_ppoll };
+static const long nr_poll[] = { VSYS_POLL, SYS_ppoll };
 
 static bool parked(int k, const long *nrs, int n)
 {

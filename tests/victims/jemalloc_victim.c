@@ -83,6 +83,11 @@
 #define FEED_MAX	4096
 #define REGS_LEN	64
 
+#if defined(__aarch64__)
+/* The arm64 register sentinel lives in tests/aarch64/regs_a64.h. */
+#include "../aarch64/regs_a64.h"
+#else /* !__aarch64__ */
+
 /* ---------------------------------------------------------------------
  * Register sentinel.
  *
@@ -331,6 +336,7 @@ static const struct regs_mode *pick_regs_mode(void)
 }
 
 #endif /* __x86_64__ */
+#endif /* !__aarch64__ */
 
 /* ---------------------------------------------------------------------
  * Shared state.
@@ -589,6 +595,11 @@ static void *futex_thread(void *arg)
 	return NULL;
 }
 
+#if defined(__aarch64__)
+#define regs_fill(io, round, buf, len) a64_regs_fill(io, round, buf, len, g.regs_pipe[0])
+#define regs_check(io, m, len, buf, seed, res, ressz) \
+	a64_regs_check(io, m, len, buf, seed, res, ressz, pattern, &eintr_regs)
+#else /* !__aarch64__ */
 static void regs_fill(struct regs_io *io, unsigned int round, void *buf, size_t len)
 {
 	unsigned int i, j;
@@ -683,6 +694,8 @@ static void regs_check(const struct regs_io *io, const struct regs_mode *m, size
 	}
 	snprintf(res, ressz, "ok");
 }
+
+#endif /* !__aarch64__ */
 
 static void *regs_thread(void *arg)
 {

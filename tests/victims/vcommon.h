@@ -50,6 +50,11 @@
 #else
 #define VSYS_NANOSLEEP (-3L)
 #endif
+#ifdef SYS_poll
+#define VSYS_POLL SYS_poll	/* arm64 has only ppoll */
+#else
+#define VSYS_POLL (-3L)
+#endif
 
 struct vfds {
 	int ready;
