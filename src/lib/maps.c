@@ -14,9 +14,10 @@
  * heap grows; shrink_heap() gives pages back with MADV_DONTNEED or a fresh
  * PROT_NONE mmap.  In smaps that is an anonymous rw-p mapping starting on a
  * 64 MiB boundary followed by an anonymous ---p one ending on the next
- * boundary (or a single rw-p mapping of 64 MiB once the heap is full).
- * Several heaps chained into one arena count once each: smaps cannot tell
- * an arena's second heap from a new arena.
+ * boundary (or a rw-p mapping of a multiple of 64 MiB once heaps are full:
+ * the kernel merges neighbours).  What is counted is heaps: an arena that
+ * grew past 64 MiB chains several, and smaps cannot tell an arena's second
+ * heap from a new arena.
  *
  * Thread stacks: glibc's allocate_stack() maps a stack and mprotect()s a
  * guard at its low end, so a small anonymous ---p mapping directly below an
@@ -145,18 +146,22 @@ static void classify(struct vma *v, size_t n, struct hc_maps *m)
 		if (a->cat_set || !a->anon)
 			continue;
 		if (is_rw(a) && a->start % ARENA_SIZE == 0) {
-			bool full = a->end - a->start == ARENA_SIZE;
+			/*
+			 * Full heaps next to each other merge into one rw-p
+			 * mapping: count one heap per 64 MiB.
+			 */
+			uint64_t bound = (a->end + ARENA_SIZE - 1) / ARENA_SIZE * ARENA_SIZE;
 			bool tail = b && !b->cat_set && b->anon && is_none(b) && b->start == a->end &&
-				    b->end == a->start + ARENA_SIZE;
+				    b->end >= bound;
 
-			if (full || tail) {
+			if (tail || a->end == bound) {
 				a->cat = HC_MAP_ARENA;
 				a->cat_set = true;
 				if (tail) {
 					b->cat = HC_MAP_ARENA;
 					b->cat_set = true;
 				}
-				m->narenas++;
+				m->narenas += (unsigned)((bound - a->start) / ARENA_SIZE);
 				continue;
 			}
 		}

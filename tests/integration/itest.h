@@ -185,6 +185,9 @@ struct victim {
 /* Starts build/victims/NAME with MALLOC_CONF=malloc_conf (NULL: unset). */
 int victim_start(struct victim *v, const char *name, const char *malloc_conf, char *why,
 		 size_t whysz);
+/* victim_start() with one more "NAME=VALUE" (e.g. LD_PRELOAD=...) in the environment, or NULL. */
+int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
+		     const char *extra_env, char *why, size_t whysz);
 /* Sends one command, reads one reply line (timeout_ms). 0, or -1 with reply = reason. */
 int victim_cmd(struct victim *v, const char *cmd, char *reply, size_t sz, int timeout_ms);
 /* victim_cmd() that t_fail()s unless the reply starts with want. */
@@ -229,6 +232,7 @@ extern const struct itest t_cmds_tests[];
 extern const struct itest t_tid_tests[];
 extern const struct itest t_err_tests[];
 extern const struct itest t_redis_tests[];
+extern const struct itest t_alloc_tests[];	/* glibc, tcmalloc, maps, memcached */
 /* hardening: harm.h, t_hostile.c, t_kill.c, t_torture.c */
 extern const struct itest t_hostile_tests[];
 extern const struct itest t_kill_tests[];

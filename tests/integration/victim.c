@@ -163,7 +163,7 @@ static void parse_tids(struct victim *v, const char *l)
 }
 
 /* victim_start() with one more "NAME=VALUE" in the environment (or NULL). */
-static int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
+int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
 			    const char *extra_env, char *why, size_t whysz)
 {
 	char path[512], conf[256], line[1024];

@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The glibc and tcmalloc drivers and `heapctl maps`, on real processes whose
+ * own view of their heap is the reference: alloc_victim (glibc malloc, or
+ * another allocator through LD_PRELOAD), tcmalloc_victim (linked with
+ * gperftools' full libtcmalloc) and Debian's memcached (glibc malloc).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "itest.h"
+
+#define FRAG_MIB 128
+#define LIBDIR "/usr/lib/x86_64-linux-gnu/"
+
+static bool start(struct victim *v, const char *name, const char *env)
+{
+	char why[512];
+
+	if (victim_start_env(v, name, NULL, env, why, sizeof(why))) {
+		t_fail("%s", why);
+		return false;
+	}
+	return true;
+}
+
+/* A member of a nested JSON object: obj.key, copied into out. */
+static bool json_sub(const char *s, const char *key, char *out, size_t sz)
+{
+	const char *val;
+	size_t len;
+
+	if (json_member(s, key, &val, &len) || len + 1 > sz)
+		return false;
+	memcpy(out, val, len);
+	out[len] = '\0';
+	return true;
+}
+
+static double json_num(const char *s, const char *key)
+{
+	double d = -1;
+
+	if (json_get_num(s, key, &d))
+		t_fail("no number '%s' in %.200s", key, s);
+	return d;
+}
+
+static bool near(double a, double b, double rel, double abs_)
+{
+	double d = a > b ? a - b : b - a;
+
+	return d <= abs_ || d <= rel * (a > b ? a : b);
+}
+
+/*
+ * heapctl maps --json on pid: the categories add up to the reported RSS,
+ * which is within 1% of smaps_rollup.  Returns the arena count, or -1.
+ */
+static int check_maps(const char *spid, double *rss_out)
+{
+	static const char *const cats[] = { "heap", "arena", "stack", "alloc", "file", "anon" };
+	char why[256], catobj[2048], one[256];
+	double sum = 0, rss, rollup, narenas = -1;
+	struct hres r;
+	size_t i;
+
+	if (hc_expect(&r, 0, "maps", "-p", spid, "--json", NULL))
+		goto out;
+	if (json_valid(r.out, why, sizeof(why))) {
+		t_fail("maps --json: %s: %.200s", why, r.out);
+		goto out;
+	}
+	rss = json_num(r.out, "rss");
+	rollup = json_num(r.out, "rss_rollup");
+	narenas = json_num(r.out, "glibc_arenas");
+	if (!json_sub(r.out, "categories", catobj, sizeof(catobj))) {
+		t_fail("maps --json: no categories: %.200s", r.out);
+		goto out;
+	}
+	for (i = 0; i < sizeof(cats) / sizeof(cats[0]); i++) {
+		if (!json_sub(catobj, cats[i], one, sizeof(one))) {
+			t_fail("maps --json: no category %s", cats[i]);
+			goto out;
+		}
+		sum += json_num(one, "rss");
+	}
+	t_note("maps: categories sum %.0f KiB, rss %.0f KiB, smaps_rollup %.0f KiB, %.0f arena heaps",
+	       sum / 1024, rss / 1024, rollup / 1024, narenas);
+	if (sum != rss)
+		t_fail("maps: categories add up to %.0f, rss says %.0f", sum, rss);
+	else if (!near(sum, rollup, 0.01, 0))
+		t_fail("maps: categories add up to %.0f KiB, smaps_rollup says %.0f KiB", sum / 1024,
+		       rollup / 1024);
+	if (rss_out)
+		*rss_out = rss;
+	/* the human form too */
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "maps", "-p", spid, NULL) &&
+	    (!strstr(r.out, "glibc thread arenas") || !strstr(r.out, "RSS")))
+		t_fail("maps: unexpected output %.300s", r.out);
+out:
+	hres_free(&r);
+	return t_failed() ? -1 : (int)narenas;
+}
+
+static void test_glibc_frag(void)
+{
+	struct victim v;
+	char reply[512], arg[32], why[256];
+	long rss0, rss_frag, rss_after;
+	struct hres r;
+	int narenas;
+
+	if (!start(&v, "alloc_victim", NULL))
+		return;
+	victim_cmd(&v, "mi", reply, sizeof(reply), 5000);
+	rss0 = kv_long(reply, "rss", -1);
+	snprintf(arg, sizeof(arg), "frag %d", FRAG_MIB);
+	if (victim_expect(&v, arg, "frag ok", reply, sizeof(reply)))
+		goto out;
+	rss_frag = kv_long(reply, "rss", -1);
+	if (rss_frag - rss0 < FRAG_MIB * 1024 / 2) {
+		t_fail("frag did not raise RSS: %ld -> %ld KiB", rss0, rss_frag);
+		goto out;
+	}
+	/* the new arena's ---p tail and the thread's guard are the victim's own */
+	victim_baseline(&v);
+
+	/* stats against the victim's own mallinfo2() */
+	if (hc_expect(&r, 0, "stats", "-p", v.spid, "--json", NULL))
+		goto out_r;
+	if (victim_expect(&v, "mi", "mi ", reply, sizeof(reply)))
+		goto out_r;
+	if (json_valid(r.out, why, sizeof(why))) {
+		t_fail("stats --json: %s", why);
+		goto out_r;
+	}
+	{
+		static const char *const keys[] = { "arena", "uordblks", "fordblks", "hblkhd" };
+		char s[32];
+
+		if (json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "glibc"))
+			t_fail("stats: allocator is not glibc: %.200s", r.out);
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			double mine = json_num(r.out, keys[i]), theirs = (double)kv_long(reply,
+											    keys[i], -1);
+
+			/* the victim's reply itself allocates a little in between */
+			if (!near(mine, theirs, 0.02, 256 * 1024))
+				t_fail("stats %s=%.0f but mallinfo2 in the victim says %.0f", keys[i],
+				       mine, theirs);
+		}
+		t_note("stats: fordblks %.1f MiB free in the arenas", json_num(r.out, "fordblks") /
+									       1048576);
+	}
+	hres_free(&r);
+	if (t_failed())
+		goto out;
+
+	/* stats --full: malloc_info's XML, parsed into a per-arena table */
+	if (!hc_expect(&r, 0, "stats", "-p", v.spid, "--full", NULL) &&
+	    !strstr(r.out, "free-in-heap"))
+		t_fail("stats --full: no per-arena table: %.300s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "stats", "-p", v.spid, "--raw", NULL) && !strstr(r.out, "<malloc"))
+		t_fail("stats --raw: no XML: %.200s", r.out);
+	hres_free(&r);
+
+	narenas = check_maps(v.spid, NULL);
+	if (narenas >= 0 && narenas < 1)
+		t_fail("maps counted no glibc thread arena after frag in a thread");
+
+	if (hc_expect(&r, 0, "purge", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (victim_expect(&v, "mi", "mi ", reply, sizeof(reply)))
+		goto out;
+	rss_after = kv_long(reply, "rss", -1);
+	t_note("glibc purge: victim RSS %ld KiB -> %ld KiB (frag %d MiB)", rss_frag, rss_after,
+	       FRAG_MIB);
+	if (rss_frag - rss_after < FRAG_MIB * 1024 / 2)
+		t_fail("purge: victim RSS went %ld -> %ld KiB, expected to drop by more than %d MiB",
+		       rss_frag, rss_after, FRAG_MIB / 2);
+	check_maps(v.spid, NULL);
+	victim_check(&v, 0);
+	goto out;
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
+/* Address range [lo, hi) of sym in the running exe of pid (PIE-aware). */
+static bool sym_range(struct victim *v, const char *sym, unsigned long *lo, unsigned long *hi)
+{
+	char path[512], maps[64], line[1024];
+	const char *argv[] = { "nm", "-S", "--defined-only", path, NULL };
+	unsigned long base = 0, val, size;
+	struct hres r;
+	const char *p;
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tcmalloc_victim", cfg.victim_dir);
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)v->pid);
+	f = fopen(maps, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long s, off;
+
+		if (strstr(line, "/tcmalloc_victim") && sscanf(line, "%lx-%*x %*s %lx", &s, &off) == 2 &&
+		    off == 0) {
+			base = s;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	run_prog(&r, argv, 20);
+	for (p = r.out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		char name[128];
+
+		if (sscanf(p, "%lx %lx %*s %127s", &val, &size, name) == 3 && !strcmp(name, sym)) {
+			*lo = base + val;
+			*hi = base + val + size;
+			ok = base != 0;
+			break;
+		}
+	}
+	hres_free(&r);
+	return ok;
+}
+
+/* Does any "@ 0x..." stack address of the gperftools profile text fall in [lo, hi)? */
+static bool profile_has(const char *text, unsigned long lo, unsigned long hi)
+{
+	const char *p;
+
+	for (p = strchr(text, '@'); p; p = strchr(p + 1, '@')) {
+		const char *q = p + 1;
+
+		while (*q && *q != '\n') {
+			char *end;
+			unsigned long a;
+
+			while (*q == ' ')
+				q++;
+			a = strtoul(q, &end, 16);
+			if (end == q)
+				break;
+			/* return addresses point after the call, still inside */
+			if (a > lo && a <= hi)
+				return true;
+			q = end;
+		}
+	}
+	return false;
+}
+
+static void test_tcmalloc(void)
+{
+	struct victim v;
+	char reply[512], why[256], out[400];
+	long rss_before, rss_after, tc_free;
+	unsigned long lo = 0, hi = 0;
+	struct hres r;
+	char *prof;
+
+	if (!start(&v, "tcmalloc_victim", NULL))
+		return;
+	if (victim_expect(&v, "frag 128", "frag ok", reply, sizeof(reply)))
+		goto out;
+	victim_baseline(&v);
+	if (hc_expect(&r, 0, "stats", "-p", v.spid, "--json", NULL))
+		goto out_r;
+	if (victim_expect(&v, "mi", "mi ", reply, sizeof(reply)))
+		goto out_r;
+	if (json_valid(r.out, why, sizeof(why))) {
+		t_fail("stats --json: %s", why);
+		goto out_r;
+	}
+	{
+		double mine = json_num(r.out, "generic.current_allocated_bytes");
+		double theirs = (double)kv_long(reply, "tc_alloc", -1);
+		char s[32];
+
+		if (json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "tcmalloc"))
+			t_fail("stats: allocator is not tcmalloc: %.200s", r.out);
+		if (!near(mine, theirs, 0.05, 512 * 1024))
+			t_fail("stats current_allocated_bytes=%.0f, the victim says %.0f", mine, theirs);
+	}
+	hres_free(&r);
+	rss_before = kv_long(reply, "rss", -1);
+	tc_free = kv_long(reply, "tc_free", -1);
+	if (!hc_expect(&r, 0, "stats", "-p", v.spid, "--full", NULL) && !strstr(r.out, "MALLOC"))
+		t_fail("stats --full: no MallocExtension text: %.200s", r.out);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "purge", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (victim_expect(&v, "mi", "mi ", reply, sizeof(reply)))
+		goto out;
+	rss_after = kv_long(reply, "rss", -1);
+	t_note("tcmalloc purge: victim RSS %ld KiB -> %ld KiB (pageheap free %ld KiB -> %ld KiB)",
+	       rss_before, rss_after, tc_free / 1024, kv_long(reply, "tc_free", -1) / 1024);
+	if (rss_before - rss_after < 128 * 1024 / 4)
+		t_fail("purge: victim RSS went %ld -> %ld KiB, expected a drop of 32 MiB or more",
+		       rss_before, rss_after);
+	if (t_failed())
+		goto out;
+
+	/* heap profiling, started at runtime */
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (victim_expect(&v, "grow 64", "grow ok", reply, sizeof(reply)))
+		goto out;
+	snprintf(out, sizeof(out), "%s/tc.%s.heap", cfg.tmpdir, v.spid);
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	prof = read_file_str(out);
+	if (!prof || strncmp(prof, "heap profile:", 13))
+		t_fail("dump: %s is not a gperftools heap profile: %.80s", out, prof ? prof : "");
+	else if (!sym_range(&v, "victim_grow_site", &lo, &hi))
+		t_fail("no victim_grow_site in nm of tcmalloc_victim");
+	else if (!profile_has(prof, lo, hi))
+		t_fail("dump has no stack through victim_grow_site [%#lx, %#lx)", lo, hi);
+	else
+		t_note("dump names victim_grow_site (%#lx..%#lx)", lo, hi);
+	free(prof);
+	victim_check(&v, 0);
+	goto out;
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
+static void preload_info(const char *lib, const char *alloc)
+{
+	char env[300], path[256];
+	struct victim v;
+	struct hres r;
+
+	snprintf(path, sizeof(path), LIBDIR "%s", lib);
+	if (access(path, R_OK)) {
+		t_skip(true, "%s missing", path);
+		return;
+	}
+	snprintf(env, sizeof(env), "LD_PRELOAD=%s", path);
+	if (!start(&v, "alloc_victim", env))
+		return;
+	if (!hc_expect(&r, 0, "info", "-p", v.spid, NULL)) {
+		const char *a = strstr(r.out, "allocator"), *m = strstr(r.out, "malloc from");
+
+		if (!a || strncmp(a + strspn(a + 9, " ") + 9, alloc, strlen(alloc)))
+			t_fail("info: allocator is not %s: %.300s", alloc, r.out);
+		else if (!m || !strstr(m, lib))
+			t_fail("info: malloc is not served by %s: %.300s", lib, r.out);
+		else
+			victim_check(&v, 0);
+	}
+	hres_free(&r);
+	victim_stop(&v);
+}
+
+static void test_preload_jemalloc(void)
+{
+	preload_info("libjemalloc.so.2", "jemalloc");
+}
+
+static void test_preload_tcmalloc(void)
+{
+	preload_info("libtcmalloc.so.4", "tcmalloc");
+}
+
+/* ---- memcached ------------------------------------------------------- */
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static int mc_connect(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct timeval tv = { .tv_sec = 10 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static bool send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			return false;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* Reads until the reply ends with end (e.g. "\r\n" or "END\r\n"). */
+static bool recv_until(int fd, char *buf, size_t sz, const char *end)
+{
+	size_t len = 0, el = strlen(end);
+
+	while (len + 1 < sz) {
+		ssize_t n = recv(fd, buf + len, sz - 1 - len, 0);
+
+		if (n <= 0)
+			return false;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (len >= el && !strcmp(buf + len - el, end))
+			return true;
+	}
+	return false;
+}
+
+static void mc_value(char *v, size_t len, int i)
+{
+	for (size_t j = 0; j < len; j++)
+		v[j] = (char)('a' + (i * 7 + (int)j) % 26);
+}
+
+#define MC_KEYS 4000
+#define MC_VLEN 8000
+
+static bool mc_set(int fd, int i)
+{
+	static char buf[MC_VLEN + 128];
+	char rep[64];
+	int n = snprintf(buf, sizeof(buf), "set hk%d 0 0 %d\r\n", i, MC_VLEN);
+
+	mc_value(buf + n, MC_VLEN, i);
+	memcpy(buf + n + MC_VLEN, "\r\n", 2);
+	return send_all(fd, buf, (size_t)n + MC_VLEN + 2) && recv_until(fd, rep, sizeof(rep), "\r\n") &&
+	       !strcmp(rep, "STORED\r\n");
+}
+
+static bool mc_del(int fd, int i)
+{
+	char buf[64], rep[64];
+	int n = snprintf(buf, sizeof(buf), "delete hk%d\r\n", i);
+
+	return send_all(fd, buf, (size_t)n) && recv_until(fd, rep, sizeof(rep), "\r\n") &&
+	       !strcmp(rep, "DELETED\r\n");
+}
+
+static bool mc_check(int fd, int i)
+{
+	static char buf[MC_VLEN + 256];
+	char want[MC_VLEN], head[64];
+	int n = snprintf(head, sizeof(head), "get hk%d\r\n", i);
+	const char *p;
+
+	if (!send_all(fd, head, (size_t)n) || !recv_until(fd, buf, sizeof(buf), "END\r\n"))
+		return false;
+	p = strstr(buf, "\r\n");
+	mc_value(want, MC_VLEN, i);
+	return p && !memcmp(p + 2, want, MC_VLEN);
+}
+
+static void test_memcached(void)
+{
+	char bin[256], port[16], spid[16], mem[16] = "256";
+	const char *argv[] = { bin, "-U", "0", "-l", "127.0.0.1", "-p", port, "-m", mem, "-t", "4",
+			       "-u", "root", NULL };
+	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	char why[256];
+	pid_t pid;
+	int fd = -1, i, tries, p;
+	struct hres r;
+
+	if (!find_in_path("memcached", bin, sizeof(bin))) {
+		t_skip(true, "memcached not installed (apt-get install memcached)");
+		return;
+	}
+	p = free_port();
+	snprintf(port, sizeof(port), "%d", p);
+	pid = spawn(argv, &o, why, sizeof(why));
+	if (pid < 0) {
+		t_fail("memcached: %s", why);
+		return;
+	}
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	for (tries = 0; tries < 100 && (fd = mc_connect(p)) < 0; tries++)
+		sleep_ms(50);
+	if (fd < 0) {
+		t_fail("memcached on port %s never accepted a connection", port);
+		goto out;
+	}
+	for (i = 0; i < MC_KEYS; i++)
+		if (!mc_set(fd, i)) {
+			t_fail("memcached: set hk%d failed", i);
+			goto out;
+		}
+	/* keep one key in ten */
+	for (i = 0; i < MC_KEYS; i++)
+		if (i % 10 && !mc_del(fd, i)) {
+			t_fail("memcached: delete hk%d failed", i);
+			goto out;
+		}
+
+	if (!hc_expect(&r, 0, "stats", "-p", spid, NULL) && !strstr(r.out, "glibc"))
+		t_fail("stats: memcached's allocator is not glibc: %.200s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "purge", "-p", spid, NULL))
+		t_note("memcached purge: %.*s", (int)strcspn(strstr(r.out, "rss") ? strstr(r.out, "rss") : "",
+							    "\n"),
+		       strstr(r.out, "rss") ? strstr(r.out, "rss") : "");
+	hres_free(&r);
+	check_maps(spid, NULL);
+	/* still serving, data intact, on the old connection and on a new one */
+	for (i = 0; i < MC_KEYS; i += 10)
+		if (!mc_check(fd, i)) {
+			t_fail("memcached: hk%d lost or changed after heapctl", i);
+			goto out;
+		}
+	close(fd);
+	fd = mc_connect(p);
+	if (fd < 0 || !mc_set(fd, MC_KEYS) || !mc_check(fd, MC_KEYS) || !mc_check(fd, 0))
+		t_fail("memcached: a new connection does not work after heapctl");
+out:
+	if (fd >= 0)
+		close(fd);
+	kill(pid, SIGTERM);
+	if (wait_pid(pid, NULL, 15000)) {
+		t_fail("memcached ignored SIGTERM for 15 s");
+		kill_wait(pid);
+	}
+}
+
+const struct itest t_alloc_tests[] = {
+	{ "alloc-glibc-frag", test_glibc_frag, 0 },
+	{ "alloc-tcmalloc", test_tcmalloc, 0 },
+	{ "alloc-memcached", test_memcached, 0 },
+	{ "alloc-preload-jemalloc", test_preload_jemalloc, 0 },
+	{ "alloc-preload-tcmalloc", test_preload_tcmalloc, 0 },
+	{ NULL, NULL, 0 },
+};
