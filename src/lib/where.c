@@ -352,7 +352,7 @@ static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 
 int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 {
-	struct uw_arg *a = calloc(1, sizeof(*a));
+	struct uw_arg *a = malloc(sizeof(*a)); /* 64 KiB of page cache: not worth zeroing */
 	bool a64 = t->arch->e_machine == EM_AARCH64;
 	uint64_t pac_mask = 0, m[2];
 	size_t mlen = sizeof(m);
@@ -365,6 +365,9 @@ int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 		snprintf(reason, len, "out of memory");
 		return 0;
 	}
+	for (unsigned int i = 0; i < CACHE_PAGES; i++)
+		a->cache[i].valid = false;
+	a->next = 0;
 	a->t = t;
 	a->upt = _UPT_create(tid);
 	if (!a->upt || unw_init_remote(&c, t->unw, a) < 0) {
