@@ -189,7 +189,12 @@ static int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum s
 		*st = ST_EVENT; /* an event we did not ask for: treat as a plain stop */
 	else
 		*st = ST_SIGNAL;
-	if (*st != ST_EVENT) /* try_thread() logs it after acting on the stop */
+	/*
+	 * Event and signal stops are logged by the callers, after they acted:
+	 * a signal is held by the stop until heapctl resumes it, and the kernel
+	 * discards it if heapctl dies first, so nothing slow may come before.
+	 */
+	if (*st != ST_EVENT && *st != ST_SIGNAL)
 		pr_trace("tid %d: %s sig %d", tid, stop_name(*st), *sig);
 	return 0;
 }
@@ -682,6 +687,7 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 		/* A signal on its way: deliver it as the kernel would, then stop. */
 		if (ptrace_resume(tid, false, sig, err) < 0)
 			return -1;
+		pr_trace("tid %d: signal %d delivered before the stop", tid, sig);
 	}
 	t->deadline_ns = saved_deadline;
 	s->at = st;

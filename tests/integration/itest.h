@@ -203,6 +203,8 @@ void victim_baseline(struct victim *v);
  * victim that tells machine-wide stalls from heapctl's own).
  */
 void victim_ticker_reset(struct victim *v);
+/* The control's largest ticker gap since the last reset (us), or -1. */
+long victim_control_gap(void);
 void control_victim_drop(void);
 /* Accepts the current EINTR/error counters as the new zero. */
 void victim_rebase_counters(struct victim *v);

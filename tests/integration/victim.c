@@ -304,6 +304,11 @@ static long control_gap(void)
 	return kv_long(st, "maxgap_us", -1);
 }
 
+long victim_control_gap(void)
+{
+	return control_gap();
+}
+
 void control_victim_drop(void)
 {
 	if (control_up)
