@@ -343,6 +343,15 @@ static void test_tcmalloc(void)
 	else
 		t_note("dump names victim_grow_site (%#lx..%#lx)", lo, hi);
 	free(prof);
+	/* and heapctl report names it too: gperftools profiles read like jemalloc's */
+	if (!t_failed()) {
+		if (hc_expect(&r, 0, "report", out, "--format", "folded", "-p", v.spid, NULL))
+			goto out_r;
+		if (!r.out || !strstr(r.out, "victim_grow_site"))
+			t_fail("heapctl report of the tcmalloc dump does not name victim_grow_site: "
+			       "%.200s", r.out ? r.out : "");
+		hres_free(&r);
+	}
 	victim_check(&v, 0);
 	goto out;
 out_r:
