@@ -30,6 +30,7 @@ struct obj {
 	uint32_t link_idx;           /* place in the dynamic linker's search order */
 	bool is_exe, is_vdso, is_ldso;
 	bool syms_loaded;
+	bool malloc_checked; /* alloc_owner() looked for malloc here */
 	bool debug_tried;
 	struct sym *syms; /* sorted by raddr once sorted is set */
 	bool sorted;
