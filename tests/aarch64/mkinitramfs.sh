@@ -8,7 +8,7 @@
 # BUILD_DIR is the cross build (make ARCH=aarch64): heapctl, the unit
 # tests, itest and the victims, plus sysroot/ and jemalloc-prof/ from
 # tools/aarch64-sysroot.sh and tools/aarch64-jemalloc-prof.sh.  The image
-# holds busybox (static) and bash, those binaries, every shared library
+# holds busybox (static), bash, nm, those binaries, every shared library
 # they need (resolved through DT_NEEDED in the sysroot, so a missing one
 # fails here and not in the VM), and tests/aarch64/init as /init (A64_INIT
 # names another one, for debugging).  No kernel modules and no root file
@@ -61,6 +61,8 @@ put "$B/a64/a64-exit" "$root/bin/a64-exit"
 cp "$B/jemalloc-prof/libjemalloc.so.2" "$root/opt/jemalloc-prof/"
 cp "$SYS/bin/busybox" "$root/bin/busybox"
 cp "$SYS/bin/bash" "$root/bin/bash"
+# nm, which some integration tests run on the victims (busybox has none).
+cp "$SYS/usr/bin/aarch64-linux-gnu-nm" "$root/bin/nm"
 cp "${A64_INIT:-$here/init}" "$root/init"
 chmod +x "$root/init"
 echo "root:x:0:0:root:/tmp:/bin/sh" >"$root/etc/passwd"
