@@ -536,7 +536,7 @@ static int need_prof(struct hc_target *t, bool *active, struct hc_err *err)
 		return -1;
 	if (rc == ENOENT)
 		return err_sethint(err, HC_E_PROF_OFF, 0,
-				   "use a jemalloc built with --enable-prof (Debian's libjemalloc2 is)",
+				   "use a jemalloc built with --enable-prof (Debian's amd64 and i386 packages are)",
 				   "jemalloc in pid %d was built without profiling support", t->pid);
 	if (rc)
 		return ctl_fail(t, "opt.prof", rc, err);

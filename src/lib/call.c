@@ -1091,12 +1091,17 @@ static bool same_program(struct hc_target *t)
  * the call would wait for it forever.  They are stopped anyway, so look at
  * each of them (seize, unwind, detach: they stay stopped).
  */
-static int check_stopped_threads(struct hc_target *t, const pid_t *tids, size_t n,
-				 struct hc_err *err)
+static int check_stopped_threads(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess, saved = *s;
+	pid_t *tids = NULL;
+	size_t n = 0;
 	char why[256];
 	int ret = 0;
+
+	/* every thread, even with --tid: any of them may hold the lock */
+	if (list_threads(t, &tids, &n, err) < 0)
+		return -1;
 
 	for (size_t i = 0; i < n && !ret; i++) {
 		if (tids[i] == saved.tid)
@@ -1116,6 +1121,7 @@ static int check_stopped_threads(struct hc_target *t, const pid_t *tids, size_t 
 			ret = -1;
 	}
 	*s = saved;
+	free(tids);
 	return ret;
 }
 
@@ -1172,7 +1178,7 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 			if (r == 0)
 				continue;
 			if ((t->seccomp == 2 && seccomp_check(t, t->sess->tid, err) < 0) ||
-			    (t->sess->at == ST_GROUP && check_stopped_threads(t, tids, ntids, err) < 0) ||
+			    (t->sess->at == ST_GROUP && check_stopped_threads(t, err) < 0) ||
 			    save_extra(t, err) < 0)
 				goto fail;
 			/*
