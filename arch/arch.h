@@ -81,6 +81,17 @@ struct hc_sigframe {
 	uint64_t raddr;                 /* where the frame will live */
 };
 
+/*
+ * What /proc/PID/task/TID/syscall showed just before heapctl stopped the
+ * thread: the syscall it was blocked in, its arguments, sp and pc.  arm64
+ * needs it to re-issue a syscall whose first argument the EINTR overwrote.
+ */
+struct hc_presys {
+	bool valid;
+	long nr;
+	uint64_t args[6], sp, pc;
+};
+
 /* A byte pattern in the target's text. */
 struct hc_bytes {
 	const uint8_t *b;
@@ -163,9 +174,12 @@ struct hc_arch {
 	 * io_getevents...), and PTRACE_INTERRUPT is such a stop.  If gregs
 	 * shows one of them returning -EINTR, rewind it so that it runs again,
 	 * and return true.  The caller only does this when no signal is
-	 * pending, i.e. when the EINTR was heapctl's own doing.
+	 * pending, i.e. when the EINTR was heapctl's own doing.  pre may be
+	 * NULL or invalid; a backend that needs it then returns false.
 	 */
-	bool (*undo_stop_eintr)(void *gregs);
+	bool (*undo_stop_eintr)(void *gregs, const struct hc_presys *pre);
+	/* undo_stop_eintr() needs /proc/PID/task/TID/syscall from before the stop */
+	bool needs_presys;
 	/* Does syscall nr fail with EINTR when its thread is merely stopped? */
 	bool (*stop_gives_eintr)(long nr);
 	/*

@@ -304,15 +304,28 @@ static int sigframe_build(const struct hc_sigframe *f, uint8_t *out, size_t outl
 	return 0;
 }
 
+static bool stop_gives_eintr(long nr);
+
 /*
- * arm64 cannot rewind an EINTR'd syscall from NT_PRSTATUS alone: x0 already
- * holds -EINTR and the original first argument (orig_x0) is not in any
- * regset, so the syscall cannot be re-issued exactly.  Leave it alone.
+ * On arm64 the EINTR overwrote x0, the syscall's first argument, and
+ * orig_x0 is in no regset.  /proc/PID/task/TID/syscall read just before
+ * the stop (pre) still has it: when pc, sp, x8 and x1-x5 agree with it,
+ * put x0 back and move pc onto the svc, so the syscall runs again.
  */
-static bool undo_stop_eintr(void *gregs)
+static bool undo_stop_eintr(void *gregs, const struct hc_presys *pre)
 {
-	(void)gregs;
-	return false;
+	struct a64_gregs *r = gregs;
+
+	if (!pre || !pre->valid || (int64_t)r->regs[0] != -4 /* -EINTR */ ||
+	    !stop_gives_eintr(pre->nr) || r->regs[8] != (uint64_t)pre->nr || r->sp != pre->sp ||
+	    r->pc != pre->pc)
+		return false;
+	for (unsigned int i = 1; i < 6; i++)
+		if (r->regs[i] != pre->args[i])
+			return false;
+	r->regs[0] = pre->args[0];
+	r->pc -= 4; /* back onto svc #0 */
+	return true;
 }
 
 /*
@@ -462,6 +475,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.get_syscall_ret = get_syscall_ret,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
+	.needs_presys = true,
 	.stop_gives_eintr = stop_gives_eintr,
 	.swaps_mask = swaps_mask,
 	.syscall_nr = syscall_nr,

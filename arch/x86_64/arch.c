@@ -202,9 +202,11 @@ static bool stop_gives_eintr(long nr)
 	return false;
 }
 
-static bool undo_stop_eintr(void *gv)
+static bool undo_stop_eintr(void *gv, const struct hc_presys *pre)
 {
 	struct x64_gregs *g = gv;
+
+	(void)pre; /* orig_rax and the argument registers still say it all */
 
 	if ((int64_t)g->rax != -4 /* -EINTR */ || !stop_gives_eintr((long)g->orig_rax))
 		return false;

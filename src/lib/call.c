@@ -82,6 +82,7 @@ struct sess {
 	bool real_sigreturn; /* an rt_sigreturn ran: the restart block is reset */
 	enum stop at;       /* the kind of stop the thread is in now */
 	int pending_sig;    /* a signal that arrived before the mask was taken */
+	struct hc_presys presys; /* the thread's syscall just before our stop */
 	uint64_t frame;     /* the signal frame below the red zone */
 	uint64_t code;
 	uint64_t scratch;   /* above the frame, below the red zone */
@@ -603,7 +604,7 @@ static void undo_our_eintr(struct hc_target *t, struct sess *s)
 	struct hc_err e = { 0 };
 
 	memcpy(g, s->gregs, t->arch->gregs_len);
-	if (!t->arch->undo_stop_eintr(g) ||
+	if (!t->arch->undo_stop_eintr(g, &s->presys) ||
 	    mem_read(t->pid, t->memfd, t->arch->get_pc(g), insn, t->arch->syscall_insn.len, &e) < 0 ||
 	    memcmp(insn, t->arch->syscall_insn.b, t->arch->syscall_insn.len))
 		return;
@@ -623,6 +624,31 @@ static void undo_our_eintr(struct hc_target *t, struct sess *s)
 	s->eintr_undone = true;
 	pr_debug("tid %d: syscall %ld got EINTR from heapctl's stop; it will run again", s->tid,
 		 t->arch->syscall_nr(s->gregs));
+}
+
+/* /proc/PID/task/TID/syscall of a blocked thread: "nr a0 .. a5 sp pc". */
+static void read_presys(pid_t pid, pid_t tid, struct hc_presys *pre)
+{
+	char path[96], buf[256];
+	unsigned long long v[9];
+	FILE *f;
+
+	memset(pre, 0, sizeof(*pre));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9' &&
+	    sscanf(buf, "%llu %llx %llx %llx %llx %llx %llx %llx %llx", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7], &v[8]) == 9) {
+		pre->nr = (long)v[0];
+		for (int i = 0; i < 6; i++)
+			pre->args[i] = v[i + 1];
+		pre->sp = v[7];
+		pre->pc = v[8];
+		pre->valid = true;
+	}
+	fclose(f);
 }
 
 static bool thread_dead(pid_t pid, pid_t tid)
@@ -661,6 +687,8 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 		return -1;
 	}
 	s->tid = tid;
+	if (t->arch->needs_presys)
+		read_presys(t->pid, tid, &s->presys);
 	if (ptrace_interrupt(tid, err) < 0)
 		return -1;
 	/* A stop takes microseconds; do not let a spent retry budget cut it short. */

@@ -675,7 +675,7 @@ static void x86_undo_stop_eintr(void)
 		g[X_RAX] = (uint64_t)-4; /* -EINTR */
 		g[X_RIP] = rip;
 		memcpy(orig, g, sizeof(g));
-		CHECK(x86->undo_stop_eintr(g), "syscall %ld with -EINTR not undone", nrs[i]);
+		CHECK(x86->undo_stop_eintr(g, NULL), "syscall %ld with -EINTR not undone", nrs[i]);
 		CHECK(g[X_RAX] == (uint64_t)nrs[i],
 		      "syscall %ld: rax %#" PRIx64 ", want the number", nrs[i], g[X_RAX]);
 		CHECK(g[X_RIP] == rip - 2, "syscall %ld: rip %#" PRIx64 ", want rip - 2", nrs[i],
@@ -691,7 +691,7 @@ static void x86_undo_stop_eintr(void)
 		g[X_RAX] = (uint64_t)keep[i].rax;
 		g[X_RIP] = rip;
 		memcpy(orig, g, sizeof(g));
-		CHECK(!x86->undo_stop_eintr(g), "syscall %ld returning %" PRId64 " undone",
+		CHECK(!x86->undo_stop_eintr(g, NULL), "syscall %ld returning %" PRId64 " undone",
 		      keep[i].nr, keep[i].rax);
 		CHECK(!memcmp(g, orig, sizeof(g)),
 		      "syscall %ld returning %" PRId64 ": image changed", keep[i].nr, keep[i].rax);
@@ -1603,9 +1603,31 @@ static void a64_undo_stop_eintr(void)
 		g[A_X0] = (uint64_t)x0s[i];
 		g[A_X8] = 22; /* epoll_pwait */
 		memcpy(orig, g, sizeof(g));
-		/* orig_x0 is not in any regset: the call cannot be re-issued */
-		CHECK(!a64->undo_stop_eintr(g), "x0 %" PRId64 ": undone", x0s[i]);
+		/* orig_x0 is not in any regset: without /proc's view it cannot be re-issued */
+		CHECK(!a64->undo_stop_eintr(g, NULL), "x0 %" PRId64 ": undone", x0s[i]);
 		CHECK(!memcmp(g, orig, sizeof(g)), "x0 %" PRId64 ": image changed", x0s[i]);
+	}
+	{
+		struct hc_presys pre = { .valid = true, .nr = 22 /* epoll_pwait */ };
+
+		fill(g, GWORDS);
+		g[A_X0] = (uint64_t)-4;
+		g[A_X8] = 22;
+		pre.args[0] = 7; /* the epoll fd the EINTR overwrote */
+		for (unsigned int i = 1; i < 6; i++)
+			pre.args[i] = g[A_X0 + i];
+		pre.sp = g[A_SP];
+		pre.pc = g[A_PC];
+		memcpy(orig, g, sizeof(g));
+		CHECK(a64->undo_stop_eintr(g, &pre), "epoll_pwait EINTR with /proc's view not undone");
+		CHECK(g[A_X0] == 7 && g[A_PC] == orig[A_PC] - 4, "x0/pc not rewound");
+		memcpy(g, orig, sizeof(g));
+		pre.sp ^= 16; /* another moment: must not match */
+		CHECK(!a64->undo_stop_eintr(g, &pre), "stale /proc view accepted");
+		pre.sp ^= 16;
+		pre.nr = 63; /* read: restarts on its own, never EINTR from a stop */
+		g[A_X8] = 63;
+		CHECK(!a64->undo_stop_eintr(g, &pre), "read undone");
 	}
 	end();
 }
