@@ -6,17 +6,14 @@
 #include <sys/mman.h>
 
 #include "seccomp.h"
+#include "unit.h"
 
-static int failed;
-
-#define CHECK(name, cond)                                                   \
-	do {                                                                \
-		if (cond) {                                                 \
-			printf("PASS seccomp.%s\n", name);                  \
-		} else {                                                    \
-			printf("FAIL seccomp.%s: %s\n", name, #cond);       \
-			failed = 1;                                         \
-		}                                                           \
+/* one group per check, named seccomp.<name> */
+#define CHECK1(name, cond)                          \
+	do {                                        \
+		begin("seccomp." name);             \
+		CHECK(cond, "%s", #cond);           \
+		end();                              \
 	} while (0)
 
 #define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
@@ -78,36 +75,36 @@ int main(void)
 	uint32_t act = 0;
 
 	d = data(9, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS);
-	CHECK("kill_exec_anon.mmap_exec_anon",
+	CHECK1("kill_exec_anon.mmap_exec_anon",
 	      seccomp_eval(kill_exec_anon, 11, &d, &act) == 0 && act == SECCOMP_RET_KILL_PROCESS);
 	d = data(9, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
-	CHECK("kill_exec_anon.mmap_rw",
+	CHECK1("kill_exec_anon.mmap_rw",
 	      seccomp_eval(kill_exec_anon, 11, &d, &act) == 0 && act == SECCOMP_RET_ALLOW);
 	d = data(11, 0, 0);
-	CHECK("kill_exec_anon.munmap",
+	CHECK1("kill_exec_anon.munmap",
 	      seccomp_eval(kill_exec_anon, 11, &d, &act) == 0 && act == SECCOMP_RET_ALLOW);
 	d = data(9, PROT_EXEC, 0);
 	d.arch = 0x40000003; /* i386 */
-	CHECK("kill_exec_anon.foreign_arch",
+	CHECK1("kill_exec_anon.foreign_arch",
 	      seccomp_eval(kill_exec_anon, 11, &d, &act) == 0 && act == SECCOMP_RET_KILL_PROCESS);
 	d = data(39, 0, 0);
-	CHECK("errno.getpid", seccomp_eval(errno_getpid, 9, &d, &act) == 0 &&
+	CHECK1("errno.getpid", seccomp_eval(errno_getpid, 9, &d, &act) == 0 &&
 				      act == (SECCOMP_RET_ERRNO | 1));
 	d = data(15, 0, 0);
-	CHECK("mem_alu_misc.allow",
+	CHECK1("mem_alu_misc.allow",
 	      seccomp_eval(errno_getpid, 9, &d, &act) == 0 && act == SECCOMP_RET_ALLOW);
 	d = data(9, 0, 0);
-	CHECK("reject.jump_past_end", seccomp_eval(bad_jump, 3, &d, &act) < 0);
-	CHECK("reject.no_return", seccomp_eval(no_ret, 2, &d, &act) < 0);
-	CHECK("reject.division_by_zero", seccomp_eval(div0, 3, &d, &act) < 0);
-	CHECK("reject.load_out_of_range", seccomp_eval(bad_load, 2, &d, &act) < 0);
-	CHECK("reject.empty", seccomp_eval(bad_load, 0, &d, &act) < 0);
-	CHECK("stricter.kill_over_errno",
+	CHECK1("reject.jump_past_end", seccomp_eval(bad_jump, 3, &d, &act) < 0);
+	CHECK1("reject.no_return", seccomp_eval(no_ret, 2, &d, &act) < 0);
+	CHECK1("reject.division_by_zero", seccomp_eval(div0, 3, &d, &act) < 0);
+	CHECK1("reject.load_out_of_range", seccomp_eval(bad_load, 2, &d, &act) < 0);
+	CHECK1("reject.empty", seccomp_eval(bad_load, 0, &d, &act) < 0);
+	CHECK1("stricter.kill_over_errno",
 	      seccomp_stricter(SECCOMP_RET_ERRNO | 5, SECCOMP_RET_KILL_PROCESS) ==
 		      SECCOMP_RET_KILL_PROCESS);
-	CHECK("stricter.errno_over_allow",
+	CHECK1("stricter.errno_over_allow",
 	      seccomp_stricter(SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | 5) == (SECCOMP_RET_ERRNO | 5));
-	CHECK("stricter.kill_thread_over_trap",
+	CHECK1("stricter.kill_thread_over_trap",
 	      seccomp_stricter(SECCOMP_RET_TRAP, SECCOMP_RET_KILL_THREAD) == SECCOMP_RET_KILL_THREAD);
-	return failed;
+	return nfailed != 0;
 }
