@@ -19,6 +19,19 @@
 #define HC_DATA_LEN (256UL * 1024)
 
 /* The victim's counters that must never move: errors and every eintr_* key. */
+/*
+ * For suites of many runs: t_fail() keeps the first reason, the next ones go
+ * to the notes, up to a limit.  The including file has a counter
+ * "static unsigned int nproblems".
+ */
+#define HARM_MAX_NOTES 20
+#define problem(...)                                   \
+	do {                                           \
+		t_fail(__VA_ARGS__);                   \
+		if (nproblems++ < HARM_MAX_NOTES)      \
+			t_note(__VA_ARGS__);           \
+	} while (0)
+
 struct vcount {
 	long errors, eintr, regs_bad;
 	long eintr_epoll; /* part of eintr: the epoll_wait thread's */

@@ -210,6 +210,8 @@ void control_victim_drop(void);
 void victim_rebase_counters(struct victim *v);
 /* The full "target unharmed" check; calls t_fail() and returns -1 on a problem. */
 int victim_check(struct victim *v, unsigned int flags);
+/* A TCP port on 127.0.0.1 nobody listens on right now (for servers we start), or -1. */
+int loopback_free_port(void);
 /* Value of key=NUMBER in a reply line; dflt if absent. */
 long kv_long(const char *line, const char *key, long dflt);
 /* Value of key=WORD in a reply line, copied to out; false if absent. */

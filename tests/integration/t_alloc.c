@@ -400,22 +400,6 @@ static void test_preload_tcmalloc(void)
 
 /* ---- memcached ------------------------------------------------------- */
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd < 0)
-		return -1;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static int mc_connect(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -523,7 +507,7 @@ static void test_memcached(void)
 		t_skip(true, "memcached not installed (apt-get install memcached)");
 		return;
 	}
-	p = free_port();
+	p = loopback_free_port();
 	snprintf(port, sizeof(port), "%d", p);
 	pid = spawn(argv, &o, why, sizeof(why));
 	if (pid < 0) {

@@ -42,17 +42,8 @@
 
 #define VCONF "prof:true,prof_active:false,dirty_decay_ms:-1,muzzy_decay_ms:-1"
 #define GAP_LIMIT_US 200000	/* a thread is never held that long, even by -vvv */
-#define MAX_NOTES 20
 
 static unsigned int nproblems;
-
-/* t_fail() keeps the first reason; the others go to the notes, up to a limit. */
-#define problem(...)                                   \
-	do {                                           \
-		t_fail(__VA_ARGS__);                   \
-		if (nproblems++ < MAX_NOTES)           \
-			t_note(__VA_ARGS__);           \
-	} while (0)
 
 struct op {
 	const char *name;

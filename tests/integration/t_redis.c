@@ -23,22 +23,6 @@
 
 #define NKEYS 100
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd < 0)
-		return -1;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 struct redis {
 	char server[256], cli[256], bench[256];
 	char port[16], dir[300], log[340];
@@ -74,7 +58,7 @@ static int redis_try(struct redis *rd)
 	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
 	static const char *const ping[] = { "ping", NULL };
 	char why[256];
-	int logfd, port = free_port(), i;
+	int logfd, port = loopback_free_port(), i;
 
 	if (port < 0) {
 		t_fail("no free loopback port");

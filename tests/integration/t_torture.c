@@ -35,16 +35,8 @@
 #define CHECK_EVERY 50
 #define NTIDS 16
 #define GAP_LIMIT_US 250000
-#define MAX_NOTES 20
 
 static unsigned int nproblems;
-
-#define problem(...)                                   \
-	do {                                           \
-		t_fail(__VA_ARGS__);                   \
-		if (nproblems++ < MAX_NOTES)           \
-			t_note(__VA_ARGS__);           \
-	} while (0)
 
 struct top {
 	const char *name;
