@@ -651,20 +651,28 @@ static void read_presys(pid_t pid, pid_t tid, struct hc_presys *pre)
 	fclose(f);
 }
 
-static bool thread_dead(pid_t pid, pid_t tid)
+/* State letter of a thread (/proc/PID/task/TID/stat: R, S, D, T, t, Z, X), or 0 if gone. */
+static char task_state(pid_t pid, pid_t tid)
 {
-	char path[96], buf[512], *p;
-	bool dead = true;
+	char path[96], buf[512], *p, c = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	f = fopen(path, "re");
 	if (!f)
-		return true;
+		return 0;
+	/* comm may hold spaces and parentheses: the state follows the last ')' */
 	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1])
-		dead = p[2] == 'Z' || p[2] == 'X';
+		c = p[2];
 	fclose(f);
-	return dead;
+	return c;
+}
+
+static bool thread_dead(pid_t pid, pid_t tid)
+{
+	char c = task_state(pid, tid);
+
+	return !c || c == 'Z' || c == 'X';
 }
 
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now, -1: error. */
@@ -755,22 +763,6 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 	return 0;
 }
 
-/* The syscall a sleeping thread is blocked in (/proc/PID/task/TID/syscall), or -1. */
-static long current_syscall(pid_t pid, pid_t tid)
-{
-	char path[96], buf[32];
-	long nr = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9')
-		nr = strtol(buf, NULL, 10);
-	fclose(f);
-	return nr;
-}
 
 /* Threads in the order we try them: sleeping ones first, then running, then the rest. */
 static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err)
@@ -790,32 +782,28 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 		return err_errno(err, errno, "open %s", path);
 	}
 	while ((de = readdir(d))) {
-		char sp[96], buf[512], *p;
 		pid_t tid = atoi(de->d_name);
-		FILE *f;
 		int rk = 3;
-		long sysnr;
 
 		if (tid <= 0)
 			continue;
 		/* Rank the first threads only: reading a thousand stat files costs ms. */
-		snprintf(sp, sizeof(sp), "/proc/%d/task/%d/stat", t->pid, tid);
-		f = cnt < MAX_RANKED ? fopen(sp, "re") : NULL;
-		if (f) {
-			if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1]) {
-				char c = p[2];
+		if (cnt < MAX_RANKED) {
+			char c = task_state(t->pid, tid);
+			struct hc_presys pre;
 
-				rk = c == 'S' ? 0 : c == 'R' ? 1 : (c == 'T' || c == 't') ? 2 : c == 'Z' ? 9 : 3;
-			}
-			fclose(f);
+			rk = c == 'S' ? 0 : c == 'R' ? 1 : (c == 'T' || c == 't') ? 2 : c == 'Z' ? 9 : 3;
 			/*
 			 * A sleeper whose syscall our stop would disturb (epoll_wait
 			 * and friends get EINTR, restart_syscall loses its restart
 			 * block if heapctl dies) comes after the running threads.
 			 */
-			if (rk == 0 && (sysnr = current_syscall(t->pid, tid)) >= 0 &&
-			    (sysnr == t->arch->nr_restart_syscall || t->arch->stop_gives_eintr(sysnr)))
-				rk = 2;
+			if (rk == 0) {
+				read_presys(t->pid, tid, &pre);
+				if (pre.valid && (pre.nr == t->arch->nr_restart_syscall ||
+						  t->arch->stop_gives_eintr(pre.nr)))
+					rk = 2;
+			}
 		}
 		if (rk == 9)
 			continue;
