@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "call.h"
 #include "log.h"
+#include "procfs.h"
 #include "ptrace.h"
 #include "target.h"
 #include "where.h"
@@ -84,48 +85,16 @@ static void pick_order(struct hc_target *t, const struct alloc_ops **order)
 
 #define DEFAULT_TIMEOUT_MS 30000
 
-struct proc_status {
-	char state;
-	pid_t tracer;
-	int seccomp;
-	bool shstk; /* x86 user shadow stack enabled */
-	char name[64];
-};
-
-static int read_status_path(const char *path, struct proc_status *ps, struct hc_err *err)
+static int read_status_path(const char *path, struct procfs_status *ps, struct hc_err *err)
 {
-	char line[256];
-	FILE *f;
-
-	memset(ps, 0, sizeof(*ps));
-	ps->seccomp = -1;
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT)
-			return err_set(err, HC_E_NO_PROC, ENOENT, "no such process (%s)", path);
-		return err_errno(err, errno, "open %s", path);
-	}
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "Name:", 5))
-			sscanf(line + 5, " %63[^\n]", ps->name);
-		else if (!strncmp(line, "State:", 6))
-			sscanf(line + 6, " %c", &ps->state);
-		else if (!strncmp(line, "TracerPid:", 10))
-			ps->tracer = atoi(line + 10);
-		else if (!strncmp(line, "Seccomp:", 8))
-			ps->seccomp = atoi(line + 8);
-		else if (!strncmp(line, "x86_Thread_features:", 20))
-			ps->shstk = strstr(line, "shstk") != NULL;
-	}
-	fclose(f);
-	return 0;
+	if (procfs_status(path, ps) == 0)
+		return 0;
+	if (errno == ENOENT)
+		return err_set(err, HC_E_NO_PROC, ENOENT, "no such process (%s)", path);
+	return err_errno(err, errno, "open %s", path);
 }
 
-/*
- * The leader of pid exited but other threads live on: its /proc entries
- * have lost the memory map, so use a live thread's.  Returns true with proc.
- */
-static int read_status(pid_t pid, struct proc_status *ps, struct hc_err *err)
+static int read_status(pid_t pid, struct procfs_status *ps, struct hc_err *err)
 {
 	char path[64];
 	struct hc_err e = { 0 };
@@ -139,6 +108,10 @@ static int read_status(pid_t pid, struct proc_status *ps, struct hc_err *err)
 	return -1;
 }
 
+/*
+ * The leader of pid exited but other threads live on: its /proc entries
+ * have lost the memory map, so use a live thread's.  Returns true with proc.
+ */
 static bool live_task(pid_t pid, char *proc, size_t len)
 {
 	char path[64];
@@ -151,7 +124,7 @@ static bool live_task(pid_t pid, char *proc, size_t len)
 	if (!d)
 		return false;
 	while (!found && (de = readdir(d))) {
-		struct proc_status ts;
+		struct procfs_status ts;
 		char tp[96];
 		struct hc_err e = { 0 };
 		int tid = atoi(de->d_name);
@@ -208,7 +181,7 @@ static int perm_error(pid_t pid, int e, struct hc_err *err)
 
 struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, struct hc_err *err)
 {
-	struct proc_status ps;
+	struct procfs_status ps;
 	struct hc_target *t;
 	char path[96], proc[64];
 
@@ -409,19 +382,11 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, struct hc_err *err)
 
 static uint64_t rss_of(pid_t pid)
 {
-	char path[64], line[256];
-	uint64_t kb = 0;
-	FILE *f;
+	struct procfs_status ps;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			kb = strtoull(line + 6, NULL, 10);
-	fclose(f);
-	return kb * 1024;
+	return procfs_status(path, &ps) == 0 ? ps.rss : 0;
 }
 
 int hc_stats_get(struct hc_target *t, struct hc_stats *st, struct hc_err *err)

@@ -41,6 +41,7 @@
 
 #include "call.h"
 #include "log.h"
+#include "procfs.h"
 #include "ptrace.h"
 #include "seccomp.h"
 #include "target.h"
@@ -572,24 +573,13 @@ static int rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned 
 /* Is a signal pending that tid does not block?  Then it will be delivered anyway. */
 static bool signal_pending(pid_t pid, pid_t tid)
 {
-	char path[96], line[256];
-	uint64_t pnd = 0, shd = 0, blk = 0;
-	FILE *f;
+	struct procfs_status st;
+	char path[96];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
+	if (procfs_status(path, &st) < 0)
 		return true;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "SigPnd:", 7))
-			pnd = strtoull(line + 7, NULL, 16);
-		else if (!strncmp(line, "ShdPnd:", 7))
-			shd = strtoull(line + 7, NULL, 16);
-		else if (!strncmp(line, "SigBlk:", 7))
-			blk = strtoull(line + 7, NULL, 16);
-	}
-	fclose(f);
-	return ((pnd | shd) & ~blk) != 0;
+	return ((st.sigpnd | st.shdpnd) & ~st.sigblk) != 0;
 }
 
 /*

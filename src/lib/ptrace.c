@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "procfs.h"
 #include "ptrace.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER
@@ -121,21 +122,11 @@ static const int term_sigs[] = { SIGINT, SIGTERM, SIGHUP };
 /* TracerPid of thread tid, 0 if none, -1 if it is gone. */
 static pid_t tracer_of(pid_t tid)
 {
-	char path[64], line[128];
-	pid_t tracer = -1;
-	FILE *f;
+	struct procfs_status st;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "TracerPid:", 10)) {
-			tracer = atoi(line + 10);
-			break;
-		}
-	fclose(f);
-	return tracer;
+	return procfs_status(path, &st) == 0 ? st.tracer : -1;
 }
 
 long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,

@@ -20,6 +20,7 @@
 #include <linux/openat2.h>
 
 #include "log.h"
+#include "procfs.h"
 #include "troot.h"
 
 static int root_fd(pid_t pid)
@@ -69,23 +70,13 @@ static int open_in(int root, const char *path, int flags, mode_t mode)
 
 static void fs_ids(pid_t pid, uid_t *uid, gid_t *gid)
 {
-	char p[64], line[256];
-	unsigned long r, e, s, fs;
-	FILE *f;
+	struct procfs_status st;
+	char p[64];
 
-	*uid = (uid_t)-1;
-	*gid = (gid_t)-1;
 	snprintf(p, sizeof(p), "/proc/%d/status", pid);
-	f = fopen(p, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
-			*uid = (uid_t)fs;
-		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
-			*gid = (gid_t)fs;
-	}
-	fclose(f);
+	procfs_status(p, &st); /* -1 ids if it cannot be read: chown then changes nothing */
+	*uid = st.fsuid;
+	*gid = st.fsgid;
 }
 
 int troot_mkdir(pid_t pid, char *dir, size_t len, struct hc_err *err)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: /proc/PID/status through api.c's read_status() (static,
- * hence the #include), with fopen() redirected to the fuzz input.  "Name:"
+ * libFuzzer target: /proc/PID/status through procfs_status() (procfs.c is
+ * included so that its fopen() reads the fuzz input).  "Name:"
  * is the target's own comm (prctl(PR_SET_NAME)), so any bytes can follow it.
  * Checks: no crash, the name NUL-terminated and one line.
  */
@@ -11,7 +11,7 @@
 static const uint8_t *fz_data;
 static size_t fz_size;
 
-/* Every fopen() of api.c reads the input instead of /proc. */
+/* Every fopen() of procfs.c reads the input instead of /proc. */
 static FILE *fz_fopen(const char *path, const char *mode)
 {
 	(void)path;
@@ -20,18 +20,19 @@ static FILE *fz_fopen(const char *path, const char *mode)
 }
 #define fopen fz_fopen
 
-#include "../../src/lib/api.c"
+#include <string.h>
+
+#include "../../src/lib/procfs.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct proc_status ps;
-	struct hc_err err = { 0 };
+	struct procfs_status ps;
 
 	fz_data = data;
 	fz_size = size;
-	if (read_status(1, &ps, &err) == 0) {
+	if (procfs_status("/proc/1/status", &ps) == 0) {
 		if (!memchr(ps.name, 0, sizeof(ps.name)) || strchr(ps.name, '\n'))
 			__builtin_trap();
 	}

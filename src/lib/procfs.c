@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "procfs.h"
+
+int procfs_status(const char *path, struct procfs_status *st)
+{
+	unsigned long r, e, s, fs;
+	char line[512];
+	FILE *f;
+
+	memset(st, 0, sizeof(*st));
+	st->seccomp = -1;
+	st->fsuid = (uid_t)-1;
+	st->fsgid = (gid_t)-1;
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Name:", 5))
+			sscanf(line + 5, " %63[^\n]", st->name);
+		else if (!strncmp(line, "State:", 6))
+			sscanf(line + 6, " %c", &st->state);
+		else if (!strncmp(line, "TracerPid:", 10))
+			st->tracer = atoi(line + 10);
+		else if (!strncmp(line, "Seccomp:", 8))
+			st->seccomp = atoi(line + 8);
+		else if (!strncmp(line, "x86_Thread_features:", 20))
+			st->shstk = strstr(line, "shstk") != NULL;
+		else if (!strncmp(line, "SigPnd:", 7))
+			st->sigpnd = strtoull(line + 7, NULL, 16);
+		else if (!strncmp(line, "ShdPnd:", 7))
+			st->shdpnd = strtoull(line + 7, NULL, 16);
+		else if (!strncmp(line, "SigBlk:", 7))
+			st->sigblk = strtoull(line + 7, NULL, 16);
+		else if (!strncmp(line, "VmRSS:", 6))
+			st->rss = strtoull(line + 6, NULL, 10) * 1024;
+		else if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
+			st->fsuid = (uid_t)fs;
+		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
+			st->fsgid = (gid_t)fs;
+	}
+	fclose(f);
+	return 0;
+}

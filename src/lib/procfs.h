@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* The fields heapctl reads from /proc/PID/status and /proc/PID/task/TID/status. */
+#ifndef HC_PROCFS_H
+#define HC_PROCFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct procfs_status {
+	char name[64];
+	char state;      /* R, S, D, T, t, Z, X */
+	pid_t tracer;    /* TracerPid */
+	int seccomp;     /* Seccomp: 0, 1 strict, 2 filters; -1 if absent */
+	bool shstk;      /* x86_Thread_features has shstk (CET user shadow stack) */
+	uint64_t sigpnd, shdpnd, sigblk;
+	uid_t fsuid;
+	gid_t fsgid;
+	uint64_t rss;    /* VmRSS in bytes */
+};
+
+/* Parse a status file.  Returns 0, or -1 with errno if it cannot be opened. */
+int procfs_status(const char *path, struct procfs_status *st);
+
+#endif
