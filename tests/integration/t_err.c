@@ -322,6 +322,94 @@ static void test_target_killed(void)
 	       " slowest %ld ms", span_us, failed, ok, worst);
 }
 
+/*
+ * Ctrl-C, SIGTERM or SIGHUP while heapctl works: the call in flight finishes,
+ * the target is restored, and heapctl says so before the signal ends it.
+ * Spread over a whole call, some rounds land mid-operation.
+ */
+static void test_interrupted(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct victim vv, *v = &vv;
+	int said = 0, finished = 0, early = 0;
+	char why[512];
+
+	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	for (int round = 0; round < 24 && !t_failed(); round++) {
+		const char *args[] = { "stats", "--full", "-p", v->spid, NULL };
+		int sig = sigs[round % 3];
+		struct hproc hp;
+		struct hres r;
+
+		if (hc_startv(&hp, NULL, args)) {
+			t_fail("cannot start heapctl");
+			break;
+		}
+		usleep((useconds_t)(500 + round * 700));
+		kill(hp.pid, sig);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		if (r.timed_out) {
+			t_fail("round %d: %s", round, hres_desc(&r));
+		} else if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) {
+			finished++;
+		} else if (WIFSIGNALED(r.status) && WTERMSIG(r.status) == sig) {
+			if (strstr(r.err, "stopping on SIG"))
+				said++;
+			else if (!strstr(r.err, "heapctl: info:"))
+				early++; /* before it opened the target: nothing to restore */
+			else
+				t_fail("round %d: died of signal %d without saying so: %.200s", round,
+				       sig, r.err);
+		} else if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1 &&
+			   strstr(r.err, "interrupted by SIG")) {
+			said++; /* cancelled while waiting for a safe point */
+		} else {
+			t_fail("round %d: %s", round, hres_desc(&r));
+		}
+		hres_free(&r);
+		if (!t_failed())
+			victim_check(v, 0);
+	}
+	if (!t_failed() && !said)
+		t_fail("no signal reached heapctl mid-operation in 24 rounds");
+	t_note("interrupted: %d stopped with a message, %d finished first, %d before opening",
+	       said, finished, early);
+	victim_kill(v);
+}
+
+/* No right to ptrace the target: a clear refusal that names the fix. */
+static void test_not_permitted(void)
+{
+	struct victim vv, *v = &vv;
+	const char *argv[] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+			       cfg.heapctl, "stats", "-p", NULL, NULL };
+	char why[512];
+	struct hres r;
+
+	if (getuid() != 0 || access("/usr/bin/setpriv", X_OK)) {
+		t_skip(false, "needs root and setpriv to run heapctl as another user");
+		return;
+	}
+	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	argv[7] = v->spid;
+	run_prog(&r, argv, HC_TIMEOUT_S);
+	if (hres_exit(&r) == 126 || (strstr(r.err, "Permission denied") && !strstr(r.err, "heapctl:")))
+		t_skip(false, "heapctl is not executable by another user here");
+	else if (hres_exit(&r) != 1 || !strstr(r.err, "error: not permitted to trace") ||
+		 !strstr(r.err, "hint:") || !strstr(r.err, "CAP_SYS_PTRACE"))
+		t_fail("as nobody: %s: %.300s", hres_desc(&r), r.err);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(v, 0);
+	victim_kill(v);
+}
+
 /* A target that already died but was not reaped. */
 static void test_zombie_target(void)
 {
@@ -359,5 +447,7 @@ const struct itest t_err_tests[] = {
 	{ "error-purge-bad-arena", test_purge_bad_arena, 0 },
 	{ "error-zombie-target", test_zombie_target, 0 },
 	{ "error-target-killed", test_target_killed, 0 },
+	{ "error-interrupted", test_interrupted, 0 },
+	{ "error-not-permitted", test_not_permitted, 0 },
 	{ NULL, NULL, 0 },
 };
