@@ -322,6 +322,19 @@ static void test_target_killed(void)
 	       " slowest %ld ms", span_us, failed, ok, worst);
 }
 
+static bool is_heapctl(pid_t pid)
+{
+	char path[64], exe[512];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = 0;
+	return !strcmp(exe, cfg.heapctl);
+}
+
 /*
  * Ctrl-C, SIGTERM or SIGHUP while heapctl works: the call in flight finishes,
  * the target is restored, and heapctl says so before the signal ends it.
@@ -334,10 +347,17 @@ static void test_interrupted(void)
 	int said = 0, finished = 0, early = 0;
 	char why[512];
 
+	struct hres cal;
+	long span_us;
+
 	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
 		t_fail("%s", why);
 		return;
 	}
+	/* Calibrate: spread the signals over one whole run, however slow the machine. */
+	hc_expect(&cal, 0, "stats", "--full", "-p", v->spid, NULL);
+	span_us = cal.ms * 1000 + 1000;
+	hres_free(&cal);
 	for (int round = 0; round < 24 && !t_failed(); round++) {
 		const char *args[] = { "stats", "--full", "-p", v->spid, NULL };
 		int sig = sigs[round % 3];
@@ -348,7 +368,13 @@ static void test_interrupted(void)
 			t_fail("cannot start heapctl");
 			break;
 		}
-		usleep((useconds_t)(500 + round * 700));
+		/*
+		 * Until exec the child is a copy of this harness, whose own SIGINT
+		 * handling would strike the victim: wait for heapctl to be running.
+		 */
+		for (long end = now_ms() + 2000; !is_heapctl(hp.pid) && now_ms() < end;)
+			usleep(100);
+		usleep((useconds_t)(span_us * (round + 1) / 25));
 		kill(hp.pid, sig);
 		hc_finish(&hp, &r, HC_TIMEOUT_S);
 		if (r.timed_out) {
