@@ -1302,7 +1302,8 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 		t->cancel_sig = pending_term();
 	if (t->cancel_sig)
 		return cancelled(t, err);
-	memcpy(c.args, args, nargs * sizeof(*args));
+	if (nargs)
+		memcpy(c.args, args, nargs * sizeof(*args));
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
 	if (t->arch->prep_call(s->cur, &c, err) < 0)
 		return -1;
