@@ -395,12 +395,12 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 				return err_set(err, HC_E_TIMEOUT, 0,
 					       "thread %d did not finish its remote step in time", s->tid);
 			/*
-			 * The call does not return.  Take the thread back and let it
-			 * restore itself; a lock the call holds stays held.
+			 * The call does not return: it waits, most likely for a lock
+			 * another thread holds.  Abandoning it could leave a lock it
+			 * took on the way held for good.  Instead let it finish on its
+			 * own, untraced: it returns into ret_tramp, whose rt_sigreturn
+			 * gives the thread back (the same way as when heapctl dies).
 			 */
-			err_set(err, HC_E_TIMEOUT, 0,
-				"the call in thread %d did not return in time; the thread was "
-				"restored, but an allocator lock it held may stay held", s->tid);
 			t->deadline_ns = now_ns() + 5000000000ull;
 			if (ptrace_interrupt(s->tid, err) < 0)
 				return -1;
@@ -426,6 +426,23 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 				if (ptrace_resume(s->tid, true, 0, err) < 0)
 					return -1;
 			}
+			if (st != ST_SIGNAL) {
+				pid_t tid = s->tid;
+
+				/* inside get_signal(): the kernel restarts the call's own wait */
+				if (ptrace_detach(tid, 0, err) < 0)
+					return -1;
+				redeliver(t, s);
+				s->tid = 0; /* nothing left for call_end() to restore */
+				return err_set(err, HC_E_TIMEOUT, 0,
+					       "the call in thread %d did not return in time; heapctl let "
+					       "it finish on its own: the thread restores itself when it "
+					       "returns", tid);
+			}
+			/* a fault at that very moment: give the thread back now */
+			err_set(err, HC_E_TIMEOUT, 0,
+				"the call in thread %d did not return in time and then faulted; the "
+				"thread was restored", s->tid);
 			aborted = true;
 			kind = STEP_RESTORE;
 			done_pc = t->restorer_end;

@@ -811,7 +811,8 @@ static void test_handler_over_malloc(void)
 		t_fail("took %ld ms with --timeout 2", r.ms);
 	hres_free(&r);
 	if (!t_failed()) {
-		hc_run(&r, NULL, "stats", "-p", v->spid, NULL);
+		/* the parked handler may hold a lock the call waits for: bound it */
+		hc_run(&r, NULL, "stats", "-p", v->spid, "--timeout", "5", NULL);
 		snprintf(want, sizeof(want), "borrowing tid %s ", stid);
 		if (ok_or_refused(&r, "stats with a handler over malloc") == 0 &&
 		    strstr(r.err, want))
