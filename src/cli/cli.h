@@ -40,6 +40,7 @@ enum cli_opt {
 	CLI_O_RENDER = 1u << 10, /* dump --svg/--folded */
 	CLI_O_FOR = 1u << 11,    /* leak --for */
 	CLI_O_PIDOPT = 1u << 12, /* -p accepted but optional */
+	CLI_O_PROBE = 1u << 13,  /* list --probe */
 };
 
 struct cli_env;
@@ -76,6 +77,7 @@ struct cli_env {
 	unsigned long top;         /* report/leak --top */
 	unsigned int for_ms;       /* leak --for */
 	bool objects, shrink, lines, no_inline;
+	bool probe;                /* list --probe: borrow a thread for PROF */
 	char **args;               /* positional words after the command */
 	int nargs;
 };

@@ -16,8 +16,11 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <heapctl/prof.h>
 
 #include "cli.h"
 
@@ -28,17 +31,23 @@
  * each ends with '\n', options are aligned on column 22, lines stay under 80.
  */
 static const char list_help[] =
-	"Walk /proc and show every process that uses jemalloc, with its heap\n"
-	"profiling state.  PROF is 'active' (sampling now), 'enabled' (started\n"
-	"with opt.prof, sampling paused), 'off' (started without opt.prof) or '?'\n"
-	"(the process could not be asked; -v says why).  Each process listed\n"
-	"lends one thread for a moment; --timeout is per process here (default\n"
-	"2 s).\n";
+	"Walk /proc and show every process heapctl can drive: those that use\n"
+	"jemalloc, tcmalloc or glibc malloc, with their user and RSS.  Only /proc\n"
+	"and the processes' ELF files are read: nothing is stopped or called.\n"
+	"PROF, the heap profiling state, needs a call into the process, so it\n"
+	"shows '-' unless --probe is given; glibc has no profiler ('n/a').\n"
+	"With --probe, PROF is 'active' (sampling now), 'enabled' (started with\n"
+	"profiling, sampling paused), 'off' (started without it) or '?' (the\n"
+	"process could not be asked; -v says why), and each jemalloc or tcmalloc\n"
+	"process lends one thread for a moment; --timeout is per process then\n"
+	"(default 2 s).\n";
 static const char list_opts[] =
+	"  --probe             ask each process for its profiling state (PROF)\n"
 	"  --json              a JSON array instead of the table\n";
 static const char list_examples[] =
 	"    heapctl list\n"
-	"    heapctl list --json | jq '.[] | select(.prof == \"enabled\") | .pid'\n";
+	"    heapctl list --probe\n"
+	"    heapctl list --probe --json | jq '.[] | select(.prof == \"enabled\") | .pid'\n";
 
 static const char info_help[] =
 	"Show the allocator and its version, the object and symbol table heapctl\n"
@@ -103,10 +112,12 @@ static const char purge_help[] =
 	"to the operating system, in every arena or in one, and show dirty and\n"
 	"RSS before and after.\n";
 static const char purge_opts[] =
-	"  --arena N           purge arena N only (default: all arenas)\n";
+	"  --arena N           purge arena N only (default: all arenas)\n"
+	"  --json              one JSON object: before, after, released (bytes)\n";
 static const char purge_examples[] =
 	"    heapctl purge -p 1234\n"
-	"    heapctl purge -p 1234 --arena 0\n";
+	"    heapctl purge -p 1234 --arena 0\n"
+	"    heapctl purge -p 1234 --json | jq .released\n";
 
 static const char get_help[] =
 	"Read the allocator control NAME (jemalloc(3), MALLCTL NAMESPACE) and\n"
@@ -136,6 +147,7 @@ static const char report_help[] =
 static const char report_opts[] =
 	"  --format F          folded, svg, pprof, text or json (default: from the\n"
 	"                      -o suffix: .folded .svg .pb.gz .txt .json; else text)\n"
+	"  --json              the same as --format json\n"
 	"  -o, --output FILE   write there instead of stdout\n"
 	"  --base FILE         subtract this earlier profile: show growth\n"
 	"  --shrink            with --base, folded/svg show what shrank instead\n"
@@ -168,11 +180,14 @@ static const char leak_opts[] =
 	"                      suffixes pick that format\n"
 	"  --objects           weigh by objects instead of bytes\n"
 	"  --top N             rows in the printed tables (default 10)\n"
-	"  --lines             add file:line to frames\n";
+	"  --lines             add file:line to frames\n"
+	"  --json              the summary as one JSON object on stdout (the\n"
+	"                      -o file is still written)\n";
 static const char leak_examples[] =
 	"    heapctl leak -p 1234\n"
 	"    heapctl leak -p 1234 --for 2m -o leak.svg\n"
-	"    heapctl leak -p \"$(pidof -s myservice)\" --for 10 -o leak.pb.gz\n";
+	"    heapctl leak -p \"$(pidof -s myservice)\" --for 10 -o leak.pb.gz\n"
+	"    heapctl leak -p 1234 --for 1m --json | jq '.functions[0]'\n";
 
 static const char maps_help[] =
 	"Show where the process's resident memory is, read from /proc/PID/smaps\n"
@@ -196,8 +211,8 @@ static const char maps_examples[] =
 	}
 
 static const struct cli_cmd cmds[] = {
-	CMD(list, CLI_O_TIMEOUT | CLI_O_JSON, 0, 0, "heapctl list [--json]",
-	    "processes heapctl can drive: pid, name, allocator, profiling", list_opts),
+	CMD(list, CLI_O_TIMEOUT | CLI_O_JSON | CLI_O_PROBE, 0, 0, "heapctl list [--probe] [--json]",
+	    "processes heapctl can drive: pid, user, RSS, allocator, profiling", list_opts),
 	CMD(info, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl info -p PID [--json]",
 	    "allocator, version, where it was found, key opt.* settings", info_opts),
 	CMD(prof, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 1,
@@ -209,17 +224,18 @@ static const struct cli_cmd cmds[] = {
 	CMD(stats, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_FULL | CLI_O_OPTS, 0, 0,
 	    "heapctl stats -p PID [--json | --full [--opts STR]]",
 	    "where the heap memory is: live, allocator overhead, dirty, RSS", stats_opts),
-	CMD(purge, CLI_O_COMMON | CLI_O_PID | CLI_O_ARENA, 0, 0, "heapctl purge -p PID [--arena N]",
+	CMD(purge, CLI_O_COMMON | CLI_O_PID | CLI_O_ARENA | CLI_O_JSON, 0, 0,
+	    "heapctl purge -p PID [--arena N] [--json]",
 	    "return dirty pages to the OS and show what it saved", purge_opts),
 	CMD(get, CLI_O_COMMON | CLI_O_PID, 1, 1, "heapctl get -p PID NAME",
 	    "read one allocator control (mallctl name)", NULL),
 	CMD(set, CLI_O_COMMON | CLI_O_PID, 1, 2, "heapctl set -p PID NAME [VALUE]",
 	    "write one allocator control, or trigger a void one", NULL),
-	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT, 1, 1,
-	    "heapctl report FILE [--base FILE] [--format F] [-o OUT] [--objects] [-p PID]",
+	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT | CLI_O_JSON, 1, 1,
+	    "heapctl report FILE [--base FILE] [--format F | --json] [-o OUT] [--objects] [-p PID]",
 	    "name the code in a heap profile: folded, svg, pprof, text", report_opts),
-	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT, 0, 0,
-	    "heapctl leak -p PID [--for SEC] [-o FILE]",
+	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT | CLI_O_JSON, 0,
+	    0, "heapctl leak -p PID [--for SEC] [-o FILE] [--json]",
 	    "what grows: two profiles apart, diffed, top stacks and an SVG", leak_opts),
 	CMD(maps, CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl maps -p PID [--json]",
 	    "where the RSS is: heap, glibc arenas, stacks, files (no injection)", maps_opts),
@@ -247,6 +263,7 @@ enum {
 	OPT_SHRINK,
 	OPT_LINES,
 	OPT_NO_INLINE,
+	OPT_PROBE,
 };
 
 /* '+': no permutation, split_args() already did it; ':': report missing values. */
@@ -276,20 +293,8 @@ static const struct option long_opts[] = {
 	{ "shrink", no_argument, NULL, OPT_SHRINK },
 	{ "lines", no_argument, NULL, OPT_LINES },
 	{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+	{ "probe", no_argument, NULL, OPT_PROBE },
 	{ NULL, 0, NULL, 0 },
-};
-
-static const struct {
-	unsigned int bit;
-	const char *name;
-} opt_names[] = {
-	{ CLI_O_PID, "-p/--pid" },	 { CLI_O_TID, "--tid" },
-	{ CLI_O_TIMEOUT, "--timeout" },	 { CLI_O_JSON, "--json" },
-	{ CLI_O_FULL, "--full" },	 { CLI_O_OPTS, "--opts" },
-	{ CLI_O_OUTPUT, "-o/--output" }, { CLI_O_ARENA, "--arena" },
-	{ CLI_O_BASE, "--base" },
-	{ CLI_O_REPORT, "--format/--objects/--shrink/--top/--lines/--sysroot/--no-inline" },
-	{ CLI_O_RENDER, "--svg/--folded" },	 { CLI_O_FOR, "--for" },
 };
 
 static void print_common(FILE *f, unsigned int allowed, bool per_process)
@@ -313,16 +318,21 @@ static void main_help(FILE *f)
 	fputs("Usage: heapctl [-v...] <command> [options]\n"
 	      "\n"
 	      "Drive the allocator of a running process from outside.  heapctl borrows one\n"
-	      "thread at a safe point, makes it call the process's own jemalloc control\n"
-	      "functions, restores it bit for bit and detaches; other threads keep running.\n"
+	      "thread at a safe point, makes it call the process's own allocator control\n"
+	      "functions (jemalloc's mallctl, glibc malloc's mallinfo2/malloc_trim,\n"
+	      "tcmalloc's MallocExtension and heap profiler), restores it bit for bit and\n"
+	      "detaches; other threads keep running.  'list' (without --probe), 'maps' and\n"
+	      "'report' stop nothing.\n"
 	      "\n"
 	      "Commands:\n", f);
 	for (i = 0; i < NCMDS; i++)
 		fprintf(f, "  %-8s  %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "  %-8s  %s\n", "help", "help on a command: heapctl help COMMAND");
 	print_common(f, CLI_O_COMMON, false);
 	fputs("\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n"
-	      "Run 'heapctl COMMAND --help' for a command's options and examples.\n"
+	      "--json gives one JSON value on stdout wherever a command prints a result.\n"
+	      "Run 'heapctl help COMMAND' for a command's options and examples.\n"
 	      "\n"
 	      "EXAMPLES:\n"
 	      "    heapctl list\n"
@@ -350,6 +360,122 @@ static const struct cli_cmd *find_cmd(const char *name)
 		if (!strcmp(cmds[i].name, name))
 			return &cmds[i];
 	return NULL;
+}
+
+/*
+ * Edit distance with adjacent transpositions (optimal string alignment):
+ * "stauts" and "jsno" are one typo away from "status" and "json".  Names
+ * are short; anything past 31 bytes is simply "far".
+ */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+	size_t d[32][32], i, j;
+
+	if (la > 31 || lb > 31)
+		return SIZE_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] != b[j - 1], v = d[i - 1][j - 1] + cost;
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+/*
+ * The one name a mistyped word most likely meant: the only name it is a
+ * prefix of ("rep" -> report), else the nearest within one edit (two for
+ * words longer than four), else NULL.  A tie is no suggestion: guessing
+ * between two names helps nobody.
+ */
+static const char *suggest(const char *word, size_t len, const char *const *names, size_t n)
+{
+	const char *best = NULL, *prefix = NULL;
+	size_t i, best_d = SIZE_MAX, nprefix = 0, limit = len > 4 ? 2 : 1;
+	bool tie = false;
+
+	if (!len)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		size_t d = edit_distance(word, len, names[i], strlen(names[i]));
+
+		if (len >= 2 && len < strlen(names[i]) && !strncmp(names[i], word, len)) {
+			prefix = names[i];
+			nprefix++;
+		}
+		if (d < best_d) {
+			best_d = d;
+			best = names[i];
+			tie = false;
+		} else if (d == best_d) {
+			tie = true;
+		}
+	}
+	if (nprefix == 1)
+		return prefix;
+	return best_d <= limit && !tie ? best : NULL;
+}
+
+static const char *suggest_cmd(const char *word)
+{
+	const char *names[NCMDS + 1];
+	size_t i;
+
+	for (i = 0; i < NCMDS; i++)
+		names[i] = cmds[i].name;
+	names[NCMDS] = "help";
+	return suggest(word, strlen(word), names, NCMDS + 1);
+}
+
+/* "--jsno" or "--jsno=x" -> "json", or NULL. */
+static const char *suggest_long(const char *tok)
+{
+	const char *names[sizeof(long_opts) / sizeof(long_opts[0])];
+	size_t n = 0;
+	const struct option *o;
+
+	for (o = long_opts; o->name; o++)
+		names[n++] = o->name;
+	tok += 2;
+	return suggest(tok, strcspn(tok, "="), names, n);
+}
+
+/* cli_usage() with a hint of our own. */
+static int __attribute__((format(printf, 2, 3)))
+usage_hint(const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+
+	cli_flush();
+	fputs("heapctl: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nhint: %s\n", hint);
+	return CLI_EXIT_USAGE;
+}
+
+static int unknown_command(const char *word)
+{
+	const char *s = suggest_cmd(word);
+	char hint[128];
+
+	if (!s)
+		return cli_usage(NULL, "unknown command '%s'", word);
+	snprintf(hint, sizeof(hint), "did you mean 'heapctl %s'? see 'heapctl --help'", s);
+	return usage_hint(hint, "unknown command '%s'", word);
 }
 
 /* "-x" or "--xyz", but not "-" alone nor a negative number such as "-1" or "-.5". */
@@ -392,32 +518,12 @@ static bool takes_next(const char *tok)
 	return false;
 }
 
-/* argv[1..] -> options with their values (ov, after ov[0]) and words (pv). */
-static void split_args(int argc, char **argv, char **ov, int *on, char **pv, int *pn)
-{
-	int i;
-
-	ov[(*on)++] = argv[0];
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			while (++i < argc)
-				pv[(*pn)++] = argv[i];
-			break;
-		}
-		if (!is_option(argv[i])) {
-			pv[(*pn)++] = argv[i];
-			continue;
-		}
-		ov[(*on)++] = argv[i];
-		if (takes_next(argv[i]) && i + 1 < argc)
-			ov[(*on)++] = argv[++i];
-	}
-	ov[*on] = NULL;
-}
-
 struct parse_state {
 	bool help, version;
 	char err[320]; /* the first problem found; parsing goes on for --help */
+	char hint[160]; /* for err, if better than "see --help" */
+	/* Each CLI_O_* bit given, as the user typed it ("--obj", "-o"), for messages. */
+	char typed[32][24];
 };
 
 static void __attribute__((format(printf, 2, 3)))
@@ -432,14 +538,136 @@ parse_error(struct parse_state *ps, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * The first letter of a short-option bundle ("-vp", "-w.heap") that is not
+ * an option, or 0.  getopt would take the letters it knows and skip the
+ * rest, so "-w.heap" meant -h: help, exit 0, for a typo.  Letters after one
+ * that takes a value are that value ("-p123").
+ */
+static char bad_bundle_letter(const char *tok)
+{
+	const char *p, *d;
+
+	if (tok[1] == '-')
+		return 0;
+	for (p = tok + 1; *p; p++) {
+		d = *p == ':' || *p == '+' ? NULL : strchr(short_opts, *p);
+		if (!d)
+			return *p;
+		if (d[1] == ':')
+			return 0;
+	}
+	return 0;
+}
+
+/*
+ * argv[1..] -> options with their values (ov, after ov[0]) and words (pv).
+ * A bundle with a letter that is no option is an error as a whole, and none
+ * of its letters take effect.
+ */
+static void split_args(int argc, char **argv, char **ov, int *on, char **pv, int *pn,
+		       struct parse_state *ps)
+{
+	int i;
+
+	ov[(*on)++] = argv[0];
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (++i < argc)
+				pv[(*pn)++] = argv[i];
+			break;
+		}
+		if (!is_option(argv[i])) {
+			pv[(*pn)++] = argv[i];
+			continue;
+		}
+		if (bad_bundle_letter(argv[i])) {
+			char bad = bad_bundle_letter(argv[i]);
+
+			if (argv[i][2])
+				parse_error(ps, "unknown option '-%c' in '%s'", bad, argv[i]);
+			else
+				parse_error(ps, "unknown option '-%c'", bad);
+			continue;
+		}
+		ov[(*on)++] = argv[i];
+		if (takes_next(argv[i]) && i + 1 < argc)
+			ov[(*on)++] = argv[++i];
+	}
+	ov[*on] = NULL;
+}
+
+/*
+ * Remember how the option getopt_long just returned was typed, under the
+ * CLI_O_* bits it set, so "does not apply" names what the user wrote.
+ */
+static void note_typed(struct parse_state *ps, char **ov, int li, int c, unsigned int bits)
+{
+	char name[24];
+	const char *tok;
+	unsigned int b;
+
+	if (li < 0) {
+		snprintf(name, sizeof(name), "-%c", c);
+	} else {
+		/* The value may be the next word: then the option is the one before. */
+		tok = optarg && optind >= 2 && optarg == ov[optind - 1] ? ov[optind - 2] :
+									 ov[optind - 1];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(tok, "="), tok);
+	}
+	for (b = 0; b < 32; b++)
+		if ((bits & (1u << b)) && !ps->typed[b][0])
+			snprintf(ps->typed[b], sizeof(ps->typed[b]), "%s", name);
+}
+
+/* getopt_long refused ov[optind - 1]: say which option and why. */
+static void bad_long(struct parse_state *ps, const char *tok)
+{
+	size_t n = strcspn(tok + 2, "=");
+	const struct option *o;
+	const char *s;
+	char list[128] = "";
+	int nhits = 0;
+
+	for (o = long_opts; o->name; o++) {
+		if (strncmp(o->name, tok + 2, n))
+			continue;
+		nhits++;
+		if (strlen(list) + strlen(o->name) + 5 < sizeof(list))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s--%s",
+				 list[0] ? ", " : "", o->name);
+	}
+	if (nhits > 1) {
+		parse_error(ps, "ambiguous option '%.*s' (%s)", (int)n + 2, tok, list);
+		return;
+	}
+	if (nhits == 1) {
+		/* Known, but "--json=x" gives a value to an option that takes none. */
+		parse_error(ps, "option '%.*s' takes no value", (int)n + 2, tok);
+		return;
+	}
+	if (ps->err[0])
+		return;
+	parse_error(ps, "unknown option '%.*s'", (int)n + 2, tok);
+	s = suggest_long(tok);
+	if (s)
+		snprintf(ps->hint, sizeof(ps->hint), "did you mean '--%s'?", s);
+}
+
 static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_state *ps)
 {
 	unsigned long ul;
-	int c;
+	unsigned int seen;
+	int c, li;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(on, ov, short_opts, long_opts, NULL)) != -1) {
+	for (;;) {
+		li = -1;
+		seen = env->seen;
+		c = getopt_long(on, ov, short_opts, long_opts, &li);
+		if (c == -1)
+			break;
 		switch (c) {
 		case 'p':
 			env->seen |= CLI_O_PID;
@@ -537,6 +765,10 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 			*(c == OPT_OBJECTS ? &env->objects : c == OPT_SHRINK ? &env->shrink :
 			  c == OPT_LINES ? &env->lines : &env->no_inline) = true;
 			break;
+		case OPT_PROBE:
+			env->seen |= CLI_O_PROBE;
+			env->probe = true;
+			break;
 		case ':':
 			parse_error(ps, "option '%s' needs a value", ov[optind - 1]);
 			break;
@@ -546,24 +778,32 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 
 				parse_error(ps, "unknown option '%s'", s);
 			} else {
-				parse_error(ps, "unknown or ambiguous option '%s'", ov[optind - 1]);
+				bad_long(ps, ov[optind - 1]);
 			}
 			break;
 		}
+		if (env->seen & ~seen)
+			note_typed(ps, ov, li, c, env->seen & ~seen);
 	}
 }
 
 /* Everything that needs the command: which options it takes, its words. */
-static int check_env(struct cli_env *env)
+static int check_env(struct cli_env *env, const struct parse_state *ps)
 {
 	const struct cli_cmd *c = env->cmd;
 	unsigned int bad = env->seen & ~(c->opts | (c->opts & CLI_O_PIDOPT ? CLI_O_PID : 0));
-	size_t i;
 
-	for (i = 0; bad && i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
-		if (bad & opt_names[i].bit)
-			return cli_usage(env, "option %s does not apply to '%s'",
-					 opt_names[i].name, c->name);
+	if (bad) {
+		/* The first option given that the command does not take, as typed. */
+		const char *name = NULL;
+		unsigned int b;
+
+		for (b = 0; b < 32 && !name; b++)
+			if ((bad & (1u << b)) && ps->typed[b][0])
+				name = ps->typed[b];
+		return cli_usage(env, "option '%s' does not apply to '%s'", name ? name : "?",
+				 c->name);
+	}
 	if (env->nargs < c->min_args)
 		return cli_usage(env, "missing argument (usage: %s)", c->usage);
 	if (env->nargs > c->max_args)
@@ -572,9 +812,21 @@ static int check_env(struct cli_env *env)
 	if ((c->opts & CLI_O_PID) && !(env->seen & CLI_O_PID))
 		return cli_usage(env, "missing -p PID (usage: %s)", c->usage);
 	if (env->json && env->full)
-		return cli_usage(env, "--json and --full are mutually exclusive");
+		return cli_usage(env, "--json and %s are mutually exclusive",
+				 ps->typed[__builtin_ctz(CLI_O_FULL)]);
 	if (env->stats_opts && !env->full)
 		return cli_usage(env, "--opts only applies with --full");
+	/* --json is the one switch for JSON everywhere; report's is a --format. */
+	if (env->json && c->fn == cmd_report) {
+		if (env->format && hc_report_format_parse(env->format) != HC_FMT_JSON)
+			return cli_usage(env, "--json and --format %s ask for two formats",
+					 env->format);
+		env->format = "json";
+	}
+	/* leak --json prints its summary on stdout: the report goes to a file. */
+	if (env->json && c->fn == cmd_leak && env->output && !strcmp(env->output, "-"))
+		return cli_usage(env, "leak --json prints its summary on stdout; "
+				 "give -o a file name");
 	if (!(env->seen & CLI_O_TIMEOUT))
 		env->topts.timeout_ms = c->fn == cmd_list ? CLI_LIST_TIMEOUT_MS : CLI_TIMEOUT_MS;
 	return CLI_EXIT_OK;
@@ -621,7 +873,7 @@ int main(int argc, char **argv)
 		free(pv);
 		return CLI_EXIT_FAIL;
 	}
-	split_args(argc, argv, ov, &on, pv, &pn);
+	split_args(argc, argv, ov, &on, pv, &pn, &ps);
 	parse_opts(&env, on, ov, &ps);
 	cli_log_init(env.verbose);
 
@@ -633,20 +885,40 @@ int main(int argc, char **argv)
 	if (ps.version) {
 		printf("heapctl %s\n", HC_VERSION);
 		rc = finish(CLI_EXIT_OK);
+	} else if (pn && !strcmp(pv[0], "help")) {
+		/* "heapctl help [COMMAND]": the same text as --help, on stdout. */
+		rc = CLI_EXIT_OK;
+		if (pn > 2)
+			rc = cli_usage(NULL, "unexpected argument '%s' (usage: heapctl help "
+				       "[COMMAND])", pv[2]);
+		else if (pn == 2 && strcmp(pv[1], "help") && !find_cmd(pv[1]))
+			rc = unknown_command(pv[1]);
+		else if (pn == 2 && find_cmd(pv[1]))
+			cmd_help(stdout, find_cmd(pv[1]));
+		else
+			main_help(stdout);
+		if (rc == CLI_EXIT_OK)
+			rc = finish(CLI_EXIT_OK);
 	} else if (pn && !env.cmd) {
-		rc = cli_usage(NULL, "unknown command '%s'", pv[0]);
+		rc = unknown_command(pv[0]);
 	} else if (ps.help) {
 		if (env.cmd)
 			cmd_help(stdout, env.cmd);
 		else
 			main_help(stdout);
 		rc = finish(CLI_EXIT_OK);
+	} else if (ps.err[0] && ps.hint[0]) {
+		char hint[256];
+
+		snprintf(hint, sizeof(hint), "%s see 'heapctl %s%s--help'", ps.hint,
+			 env.cmd ? env.cmd->name : "", env.cmd ? " " : "");
+		rc = usage_hint(hint, "%s", ps.err);
 	} else if (ps.err[0]) {
 		rc = cli_usage(&env, "%s", ps.err);
 	} else if (!env.cmd) {
 		rc = cli_usage(NULL, "no command given");
 	} else {
-		rc = check_env(&env);
+		rc = check_env(&env, &ps);
 		if (rc == CLI_EXIT_OK)
 			rc = finish(env.cmd->fn(&env));
 	}
