@@ -3,15 +3,22 @@
  * cmd_list.c: heapctl list — every process heapctl can drive.
  *
  * hc_target_open() only reads /proc and ELF files, so trying it on every
- * process is cheap and stops nothing; only the processes that turn out to
- * use jemalloc lend a thread, once, for hc_prof_get().
+ * process is cheap and stops nothing.  That is all a plain `list` does:
+ * a look around must not pause every service on the machine.  The
+ * profiling state (PROF) is known only by asking the allocator, so only
+ * `list --probe` has each jemalloc or tcmalloc process lend a thread, once,
+ * for hc_prof_get().  What the environment says (MALLOC_CONF in
+ * /proc/PID/environ) is not used instead: it is the start-up request, not
+ * what prof.active is now, and a program may set it at build time.
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -102,23 +109,83 @@ static bool quiet_failure(enum hc_errc code)
 struct row {
 	pid_t pid;
 	char name[64];
-	char allocator[16];
+	char allocator[32];
+	char user[33];
+	long uid;      /* -1 if unknown */
+	uint64_t rss;  /* bytes, VmRSS */
 	const char *prof;
 	bool known, enabled, active;
 };
 
+/* VmRSS of /proc/PID/status in bytes, 0 if unknown. */
+static uint64_t read_rss(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* The owner of /proc/PID (its effective uid, proc(5)) by name, else the number. */
+static void read_user(pid_t pid, struct row *r)
+{
+	static uid_t last_uid = (uid_t)-1;
+	static char last_name[33];
+	char path[64];
+	struct passwd *pw;
+	struct stat st;
+
+	r->uid = -1;
+	snprintf(r->user, sizeof(r->user), "?");
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st))
+		return;
+	r->uid = (long)st.st_uid;
+	/* Most processes share a few users: spare a passwd lookup per row. */
+	if (st.st_uid != last_uid) {
+		pw = getpwuid(st.st_uid);
+		if (pw)
+			snprintf(last_name, sizeof(last_name), "%s", pw->pw_name);
+		else
+			snprintf(last_name, sizeof(last_name), "%ld", (long)st.st_uid);
+		last_uid = st.st_uid;
+	}
+	snprintf(r->user, sizeof(r->user), "%s", last_name);
+}
+
 static void print_row(const struct cli_env *env, const struct row *r, unsigned int index)
 {
+	char rss[32];
+
 	if (!env->json) {
-		printf("%7d  %-16s %-10s %s\n", (int)r->pid, r->name, r->allocator, r->prof);
+		printf("%7d  %-10.10s %10s  %-16s %-16s %s\n", (int)r->pid, r->user,
+		       cli_size(r->rss, rss, sizeof(rss)), r->name, r->allocator, r->prof);
 		return;
 	}
 	fputs(index ? ",\n  {" : "\n  {", stdout);
 	printf("\"pid\":%d,\"name\":", (int)r->pid);
 	cli_json_str(stdout, r->name);
-	fputs(",\"allocator\":", stdout);
+	fputs(",\"user\":", stdout);
+	cli_json_str(stdout, r->user);
+	if (r->uid >= 0)
+		printf(",\"uid\":%ld", r->uid);
+	else
+		fputs(",\"uid\":null", stdout);
+	printf(",\"rss\":%llu,\"allocator\":", (unsigned long long)r->rss);
 	cli_json_str(stdout, r->allocator);
-	printf(",\"prof\":\"%s\"", r->prof);
+	if (r->prof[0] == '-')
+		fputs(",\"prof\":null", stdout);
+	else
+		printf(",\"prof\":\"%s\"", r->prof);
 	if (r->known)
 		printf(",\"enabled\":%s,\"active\":%s}", cli_bool(r->enabled),
 		       cli_bool(r->active));
@@ -156,7 +223,19 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 	/* The where strings belong to t: copy before closing it. */
 	snprintf(r->allocator, sizeof(r->allocator), "%s",
 		 w.allocator && w.allocator[0] ? w.allocator : "?");
+	r->rss = read_rss(pid);
+	read_user(pid, r);
 
+	if (w.allocator && !strcmp(w.allocator, "glibc")) {
+		r->prof = "n/a"; /* glibc has no heap profiler: known without asking */
+		cli_close(t);
+		return 1;
+	}
+	if (!env->probe) {
+		r->prof = "-"; /* only a call into the process can tell: --probe */
+		cli_close(t);
+		return 1;
+	}
 	ret = hc_prof_get(t, &r->enabled, &r->active, &err);
 	if (ret == 0) {
 		cli_timing(env, t);
@@ -194,7 +273,8 @@ int cmd_list(struct cli_env *env)
 	if (env->json)
 		fputs("[", stdout);
 	else
-		printf("%7s  %-16s %-10s %s\n", "PID", "NAME", "ALLOCATOR", "PROF");
+		printf("%7s  %-10s %10s  %-16s %-16s %s\n", "PID", "USER", "RSS", "NAME",
+		       "ALLOCATOR", "PROF");
 	cli_flush();
 
 	for (i = 0; i < n; i++) {
@@ -216,7 +296,8 @@ int cmd_list(struct cli_env *env)
 		fputs(shown ? "\n]\n" : "]\n", stdout);
 	free(pids);
 
-	cli_log(HC_LOG_INFO, "%zu processes scanned, %u listed", n, shown);
+	cli_log(HC_LOG_INFO, "%zu processes scanned, %u listed%s", n, shown,
+		env->probe ? "" : "; PROF needs --probe");
 	if (denied && geteuid() != 0)
 		cli_log(HC_LOG_WARN, "%u processes could not be inspected (permission denied); "
 			"run as root to see them", denied);

@@ -67,30 +67,131 @@ static void trimmed(const struct hres *r, char *out, size_t sz)
 	out[n] = '\0';
 }
 
+/* The line of a list table whose PID column is pid, copied to line; false if none. */
+static bool list_line(const char *out, const char *spid, char *line, size_t sz)
+{
+	const char *p;
+
+	for (p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		size_t l = strcspn(p, "\n");
+		char first[32];
+
+		snprintf(line, sz, "%.*s", (int)(l < sz - 1 ? l : sz - 1), p);
+		if (sscanf(line, "%31s", first) == 1 && !strcmp(first, spid))
+			return true;
+	}
+	return false;
+}
+
+/* The last word of a line (list's PROF column). */
+static const char *last_word(const char *line)
+{
+	const char *sp = strrchr(line, ' ');
+
+	return sp ? sp + 1 : line;
+}
+
+/*
+ * A plain list reads /proc and ELF files only: the jemalloc victim is shown
+ * with its user and RSS, PROF is '-', and no thread of any process was
+ * borrowed (-v prints a "borrowed tid" line for each borrow).
+ */
 static void test_list(void)
 {
 	struct victim *v = shared_victim();
+	char line[512];
 	struct hres r;
-	const char *p;
-	bool found = false;
 
 	if (!v)
 		return;
-	if (hc_expect(&r, 0, "list", NULL))
+	if (cfg.vflag)
+		hc_run(&r, NULL, "list", NULL);
+	else
+		hc_run(&r, NULL, "-v", "list", NULL);
+	if (hres_crash(&r) || hres_exit(&r) != 0) {
+		t_fail("list: %s (wanted exit 0)", hres_desc(&r));
 		goto out;
-	/* A line that starts with (or holds) our pid and says jemalloc. */
-	for (p = r.out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		size_t l = strcspn(p, "\n");
-		char line[512];
-
-		snprintf(line, sizeof(line), "%.*s", (int)(l < 511 ? l : 511), p);
-		if (strstr(line, v->spid) && strcasestr_(line, "jemalloc")) {
-			found = true;
-			break;
-		}
 	}
-	if (!found)
+	if (!list_line(r.out, v->spid, line, sizeof(line)) || !strcasestr_(line, "jemalloc"))
 		t_fail("list has no line with pid %s and jemalloc:\n%.400s", v->spid, r.out);
+	else if (strcmp(last_word(line), "-"))
+		t_fail("list without --probe shows PROF '%s' for the victim (wanted '-'): %s",
+		       last_word(line), line);
+	else if (!strstr(line, "MiB") && !strstr(line, "KiB"))
+		t_fail("list shows no RSS for the victim: %s", line);
+	else if (strstr(r.err, "borrowed tid "))
+		t_fail("a plain list borrowed a thread: %.300s", strstr(r.err, "borrowed tid "));
+	else
+		victim_check(v, 0);
+out:
+	hres_free(&r);
+}
+
+/* list --probe asks each jemalloc process: the victim lends a thread and PROF is known. */
+static void test_list_probe(void)
+{
+	struct victim *v = shared_victim();
+	const char *p;
+	char line[512], task[96];
+	bool ours = false;
+	struct hres r;
+
+	if (!v)
+		return;
+	if (cfg.vflag)
+		hc_run(&r, NULL, "list", "--probe", NULL);
+	else
+		hc_run(&r, NULL, "-v", "list", "--probe", NULL);
+	if (hres_crash(&r) || hres_exit(&r) != 0) {
+		t_fail("list --probe: %s (wanted exit 0)", hres_desc(&r));
+		goto out;
+	}
+	if (!list_line(r.out, v->spid, line, sizeof(line))) {
+		t_fail("list --probe has no line with pid %s:\n%.400s", v->spid, r.out);
+		goto out;
+	}
+	if (strcmp(last_word(line), "enabled") && strcmp(last_word(line), "active")) {
+		t_fail("list --probe shows PROF '%s' for a prof:true victim: %s", last_word(line),
+		       line);
+		goto out;
+	}
+	/* One of the borrow lines names a thread of the victim. */
+	for (p = r.err; (p = strstr(p, "borrowed tid ")); p++) {
+		long tid = strtol(p + strlen("borrowed tid "), NULL, 10);
+
+		snprintf(task, sizeof(task), "/proc/%d/task/%ld", (int)v->pid, tid);
+		if (tid > 0 && access(task, F_OK) == 0)
+			ours = true;
+	}
+	if (!ours)
+		t_fail("list --probe borrowed no thread of the victim: %.300s", r.err);
+	else
+		victim_check(v, 0);
+out:
+	hres_free(&r);
+}
+
+static void test_list_json(void)
+{
+	struct victim *v = shared_victim();
+	char why[256], pidkey[48];
+	struct hres r;
+
+	if (!v)
+		return;
+	if (hc_expect(&r, 0, "list", "--json", NULL))
+		goto out;
+	snprintf(pidkey, sizeof(pidkey), "{\"pid\":%s,", v->spid);
+	if (json_valid(r.out, why, sizeof(why)))
+		t_fail("list --json: %s: %.200s", why, r.out);
+	else if (!strstr(r.out, pidkey))
+		t_fail("list --json has no object for pid %s", v->spid);
+	else if (!strstr(strstr(r.out, pidkey), "\"rss\":") ||
+		 !strstr(strstr(r.out, pidkey), "\"user\":"))
+		t_fail("list --json lacks rss or user: %.300s", strstr(r.out, pidkey));
+	else if (strncmp(strstr(strstr(r.out, pidkey), "\"prof\":"), "\"prof\":null", 11))
+		t_fail("list --json without --probe gives prof: %.40s",
+		       strstr(strstr(r.out, pidkey), "\"prof\":"));
 	else
 		victim_check(v, 0);
 out:
@@ -592,6 +693,8 @@ out:
 
 const struct itest t_cmds_tests[] = {
 	{ "list", test_list, 0 },
+	{ "list-probe", test_list_probe, 0 },
+	{ "list-json", test_list_json, 0 },
 	{ "info", test_info, 0 },
 	{ "info-json", test_info_json, 0 },
 	{ "prof-status", test_prof_status, 0 },
