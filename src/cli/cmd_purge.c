@@ -7,6 +7,49 @@
 
 #include "cli.h"
 
+/* Only sizes go in "before" and "after": counts and flags are not what purge moves. */
+static bool is_size(const struct hc_figure *f)
+{
+	return !strstr(f->what, "(count)") && !strstr(f->what, "(0/1)");
+}
+
+static void json_side(const char *key, const struct hc_stats *st)
+{
+	unsigned i;
+
+	printf(",\"%s\":{\"dirty\":%llu,\"muzzy\":%llu,\"rss\":%llu", key,
+	       (unsigned long long)st->dirty, (unsigned long long)st->muzzy,
+	       (unsigned long long)st->rss);
+	for (i = 0; i < st->nfig; i++) {
+		if (!is_size(&st->fig[i]) || !strcmp(st->fig[i].name, "dirty"))
+			continue;
+		putchar(',');
+		cli_json_str(stdout, st->fig[i].name);
+		printf(":%llu", (unsigned long long)st->fig[i].value);
+	}
+	putchar('}');
+}
+
+/*
+ * {"pid":N,"allocator":S,"narenas":N,"arena":N|null,"before":{...},
+ *  "after":{...},"released":N}: sizes in bytes; docs/cli.md has the schema.
+ */
+static void print_json(const struct cli_env *env, const struct hc_stats *before,
+		       const struct hc_stats *after)
+{
+	printf("{\"pid\":%d,\"allocator\":", (int)env->pid);
+	cli_json_str(stdout, before->allocator);
+	printf(",\"narenas\":%u,\"arena\":", before->narenas);
+	if (env->arena < 0)
+		fputs("null", stdout);
+	else
+		printf("%d", env->arena);
+	json_side("before", before);
+	json_side("after", after);
+	printf(",\"released\":%llu}\n",
+	       (unsigned long long)(after->rss < before->rss ? before->rss - after->rss : 0));
+}
+
 static void line(const char *name, uint64_t before, uint64_t after)
 {
 	char a[32], b[32];
@@ -39,12 +82,16 @@ int cmd_purge(struct cli_env *env)
 	cli_timing(env, t);
 	cli_close(t);
 
+	if (env->json) {
+		print_json(env, &before, &after);
+		return CLI_EXIT_OK;
+	}
 	if (before.nfig) {
 		/* glibc, tcmalloc: their own figures, before and after */
 		printf("purged pid %d (%s, %u arena%s)\n", (int)env->pid, before.allocator,
 		       before.narenas, before.narenas == 1 ? "" : "s");
 		for (unsigned i = 0; i < before.nfig && i < after.nfig; i++)
-			if (!strstr(before.fig[i].what, "(count)") && !strstr(before.fig[i].what, "(0/1)"))
+			if (is_size(&before.fig[i]))
 				line(before.fig[i].name, before.fig[i].value, after.fig[i].value);
 	} else if (env->arena < 0)
 		printf("purged all %u arenas of pid %d\n", before.narenas, (int)env->pid);

@@ -541,6 +541,57 @@ out:
 	hres_free(&r);
 }
 
+/* Number key of the object member obj of the top-level object s; -1 if absent. */
+static double json_sub_num(const char *s, const char *obj, const char *key)
+{
+	const char *val;
+	char buf[2048];
+	size_t len;
+	double d;
+
+	if (json_member(s, obj, &val, &len) || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, val, len);
+	buf[len] = '\0';
+	return json_get_num(buf, key, &d) ? -1 : d;
+}
+
+/* purge --json: the same purge, its before/after figures as one object. */
+static void test_purge_json(void)
+{
+	struct victim *v = shared_victim();
+	double b, a, rel;
+	char why[256];
+	long after;
+	struct hres r = { 0 };
+
+	if (!v || make_dirty(v, 64 * MiB, "0"))
+		return;
+	if (hc_expect(&r, 0, "purge", "-p", v->spid, "--json", NULL))
+		goto out;
+	if (json_valid(r.out, why, sizeof(why))) {
+		t_fail("purge --json: %s: %.300s", why, r.out);
+		goto out;
+	}
+	b = json_sub_num(r.out, "before", "dirty");
+	a = json_sub_num(r.out, "after", "dirty");
+	if (b < 60.0 * MiB || a < 0 || b - a < 48.0 * MiB || json_get_num(r.out, "released", &rel) ||
+	    json_sub_num(r.out, "before", "rss") <= 0) {
+		t_fail("purge --json: dirty %.0f -> %.0f, or no released/rss: %.300s", b, a, r.out);
+		goto out;
+	}
+	after = vstate(v, "dirty");
+	if (after == LONG_MIN)
+		goto out;
+	if ((double)after > a + 8.0 * MiB) {
+		t_fail("purge --json says dirty %.0f after, the target reads %ld", a, after);
+		goto out;
+	}
+	victim_check(v, 0);
+out:
+	hres_free(&r);
+}
+
 static void test_purge_arena(void)
 {
 	struct victim *v = shared_victim();
@@ -708,6 +759,7 @@ const struct itest t_cmds_tests[] = {
 	{ "stats-full", test_stats_full, 0 },
 	{ "purge", test_purge, 0 },
 	{ "purge-arena", test_purge_arena, 0 },
+	{ "purge-json", test_purge_json, 0 },
 	{ "get-bool", test_get_bool, 0 },
 	{ "get-size_t", test_get_size_t, 0 },
 	{ "get-unsigned", test_get_unsigned, 0 },
