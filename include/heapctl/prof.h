@@ -113,6 +113,17 @@ HC_API HC_MUST_CHECK int hc_report_write(struct hc_report *r, enum hc_report_for
 					 const struct hc_write_opts *w, FILE *out,
 					 struct hc_err *err);
 
+/*
+ * The top w->top (0: 10) functions and stacks as the JSON members
+ * "functions":[{"name","flat","cum"}] and "stacks":[{"frames":[root..leaf],
+ * "change"}], without braces, for the caller's own object.  Weights are
+ * bytes, or objects with w->objects; with a base they are the change and
+ * only what grew is listed.
+ */
+HC_API HC_MUST_CHECK int hc_report_write_top_json(struct hc_report *r,
+						  const struct hc_write_opts *w, FILE *out,
+						  struct hc_err *err);
+
 /* Totals for a summary line: new and base (0 without one), un-biased. */
 struct hc_report_totals {
 	double bytes, objects;

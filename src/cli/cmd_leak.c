@@ -158,6 +158,42 @@ fail:
 	return -1;
 }
 
+/*
+ * leak --json: the summary as one object on stdout, the tables' heads as
+ * "functions" and "stacks".  The -o file is written as without --json.
+ * Schema in docs/cli.md.
+ */
+static int print_json(struct cli_env *env, struct hc_report *r, double secs, bool was_active,
+		      const char *out, int fmt, struct hc_err *err)
+{
+	static const char *const fmt_names[] = {
+		[HC_FMT_FOLDED] = "folded", [HC_FMT_SVG] = "svg", [HC_FMT_PPROF] = "pprof",
+		[HC_FMT_TEXT] = "text",	    [HC_FMT_JSON] = "json",
+	};
+	struct hc_report_totals tot;
+	struct hc_write_opts wo;
+	struct hc_report_opts ro;
+	double change;
+
+	hc_report_totals(r, &tot);
+	change = env->objects ? tot.objects - tot.base_objects : tot.bytes - tot.base_bytes;
+	cli_report_opts(env, env->pid, &ro, &wo);
+	wo.top = env->top ? (unsigned)env->top : 10;
+	printf("{\"pid\":%d,\"seconds\":%.3f,\"weight\":\"%s\",\"bytes\":%.0f,"
+	       "\"base_bytes\":%.0f,\"objects\":%.0f,\"base_objects\":%.0f,\"change\":%.0f,"
+	       "\"per_second\":%.0f,\"period\":%llu,\"profiling_was_active\":%s,\"output\":{"
+	       "\"path\":",
+	       (int)env->pid, secs, env->objects ? "objects" : "bytes", tot.bytes, tot.base_bytes,
+	       tot.objects, tot.base_objects, change, change / secs,
+	       (unsigned long long)tot.period, cli_bool(was_active));
+	cli_json_str(stdout, out);
+	printf(",\"format\":\"%s\"},", fmt >= 0 && fmt <= HC_FMT_JSON ? fmt_names[fmt] : "?");
+	if (hc_report_write_top_json(r, &wo, stdout, err))
+		return -1;
+	fputs("}\n", stdout);
+	return 0;
+}
+
 int cmd_leak(struct cli_env *env)
 {
 	unsigned int for_ms = env->for_ms ? env->for_ms : 30000;
@@ -232,6 +268,15 @@ int cmd_leak(struct cli_env *env)
 	r = hc_report_build(pb, pa, &ro, &err);
 	if (!r)
 		goto fail;
+	if (env->json) {
+		wo.top = 0;
+		if (cli_report_to(r, fmt, &wo, out, &err) ||
+		    print_json(env, r, t1 - t0 > 0.001 ? t1 - t0 : 0.001, was_active, out, fmt,
+			       &err))
+			goto fail;
+		rc = CLI_EXIT_OK;
+		goto out;
+	}
 	hc_report_totals(r, &tot);
 	{
 		double grew = env->objects ? tot.objects - tot.base_objects : tot.bytes - tot.base_bytes;

@@ -440,3 +440,64 @@ int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 	free(idx);
 	return ferror(f) ? -1 : 0;
 }
+
+/*
+ * The heads of the text tables as JSON members, for a caller's own object
+ * (leak --json): "functions" by flat change, "stacks" by change, root first
+ * like "stacks" of the full JSON.  With a base only what grew is listed.
+ */
+int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+{
+	struct sort_ctx c = { .r = r, .sign = 1, .objects = w->objects };
+	unsigned top = w->top ? w->top : 10;
+	struct fn_table ft;
+	uint32_t *idx;
+	size_t i, n;
+
+	if (fn_build(r, w->objects, &ft)) {
+		fn_free(&ft);
+		return -2;
+	}
+	idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
+	if (!idx) {
+		fn_free(&ft);
+		return -2;
+	}
+	if (ft.n)
+		qsort_r(ft.rows, ft.n, sizeof(*ft.rows), cmp_row, &c);
+	fputs("\"functions\":[", f);
+	for (i = n = 0; i < ft.n && n < top; i++) {
+		const struct fn_row *row = &ft.rows[i];
+		double fl = row->flat[0] - row->flat[1], cu = row->cum[0] - row->cum[1];
+
+		if (fl <= 0 && cu <= 0)
+			break;
+		fputs(n++ ? ",{\"name\":" : "{\"name\":", f);
+		json_str(f, report_label(r, row->label));
+		fprintf(f, ",\"flat\":%lld,\"cum\":%lld}", (long long)prof_round(fl),
+			(long long)prof_round(cu));
+	}
+	fputs("],\"stacks\":[", f);
+	for (i = 0; i < r->nstacks; i++)
+		idx[i] = (uint32_t)i;
+	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_delta, &c);
+	for (i = 0; i < r->nstacks && i < top; i++) {
+		const struct rstack *s = &r->stacks[idx[i]];
+		double d = report_delta(r, s, w->objects);
+		uint32_t k;
+
+		if (d <= 0)
+			break;
+		fputs(i ? ",{\"frames\":[" : "{\"frames\":[", f);
+		for (k = 0; k < s->n; k++) {
+			if (k)
+				putc(',', f);
+			json_str(f, report_label(r, r->frames[s->first + k]));
+		}
+		fprintf(f, "],\"change\":%lld}", (long long)prof_round(d));
+	}
+	putc(']', f);
+	free(idx);
+	fn_free(&ft);
+	return ferror(f) ? -1 : 0;
+}

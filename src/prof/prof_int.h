@@ -208,6 +208,7 @@ int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
 int out_pprof(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err);
 int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
 int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
+int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
 
 /*
  * The weights folded/svg show, as non-negative integers: new (no base),

@@ -448,6 +448,25 @@ int hc_report_format_parse(const char *name)
 	return -1;
 }
 
+int hc_report_write_top_json(struct hc_report *r, const struct hc_write_opts *w, FILE *out,
+			     struct hc_err *err)
+{
+	struct hc_write_opts dflt;
+	int rc;
+
+	if (!w) {
+		memset(&dflt, 0, sizeof(dflt));
+		w = &dflt;
+	}
+	rc = out_json_top(r, w, out);
+	if (rc == -2)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory writing the report");
+	if (rc || ferror(out))
+		return err_set(err, HC_E_IO, errno, "writing the report: %s",
+			       errno ? strerror(errno) : "write error");
+	return 0;
+}
+
 int hc_report_write(struct hc_report *r, enum hc_report_format fmt, const struct hc_write_opts *w,
 		    FILE *out, struct hc_err *err)
 {

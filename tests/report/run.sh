@@ -276,7 +276,21 @@ RATE=$((2 << 20))
 ask "rate $RATE"
 $T "$H" prof off -p "$vpid" >/dev/null
 $T "$H" leak -p "$vpid" --for 2 -o leak.svg >leak.out 2>leak.err
+# --json: one object on stdout naming the growth, the -o file written as usual.
+$T "$H" leak -p "$vpid" --for 1 -o leakj.folded --json >leak.json 2>leak.jerr
 ask "rate 0"
+if python3 - leak.json <<'PY' 2>leak.jcheck && grep -q drip_alloc leakj.folded; then
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["weight"] == "bytes" and j["change"] > 0 and j["seconds"] > 0.5, j
+assert j["output"] == {"path": "leakj.folded", "format": "folded"}, j["output"]
+assert any(f["name"] == "drip_alloc" and f["flat"] > 0 for f in j["functions"]), j["functions"]
+assert "drip_alloc" in j["stacks"][0]["frames"] and j["stacks"][0]["change"] > 0, j["stacks"][:1]
+PY
+	pass leak.json
+else
+	fail leak.json "$(tail -2 leak.jcheck leak.jerr | tr '\n' ' ') $(head -c 300 leak.json)"
+fi
 if grep -q '^pid .* heap grew by' leak.out && grep -q 'drip_alloc' leak.out && grep -q drip_alloc leak.svg; then
 	pass leak.names_stack
 else
