@@ -464,7 +464,164 @@ static void test_zombie_target(void)
 	victim_kill(v);
 }
 
+/* exit 2, stderr holds want (and hint:), stdout is empty: no help was printed instead. */
+static int expect_usage(struct hres *r, const char *what, const char *want)
+{
+	if (hres_crash(r) || hres_exit(r) != 2) {
+		t_fail("%s: %s (wanted exit 2)", what, hres_desc(r));
+		return -1;
+	}
+	if (!strstr(r->err, want) || !strstr(r->err, "hint:")) {
+		t_fail("%s: stderr lacks \"%s\" or a hint: %.300s", what, want, r->err);
+		return -1;
+	}
+	if (r->out[0]) {
+		t_fail("%s: printed on stdout: %.200s", what, r->out);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * "-w.heap" is a typo, not a request for help: getopt took its 'h' as -h
+ * and printed help with exit 0.  A bundle with an unknown letter is an
+ * error naming the letter; -h in a valid bundle still helps.
+ */
+static void test_usage_bundle(void)
+{
+	struct hres r;
+
+	hc_run(&r, NULL, "report", "-w.heap", NULL);
+	if (expect_usage(&r, "report -w.heap", "unknown option '-w'"))
+		goto out;
+	hres_free(&r);
+	hc_run(&r, NULL, "stats", "-p", "1", "-vhx", NULL);
+	if (expect_usage(&r, "stats -p 1 -vhx", "unknown option '-x'"))
+		goto out;
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "stats", "-vh", NULL) && !strstr(r.out, "Usage: heapctl stats"))
+		t_fail("stats -vh did not print the help of stats: %.200s", r.out);
+out:
+	hres_free(&r);
+}
+
+/* "does not apply" names the option the user gave, as typed, and only it. */
+static void test_usage_not_applicable(void)
+{
+	static const struct {
+		const char *args[6], *want, *unwanted;
+	} cases[] = {
+		{ { "stats", "-p", "1", "--objects", NULL }, "'--objects' does not apply to 'stats'",
+		  "--format" },
+		{ { "stats", "-p", "1", "--lin", NULL }, "'--lin' does not apply", "--sysroot" },
+		{ { "purge", "-p", "1", "-o", "x", NULL }, "'-o' does not apply to 'purge'", "--output" },
+		{ { "get", "-p", "1", "--svg=x.svg", "opt.prof", NULL }, "'--svg' does not apply",
+		  "--folded" },
+	};
+	struct hres r;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !t_failed(); i++) {
+		hc_runv(&r, NULL, cases[i].args);
+		if (!expect_usage(&r, cases[i].args[3], cases[i].want) &&
+		    strstr(r.err, cases[i].unwanted))
+			t_fail("%s: the message names %s too: %.200s", cases[i].args[3],
+			       cases[i].unwanted, r.err);
+		hres_free(&r);
+	}
+}
+
+/* "heapctl help CMD" is "heapctl CMD --help"; "heapctl help" the top-level help. */
+static void test_help_command(void)
+{
+	struct hres a, b;
+
+	memset(&b, 0, sizeof(b));
+	if (hc_expect(&a, 0, "help", "dump", NULL) || hc_expect(&b, 0, "dump", "--help", NULL))
+		goto out;
+	if (strcmp(a.out, b.out) || !strstr(a.out, "Usage: heapctl dump"))
+		t_fail("'help dump' differs from 'dump --help': %.200s", a.out);
+	hres_free(&a);
+	hres_free(&b);
+	if (hc_expect(&a, 0, "help", NULL) || hc_expect(&b, 0, "--help", NULL))
+		goto out;
+	if (strcmp(a.out, b.out) || !strstr(a.out, "Commands:"))
+		t_fail("'help' differs from '--help': %.200s", a.out);
+	hres_free(&a);
+	memset(&a, 0, sizeof(a));
+	hc_run(&a, NULL, "help", "dmup", NULL);
+	expect_usage(&a, "help dmup", "did you mean 'heapctl dump'");
+out:
+	hres_free(&a);
+	hres_free(&b);
+}
+
+/* A typo in a command or a long option gets the likely name in the hint. */
+static void test_usage_did_you_mean(void)
+{
+	static const struct {
+		const char *args[5], *want;
+	} cases[] = {
+		{ { "stat", "-p", "1", NULL }, "did you mean 'heapctl stats'" },
+		{ { "lsit", NULL }, "did you mean 'heapctl list'" },
+		{ { "rep", "x.heap", NULL }, "did you mean 'heapctl report'" },
+		{ { "stats", "-p", "1", "--jsno", NULL }, "did you mean '--json'" },
+		{ { "purge", "-p", "1", "--arean=0", NULL }, "did you mean '--arena'" },
+	};
+	struct hres r;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !t_failed(); i++) {
+		hc_runv(&r, NULL, cases[i].args);
+		expect_usage(&r, cases[i].args[0], cases[i].want);
+		hres_free(&r);
+	}
+	/* Nothing close: no guess. */
+	hc_run(&r, NULL, "frobnicate", NULL);
+	if (!expect_usage(&r, "frobnicate", "unknown command") && strstr(r.err, "did you mean"))
+		t_fail("frobnicate got a guess: %.200s", r.err);
+	hres_free(&r);
+}
+
+/* report --json is report --format json; asking for two formats is an error. */
+static void test_report_json_switch(void)
+{
+	char path[512], *slash;
+	struct hres a, b;
+
+	snprintf(path, sizeof(path), "%s", cfg.heapctl);
+	slash = strrchr(path, '/');
+	if (slash)
+		*slash = '\0';
+	slash = strrchr(path, '/');
+	if (slash)
+		*slash = '\0';
+	strncat(path, "/tests/data/prof/leaker-5.3.heap", sizeof(path) - strlen(path) - 1);
+	if (access(path, R_OK)) {
+		t_skip(false, "%s not found next to the build", path);
+		return;
+	}
+	memset(&b, 0, sizeof(b));
+	if (hc_expect(&a, 0, "report", path, "--json", NULL) ||
+	    hc_expect(&b, 0, "report", path, "--format", "json", NULL))
+		goto out;
+	if (strcmp(a.out, b.out) || !strstr(a.out, "\"format\":\"heapctl-report-1\""))
+		t_fail("report --json differs from --format json: %.200s", a.out);
+	hres_free(&a);
+	memset(&a, 0, sizeof(a));
+	hc_run(&a, NULL, "report", path, "--json", "--format", "svg", NULL);
+	expect_usage(&a, "report --json --format svg", "two formats");
+out:
+	hres_free(&a);
+	hres_free(&b);
+}
+
 const struct itest t_err_tests[] = {
+	{ "usage-bundle-unknown-letter", test_usage_bundle, 0 },
+	{ "usage-not-applicable-as-typed", test_usage_not_applicable, 0 },
+	{ "usage-help-command", test_help_command, 0 },
+	{ "usage-did-you-mean", test_usage_did_you_mean, 0 },
+	{ "report-json-switch", test_report_json_switch, 0 },
 	{ "error-pid-nonexistent", test_pid_nonexistent, 0 },
 	{ "error-pid-not-numeric", test_pid_not_numeric, 0 },
 	{ "error-not-jemalloc", test_not_jemalloc, 0 },
