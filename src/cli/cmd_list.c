@@ -226,8 +226,10 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 	r->rss = read_rss(pid);
 	read_user(pid, r);
 
-	if (w.allocator && !strcmp(w.allocator, "glibc")) {
-		r->prof = "n/a"; /* glibc has no heap profiler: known without asking */
+	if (w.allocator &&
+	    (!strcmp(w.allocator, "glibc") || !strcmp(w.allocator, "tcmalloc_minimal"))) {
+		/* No heap profiler in these: known without asking. */
+		r->prof = "n/a";
 		cli_close(t);
 		return 1;
 	}
