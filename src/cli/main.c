@@ -365,7 +365,7 @@ static const struct cli_cmd *find_cmd(const char *name)
 
 /*
  * Edit distance with adjacent transpositions (optimal string alignment):
- * "stauts" and "jsno" are one typo away from "status" and "json".  Names
+ * "stast" and "jsno" are one typo away from "stats" and "json".  Names
  * are short; anything past 31 bytes is simply "far".
  */
 static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
