@@ -498,6 +498,37 @@ static void writers(void)
 	free(s);
 	end();
 
+	/* leak --json's members: what grew only, top first, and --top honoured. */
+	begin("prof.write_top_json");
+	{
+		char *buf = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&buf, &n);
+
+		memset(&err, 0, sizeof(err));
+		CHECK(f && !hc_report_write_top_json(d, &wo, f, &err), "write: %s", err.msg);
+		if (f)
+			fclose(f);
+		CHECK(buf && !strncmp(buf, "\"functions\":[{\"name\":\"0x10\",", 28) &&
+			      strstr(buf, "],\"stacks\":[{\"frames\":[\"0x20\",\"0x10\"],\"change\":") &&
+			      strstr(buf, "{\"frames\":[\"0x20\",\"0x30\"]") && !strstr(buf, "0x11") &&
+			      !strstr(buf, ":-"),
+		      "top json:\n%s", buf ? buf : "");
+		free(buf);
+		buf = NULL;
+		n = 0;
+		wo.top = 1;
+		f = open_memstream(&buf, &n);
+		CHECK(f && !hc_report_write_top_json(d, &wo, f, &err), "write top 1: %s", err.msg);
+		if (f)
+			fclose(f);
+		CHECK(buf && !strstr(buf, "0x30") && strstr(buf, "0x10"), "top 1:\n%s",
+		      buf ? buf : "");
+		free(buf);
+		wo.top = 0;
+	}
+	end();
+
 	begin("prof.write_pprof");
 	s = render(r, HC_FMT_PPROF, &wo, &len);
 	CHECK(s && len > 20 && (unsigned char)s[0] == 0x1f && (unsigned char)s[1] == 0x8b,
