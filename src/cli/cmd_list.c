@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -117,47 +116,44 @@ struct row {
 	bool known, enabled, active;
 };
 
-/* VmRSS of /proc/PID/status in bytes, 0 if unknown. */
-static uint64_t read_rss(pid_t pid)
-{
-	char path[64], line[256];
-	unsigned long long kb = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
-}
-
-/* The owner of /proc/PID (its effective uid, proc(5)) by name, else the number. */
-static void read_user(pid_t pid, struct row *r)
+/*
+ * RSS (VmRSS) and the effective uid from /proc/PID/status.  Not the owner of
+ * /proc/PID: that is root for any process that is not dumpable, proc(5).
+ */
+static void read_status(pid_t pid, struct row *r)
 {
 	static uid_t last_uid = (uid_t)-1;
 	static char last_name[33];
-	char path[64];
+	char path[64], line[256];
+	unsigned long long kb;
+	unsigned long ruid, euid;
 	struct passwd *pw;
-	struct stat st;
+	FILE *f;
 
 	r->uid = -1;
+	r->rss = 0;
 	snprintf(r->user, sizeof(r->user), "?");
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (stat(path, &st))
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
 		return;
-	r->uid = (long)st.st_uid;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %lu %lu", &ruid, &euid) == 2)
+			r->uid = (long)euid;
+		else if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			r->rss = (uint64_t)kb * 1024;
+	}
+	fclose(f);
+	if (r->uid < 0)
+		return;
 	/* Most processes share a few users: spare a passwd lookup per row. */
-	if (st.st_uid != last_uid) {
-		pw = getpwuid(st.st_uid);
+	if ((uid_t)r->uid != last_uid) {
+		pw = getpwuid((uid_t)r->uid);
 		if (pw)
 			snprintf(last_name, sizeof(last_name), "%s", pw->pw_name);
 		else
-			snprintf(last_name, sizeof(last_name), "%ld", (long)st.st_uid);
-		last_uid = st.st_uid;
+			snprintf(last_name, sizeof(last_name), "%ld", r->uid);
+		last_uid = (uid_t)r->uid;
 	}
 	snprintf(r->user, sizeof(r->user), "%s", last_name);
 }
@@ -223,8 +219,7 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 	/* The where strings belong to t: copy before closing it. */
 	snprintf(r->allocator, sizeof(r->allocator), "%s",
 		 w.allocator && w.allocator[0] ? w.allocator : "?");
-	r->rss = read_rss(pid);
-	read_user(pid, r);
+	read_status(pid, r);
 
 	if (w.allocator &&
 	    (!strcmp(w.allocator, "glibc") || !strcmp(w.allocator, "tcmalloc_minimal"))) {
