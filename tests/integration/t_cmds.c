@@ -174,7 +174,7 @@ out:
 static void test_list_json(void)
 {
 	struct victim *v = shared_victim();
-	char why[256], pidkey[48];
+	char why[256], pidkey[48], uidkey[48];
 	struct hres r;
 
 	if (!v)
@@ -182,6 +182,7 @@ static void test_list_json(void)
 	if (hc_expect(&r, 0, "list", "--json", NULL))
 		goto out;
 	snprintf(pidkey, sizeof(pidkey), "{\"pid\":%s,", v->spid);
+	snprintf(uidkey, sizeof(uidkey), "\"uid\":%d,", (int)geteuid());
 	if (json_valid(r.out, why, sizeof(why)))
 		t_fail("list --json: %s: %.200s", why, r.out);
 	else if (!strstr(r.out, pidkey))
@@ -189,7 +190,12 @@ static void test_list_json(void)
 	else if (!strstr(strstr(r.out, pidkey), "\"rss\":") ||
 		 !strstr(strstr(r.out, pidkey), "\"user\":"))
 		t_fail("list --json lacks rss or user: %.300s", strstr(r.out, pidkey));
-	else if (strncmp(strstr(strstr(r.out, pidkey), "\"prof\":"), "\"prof\":null", 11))
+	else if (!strstr(strstr(r.out, pidkey), uidkey) ||
+		 strstr(strstr(r.out, pidkey), uidkey) > strchr(strstr(r.out, pidkey), '}'))
+		t_fail("list --json: the victim's uid is not %s: %.300s", uidkey,
+		       strstr(r.out, pidkey));
+	else if (!strstr(strstr(r.out, pidkey), "\"prof\":") ||
+		 strncmp(strstr(strstr(r.out, pidkey), "\"prof\":"), "\"prof\":null", 11))
 		t_fail("list --json without --probe gives prof: %.40s",
 		       strstr(strstr(r.out, pidkey), "\"prof\":"));
 	else
