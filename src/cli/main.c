@@ -233,7 +233,7 @@ static const struct cli_cmd cmds[] = {
 	CMD(set, CLI_O_COMMON | CLI_O_PID, 1, 2, "heapctl set -p PID NAME [VALUE]",
 	    "write one allocator control, or trigger a void one", NULL),
 	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT | CLI_O_JSON, 1, 1,
-	    "heapctl report FILE [--base FILE] [--format F | --json] [-o OUT] [--objects] [-p PID]",
+	    "heapctl report FILE [--base FILE] [--format F | --json] [-o OUT] [-p PID]",
 	    "name the code in a heap profile: folded, svg, pprof, text", report_opts),
 	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT | CLI_O_JSON, 0,
 	    0, "heapctl leak -p PID [--for SEC] [-o FILE] [--json]",
