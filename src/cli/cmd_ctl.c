@@ -32,14 +32,6 @@ static void print_note(const struct hc_value *v)
 		cli_log(HC_LOG_WARN, "%s", v->note);
 }
 
-/* A bad VALUE or a value of the wrong kind is the user's to fix: exit 2. */
-static int ctl_fail(const struct cli_env *env, const struct hc_err *err)
-{
-	int rc = cli_fail(env, err);
-
-	return err->code == HC_E_TYPE ? CLI_EXIT_USAGE : rc;
-}
-
 /* "arenas." (jemalloc) or "M_" (glibc): every name under it. */
 static bool is_prefix(const char *name)
 {
@@ -54,7 +46,7 @@ static int get_list(struct cli_env *env, const char *prefix)
 	char out[sizeof(ents->v.str) + 64], skipped[512];
 	struct hc_target *t;
 	struct hc_err err;
-	size_t n = 0;
+	size_t n = 0, j;
 
 	memset(&err, 0, sizeof(err));
 	t = cli_open(env, env->pid, &err);
@@ -62,7 +54,7 @@ static int get_list(struct cli_env *env, const char *prefix)
 		return cli_fail(env, &err);
 	if (hc_ctl_list(t, prefix, &ents, &n, skipped, sizeof(skipped), &err)) {
 		cli_close(t);
-		return ctl_fail(env, &err);
+		return cli_fail(env, &err);
 	}
 	cli_timing(env, t);
 	cli_close(t);
@@ -82,7 +74,11 @@ static int get_list(struct cli_env *env, const char *prefix)
 		} else {
 			hc_value_format(&ents[i].v, out, sizeof(out));
 			printf("%s %s\n", ents[i].name, out);
-			print_note(&ents[i].v);
+			/* each distinct note once */
+			for (j = 0; j < i && strcmp(ents[j].v.note, ents[i].v.note); j++)
+				;
+			if (j == i)
+				print_note(&ents[i].v);
 		}
 	}
 	if (env->json)
@@ -111,7 +107,7 @@ int cmd_get(struct cli_env *env)
 		return cli_fail(env, &err);
 	if (hc_ctl_get(t, name, &v, &err)) {
 		cli_close(t);
-		return ctl_fail(env, &err);
+		return cli_fail(env, &err);
 	}
 	cli_timing(env, t);
 	cli_close(t);
@@ -150,7 +146,7 @@ int cmd_set(struct cli_env *env)
 	/* No VALUE: a void control such as arena.0.decay; the library checks. */
 	if (hc_ctl_set(t, name, value, &old, &now, &err)) {
 		cli_close(t);
-		return ctl_fail(env, &err);
+		return cli_fail(env, &err);
 	}
 	cli_timing(env, t);
 	cli_close(t);

@@ -582,11 +582,10 @@ static void param_value(struct hc_target *t, const struct gl_param *p, struct hc
 	/* glibc keeps these in a private struct with no getter: report the start value */
 	if (env_value(t, p, val, sizeof(val), &src))
 		snprintf(v->note, sizeof(v->note),
-			 "%s: from %s at start; a later mallopt() is not seen", p->name, src);
+			 "from %s at start; a later mallopt() is not seen", src);
 	else {
 		snprintf(val, sizeof(val), "%s", p->dflt);
-		snprintf(v->note, sizeof(v->note),
-			 "%s: glibc's default; a later mallopt() is not seen", p->name);
+		snprintf(v->note, sizeof(v->note), "glibc's default; a later mallopt() is not seen");
 	}
 	errno = 0;
 	n = strtoll(val, &end, 10);
@@ -649,7 +648,7 @@ static int gl_ctl_set(struct hc_target *t, const char *name, const char *value,
 	/* glibc has no getter: the value mallopt() accepted is the best there is */
 	*now = v;
 	snprintf(now->note, sizeof(now->note),
-		 "%s: glibc cannot be asked; this is the value mallopt() accepted", p->name);
+		 "glibc cannot be asked: this is the value mallopt() accepted");
 	return 0;
 }
 
