@@ -1032,6 +1032,39 @@ out:
 	victim_stop(&v);
 }
 
+/* tcmalloc's numeric properties take plain decimal too, and show the value read back. */
+static void test_tcmalloc_set(void)
+{
+	static const char *const name = "tcmalloc.max_total_thread_cache_bytes";
+	struct victim v;
+	char why[512], old[64], want[160];
+	struct hres r = { 0 };
+
+	if (victim_start_env(&v, "tcmalloc_victim", NULL, NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (hc_expect(&r, 0, "get", "-p", v.spid, name, NULL))
+		goto out;
+	trimmed(&r, old, sizeof(old));
+	hres_free(&r);
+	if (expect_refused(&v, name, "0x2000000") || expect_refused(&v, name, "010") ||
+	    expect_refused(&v, name, "-1"))
+		goto out;
+	/* nothing was written by the refused ones */
+	if (hc_expect(&r, 0, "get", "-p", v.spid, name, NULL) || expect_out(&r, "get", old))
+		goto out;
+	hres_free(&r);
+	snprintf(want, sizeof(want), "%s: %s -> 33554432", name, old);
+	if (hc_expect(&r, 0, "set", "-p", v.spid, name, "33554432", NULL) ||
+	    expect_out(&r, "tcmalloc set", want))
+		goto out;
+	victim_check(&v, 0);
+out:
+	hres_free(&r);
+	victim_stop(&v);
+}
+
 const struct itest t_cmds_tests[] = {
 	{ "list", test_list, 0 },
 	{ "info", test_info, 0 },
@@ -1062,5 +1095,6 @@ const struct itest t_cmds_tests[] = {
 	{ "get-prefix", test_get_prefix, 0 },
 	{ "get-set-json", test_get_set_json, 0 },
 	{ "glibc-get-set", test_glibc_get_set, 0 },
+	{ "tcmalloc-set", test_tcmalloc_set, 0 },
 	{ NULL, NULL, 0 },
 };
