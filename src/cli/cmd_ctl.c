@@ -83,6 +83,9 @@ static int get_list(struct cli_env *env, const char *prefix)
 	}
 	if (env->json)
 		fputs("]\n", stdout);
+	if (!n)
+		cli_log(HC_LOG_WARN, "nothing under '%s' can be read in pid %d (not in this build?)",
+			prefix, env->pid);
 	if (skipped[0])
 		cli_log(HC_LOG_WARN, "not expanded (give the first index in the prefix): %s",
 			skipped);

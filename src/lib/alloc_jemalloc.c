@@ -954,7 +954,9 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 	} else if (d->type == HC_T_STRING) {
 		uint64_t p;
 
-		if (d->acc == C_RXW && je_read(t, name, d->type, old, &rc, err) < 0)
+		/* the old string first: mallctl cannot hand back a string it replaces */
+		if ((d->acc == C_RXW || d->acc == C_RW) &&
+		    je_read(t, name, d->type, old, &rc, err) < 0)
 			goto end;
 		if (rc)
 			goto end;

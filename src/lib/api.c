@@ -514,7 +514,7 @@ int hc_value_parse(const char *name, enum hc_type type, const char *s, struct hc
 		}
 		return err_sethint(err, HC_E_TYPE, 0,
 				   "a bool is true or false (also 1/0, yes/no, on/off)",
-				   "'%s' is a bool; '%s' is not one", name, s);
+				   "'%s' (bool): '%s' is not a bool", name, s);
 	}
 	if (*d == '-' && type_signed(type)) {
 		neg = true;
@@ -528,7 +528,8 @@ int hc_value_parse(const char *name, enum hc_type type, const char *s, struct hc
 	if (d[0] == '0' && d[1])
 		return err_sethint(err, HC_E_TYPE, 0,
 				   "numbers are plain decimal: leave out the leading zeros",
-				   "'%s': '%s' has a leading zero (heapctl reads no octal)", name, s);
+				   "'%s' (%s): '%s' has a leading zero (heapctl reads no octal)",
+				   name, hc_type_name(type), s);
 	switch (type) {
 	case HC_T_UNSIGNED:
 	case HC_T_U32:
@@ -549,7 +550,7 @@ int hc_value_parse(const char *name, enum hc_type type, const char *s, struct hc
 
 		if (mag > (max - dig) / 10)
 			return err_sethint(err, HC_E_TYPE, 0, range_hint(type),
-					   "'%s' is a %s; %s is out of its range", name,
+					   "'%s' (%s): %s is out of range", name,
 					   hc_type_name(type), s);
 		mag = mag * 10 + dig;
 	}
@@ -563,7 +564,7 @@ bad:
 			   type_signed(type) ?
 				   "numbers are plain decimal, e.g. 10 or -1: no blanks, '+' or 0x" :
 				   "numbers are plain decimal, e.g. 4096: no sign, blanks or 0x",
-			   "'%s' is a %s; '%s' is not a %sdecimal number", name, hc_type_name(type), s,
+			   "'%s' (%s): '%s' is not a %sdecimal number", name, hc_type_name(type), s,
 			   type_signed(type) ? "" : "non-negative ");
 }
 
