@@ -490,7 +490,8 @@ int hc_value_parse(const char *name, enum hc_type type, const char *s, struct hc
 	if (type == HC_T_VOID)
 		return 0;
 	if (!s)
-		return err_set(err, HC_E_TYPE, 0, "'%s' needs a %s value", name, hc_type_name(type));
+		return err_sethint(err, HC_E_TYPE, 0, "give VALUE after NAME",
+				   "'%s' needs a value (%s)", name, hc_type_name(type));
 	if (type == HC_T_STRING) {
 		if (strlen(s) >= sizeof(v->str))
 			return err_set(err, HC_E_TYPE, 0, "value for '%s' is longer than %zu bytes",
