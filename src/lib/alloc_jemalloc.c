@@ -1110,6 +1110,9 @@ static int expand(struct lister *l, const struct ctl_def *d, const char *pat, ch
 		l->ents[l->n++].v = v;
 		return 0;
 	}
+	/* every step below appends at most 64 bytes to at[256] */
+	if (used > 180)
+		return err_set(l->err, HC_E_NO_CTL, 0, "mallctl name too long: %.60s...", at);
 	snprintf(comp, sizeof(comp), "%.*s", (int)pl, pat);
 	pat += pl;
 	if (*pat == '.')
@@ -1204,8 +1207,10 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 		return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a mallctl prefix", prefix);
 	while (*pre && pre[strlen(pre) - 1] == '.')
 		pre[strlen(pre) - 1] = 0;
-	for (char *p = pre, *tok; *p && np < 16; p = tok) {
+	for (char *p = pre, *tok; *p; p = tok) {
 		tok = p + strcspn(p, ".");
+		if (np == 16 || (size_t)(tok - p) >= sizeof(parts[0]))
+			return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a mallctl prefix", prefix);
 		snprintf(parts[np++], sizeof(parts[0]), "%.*s", (int)(tok - p), p);
 		if (*tok)
 			tok++;
