@@ -990,6 +990,13 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 	if (d->acc == C_RW || d->acc == C_RXW) {
 		if (je_read(t, name, d->type, now, &rc, err) < 0)
 			goto end;
+		if (rc) {
+			/* the write stands: say that only the read-back failed */
+			memset(now, 0, sizeof(*now));
+			snprintf(now->note, sizeof(now->note), "written, but reading it back failed: %s",
+				 mallctl_strerror(rc));
+			rc = 0;
+		}
 	} else if (!strcmp(name, "prof.reset")) {
 		/* prof.reset's value is the new lg_sample, readable there */
 		if (je_read(t, "prof.lg_sample", HC_T_SIZE, now, &rc, err) < 0)
