@@ -95,7 +95,7 @@ static const struct ctl_def ctl_defs[] = {
 	  HC_T_STRING, C_R },
 	{ "opt.narenas", HC_T_UNSIGNED, C_R },
 	{ "opt.(oversize_threshold|max_background_threads|lg_extent_max_active_fit|tcache_max|"
-	  "lg_prof_sample|hpa_slab_max_alloc)",
+	  "lg_tcache_max|lg_prof_sample|hpa_slab_max_alloc)",
 	  HC_T_SIZE, C_R },
 	{ "opt.(dirty_decay_ms|muzzy_decay_ms|lg_prof_interval|prof_recent_alloc_max|"
 	  "mutex_max_spin)",
@@ -833,7 +833,27 @@ static int lookup_def(struct hc_target *t, const char *name, const struct ctl_de
 		return err_sethint(err, HC_E_NO_CTL, 0, hint,
 				   "'%s' is a group of controls, not a control", name);
 	}
-	return err_set(err, HC_E_NO_CTL, 0, "unknown mallctl name '%s'", name);
+	/* the deepest group the name starts with says where to look */
+	{
+		char grp[208];
+		size_t gl = 0;
+
+		snprintf(grp, sizeof(grp), "%s", name);
+		for (char *dot = strchr(grp, '.'); dot; dot = strchr(dot + 1, '.')) {
+			*dot = 0;
+			if (ctl_is_group(grp))
+				gl = strlen(grp);
+			*dot = '.';
+		}
+		if (gl)
+			snprintf(hint, sizeof(hint), "see the names there: heapctl get -p %d %.*s.",
+				 t->pid, (int)gl, name);
+		else
+			snprintf(hint, sizeof(hint),
+				 "names start with version epoch background_thread config. opt. "
+				 "thread. tcache. arena.<i>. arenas. prof. stats.");
+	}
+	return err_sethint(err, HC_E_NO_CTL, 0, hint, "unknown mallctl name '%s'", name);
 }
 
 /* Stats are a snapshot that a write to epoch refreshes.  Inside a session. */
