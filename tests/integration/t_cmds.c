@@ -918,6 +918,26 @@ static void test_get_prefix(void)
 		t_fail("get nosuch.: no hint: %.200s", r.err);
 		goto out;
 	}
+	hres_free(&r);
+	/* an unknown name points at its group */
+	if (hc_expect(&r, 1, "get", "-p", v->spid, "opt.nosuch", NULL))
+		goto out;
+	if (!strstr(r.err, "hint: see the names there: heapctl get -p ") ||
+	    !strstr(r.err, " opt.\n")) {
+		t_fail("get opt.nosuch: hint does not point at opt.: %.200s", r.err);
+		goto out;
+	}
+	hres_free(&r);
+	/* stats.: current values; the groups two indices deep are named on stderr */
+	if (hc_expect(&r, 0, "get", "-p", v->spid, "stats.", NULL))
+		goto out;
+	if (!line_of(r.out, "stats.allocated", got, sizeof(got)) ||
+	    !line_of(r.out, "stats.arenas.0.pactive", got, sizeof(got)) ||
+	    !strstr(r.err, "stats.arenas.<i>.bins.<j>.") ||
+	    strstr(r.out, "stats.arenas.0.bins.0.")) {
+		t_fail("get stats.: stdout %.200s\nstderr %.300s", r.out, r.err);
+		goto out;
+	}
 	victim_check(v, 0);
 out:
 	hres_free(&r);
