@@ -123,22 +123,34 @@ struct hc_where {
 };
 HC_API void hc_target_where(const struct hc_target *t, struct hc_where *w);
 
-/* Values of allocator controls, typed. */
+/* Values of allocator controls, typed.  HC_T_INT is a C int (glibc's mallopt). */
 enum hc_type { HC_T_VOID, HC_T_BOOL, HC_T_UNSIGNED, HC_T_SIZE, HC_T_SSIZE, HC_T_U64,
-	       HC_T_I64, HC_T_U32, HC_T_STRING };
+	       HC_T_I64, HC_T_U32, HC_T_STRING, HC_T_INT };
 
 struct hc_value {
 	enum hc_type type;
 	union {
 		bool b;
-		uint64_t u;
-		int64_t i;
+		uint64_t u; /* unsigned types */
+		int64_t i;  /* HC_T_SSIZE, HC_T_I64, HC_T_INT */
 	};
-	char str[512]; /* HC_T_STRING */
+	char str[512];  /* HC_T_STRING */
+	char note[160]; /* a caveat about the value for humans, or "" */
 };
 
 /* Format v for humans and scripts ("true", "4096", "abc"). */
 HC_API void hc_value_format(const struct hc_value *v, char *out, size_t len);
+/* The C spelling of a type: "size_t", "const char *". */
+HC_API const char *hc_type_name(enum hc_type type);
+/*
+ * Parse text as a value of type, strictly: numbers are plain decimal digits
+ * (a leading '-' only for signed types; no blanks, '+', leading zeros or
+ * 0x) within the type's range; booleans are true/false, 1/0, yes/no, on/off
+ * in any case; strings are taken as they are.  name is for the message.
+ * Fails with HC_E_TYPE and a hint.
+ */
+HC_API HC_MUST_CHECK int hc_value_parse(const char *name, enum hc_type type, const char *text,
+					struct hc_value *v, struct hc_err *err);
 
 /* Allocator facts for `heapctl info`. */
 struct hc_info {
@@ -203,11 +215,37 @@ HC_API HC_MUST_CHECK int hc_stats_print(struct hc_target *t, const char *opts, h
 /* Return dirty pages to the OS.  arena < 0: all arenas. */
 HC_API HC_MUST_CHECK int hc_purge(struct hc_target *t, int arena, struct hc_err *err);
 
-/* Read or write a control by name.  value: text, parsed per the name's type. */
+/*
+ * Read or write a control by name, in one borrow.  jemalloc's stats.* names
+ * are read after a write to epoch, so they are current.
+ *
+ * hc_ctl_set: value is text, parsed with hc_value_parse() per the name's
+ * type (NULL for a control that takes nothing).  *old is the value before
+ * the write and *now the value read back after it, both in the same borrow;
+ * either is HC_T_VOID when the control cannot be read (write-only and void
+ * controls).  When no read-back exists (glibc's mallopt has no getter) *now
+ * is the value written and now->note says so.
+ */
 HC_API HC_MUST_CHECK int hc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 				    struct hc_err *err);
 HC_API HC_MUST_CHECK int hc_ctl_set(struct hc_target *t, const char *name, const char *value,
-				    struct hc_value *old, struct hc_err *err);
+				    struct hc_value *old, struct hc_value *now,
+				    struct hc_err *err);
+
+/*
+ * Every readable control under prefix ("arenas.", "opt.", glibc "M_"), with
+ * its value, read in one borrow.  Indexed names (arena.<i>, arenas.bin.<i>,
+ * stats.arenas.<i>.bins.<j>) are expanded over the indices that exist, one
+ * index level beyond the prefix; *skipped names the deeper groups left out
+ * ("stats.arenas.<i>.bins.<j>. ..."), or is "".  Free *out with free().
+ */
+struct hc_ctl_entry {
+	char name[96];
+	struct hc_value v;
+};
+HC_API HC_MUST_CHECK int hc_ctl_list(struct hc_target *t, const char *prefix,
+				     struct hc_ctl_entry **out, size_t *n, char *skipped,
+				     size_t skipped_len, struct hc_err *err);
 
 /*
  * Where a process's RSS is, from /proc/PID/smaps: no ptrace, nothing stopped.

@@ -121,22 +121,41 @@ static const char purge_examples[] =
 	"    heapctl purge -p 1234 --json | jq .released\n";
 
 static const char get_help[] =
-	"Read the allocator control NAME (jemalloc(3), MALLCTL NAMESPACE) and\n"
-	"print its value, alone, on stdout.\n";
+	"Read the allocator control NAME (jemalloc(3), MALLCTL NAMESPACE; glibc's\n"
+	"mallopt names such as M_ARENA_MAX; tcmalloc's numeric properties) and\n"
+	"print its value, alone, on stdout; notes go to stderr.  stats.* names\n"
+	"are current: the statistics are refreshed (epoch) in the same borrow.\n"
+	"A NAME ending in '.' (glibc: 'M_') lists every readable control under\n"
+	"it as 'name value' lines, all read in one borrow; indexed names such as\n"
+	"arenas.bin.<i> are expanded one index level beyond the prefix.\n";
+static const char get_opts[] =
+	"  --json              {\"name\":..,\"value\":..}; a PREFIX. gives an array\n"
+	"                      of them\n";
 static const char get_examples[] =
 	"    heapctl get -p 1234 version\n"
-	"    heapctl get -p 1234 opt.narenas\n"
-	"    heapctl get -p 1234 arena.0.dirty_decay_ms\n";
+	"    heapctl get -p 1234 stats.allocated\n"
+	"    heapctl get -p 1234 arena.0.dirty_decay_ms\n"
+	"    heapctl get -p 1234 opt.\n"
+	"    heapctl get -p 1234 stats.arenas.0.bins.3.\n";
 
 static const char set_help[] =
-	"Write VALUE to the allocator control NAME and print 'NAME: OLD -> NEW'.\n"
-	"VALUE is parsed as the control's type.  Leave it out for the controls\n"
-	"that are actions and take nothing, such as arena.0.decay.  A negative\n"
+	"Write VALUE to the allocator control NAME, read it back in the same\n"
+	"borrow and print 'NAME: OLD -> NEW' with NEW as the allocator holds it.\n"
+	"Numbers are plain decimal (a leading '-' only for signed types; no '+',\n"
+	"blanks, leading zeros or 0x) within the type's range; a bool is\n"
+	"true/false, 1/0, yes/no or on/off.  Write-only controls (prof.reset,\n"
+	"prof.dump, tcache.flush) print 'NAME: -> NEW'.  Leave VALUE out for the\n"
+	"controls that are actions, such as arena.0.decay ('NAME: done'), or that\n"
+	"create something, such as arenas.create ('NAME: -> INDEX').  A negative\n"
 	"VALUE such as -1 is read as the value, not as an option.\n";
+static const char set_opts[] =
+	"  --json              {\"name\":..,\"old\":..,\"new\":..} (null where there\n"
+	"                      is no value)\n";
 static const char set_examples[] =
 	"    heapctl set -p 1234 prof.active true\n"
 	"    heapctl set -p 1234 arena.0.dirty_decay_ms -1\n"
-	"    heapctl set -p 1234 arena.0.decay\n";
+	"    heapctl set -p 1234 arena.0.decay\n"
+	"    heapctl set -p 1234 prof.reset 19\n";
 
 static const char report_help[] =
 	"Turn a jemalloc heap profile (from 'heapctl dump' or prof.prefix dumps)\n"
@@ -228,10 +247,12 @@ static const struct cli_cmd cmds[] = {
 	CMD(purge, CLI_O_COMMON | CLI_O_PID | CLI_O_ARENA | CLI_O_JSON, 0, 0,
 	    "heapctl purge -p PID [--arena N] [--json]",
 	    "return dirty pages to the OS and show what it saved", purge_opts),
-	CMD(get, CLI_O_COMMON | CLI_O_PID, 1, 1, "heapctl get -p PID NAME",
-	    "read one allocator control (mallctl name)", NULL),
-	CMD(set, CLI_O_COMMON | CLI_O_PID, 1, 2, "heapctl set -p PID NAME [VALUE]",
-	    "write one allocator control, or trigger a void one", NULL),
+	CMD(get, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 1,
+	    "heapctl get -p PID NAME|PREFIX. [--json]",
+	    "read an allocator control (mallctl name), or all under a prefix", get_opts),
+	CMD(set, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 2,
+	    "heapctl set -p PID NAME [VALUE] [--json]",
+	    "write one allocator control, or trigger a void one", set_opts),
 	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT | CLI_O_JSON, 1, 1,
 	    "heapctl report FILE [--base FILE] [--format F | --json] [-o OUT] [-p PID]",
 	    "name the code in a heap profile: folded, svg, pprof, text", report_opts),

@@ -36,7 +36,10 @@ struct alloc_ops {
 	int (*ctl_get)(struct hc_target *t, const char *name, struct hc_value *v,
 		       struct hc_err *err);
 	int (*ctl_set)(struct hc_target *t, const char *name, const char *value,
-		       struct hc_value *old, struct hc_err *err);
+		       struct hc_value *old, struct hc_value *now, struct hc_err *err);
+	/* NULL: the allocator has no names to list. */
+	int (*ctl_list)(struct hc_target *t, const char *prefix, struct hc_ctl_entry **out,
+			size_t *n, char *skipped, size_t skipped_len, struct hc_err *err);
 };
 
 extern const struct alloc_ops alloc_jemalloc;

@@ -571,12 +571,37 @@ static int unknown_name(struct hc_target *t, const char *name, struct hc_err *er
 			   t->pid);
 }
 
+/* A parameter's value as the process started with it; the caveat goes in v->note. */
+static void param_value(struct hc_target *t, const struct gl_param *p, struct hc_value *v)
+{
+	const char *src = NULL;
+	char val[64], *end;
+	long long n;
+
+	memset(v, 0, sizeof(*v));
+	/* glibc keeps these in a private struct with no getter: report the start value */
+	if (env_value(t, p, val, sizeof(val), &src))
+		snprintf(v->note, sizeof(v->note),
+			 "from %s at start; a later mallopt() is not seen", src);
+	else {
+		snprintf(val, sizeof(val), "%s", p->dflt);
+		snprintf(v->note, sizeof(v->note), "glibc's default; a later mallopt() is not seen");
+	}
+	errno = 0;
+	n = strtoll(val, &end, 10);
+	if (!errno && end != val && !*end && n >= INT_MIN && n <= INT_MAX) {
+		v->type = HC_T_INT;
+		v->i = n;
+	} else {
+		v->type = HC_T_STRING; /* as the environment spells it */
+		snprintf(v->str, sizeof(v->str), "%s", val);
+	}
+}
+
 static int gl_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 		      struct hc_err *err)
 {
 	const struct gl_param *p = param_of(name);
-	const char *src = NULL;
-	char val[64];
 
 	memset(v, 0, sizeof(*v));
 	for (size_t i = 0; i < sizeof(mi_names) / sizeof(mi_names[0]); i++) {
@@ -594,44 +619,65 @@ static int gl_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 	}
 	if (!p)
 		return unknown_name(t, name, err);
-	/* glibc keeps these in a private struct with no getter: report the start value */
-	v->type = HC_T_STRING;
-	if (env_value(t, p, val, sizeof(val), &src))
-		snprintf(v->str, sizeof(v->str), "%s (from %s at start; a later mallopt() is not seen)",
-			 val, src);
-	else
-		snprintf(v->str, sizeof(v->str),
-			 "%s (glibc default; a later mallopt() is not seen)", p->dflt);
+	param_value(t, p, v);
 	return 0;
 }
 
 static int gl_ctl_set(struct hc_target *t, const char *name, const char *value,
-		      struct hc_value *old, struct hc_err *err)
+		      struct hc_value *old, struct hc_value *now, struct hc_err *err)
 {
 	const struct gl_param *p = param_of(name);
 	uint64_t a[2], ret = 0;
-	char *end;
-	long long v;
+	struct hc_value v;
 
-	memset(old, 0, sizeof(*old));
-	old->type = HC_T_VOID;
+	old->type = now->type = HC_T_VOID;
 	if (!p)
 		return unknown_name(t, name, err);
-	if (!value)
-		return err_set(err, HC_E_TYPE, 0, "%s needs an integer value", p->name);
-	errno = 0;
-	v = strtoll(value, &end, 0);
-	if (errno || end == value || *end || v < INT_MIN || v > INT_MAX)
-		return err_sethint(err, HC_E_TYPE, 0, "mallopt() takes an int, e.g. 2 or 131072",
-				   "%s: '%s' is not an int", p->name, value);
+	if (hc_value_parse(p->name, HC_T_INT, value, &v, err) < 0)
+		return -1;
 	if (call_begin(t, err) < 0)
 		return -1;
 	a[0] = (uint64_t)(int64_t)p->param;
-	a[1] = (uint64_t)(int64_t)v;
+	a[1] = (uint64_t)v.i;
 	if (call_fn(t, gl_of(t)->mallopt, a, 2, &ret, NULL, NULL, err) == 0 && (int)ret != 1)
 		err_sethint(err, HC_E_REMOTE, 0, "see mallopt(3) for the range of each parameter",
-			    "mallopt(%s, %lld) was refused by pid %d", p->name, v, t->pid);
-	return call_end(t, err);
+			    "mallopt(%s, %lld) was refused by pid %d", p->name, (long long)v.i,
+			    t->pid);
+	if (call_end(t, err) < 0)
+		return -1;
+	/* glibc has no getter: the value mallopt() accepted is the best there is */
+	*now = v;
+	snprintf(now->note, sizeof(now->note),
+		 "glibc cannot be asked: this is the value mallopt() accepted");
+	return 0;
+}
+
+/* "M_" or "" or "M_MMAP_": the mallopt parameters, as the process started with them. */
+static int gl_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_entry **out,
+		       size_t *n, char *skipped, size_t skipped_len, struct hc_err *err)
+{
+	const size_t np = sizeof(params) / sizeof(params[0]);
+	size_t pl = strlen(prefix);
+
+	(void)skipped;
+	(void)skipped_len;
+	*out = calloc(np, sizeof(**out));
+	if (!*out)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	*n = 0;
+	for (size_t i = 0; i < np; i++) {
+		if (strncasecmp(params[i].name, prefix, pl) &&
+		    strncasecmp(params[i].name + 2, prefix, pl))
+			continue;
+		snprintf((*out)[*n].name, sizeof((*out)[*n].name), "%s", params[i].name);
+		param_value(t, &params[i], &(*out)[(*n)++].v);
+	}
+	if (!*n) {
+		free(*out);
+		*out = NULL;
+		return unknown_name(t, prefix, err);
+	}
+	return 0;
 }
 
 static int gl_info(struct hc_target *t, struct hc_info *info, struct hc_err *err)
@@ -694,4 +740,5 @@ const struct alloc_ops alloc_glibc = {
 	.purge = gl_purge,
 	.ctl_get = gl_ctl_get,
 	.ctl_set = gl_ctl_set,
+	.ctl_list = gl_ctl_list,
 };

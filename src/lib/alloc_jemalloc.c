@@ -39,163 +39,236 @@ static struct je *je_of(const struct hc_target *t)
 	return t->alloc_priv;
 }
 
-/* ---- the type table ------------------------------------------------------------ */
+/* ---- the namespace --------------------------------------------------------------- */
 
-struct ctl_type {
-	const char *pat; /* '#' matches a number component, '*' any component */
+/*
+ * How a name may be used, as jemalloc(3) marks it: r- read only, rw, -w
+ * write only, -- (void) an action.  C_MAKE is read-only but every read
+ * creates something (arenas.create, tcache.create): `get` refuses it and
+ * `set NAME` runs it.  C_RXW is "r- or -w" (thread.prof.name): one call may
+ * not do both.  C_PTR trades pointers into the process: not supported.
+ */
+enum ctl_access { C_R, C_RW, C_W, C_VOID, C_MAKE, C_RXW, C_PTR };
+
+struct ctl_def {
+	/*
+	 * Dotted name; a component '#' is an index (arena.#.purge), and
+	 * "(a|b|c)" any one of the names listed (the mutexes and counters).
+	 */
+	const char *pat;
 	enum hc_type type;
+	enum ctl_access acc;
 };
 
-static const struct ctl_type ctl_types[] = {
-	{ "version", HC_T_STRING },
-	{ "epoch", HC_T_U64 },
-	{ "background_thread", HC_T_BOOL },
-	{ "max_background_threads", HC_T_SIZE },
-	{ "config.malloc_conf", HC_T_STRING },
-	{ "config.*", HC_T_BOOL },
-	{ "opt.metadata_thp", HC_T_STRING },
-	{ "opt.dss", HC_T_STRING },
-	{ "opt.percpu_arena", HC_T_STRING },
-	{ "opt.stats_print_opts", HC_T_STRING },
-	{ "opt.stats_interval_opts", HC_T_STRING },
-	{ "opt.junk", HC_T_STRING },
-	{ "opt.thp", HC_T_STRING },
-	{ "opt.prof_prefix", HC_T_STRING },
-	{ "opt.zero_realloc", HC_T_STRING },
-	{ "opt.prof_time_resolution", HC_T_STRING },
-	{ "opt.narenas", HC_T_UNSIGNED },
-	{ "opt.oversize_threshold", HC_T_SIZE },
-	{ "opt.hpa_slab_max_alloc", HC_T_SIZE },
-	{ "opt.max_background_threads", HC_T_SIZE },
-	{ "opt.dirty_decay_ms", HC_T_SSIZE },
-	{ "opt.muzzy_decay_ms", HC_T_SSIZE },
-	{ "opt.lg_extent_max_active_fit", HC_T_SIZE },
-	{ "opt.stats_interval", HC_T_I64 },
-	{ "opt.tcache_max", HC_T_SIZE },
-	{ "opt.lg_tcache_max", HC_T_SIZE },
-	{ "opt.lg_prof_sample", HC_T_SIZE },
-	{ "opt.lg_prof_interval", HC_T_SSIZE },
-	{ "opt.prof_recent_alloc_max", HC_T_SSIZE },
-	{ "opt.mutex_max_spin", HC_T_SSIZE },
-	{ "opt.*", HC_T_BOOL },
-	{ "thread.arena", HC_T_UNSIGNED },
-	{ "thread.allocated", HC_T_U64 },
-	{ "thread.deallocated", HC_T_U64 },
-	{ "thread.tcache.enabled", HC_T_BOOL },
-	{ "thread.tcache.flush", HC_T_VOID },
-	{ "thread.prof.name", HC_T_STRING },
-	{ "thread.prof.active", HC_T_BOOL },
-	{ "thread.idle", HC_T_VOID },
-	{ "tcache.create", HC_T_UNSIGNED },
-	{ "tcache.flush", HC_T_UNSIGNED },
-	{ "tcache.destroy", HC_T_UNSIGNED },
-	{ "arena.#.initialized", HC_T_BOOL },
-	{ "arena.#.decay", HC_T_VOID },
-	{ "arena.#.purge", HC_T_VOID },
-	{ "arena.#.reset", HC_T_VOID },
-	{ "arena.#.destroy", HC_T_VOID },
-	{ "arena.#.dss", HC_T_STRING },
-	{ "arena.#.dirty_decay_ms", HC_T_SSIZE },
-	{ "arena.#.muzzy_decay_ms", HC_T_SSIZE },
-	{ "arena.#.retain_grow_limit", HC_T_SIZE },
-	{ "arenas.narenas", HC_T_UNSIGNED },
-	{ "arenas.dirty_decay_ms", HC_T_SSIZE },
-	{ "arenas.muzzy_decay_ms", HC_T_SSIZE },
-	{ "arenas.quantum", HC_T_SIZE },
-	{ "arenas.page", HC_T_SIZE },
-	{ "arenas.tcache_max", HC_T_SIZE },
-	{ "arenas.nbins", HC_T_UNSIGNED },
-	{ "arenas.nhbins", HC_T_UNSIGNED },
-	{ "arenas.bin.#.size", HC_T_SIZE },
-	{ "arenas.bin.#.nregs", HC_T_U32 },
-	{ "arenas.bin.#.slab_size", HC_T_SIZE },
-	{ "arenas.bin.#.nshards", HC_T_U32 },
-	{ "arenas.nlextents", HC_T_UNSIGNED },
-	{ "arenas.lextent.#.size", HC_T_SIZE },
-	{ "arenas.create", HC_T_UNSIGNED },
-	{ "prof.thread_active_init", HC_T_BOOL },
-	{ "prof.active", HC_T_BOOL },
-	{ "prof.dump", HC_T_STRING },
-	{ "prof.gdump", HC_T_BOOL },
-	{ "prof.prefix", HC_T_STRING },
-	{ "prof.reset", HC_T_SIZE },
-	{ "prof.interval", HC_T_U64 },
-	{ "prof.lg_sample", HC_T_SIZE },
-	{ "stats.background_thread.num_threads", HC_T_SIZE },
-	{ "stats.background_thread.num_runs", HC_T_U64 },
-	{ "stats.background_thread.run_interval", HC_T_U64 },
-	{ "stats.mutexes.reset", HC_T_VOID },
-	{ "stats.mutexes.*.max_num_thds", HC_T_U32 },
-	{ "stats.mutexes.*.*", HC_T_U64 },
-	{ "stats.arenas.#.mutexes.*.max_num_thds", HC_T_U32 },
-	{ "stats.arenas.#.mutexes.*.*", HC_T_U64 },
-	{ "stats.arenas.#.nthreads", HC_T_UNSIGNED },
-	{ "stats.arenas.#.uptime", HC_T_U64 },
-	{ "stats.arenas.#.dss", HC_T_STRING },
-	{ "stats.arenas.#.dirty_decay_ms", HC_T_SSIZE },
-	{ "stats.arenas.#.muzzy_decay_ms", HC_T_SSIZE },
-	{ "stats.arenas.#.dirty_npurge", HC_T_U64 },
-	{ "stats.arenas.#.dirty_nmadvise", HC_T_U64 },
-	{ "stats.arenas.#.dirty_purged", HC_T_U64 },
-	{ "stats.arenas.#.muzzy_npurge", HC_T_U64 },
-	{ "stats.arenas.#.muzzy_nmadvise", HC_T_U64 },
-	{ "stats.arenas.#.muzzy_purged", HC_T_U64 },
-	{ "stats.arenas.#.small.allocated", HC_T_SIZE },
-	{ "stats.arenas.#.small.*", HC_T_U64 },
-	{ "stats.arenas.#.large.allocated", HC_T_SIZE },
-	{ "stats.arenas.#.large.*", HC_T_U64 },
-	{ "stats.arenas.#.bins.#.curregs", HC_T_SIZE },
-	{ "stats.arenas.#.bins.#.curslabs", HC_T_SIZE },
-	{ "stats.arenas.#.bins.#.nonfull_slabs", HC_T_SIZE },
-	{ "stats.arenas.#.bins.#.*", HC_T_U64 },
-	{ "stats.arenas.#.lextents.#.curlextents", HC_T_SIZE },
-	{ "stats.arenas.#.lextents.#.*", HC_T_U64 },
-	{ "stats.arenas.#.extents.#.*", HC_T_SIZE },
-	{ "stats.arenas.#.*", HC_T_SIZE },
-	{ "stats.*", HC_T_SIZE },
+/* The counters of every mutex in stats.mutexes and stats.arenas.<i>.mutexes. */
+#define MUTEX_U64 ".(num_ops|num_spin_acq|num_wait|max_wait_time|total_wait_time|num_owner_switch)"
+#define MUTEX_U32 ".max_num_thds"
+#define GLOBAL_MUTEXES                                                                  \
+	"stats.mutexes.(background_thread|max_per_bg_thd|ctl|prof|prof_thds_data|prof_dump|" \
+	"prof_recent_alloc|prof_recent_dump|prof_stats)"
+#define ARENA_MUTEXES                                                                 \
+	"stats.arenas.#.mutexes.(large|extent_avail|extents_dirty|extents_muzzy|"     \
+	"extents_retained|decay_dirty|decay_muzzy|base|tcache_list|hpa_shard|hpa_shard_grow|" \
+	"hpa_sec)"
+
+/*
+ * jemalloc 5.3's MALLCTL NAMESPACE (jemalloc(3)), plus the few names 5.3
+ * has beyond the manual (hpa, prof_recent, nshards).  A name this build
+ * lacks answers ENOENT, which a listing skips.
+ */
+static const struct ctl_def ctl_defs[] = {
+	{ "version", HC_T_STRING, C_R },
+	{ "epoch", HC_T_U64, C_RW },
+	{ "background_thread", HC_T_BOOL, C_RW },
+	{ "max_background_threads", HC_T_SIZE, C_RW },
+	{ "config.(cache_oblivious|debug|fill|lazy_lock|prof|prof_libgcc|prof_libunwind|stats|"
+	  "utrace|xmalloc)",
+	  HC_T_BOOL, C_R },
+	{ "config.malloc_conf", HC_T_STRING, C_R },
+	{ "opt.(abort|confirm_conf|abort_conf|cache_oblivious|trust_madvise|retain|"
+	  "background_thread|stats_print|zero|utrace|xmalloc|tcache|prof|prof_active|"
+	  "prof_thread_active_init|prof_accum|prof_gdump|prof_final|prof_leak|prof_leak_error|"
+	  "prof_stats|prof_sys_thread_name|hpa)",
+	  HC_T_BOOL, C_R },
+	{ "opt.(metadata_thp|dss|percpu_arena|stats_print_opts|stats_interval_opts|junk|thp|"
+	  "prof_prefix|zero_realloc|prof_time_resolution)",
+	  HC_T_STRING, C_R },
+	{ "opt.narenas", HC_T_UNSIGNED, C_R },
+	{ "opt.(oversize_threshold|max_background_threads|lg_extent_max_active_fit|tcache_max|"
+	  "lg_tcache_max|lg_prof_sample|hpa_slab_max_alloc)",
+	  HC_T_SIZE, C_R },
+	{ "opt.(dirty_decay_ms|muzzy_decay_ms|lg_prof_interval|prof_recent_alloc_max|"
+	  "mutex_max_spin)",
+	  HC_T_SSIZE, C_R },
+	{ "opt.stats_interval", HC_T_I64, C_R },
+	{ "thread.arena", HC_T_UNSIGNED, C_RW },
+	{ "thread.(allocated|deallocated)", HC_T_U64, C_R },
+	{ "thread.(allocatedp|deallocatedp)", HC_T_U64, C_PTR },
+	{ "thread.peak.read", HC_T_U64, C_R },
+	{ "thread.peak.reset", HC_T_VOID, C_VOID },
+	{ "thread.tcache.enabled", HC_T_BOOL, C_RW },
+	{ "thread.tcache.flush", HC_T_VOID, C_VOID },
+	{ "thread.prof.name", HC_T_STRING, C_RXW },
+	{ "thread.prof.active", HC_T_BOOL, C_RW },
+	{ "thread.idle", HC_T_VOID, C_VOID },
+	{ "tcache.create", HC_T_UNSIGNED, C_MAKE },
+	{ "tcache.(flush|destroy)", HC_T_UNSIGNED, C_W },
+	{ "arena.#.initialized", HC_T_BOOL, C_R },
+	{ "arena.#.(decay|purge|reset|destroy)", HC_T_VOID, C_VOID },
+	{ "arena.#.dss", HC_T_STRING, C_RW },
+	{ "arena.#.(dirty_decay_ms|muzzy_decay_ms)", HC_T_SSIZE, C_RW },
+	{ "arena.#.retain_grow_limit", HC_T_SIZE, C_RW },
+	{ "arena.#.extent_hooks", HC_T_U64, C_PTR },
+	{ "arenas.narenas", HC_T_UNSIGNED, C_R },
+	{ "arenas.(dirty_decay_ms|muzzy_decay_ms)", HC_T_SSIZE, C_RW },
+	{ "arenas.(quantum|page|tcache_max)", HC_T_SIZE, C_R },
+	{ "arenas.(nbins|nhbins|nlextents)", HC_T_UNSIGNED, C_R },
+	{ "arenas.bin.#.(size|slab_size)", HC_T_SIZE, C_R },
+	{ "arenas.bin.#.(nregs|nshards)", HC_T_U32, C_R },
+	{ "arenas.lextent.#.size", HC_T_SIZE, C_R },
+	{ "arenas.create", HC_T_UNSIGNED, C_MAKE },
+	{ "arenas.lookup", HC_T_UNSIGNED, C_PTR },
+	{ "prof.(thread_active_init|active|gdump)", HC_T_BOOL, C_RW },
+	{ "prof.(dump|prefix)", HC_T_STRING, C_W },
+	{ "prof.reset", HC_T_SIZE, C_W },
+	{ "prof.lg_sample", HC_T_SIZE, C_R },
+	{ "prof.interval", HC_T_U64, C_R },
+	{ "stats.(allocated|active|metadata|metadata_thp|resident|mapped|retained|zero_reallocs)",
+	  HC_T_SIZE, C_R },
+	{ "stats.background_thread.num_threads", HC_T_SIZE, C_R },
+	{ "stats.background_thread.(num_runs|run_interval)", HC_T_U64, C_R },
+	{ "stats.mutexes.reset", HC_T_VOID, C_VOID },
+	{ GLOBAL_MUTEXES MUTEX_U64, HC_T_U64, C_R },
+	{ GLOBAL_MUTEXES MUTEX_U32, HC_T_U32, C_R },
+	{ "stats.arenas.#.dss", HC_T_STRING, C_R },
+	{ "stats.arenas.#.(dirty_decay_ms|muzzy_decay_ms)", HC_T_SSIZE, C_R },
+	{ "stats.arenas.#.nthreads", HC_T_UNSIGNED, C_R },
+	{ "stats.arenas.#.uptime", HC_T_U64, C_R },
+	{ "stats.arenas.#.(pactive|pdirty|pmuzzy|mapped|retained|extent_avail|base|internal|"
+	  "metadata_thp|tcache_bytes|tcache_stashed_bytes|resident|abandoned_vm|hpa_sec_bytes)",
+	  HC_T_SIZE, C_R },
+	{ "stats.arenas.#.(dirty_npurge|dirty_nmadvise|dirty_purged|muzzy_npurge|muzzy_nmadvise|"
+	  "muzzy_purged)",
+	  HC_T_U64, C_R },
+	{ "stats.arenas.#.(small|large).allocated", HC_T_SIZE, C_R },
+	{ "stats.arenas.#.(small|large).(nmalloc|ndalloc|nrequests|nfills|nflushes)", HC_T_U64,
+	  C_R },
+	{ "stats.arenas.#.bins.#.(nmalloc|ndalloc|nrequests|nfills|nflushes|nslabs|nreslabs)",
+	  HC_T_U64, C_R },
+	{ "stats.arenas.#.bins.#.(curregs|curslabs|nonfull_slabs)", HC_T_SIZE, C_R },
+	{ "stats.arenas.#.bins.#.mutex" MUTEX_U64, HC_T_U64, C_R },
+	{ "stats.arenas.#.bins.#.mutex" MUTEX_U32, HC_T_U32, C_R },
+	{ "stats.arenas.#.lextents.#.(nmalloc|ndalloc|nrequests)", HC_T_U64, C_R },
+	{ "stats.arenas.#.lextents.#.curlextents", HC_T_SIZE, C_R },
+	{ "stats.arenas.#.extents.#.(ndirty|nmuzzy|nretained|dirty_bytes|muzzy_bytes|"
+	  "retained_bytes)",
+	  HC_T_SIZE, C_R },
+	{ ARENA_MUTEXES MUTEX_U64, HC_T_U64, C_R },
+	{ ARENA_MUTEXES MUTEX_U32, HC_T_U32, C_R },
 };
+#define NDEFS (sizeof(ctl_defs) / sizeof(ctl_defs[0]))
+
+/* Length of the pattern component at p: up to '.' outside parentheses. */
+static size_t pat_comp_len(const char *p)
+{
+	size_t n = 0;
+
+	if (*p == '(')
+		return strcspn(p, ")") + (p[strcspn(p, ")")] ? 1 : 0);
+	while (p[n] && p[n] != '.')
+		n++;
+	return n;
+}
+
+static bool all_digits(const char *s, size_t n)
+{
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
 
 static bool comp_match(const char *pat, size_t pl, const char *s, size_t sl)
 {
-	if (pl == 1 && *pat == '*')
-		return sl > 0;
-	if (pl == 1 && *pat == '#') {
-		if (!sl)
-			return false;
-		for (size_t i = 0; i < sl; i++)
-			if (!isdigit((unsigned char)s[i]))
-				return false;
-		return true;
+	if (pl == 1 && *pat == '#')
+		return all_digits(s, sl);
+	if (*pat == '(') {
+		/* (a|b|c): one of the alternatives */
+		const char *p = pat + 1, *end = pat + pl - 1;
+
+		while (p < end) {
+			size_t al = strcspn(p, "|)");
+
+			if (al == sl && !memcmp(p, s, sl))
+				return true;
+			p += al + 1;
+		}
+		return false;
 	}
 	return pl == sl && !memcmp(pat, s, pl);
+}
+
+/*
+ * Component-by-component match of name against pat.  prefix: name may stop
+ * short of pat (a group such as "arenas.bin.0"); returns the number of
+ * components matched, or -1.
+ */
+static int pat_match(const char *pat, const char *name, bool prefix)
+{
+	int n = 0;
+
+	for (;;) {
+		size_t pl = pat_comp_len(pat), nl = strcspn(name, ".");
+
+		if (!comp_match(pat, pl, name, nl))
+			return -1;
+		n++;
+		pat += pl;
+		name += nl;
+		if (!*name)
+			return !*pat || (prefix && *pat) ? n : -1;
+		if (!*pat)
+			return -1;
+		pat++;
+		name++;
+	}
 }
 
 /* Dotted-name match, component by component.  Exposed for unit tests. */
 bool je_name_match(const char *pat, const char *name);
 bool je_name_match(const char *pat, const char *name)
 {
-	for (;;) {
-		size_t pl = strcspn(pat, "."), nl = strcspn(name, ".");
+	return pat_match(pat, name, false) >= 0;
+}
 
-		if (!comp_match(pat, pl, name, nl))
-			return false;
-		pat += pl;
-		name += nl;
-		if (!*pat || !*name)
-			return !*pat && !*name;
-		pat++;
-		name++;
-	}
+static const struct ctl_def *ctl_def_of(const char *name)
+{
+	for (size_t i = 0; i < NDEFS; i++)
+		if (pat_match(ctl_defs[i].pat, name, false) >= 0)
+			return &ctl_defs[i];
+	return NULL;
+}
+
+/* Is name a group of names ("arenas", "stats.arenas.0"), not a control? */
+static bool ctl_is_group(const char *name)
+{
+	for (size_t i = 0; i < NDEFS; i++)
+		if (pat_match(ctl_defs[i].pat, name, true) >= 0 &&
+		    pat_match(ctl_defs[i].pat, name, false) < 0)
+			return true;
+	return false;
 }
 
 static int ctl_type_of(const char *name, enum hc_type *type)
 {
-	for (size_t i = 0; i < sizeof(ctl_types) / sizeof(ctl_types[0]); i++)
-		if (je_name_match(ctl_types[i].pat, name)) {
-			*type = ctl_types[i].type;
-			return 0;
-		}
-	return -1;
+	const struct ctl_def *d = ctl_def_of(name);
+
+	if (!d)
+		return -1;
+	*type = d->type;
+	return 0;
 }
 
 static size_t type_size(enum hc_type type)
@@ -207,17 +280,11 @@ static size_t type_size(enum hc_type type)
 		return 1;
 	case HC_T_UNSIGNED:
 	case HC_T_U32:
+	case HC_T_INT:
 		return 4;
 	default:
 		return 8; /* size_t, ssize_t, 64-bit ints, pointers on LP64 */
 	}
-}
-
-static const char *type_name(enum hc_type type)
-{
-	static const char *const n[] = { "void", "bool", "unsigned", "size_t", "ssize_t",
-					 "uint64_t", "int64_t", "uint32_t", "const char *" };
-	return n[type];
 }
 
 /* ---- remote mallctl -------------------------------------------------------------- */
@@ -253,38 +320,48 @@ static int je_call(struct hc_target *t, const char *name, void *old, size_t *old
 	uint64_t a[5] = { 0 }, ret;
 	uint64_t len = oldlen ? *oldlen : 0;
 
-	/* Scratch is per session and large; a session makes a few dozen calls at most. */
+	/* Each call's scratch is given back after it: a listing makes thousands. */
+	size_t mark = call_scratch_mark(t);
+	int r = -1;
+
 	a[0] = call_strdup(t, name, err);
 	if (!a[0])
-		return -1;
+		goto out;
 	if (old) {
 		a[1] = call_scratch(t, len);
 		a[2] = call_scratch(t, sizeof(len));
-		if (!a[1] || !a[2] || call_write(t, a[2], &len, sizeof(len), err) < 0)
-			return err_set(err, HC_E_ARGS, 0, "value of %s too large", name);
+		if (!a[1] || !a[2] || call_write(t, a[2], &len, sizeof(len), err) < 0) {
+			err_set(err, HC_E_ARGS, 0, "value of %s too large", name);
+			goto out;
+		}
 	}
 	if (newv) {
 		a[3] = call_scratch(t, newlen);
 		a[4] = newlen;
-		if (!a[3] || call_write(t, a[3], newv, newlen, err) < 0)
-			return err_set(err, HC_E_ARGS, 0, "value for %s too large", name);
+		if (!a[3] || call_write(t, a[3], newv, newlen, err) < 0) {
+			err_set(err, HC_E_ARGS, 0, "value for %s too large", name);
+			goto out;
+		}
 	}
 	if (call_fn(t, je->ctl, a, 5, &ret, NULL, NULL, err) < 0) {
 		err_context(err, "%smallctl(\"%s\")", je->prefix, name);
-		return -1;
+		goto out;
 	}
 	*rc = (int)ret;
 	pr_debug("%smallctl(\"%s\") = %d", je->prefix, name, *rc);
 	if (*rc == 0 && old) {
 		if (call_read(t, a[2], &len, sizeof(len), err) < 0)
-			return -1;
+			goto out;
 		if (len > *oldlen)
 			len = *oldlen;
 		*oldlen = len;
 		if (call_read(t, a[1], old, len, err) < 0)
-			return -1;
+			goto out;
 	}
-	return 0;
+	r = 0;
+out:
+	call_scratch_release(t, mark);
+	return r;
 }
 
 static int ctl_fail(struct hc_target *t, const char *name, int rc, struct hc_err *err)
@@ -734,139 +811,551 @@ end:
 	return call_end(t, err);
 }
 
-static int lookup_type(const char *name, enum hc_type *type, struct hc_err *err)
+/* ---- get / set / list ------------------------------------------------------------- */
+
+static int lookup_def(struct hc_target *t, const char *name, const struct ctl_def **d,
+		      struct hc_err *err)
 {
+	char hint[256];
+
 	if (!name[0] || strlen(name) > 200)
 		return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a mallctl name", name);
-	if (ctl_type_of(name, type) < 0)
-		return err_set(err, HC_E_NO_CTL, 0, "unknown mallctl name '%s'", name);
-	return 0;
+	*d = ctl_def_of(name);
+	if (*d && (*d)->acc == C_PTR)
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "it exchanges pointers into the process; use it from the program",
+				   "heapctl does not drive '%s'", name);
+	if (*d)
+		return 0;
+	if (ctl_is_group(name)) {
+		snprintf(hint, sizeof(hint), "list what it holds: heapctl get -p %d %s.", t->pid,
+			 name);
+		return err_sethint(err, HC_E_NO_CTL, 0, hint,
+				   "'%s' is a group of controls, not a control", name);
+	}
+	/* the deepest group the name starts with says where to look */
+	{
+		char grp[208];
+		size_t gl = 0;
+
+		snprintf(grp, sizeof(grp), "%s", name);
+		for (char *dot = strchr(grp, '.'); dot; dot = strchr(dot + 1, '.')) {
+			*dot = 0;
+			if (ctl_is_group(grp))
+				gl = strlen(grp);
+			*dot = '.';
+		}
+		if (gl)
+			snprintf(hint, sizeof(hint), "see the names there: heapctl get -p %d %.*s.",
+				 t->pid, (int)gl, name);
+		else
+			snprintf(hint, sizeof(hint),
+				 "names start with version epoch background_thread config. opt. "
+				 "thread. tcache. arena.<i>. arenas. prof. stats.");
+	}
+	return err_sethint(err, HC_E_NO_CTL, 0, hint, "unknown mallctl name '%s'", name);
+}
+
+/* Stats are a snapshot that a write to epoch refreshes.  Inside a session. */
+static int je_refresh(struct hc_target *t, struct hc_err *err)
+{
+	uint64_t epoch = 1;
+	int rc;
+
+	if (je_call(t, "epoch", NULL, NULL, &epoch, sizeof(epoch), &rc, err) < 0)
+		return -1;
+	return rc ? ctl_fail(t, "epoch", rc, err) : 0;
+}
+
+static bool is_stats(const char *name)
+{
+	return !strncmp(name, "stats.", 6) || !strcmp(name, "stats");
 }
 
 static int je_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 		      struct hc_err *err)
 {
-	enum hc_type type;
+	const struct ctl_def *d;
+	char hint[256];
 
-	if (lookup_type(name, &type, err) < 0)
+	if (lookup_def(t, name, &d, err) < 0)
 		return -1;
-	if (type == HC_T_VOID)
-		return err_sethint(err, HC_E_TYPE, 0, "run it with: heapctl set -p PID NAME",
-				   "'%s' is an action, not a value", name);
+	switch (d->acc) {
+	case C_VOID:
+		snprintf(hint, sizeof(hint), "run it with: heapctl set -p %d %s", t->pid, name);
+		return err_sethint(err, HC_E_TYPE, 0, hint, "'%s' is an action, not a value", name);
+	case C_W:
+		snprintf(hint, sizeof(hint), "write it with: heapctl set -p %d %s VALUE", t->pid,
+			 name);
+		return err_sethint(err, HC_E_TYPE, 0, hint, "'%s' is write-only (%s)", name,
+				   hc_type_name(d->type));
+	case C_MAKE:
+		snprintf(hint, sizeof(hint), "to create one, run: heapctl set -p %d %s", t->pid,
+			 name);
+		return err_sethint(err, HC_E_TYPE, 0, hint,
+				   "reading '%s' creates a new %s each time", name,
+				   name[0] == 'a' ? "arena" : "tcache");
+	default:
+		break;
+	}
 	if (call_begin(t, err) < 0)
 		return -1;
-	je_read(t, name, type, v, NULL, err);
+	/* In the same borrow: no other thread can see a stale snapshot in between. */
+	if (!is_stats(name) || je_refresh(t, err) == 0)
+		je_read(t, name, d->type, v, NULL, err);
 	return call_end(t, err);
 }
 
-static int parse_value(const char *name, enum hc_type type, const char *s, uint8_t *buf,
-		       size_t *len, struct hc_err *err)
+/* The bytes mallctl takes for v. */
+static void value_bytes(const struct hc_value *v, uint8_t *buf, size_t *len)
 {
-	char *end;
+	*len = type_size(v->type);
+	memset(buf, 0, 8);
+	if (v->type == HC_T_BOOL) {
+		buf[0] = v->b;
+	} else if (*len == 4) {
+		uint32_t u = (uint32_t)v->u;
 
-	*len = type_size(type);
-	if (type == HC_T_VOID) {
-		if (s && *s)
-			return err_set(err, HC_E_TYPE, 0, "'%s' is an action and takes no value", name);
-		return 0;
-	}
-	if (!s)
-		return err_set(err, HC_E_TYPE, 0, "'%s' needs a %s value", name, type_name(type));
-	if (type == HC_T_BOOL) {
-		if (!strcasecmp(s, "true") || !strcmp(s, "1") || !strcasecmp(s, "on") ||
-		    !strcasecmp(s, "yes"))
-			buf[0] = 1;
-		else if (!strcasecmp(s, "false") || !strcmp(s, "0") || !strcasecmp(s, "off") ||
-			 !strcasecmp(s, "no"))
-			buf[0] = 0;
-		else
-			return err_sethint(err, HC_E_TYPE, 0, "use true or false",
-					   "'%s' is a bool; '%s' is not true/false", name, s);
-		return 0;
-	}
-	if (type == HC_T_STRING)
-		return 0; /* placed by the caller */
-	errno = 0;
-	if (type == HC_T_SSIZE || type == HC_T_I64) {
-		long long v = strtoll(s, &end, 0);
-
-		if (errno || end == s || *end)
-			return err_sethint(err, HC_E_TYPE, 0, "give an integer, e.g. -1 or 10000",
-					   "'%s' is a %s; '%s' is not an integer", name,
-					   type_name(type), s);
-		memcpy(buf, &v, 8);
+		memcpy(buf, &u, 4);
 	} else {
-		unsigned long long v;
+		memcpy(buf, &v->u, 8);
+	}
+}
 
-		if (*s == '-' || (v = strtoull(s, &end, 0), errno) || end == s || *end ||
-		    (*len == 4 && v > UINT32_MAX))
-			return err_sethint(err, HC_E_TYPE, 0, "give a non-negative integer",
-					   "'%s' is a %s; '%s' is not a valid one", name,
-					   type_name(type), s);
-		if (*len == 4) {
-			uint32_t u = (uint32_t)v;
+static int set_refused(struct hc_target *t, const char *name, int rc, struct hc_err *err)
+{
+	char hint[256];
 
-			memcpy(buf, &u, 4);
-		} else {
-			memcpy(buf, &v, 8);
+	if (rc == EFAULT || rc == EINVAL)
+		return err_sethint(err, HC_E_REMOTE, rc,
+				   "jemalloc refused the value: see its range in jemalloc(3) "
+				   "(decay times are -1, or 0 and up)",
+				   "mallctl(\"%s\") in pid %d: %s", name, t->pid, mallctl_strerror(rc));
+	if (rc != EPERM)
+		return ctl_fail(t, name, rc, err);
+	if (!strncmp(name, "opt.", 4))
+		snprintf(hint, sizeof(hint),
+			 "opt.* are fixed at start: restart with MALLOC_CONF=%s:VALUE", name + 4);
+	else
+		snprintf(hint, sizeof(hint), "jemalloc(3) marks it read-only (r-)");
+	return err_sethint(err, HC_E_REMOTE, rc, hint, "'%s' cannot be written in pid %d", name,
+			   t->pid);
+}
+
+static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
+		      struct hc_value *old, struct hc_value *now, struct hc_err *err)
+{
+	const struct ctl_def *d;
+	struct hc_value nv;
+	uint8_t nb[8], ob[8] = { 0 };
+	size_t len, olen;
+	int rc = 0;
+
+	if (lookup_def(t, name, &d, err) < 0)
+		return -1;
+	if (d->acc == C_R)
+		return set_refused(t, name, EPERM, err);
+	if ((d->acc == C_VOID || d->acc == C_MAKE) && value)
+		return err_sethint(err, HC_E_TYPE, 0, "leave out VALUE",
+				   "'%s' is an action and takes no value", name);
+	if (d->acc != C_VOID && d->acc != C_MAKE &&
+	    hc_value_parse(name, d->type, value, &nv, err) < 0)
+		return -1;
+	old->type = now->type = HC_T_VOID;
+	if (call_begin(t, err) < 0)
+		return -1;
+	if (d->acc == C_VOID) {
+		if (je_call(t, name, NULL, NULL, NULL, 0, &rc, err) < 0)
+			goto end;
+	} else if (d->acc == C_MAKE) {
+		/* the read is the action: its value is what was made */
+		if (je_read(t, name, d->type, now, &rc, err) < 0)
+			goto end;
+	} else if (d->type == HC_T_STRING) {
+		uint64_t p;
+
+		/* the old string first: mallctl cannot hand back a string it replaces */
+		if ((d->acc == C_RXW || d->acc == C_RW) &&
+		    je_read(t, name, d->type, old, &rc, err) < 0)
+			goto end;
+		if (rc)
+			goto end;
+		p = call_strdup(t, nv.str, err);
+		if (!p || je_call(t, name, NULL, NULL, &p, sizeof(p), &rc, err) < 0)
+			goto end;
+	} else {
+		value_bytes(&nv, nb, &len);
+		olen = len;
+		/* read-write: the old value comes back from the very write that replaced it */
+		if (je_call(t, name, d->acc == C_RW ? ob : NULL, d->acc == C_RW ? &olen : NULL, nb,
+			    len, &rc, err) < 0)
+			goto end;
+		if (rc == 0 && d->acc == C_RW) {
+			old->type = d->type;
+			if (d->type == HC_T_BOOL)
+				old->b = ob[0] != 0;
+			else if (len == 4) {
+				uint32_t u;
+
+				memcpy(&u, ob, 4);
+				old->u = u;
+			} else {
+				memcpy(&old->u, ob, 8);
+			}
 		}
+	}
+	if (rc)
+		goto end;
+	/* What is stored now, read back in the same borrow. */
+	if (d->acc == C_RW || d->acc == C_RXW) {
+		if (je_read(t, name, d->type, now, &rc, err) < 0)
+			goto end;
+		if (rc) {
+			/* the write stands: say that only the read-back failed */
+			memset(now, 0, sizeof(*now));
+			snprintf(now->note, sizeof(now->note), "written, but reading it back failed: %s",
+				 mallctl_strerror(rc));
+			rc = 0;
+		}
+	} else if (!strcmp(name, "prof.reset")) {
+		/* prof.reset's value is the new lg_sample, readable there */
+		if (je_read(t, "prof.lg_sample", HC_T_SIZE, now, &rc, err) < 0)
+			goto end;
+	} else if (d->acc == C_W) {
+		*now = nv;
+		snprintf(now->note, sizeof(now->note),
+			 "'%s' is write-only: this is the value written, it cannot be read back",
+			 name);
+	}
+end:
+	if (rc && !err_isset(err))
+		set_refused(t, name, rc, err);
+	return call_end(t, err);
+}
+
+/* ---- listing a prefix ------------------------------------------------------------------ */
+
+/* A listing borrows one thread for all its reads: ~0.1-0.3 ms each. */
+#define LIST_MAX 4096
+
+struct lister {
+	struct hc_target *t;
+	struct hc_ctl_entry *ents;
+	size_t n, cap;
+	bool ranges_read, counting;
+	size_t counted;
+	uint64_t narenas, nbins, nlextents, npsizes;
+	bool arena_init[1024];
+	int failed;
+	struct hc_err *err;
+};
+
+/* How many extents buckets (page size classes): the first index that is ENOENT. */
+static int count_psizes(struct lister *l, const char *arena, uint64_t *out)
+{
+	uint64_t lo = 0, hi = 1024;
+	char name[96];
+	struct hc_value v;
+	int rc;
+
+	while (lo < hi) {
+		uint64_t mid = (lo + hi) / 2;
+
+		snprintf(name, sizeof(name), "stats.arenas.%s.extents.%llu.ndirty", arena,
+			 (unsigned long long)mid);
+		if (je_read(l->t, name, HC_T_SIZE, &v, &rc, l->err) < 0)
+			return -1;
+		if (rc)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*out = lo;
+	return 0;
+}
+
+static int read_ranges(struct lister *l)
+{
+	char name[64];
+	struct hc_value v;
+	int rc;
+
+	if (l->ranges_read)
+		return 0;
+	l->ranges_read = true;
+	if (je_read_u64(l->t, "arenas.narenas", &l->narenas, l->err) < 0 ||
+	    je_read_u64(l->t, "arenas.nbins", &l->nbins, l->err) < 0 ||
+	    je_read_u64(l->t, "arenas.nlextents", &l->nlextents, l->err) < 0)
+		return -1;
+	for (uint64_t i = 0; i < l->narenas && i < 1024; i++) {
+		snprintf(name, sizeof(name), "arena.%llu.initialized", (unsigned long long)i);
+		if (je_read(l->t, name, HC_T_BOOL, &v, &rc, l->err) < 0)
+			return -1;
+		l->arena_init[i] = rc == 0 && v.b;
 	}
 	return 0;
 }
 
-static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
-		      struct hc_value *old, struct hc_err *err)
+/*
+ * Emit every name of pattern pat under the components fixed[] (NULL: not
+ * fixed by the prefix).  at: the name built so far.
+ */
+static int expand(struct lister *l, const struct ctl_def *d, const char *pat, char *at,
+		  size_t used, const char *const *fixed, unsigned ci, const char *prev)
 {
-	enum hc_type type;
-	uint8_t nv[8] = { 0 }, ov[8] = { 0 };
-	size_t len, olen;
+	size_t pl = pat_comp_len(pat);
+	char comp[512];
+	char *name = at;
 	int rc;
 
-	if (lookup_type(name, &type, err) < 0 || parse_value(name, type, value, nv, &len, err) < 0)
+	if (!*pat) {
+		struct hc_value v;
+
+		if (l->counting) {
+			l->counted++;
+			return 0;
+		}
+		name[used - 1] = 0; /* the trailing '.' */
+		if (je_read(l->t, name, d->type, &v, &rc, l->err) < 0)
+			return -1;
+		name[used - 1] = '.';
+		if (rc) {
+			pr_debug("list: %.*s: %s", (int)used - 1, name, mallctl_strerror(rc));
+			return 0;
+		}
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? l->cap * 2 : 64;
+			struct hc_ctl_entry *e = realloc(l->ents, cap * sizeof(*e));
+
+			if (!e)
+				return err_set(l->err, HC_E_NOMEM, ENOMEM, "out of memory");
+			l->ents = e;
+			l->cap = cap;
+		}
+		snprintf(l->ents[l->n].name, sizeof(l->ents[l->n].name), "%.*s", (int)used - 1,
+			 name);
+		l->ents[l->n++].v = v;
+		return 0;
+	}
+	/* every step below appends at most 64 bytes to at[256] */
+	if (used > 180)
+		return err_set(l->err, HC_E_NO_CTL, 0, "mallctl name too long: %.60s...", at);
+	snprintf(comp, sizeof(comp), "%.*s", (int)pl, pat);
+	pat += pl;
+	if (*pat == '.')
+		pat++;
+	if (fixed[ci]) {
+		int w = snprintf(at + used, 256 - used, "%s.", fixed[ci]);
+
+		return expand(l, d, pat, at, used + (size_t)w, fixed, ci + 1, fixed[ci]);
+	}
+	if (comp[0] == '(') {
+		const char *p = comp + 1;
+
+		while (*p && *p != ')') {
+			size_t al = strcspn(p, "|)");
+			int w = snprintf(at + used, 256 - used, "%.*s.", (int)al, p);
+
+			if (expand(l, d, pat, at, used + (size_t)w, fixed, ci + 1, NULL) < 0)
+				return -1;
+			p += al + (p[al] == '|');
+			if (*p == ')')
+				break;
+		}
+		return 0;
+	}
+	if (comp[0] == '#') {
+		uint64_t count;
+		bool arenas = !strcmp(prev, "arena") || !strcmp(prev, "arenas");
+
+		if (read_ranges(l) < 0)
+			return -1;
+		if (arenas)
+			count = l->narenas;
+		else if (!strcmp(prev, "bin") || !strcmp(prev, "bins"))
+			count = l->nbins;
+		else if (!strcmp(prev, "lextent") || !strcmp(prev, "lextents"))
+			count = l->nlextents;
+		else {
+			/* stats.arenas.<i>.extents.<j>: the arena index is two back */
+			char arena[24];
+			const char *e = at + used - strlen("extents.") - 1;
+			const char *b = e;
+
+			while (b > at && b[-1] != '.')
+				b--;
+			snprintf(arena, sizeof(arena), "%.*s", (int)(e - b), b);
+			if (!l->npsizes && count_psizes(l, arena, &l->npsizes) < 0)
+				return -1;
+			count = l->npsizes;
+		}
+		for (uint64_t i = 0; i < count; i++) {
+			int w;
+
+			if (arenas && i < 1024 && !l->arena_init[i])
+				continue; /* an arena never used has no stats */
+			w = snprintf(at + used, 256 - used, "%llu.", (unsigned long long)i);
+			if (expand(l, d, pat, at, used + (size_t)w, fixed, ci + 1, "#") < 0)
+				return -1;
+		}
+		/* stats.arenas.4096: every arena merged */
+		if (arenas && !strcmp(prev, "arenas")) {
+			int w = snprintf(at + used, 256 - used, "%d.", MALLCTL_ARENAS_ALL);
+
+			return expand(l, d, pat, at, used + (size_t)w, fixed, ci + 1, "#");
+		}
+		return 0;
+	}
+	{
+		int w = snprintf(at + used, 256 - used, "%s.", comp);
+
+		return expand(l, d, pat, at, used + (size_t)w, fixed, ci + 1, comp);
+	}
+}
+
+/* Is pat strictly below the group pre ("" is the root)? */
+static bool under(const char *pat, const char *pre)
+{
+	return !*pre || (pat_match(pat, pre, true) >= 0 && pat_match(pat, pre, false) < 0);
+}
+
+static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_entry **out,
+		       size_t *n, char *skipped, size_t skipped_len, struct hc_err *err)
+{
+	struct lister *l;
+	char pre[208], parts[16][64];
+	const char *fixed[24];
+	unsigned np = 0;
+	bool stats = false, any = false;
+	size_t sk = 0;
+
+	snprintf(pre, sizeof(pre), "%s", prefix);
+	if (strlen(prefix) >= sizeof(pre) - 8)
+		return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a mallctl prefix", prefix);
+	while (*pre && pre[strlen(pre) - 1] == '.')
+		pre[strlen(pre) - 1] = 0;
+	for (char *p = pre, *tok; *p; p = tok) {
+		tok = p + strcspn(p, ".");
+		if (np == 16 || (size_t)(tok - p) >= sizeof(parts[0]))
+			return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a mallctl prefix", prefix);
+		snprintf(parts[np++], sizeof(parts[0]), "%.*s", (int)(tok - p), p);
+		if (*tok)
+			tok++;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	l->t = t;
+	l->err = err;
+	/* Which entries fall under the prefix, and which of them one borrow can expand. */
+	for (size_t i = 0; i < NDEFS; i++) {
+		const struct ctl_def *d = &ctl_defs[i];
+
+		if (d->acc != C_R && d->acc != C_RW && d->acc != C_RXW)
+			continue;
+		if (!under(d->pat, pre))
+			continue;
+		any = true;
+		if (is_stats(d->pat))
+			stats = true;
+	}
+	if (!any) {
+		free(l);
+		if (ctl_def_of(pre))
+			return err_sethint(err, HC_E_NO_CTL, 0, "drop the trailing '.'",
+					   "'%s' is a control, not a group", pre);
+		return err_sethint(err, HC_E_NO_CTL, 0,
+				   "groups: version epoch config. opt. thread. arena.0. arenas. "
+				   "prof. stats. (see jemalloc(3), MALLCTL NAMESPACE)",
+				   "no mallctl names under '%s'", prefix);
+	}
+	if (call_begin(t, err) < 0) {
+		free(l);
 		return -1;
-	memset(old, 0, sizeof(*old));
-	old->type = HC_T_VOID;
-	if (call_begin(t, err) < 0)
-		return -1;
-	if (type == HC_T_STRING) {
-		uint64_t p;
+	}
+	if (stats && je_refresh(t, err) < 0)
+		goto end;
+	/*
+	 * Two walks: the first counts (reading only the index ranges), so an
+	 * oversized listing is refused before thousands of reads.
+	 */
+	for (int pass = 0; pass < 2; pass++) {
+		l->counting = pass == 0;
+		for (size_t i = 0; i < NDEFS; i++) {
+			const struct ctl_def *d = &ctl_defs[i];
+			const char *p = d->pat;
+			unsigned ci = 0, open = 0;
+			char at[256];
 
-		p = call_strdup(t, value, err);
-		if (!p)
-			goto end;
-		memcpy(nv, &p, 8);
-		if (je_call(t, name, NULL, NULL, nv, 8, &rc, err) < 0)
-			goto end;
-	} else if (type == HC_T_VOID) {
-		if (je_call(t, name, NULL, NULL, NULL, 0, &rc, err) < 0)
-			goto end;
-	} else {
-		olen = len;
-		if (je_call(t, name, ov, &olen, nv, len, &rc, err) < 0)
-			goto end;
-		if (rc == 0) {
-			struct hc_value tmp = { .type = type };
+			if (d->acc != C_R && d->acc != C_RW && d->acc != C_RXW)
+				continue;
+			if (!under(d->pat, pre))
+				continue;
+			memset(fixed, 0, sizeof(fixed));
+			for (; *p && ci < 24; ci++) {
+				size_t pl = pat_comp_len(p);
 
-			if (type == HC_T_BOOL)
-				tmp.b = ov[0];
-			else if (len == 4) {
-				uint32_t u;
-
-				memcpy(&u, ov, 4);
-				tmp.u = u;
-			} else {
-				memcpy(&tmp.u, ov, 8);
+				if (ci < np)
+					fixed[ci] = parts[ci];
+				else if (pl == 1 && *p == '#')
+					open++;
+				p += pl;
+				if (*p == '.')
+					p++;
 			}
-			*old = tmp;
+			if (open > 1) {
+				/* "stats.arenas.<i>.bins.<j>.": name the group once */
+				char grp[128];
+				size_t gl = 0;
+				unsigned seen = 0;
+
+				p = d->pat;
+				for (ci = 0; *p && seen < 2 && gl < sizeof(grp) - 64; ci++) {
+					size_t pl = pat_comp_len(p);
+
+					if (ci < np)
+						gl += (size_t)snprintf(grp + gl, sizeof(grp) - gl, "%s.",
+								       parts[ci]);
+					else if (pl == 1 && *p == '#')
+						gl += (size_t)snprintf(grp + gl, sizeof(grp) - gl, "%s.",
+								       seen++ ? "<j>" : "<i>");
+					else
+						gl += (size_t)snprintf(grp + gl, sizeof(grp) - gl, "%.*s.",
+								       (int)(pl < 40 ? pl : 40), p);
+					p += pl;
+					if (*p == '.')
+						p++;
+				}
+				if (!l->counting)
+					continue;
+				if (skipped_len && !strstr(skipped, grp) &&
+				    sk + strlen(grp) + 2 < skipped_len)
+					sk += (size_t)snprintf(skipped + sk, skipped_len - sk, "%s%s",
+							       sk ? " " : "", grp);
+				continue;
+			}
+			if (expand(l, d, d->pat, at, 0, fixed, 0, "") < 0)
+				goto end;
+		}
+		if (l->counting && l->counted > LIST_MAX) {
+			err_sethint(err, HC_E_USAGE, 0,
+				    "give a longer prefix, e.g. stats.arenas.0. or arenas.bin.",
+				    "'%s' holds %zu names; heapctl reads at most %d in one borrow",
+				    prefix, l->counted, LIST_MAX);
+			goto end;
 		}
 	}
-	if (rc == EPERM)
-		err_sethint(err, HC_E_REMOTE, rc, "this control is read-only; see jemalloc(3)",
-			    "'%s' cannot be written in pid %d", name, t->pid);
-	else if (rc)
-		ctl_fail(t, name, rc, err);
 end:
-	return call_end(t, err);
+	call_end(t, err);
+	if (err_isset(err)) {
+		free(l->ents);
+		free(l);
+		return -1;
+	}
+	*out = l->ents;
+	*n = l->n;
+	free(l);
+	return 0;
 }
 
 static int je_info(struct hc_target *t, struct hc_info *info, struct hc_err *err)
@@ -931,4 +1420,5 @@ const struct alloc_ops alloc_jemalloc = {
 	.purge = je_purge,
 	.ctl_get = je_ctl_get,
 	.ctl_set = je_ctl_set,
+	.ctl_list = je_ctl_list,
 };

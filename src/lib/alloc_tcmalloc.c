@@ -406,20 +406,14 @@ static int tc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 }
 
 static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
-		      struct hc_value *old, struct hc_err *err)
+		      struct hc_value *old, struct hc_value *now, struct hc_err *err)
 {
-	uint64_t a[2], ret = 0, nv;
-	char *end;
+	uint64_t a[2], ret = 0;
+	struct hc_value nv;
 
-	memset(old, 0, sizeof(*old));
-	old->type = HC_T_VOID;
-	if (!value)
-		return err_set(err, HC_E_TYPE, 0, "'%s' needs an integer value", name);
-	errno = 0;
-	nv = strtoull(value, &end, 0);
-	if (errno || end == value || *end || *value == '-')
-		return err_set(err, HC_E_TYPE, 0, "'%s': '%s' is not a non-negative integer", name,
-			       value);
+	old->type = now->type = HC_T_VOID;
+	if (hc_value_parse(name, HC_T_SIZE, value, &nv, err) < 0)
+		return -1;
 	if (call_begin(t, err) < 0)
 		return -1;
 	{
@@ -433,10 +427,17 @@ static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
 			goto end;
 		old->type = HC_T_SIZE;
 		a[0] = call_strdup(t, name, err);
-		a[1] = nv;
-		if (a[0] && call_fn(t, s->raddr, a, 2, &ret, NULL, NULL, err) == 0 && !(ret & 0xff))
+		a[1] = nv.u;
+		if (!a[0] || call_fn(t, s->raddr, a, 2, &ret, NULL, NULL, err) < 0)
+			goto end;
+		if (!(ret & 0xff)) {
 			err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->pid,
 				name);
+			goto end;
+		}
+		/* what tcmalloc holds now (it may round or clamp), in the same borrow */
+		if (get_num(t, name, &now->u, NULL, err) == 0)
+			now->type = HC_T_SIZE;
 	}
 end:
 	return call_end(t, err);

@@ -1454,6 +1454,17 @@ uint64_t call_scratch(struct hc_target *t, size_t len)
 	return at;
 }
 
+size_t call_scratch_mark(const struct hc_target *t)
+{
+	return t->sess ? t->sess->scratch_used : 0;
+}
+
+void call_scratch_release(struct hc_target *t, size_t mark)
+{
+	if (t->sess && mark <= t->sess->scratch_used)
+		t->sess->scratch_used = mark;
+}
+
 uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)
 {
 	size_t len = strlen(str) + 1;

@@ -48,6 +48,12 @@ int call_fn_sret(struct hc_target *t, uint64_t fn, uint64_t sret_raddr, const ui
 uint64_t call_cb_raddr(const struct hc_target *t);
 /* Bump-allocate len bytes (16-aligned) of scratch; 0 when it is full. */
 uint64_t call_scratch(struct hc_target *t, size_t len);
+/*
+ * How much scratch is in use, and a way back to it: a loop of many calls
+ * (listing a few thousand mallctl names) gives back each call's strings.
+ */
+size_t call_scratch_mark(const struct hc_target *t);
+void call_scratch_release(struct hc_target *t, size_t mark);
 /* Copy a string into the data area; 0 on failure (err set). */
 uint64_t call_strdup(struct hc_target *t, const char *s, struct hc_err *err);
 int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
