@@ -173,7 +173,7 @@ struct hc_figure {
 #define HC_MAX_FIGURES 16
 
 struct hc_stats {
-	char allocator[16];
+	char allocator[32]; /* "tcmalloc_minimal" and room to spare */
 	char version[64];
 	uint64_t allocated, active, metadata, resident, mapped, retained, dirty, muzzy;
 	uint64_t rss; /* from /proc/PID/status */

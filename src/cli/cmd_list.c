@@ -102,7 +102,7 @@ static bool quiet_failure(enum hc_errc code)
 struct row {
 	pid_t pid;
 	char name[64];
-	char allocator[16];
+	char allocator[32];
 	const char *prof;
 	bool known, enabled, active;
 };
