@@ -566,6 +566,86 @@ out_r:
 	victim_stop(&v);
 }
 
+/* dump --json, and the warning when profiling is off (jemalloc can dump then). */
+static void test_dump_json(void)
+{
+	char out[400], why[256], s[64];
+	struct victim v;
+	struct hres r;
+	double bytes = -1;
+	bool active = true;
+
+	if (victim_start(&v, "jemalloc_victim", "prof:true,prof_active:false", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	snprintf(out, sizeof(out), "%s/dj.%s.heap", cfg.tmpdir, v.spid);
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, "--json", NULL))
+		goto out_r;
+	if (json_valid(r.out, why, sizeof(why)))
+		t_fail("dump --json: %s: %.200s", why, r.out);
+	else if (json_get_str(r.out, "path", s, sizeof(s)) || !strstr(out, s) ||
+		 json_get_num(r.out, "bytes", &bytes) || bytes < 10 ||
+		 json_get_bool(r.out, "active", &active) || active ||
+		 json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "jemalloc") ||
+		 json_get_str(r.out, "format", s, sizeof(s)) || strcmp(s, "jemalloc"))
+		t_fail("dump --json: %.300s", r.out);
+	if (!strstr(r.err, "warning: profiling is not active"))
+		t_fail("dump with prof.active off did not warn: %.300s", r.err);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, "--json", NULL))
+		goto out_r;
+	if (json_get_bool(r.out, "active", &active) || !active)
+		t_fail("dump --json with profiling on: %.300s", r.out);
+	if (strstr(r.err, "warning"))
+		t_fail("dump with profiling on warned: %.300s", r.err);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, NULL) &&
+	    !strstr(r.out, "next: jeprof"))
+		t_fail("dump of a jemalloc profile suggests: %.300s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "prof", "status", "-p", v.spid, "--json", NULL) &&
+	    !strstr(r.out, "\"available\":true"))
+		t_fail("prof status --json, jemalloc with opt.prof: %.200s", r.out);
+	hres_free(&r);
+	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+	unlink(out);
+	victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+	victim_stop(&v);
+}
+
+/* glibc: no profiler is a state, not an error; only "prof on" fails. */
+static void test_prof_glibc(void)
+{
+	struct victim v;
+	struct hres r;
+	char why[256];
+
+	if (!start(&v, "alloc_victim", NULL))
+		return;
+	if (!hc_expect(&r, 0, "prof", "status", "-p", v.spid, NULL) &&
+	    !strstr(r.out, "unavailable"))
+		t_fail("prof status, glibc: %.200s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "prof", "status", "-p", v.spid, "--json", NULL) &&
+	    (json_valid(r.out, why, sizeof(why)) || !strstr(r.out, "\"available\":false")))
+		t_fail("prof status --json, glibc: %.200s", r.out);
+	hres_free(&r);
+	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+	hres_free(&r);
+	if (!hc_expect(&r, 1, "prof", "on", "-p", v.spid, NULL) &&
+	    (!strstr(r.err, "hint:") || !strstr(r.err, "jemalloc") || !strstr(r.err, "tcmalloc")))
+		t_fail("prof on, glibc: the hint should name the allocators that can: %.300s", r.err);
+	hres_free(&r);
+	victim_check(&v, 0);
+	victim_stop(&v);
+}
+
 static void preload_info(const char *lib, const char *alloc)
 {
 	char env[300], path[256];
@@ -778,5 +858,7 @@ const struct itest t_alloc_tests[] = {
 	{ "alloc-clean-jemalloc", test_clean_jemalloc, 0 },
 	{ "alloc-clean-glibc", test_clean_glibc, 0 },
 	{ "alloc-tcmalloc-words", test_tcmalloc_words, 0 },
+	{ "alloc-dump-json", test_dump_json, 0 },
+	{ "alloc-prof-glibc", test_prof_glibc, 0 },
 	{ NULL, NULL, 0 },
 };
