@@ -71,7 +71,8 @@ static bool near(double a, double b, double rel, double abs_)
  */
 static int check_maps(const char *spid, double *rss_out)
 {
-	static const char *const cats[] = { "heap", "arena", "stack", "alloc", "file", "anon" };
+	static const char *const cats[] = { "heap", "arena", "stack", "alloc", "file", "anon",
+					    "shm" };
 	char why[256], catobj[2048], one[256];
 	double sum = 0, rss, rollup, narenas = -1;
 	struct hres r;
@@ -646,6 +647,51 @@ static void test_prof_glibc(void)
 	victim_stop(&v);
 }
 
+/* Shared memory is shared memory, not code (a database's buffer pool). */
+static void test_maps_shm(void)
+{
+	char reply[256], catobj[2048], one[256], diag[512];
+	struct victim v;
+	struct hres r;
+	double shm, file;
+
+	if (!start(&v, "alloc_victim", NULL))
+		return;
+	if (victim_expect(&v, "shm 96", "shm ok", reply, sizeof(reply)))
+		goto out;
+	victim_baseline(&v);
+	if (check_maps(v.spid, NULL) < 0)
+		goto out;
+	if (hc_expect(&r, 0, "maps", "-p", v.spid, "--json", NULL))
+		goto out_r;
+	if (!json_sub(r.out, "categories", catobj, sizeof(catobj)) ||
+	    !json_sub(catobj, "shm", one, sizeof(one))) {
+		t_fail("maps --json: no categories.shm: %.300s", r.out);
+		goto out_r;
+	}
+	shm = json_num(one, "rss");
+	if (!json_sub(catobj, "file", one, sizeof(one)))
+		goto out_r;
+	file = json_num(one, "rss");
+	t_note("maps: shm %.0f KiB, file %.0f KiB", shm / 1024, file / 1024);
+	if (shm < 0.9 * 192 * 1048576)
+		t_fail("maps: 192 MiB of shared memory touched, categories.shm.rss is %.0f KiB",
+		       shm / 1024);
+	if (file > 64 * 1048576)
+		t_fail("maps: shared memory counted as file-backed (%.0f KiB)", file / 1024);
+	if (json_get_str(r.out, "diagnosis", diag, sizeof(diag)) || strstr(diag, "code") ||
+	    !strstr(diag, "shared memory"))
+		t_fail("maps: the diagnosis blames code for shared memory: %s", diag);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "maps", "-p", v.spid, NULL) && !strstr(r.out, "shared memory"))
+		t_fail("maps: no shared memory line: %.400s", r.out);
+	victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
 static void preload_info(const char *lib, const char *alloc)
 {
 	char env[300], path[256];
@@ -860,5 +906,6 @@ const struct itest t_alloc_tests[] = {
 	{ "alloc-tcmalloc-words", test_tcmalloc_words, 0 },
 	{ "alloc-dump-json", test_dump_json, 0 },
 	{ "alloc-prof-glibc", test_prof_glibc, 0 },
+	{ "alloc-maps-shm", test_maps_shm, 0 },
 	{ NULL, NULL, 0 },
 };
