@@ -419,15 +419,46 @@ static void clean_cycle(struct victim *v, int on_want)
 	free(errs0);
 }
 
+/*
+ * tcmalloc: also, gperftools' flags that heapctl lowers for its profiling
+ * (verbosity during the start, automatic dumps while it runs) come back as
+ * the environment set them.
+ */
 static void test_clean_tcmalloc(void)
 {
+	char f0[256], f1[256], f2[256];
 	struct victim v;
+	struct hres r;
 
-	if (!start(&v, "tcmalloc_victim", NULL))
+	if (!start(&v, "tcmalloc_victim", "HEAP_PROFILE_INUSE_INTERVAL=12345678"))
 		return;
 	clean_cycle(&v, 0);
+	if (victim_expect(&v, "tcflags", "tcflags", f0, sizeof(f0)))
+		goto out;
+	if (kv_long(f0, "verbose", -1) != 0 || kv_long(f0, "inuse", -1) != 12345678 ||
+	    kv_long(f0, "alloc", -1) != 1 << 30) {
+		t_fail("gperftools' flags after prof on/off: %s", f0);
+		goto out;
+	}
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (victim_expect(&v, "tcflags", "tcflags", f1, sizeof(f1)))
+		goto out;
+	if (kv_long(f1, "verbose", -1) != 0 || kv_long(f1, "inuse", -1) != 0 ||
+	    kv_long(f1, "alloc", -1) != 0)
+		t_fail("gperftools' flags while heapctl profiles: %s", f1);
+	if (hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL))
+		goto out_r;
+	if (victim_expect(&v, "tcflags", "tcflags", f2, sizeof(f2)))
+		goto out_r;
+	if (strcmp(f0, f2))
+		t_fail("gperftools' flags after prof off: %s, before prof on: %s", f2, f0);
 	if (!t_failed())
 		victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+out:
 	victim_stop(&v);
 }
 

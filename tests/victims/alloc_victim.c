@@ -13,6 +13,8 @@
  *   mi          mi rss=KIB arena=.. uordblks=.. fordblks=.. keepcost=..
  *               hblkhd=.. tc_free=.. tc_alloc=.. (tc_*: -1 without tcmalloc)
  *   grow N      victim_grow_site() keeps N blocks of 64 KiB: grow ok
+ *   tcflags     gperftools' FLAGS_verbose and heap profile dump intervals:
+ *               tcflags verbose=N alloc=N dealloc=N inuse=N time=N (-1: absent)
  *   shm MIB     maps and touches MIB MiB of shared anonymous memory and MIB MiB
  *               of POSIX shm (unlinked at once, nothing stays in /dev/shm):
  *               shm ok rss=KIB
@@ -119,6 +121,24 @@ static bool extra_cmd(int fd, const char *cmd, const char *arg)
 		for (long i = 0; i < n; i++)
 			grown[ngrown++] = victim_grow_site(65536);
 		vreply(fd, "grow ok");
+	} else if (!strcmp(cmd, "tcflags")) {
+#define TCF(t, n) "_ZN61FLAG__namespace_do_not_use_directly_use_DECLARE_" t "_instead" n "E"
+		int32_t *vb = dlsym(RTLD_DEFAULT, TCF("int32", "13FLAGS_verbose"));
+		static const char *const iv[] = {
+			TCF("int64", "38FLAGS_heap_profile_allocation_interval"),
+			TCF("int64", "40FLAGS_heap_profile_deallocation_interval"),
+			TCF("int64", "33FLAGS_heap_profile_inuse_interval"),
+			TCF("int64", "32FLAGS_heap_profile_time_interval"),
+		};
+		long long v[4];
+
+		for (int i = 0; i < 4; i++) {
+			int64_t *p = dlsym(RTLD_DEFAULT, iv[i]);
+
+			v[i] = p ? (long long)*p : -1;
+		}
+		vreply(fd, "tcflags verbose=%d alloc=%lld dealloc=%lld inuse=%lld time=%lld",
+		       vb ? *vb : -1, v[0], v[1], v[2], v[3]);
 	} else if (!strcmp(cmd, "shm")) {
 		long mib = strtol(arg, NULL, 10);
 		size_t len = (size_t)mib << 20;
