@@ -51,11 +51,13 @@ static const char info_examples[] =
 	"    heapctl info -p \"$(pidof -s redis-server)\" --json\n";
 
 static const char prof_help[] =
-	"'on' and 'off' flip prof.active, the switch that samples allocations.\n"
-	"That needs a process started with profiling enabled (opt.prof); start it\n"
-	"with MALLOC_CONF=prof:true,prof_active:false to have it at no cost until\n"
-	"you turn it on.  'off' on a process without opt.prof does nothing and\n"
-	"succeeds.  'status' shows both switches.\n";
+	"jemalloc: 'on' and 'off' flip prof.active, the switch that samples\n"
+	"allocations.  That needs a process started with profiling enabled\n"
+	"(opt.prof); start it with MALLOC_CONF=prof:true,prof_active:false to have\n"
+	"it at no cost until you turn it on.  tcmalloc (the full libtcmalloc):\n"
+	"'on' and 'off' start and stop gperftools' heap profiler.  Where there is\n"
+	"no profiler to turn on (glibc, tcmalloc_minimal, jemalloc without\n"
+	"opt.prof), 'status' says so and 'off' does nothing; both succeed.\n";
 static const char prof_opts[] =
 	"  --json              {\"pid\":N,\"allocator\":S,\"available\":BOOL,\n"
 	"                      \"enabled\":BOOL,\"active\":BOOL}; on and off add\n"
