@@ -61,6 +61,10 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 			       p->active ? "running" : "stopped");
 		printf("profiling: gperftools heap profiler: available; running: %s\n",
 		       cli_yesno(p->active));
+		/* its exit-time dump would go to heapctl's prefix, which is gone */
+		if (p->changed && p->active && !p->prev)
+			printf("note: run 'heapctl prof off -p %d' before the process exits\n",
+			       (int)env->pid);
 		break;
 	case PK_TCMALLOC_MINIMAL:
 		printf("profiling: unavailable (tcmalloc_minimal has no heap profiler)\n");
