@@ -371,8 +371,10 @@ static int64_t interval_at_start(struct hc_target *t, size_t i)
 		return v;
 	buf[n] = 0;
 	for (size_t at = 0; at < n; at += strlen(buf + at) + 1)
-		if (!strncmp(buf + at, intervals[i].env, el) && buf[at + el] == '=')
+		if (!strncmp(buf + at, intervals[i].env, el) && buf[at + el] == '=') {
 			v = strtoll(buf + at + el + 1, NULL, 10);
+			break; /* getenv() takes the first */
+		}
 	free(buf);
 	return v;
 }
