@@ -81,9 +81,12 @@ int cmd_dump(struct cli_env *env)
 	snprintf(allocator, sizeof(allocator), "%s", w.allocator ? w.allocator : "");
 	/*
 	 * A profile taken while sampling is off holds nothing allocated since
-	 * it was turned off: say so (the library refuses where it cannot dump).
+	 * it was turned off: say so.  Only jemalloc dumps then; tcmalloc
+	 * refuses when its profiler is stopped, glibc has none.
 	 */
-	if (hc_prof_get(t, &enabled, &active, &err) == 0) {
+	if (strcmp(allocator, "jemalloc")) {
+		active = true; /* if the dump below succeeds */
+	} else if (hc_prof_get(t, &enabled, &active, &err) == 0) {
 		cli_timing(env, t);
 		if (enabled && !active)
 			fprintf(stderr,
