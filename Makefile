@@ -144,6 +144,10 @@ $(B)/victims/%: tests/victims/%.c
 	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $< $(if $(findstring jemalloc,$*),$(JE_CFLAGS) $(JE_LIBS)) \
 		$(if $(findstring tcmalloc,$*),$(TC_LIBS))
 
+# Victims that #include another victim's source, or the shared header.
+$(B)/victims/tcmalloc_victim $(B)/victims/alloc_victim: tests/victims/alloc_victim.c \
+	tests/victims/plain_victim.c tests/victims/vcommon.h
+
 $(B)/bench/%: bench/%.c
 	$(msg) CC $@
 	@mkdir -p $(dir $@)

@@ -185,7 +185,7 @@ struct hc_figure {
 #define HC_MAX_FIGURES 16
 
 struct hc_stats {
-	char allocator[16];
+	char allocator[32]; /* "tcmalloc_minimal" and room to spare */
 	char version[64];
 	uint64_t allocated, active, metadata, resident, mapped, retained, dirty, muzzy;
 	uint64_t rss; /* from /proc/PID/status */
@@ -257,8 +257,9 @@ enum hc_map_cat {
 	HC_MAP_ARENA,  /* glibc thread arenas: 64 MiB-aligned rw-p head + ---p tail */
 	HC_MAP_STACK,  /* [stack] and thread stacks (rw-p above a ---p guard) */
 	HC_MAP_ALLOC,  /* anonymous mappings an allocator named ([anon:...malloc...]) */
-	HC_MAP_FILE,   /* file-backed code and data, [vdso], [vvar], shared memory */
+	HC_MAP_FILE,   /* file-backed code and data, [vdso], [vvar] */
 	HC_MAP_ANON,   /* every other anonymous mapping */
+	HC_MAP_SHM,    /* shared memory: SysV, POSIX (/dev/shm), memfd, shared anonymous */
 	HC_MAP__COUNT
 };
 
@@ -276,7 +277,7 @@ struct hc_maps {
 	uint64_t vmrss;       /* /proc/PID/status VmRSS, 0 if unknown */
 };
 
-/* "heap", "arena", "stack", "alloc", "file", "anon" (JSON keys). */
+/* "heap", "arena", "stack", "alloc", "file", "anon", "shm" (JSON keys). */
 HC_API const char *hc_map_cat_key(enum hc_map_cat c);
 /* A title for humans: "glibc thread arenas". */
 HC_API const char *hc_map_cat_title(enum hc_map_cat c);

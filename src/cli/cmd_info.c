@@ -76,6 +76,29 @@ static void print_json(pid_t pid, const char *name, const struct hc_where *w,
 	fputs("}}\n", stdout);
 }
 
+/* The heap profiler in the allocator's own terms. */
+static void print_prof(const char *allocator, const struct hc_info *in)
+{
+	if (allocator && !strcmp(allocator, "tcmalloc")) {
+		printf("profiling     gperftools heap profiler: available; running: %s\n",
+		       cli_yesno(in->prof_active));
+		printf("              start it with 'heapctl prof on', or at start with "
+		       "HEAPPROFILE=PREFIX\n");
+	} else if (allocator && !strcmp(allocator, "tcmalloc_minimal")) {
+		printf("profiling     unavailable: tcmalloc_minimal has no heap profiler\n");
+		printf("              use the full libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, or link "
+		       "-ltcmalloc instead of -ltcmalloc_minimal)\n");
+	} else if (allocator && !strcmp(allocator, "glibc")) {
+		printf("profiling     unavailable: glibc malloc has no heap profiler "
+		       "('heapctl maps' shows where the RSS is)\n");
+	} else {
+		printf("profiling     built: %s; enabled at start (opt.prof): %s; "
+		       "active (prof.active): %s\n",
+		       cli_yesno(in->prof_built), cli_yesno(in->prof_enabled),
+		       cli_yesno(in->prof_active));
+	}
+}
+
 static void print_human(pid_t pid, const char *name, const struct hc_where *w,
 			const struct hc_info *in)
 {
@@ -97,9 +120,7 @@ static void print_human(pid_t pid, const char *name, const struct hc_where *w,
 	printf("candidates    %u\n", w->ncandidates);
 	printf("others        %s\n", or_none(w->others));
 rest:
-	printf("profiling     built: %s; enabled at start (opt.prof): %s; "
-	       "active (prof.active): %s\n",
-	       cli_yesno(in->prof_built), cli_yesno(in->prof_enabled), cli_yesno(in->prof_active));
+	print_prof(w->allocator, in);
 	if (!in->nconf)
 		return;
 	puts("settings");

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * cmd_prof.c: heapctl prof on|off|status — the heap profiler's two switches:
- * opt.prof (fixed at start) and prof.active (sampling now or not).
+ * cmd_prof.c: heapctl prof on|off|status — the heap profiler's switches:
+ * jemalloc's opt.prof (fixed at start) and prof.active (sampling now or
+ * not); gperftools' HeapProfilerStart/Stop (full libtcmalloc only).  Where
+ * there is no profiler (glibc, tcmalloc_minimal), "status" says so and
+ * "off" holds already; only "on" fails.
  */
 #include <string.h>
 
@@ -9,32 +12,81 @@
 
 enum prof_op { PROF_STATUS, PROF_ON, PROF_OFF };
 
-static void print_state(const struct cli_env *env, bool enabled, bool active, bool changed,
-			bool prev)
+/* What a heap profiler is called, and how to get one, per allocator. */
+enum prof_kind { PK_JEMALLOC, PK_TCMALLOC, PK_TCMALLOC_MINIMAL, PK_NONE };
+
+static enum prof_kind kind_of(const char *allocator)
+{
+	if (!allocator || !strcmp(allocator, "jemalloc"))
+		return PK_JEMALLOC;
+	if (!strcmp(allocator, "tcmalloc"))
+		return PK_TCMALLOC;
+	if (!strcmp(allocator, "tcmalloc_minimal"))
+		return PK_TCMALLOC_MINIMAL;
+	return PK_NONE;
+}
+
+struct prof_state {
+	enum prof_kind kind;
+	const char *allocator;
+	bool enabled, active, changed, prev;
+	const char *why; /* no profiler: the library's hint, or NULL */
+};
+
+static void print_state(const struct cli_env *env, const struct prof_state *p)
 {
 	if (env->json) {
-		printf("{\"pid\":%d,\"enabled\":%s,\"active\":%s", (int)env->pid, cli_bool(enabled),
-		       cli_bool(active));
-		if (changed)
-			printf(",\"previous_active\":%s", cli_bool(prev));
+		printf("{\"pid\":%d,\"allocator\":", (int)env->pid);
+		cli_json_str(stdout, p->allocator ? p->allocator : "");
+		printf(",\"available\":%s,\"enabled\":%s,\"active\":%s", cli_bool(p->enabled),
+		       cli_bool(p->enabled), cli_bool(p->active));
+		if (p->changed)
+			printf(",\"previous_active\":%s", cli_bool(p->prev));
 		fputs("}\n", stdout);
 		return;
 	}
-	if (changed)
-		printf("prof.active: %s -> %s\n", cli_yesno(prev), cli_yesno(active));
-	printf("profiling: enabled at start (opt.prof): %s; active (prof.active): %s\n",
-	       cli_yesno(enabled), cli_yesno(active));
-	if (!enabled)
-		printf("note: restart with MALLOC_CONF=prof:true,prof_active:false to allow "
-		       "'heapctl prof on'\n");
+	switch (p->kind) {
+	case PK_JEMALLOC:
+		if (p->changed)
+			printf("prof.active: %s -> %s\n", cli_yesno(p->prev), cli_yesno(p->active));
+		printf("profiling: enabled at start (opt.prof): %s; active (prof.active): %s\n",
+		       cli_yesno(p->enabled), cli_yesno(p->active));
+		if (!p->enabled)
+			printf("note: restart with MALLOC_CONF=prof:true,prof_active:false to allow "
+			       "'heapctl prof on'\n");
+		break;
+	case PK_TCMALLOC:
+		if (p->changed)
+			printf("heap profiler: %s -> %s\n", p->prev ? "running" : "stopped",
+			       p->active ? "running" : "stopped");
+		printf("profiling: gperftools heap profiler: available; running: %s\n",
+		       cli_yesno(p->active));
+		/* its exit-time dump would go to heapctl's prefix, which is gone */
+		if (p->changed && p->active && !p->prev)
+			printf("note: run 'heapctl prof off -p %d' before the process exits\n",
+			       (int)env->pid);
+		break;
+	case PK_TCMALLOC_MINIMAL:
+		printf("profiling: unavailable (tcmalloc_minimal has no heap profiler)\n");
+		printf("note: start the process with the full libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, "
+		       "or link -ltcmalloc instead of -ltcmalloc_minimal) to allow 'heapctl prof on'\n");
+		break;
+	case PK_NONE:
+		printf("profiling: unavailable (%s has no heap profiler)\n",
+		       p->allocator ? p->allocator : "the allocator");
+		if (p->why)
+			printf("note: %s\n", p->why);
+		break;
+	}
 }
 
 int cmd_prof(struct cli_env *env)
 {
 	const char *word = env->args[0];
-	bool enabled, active, prev;
+	struct prof_state ps = { 0 };
 	struct hc_target *t;
-	struct hc_err err;
+	struct hc_where w;
+	struct hc_err err, none;
 	enum prof_op op;
 
 	if (!strcmp(word, "status"))
@@ -48,27 +100,42 @@ int cmd_prof(struct cli_env *env)
 				 word);
 
 	memset(&err, 0, sizeof(err));
+	memset(&none, 0, sizeof(none));
+	memset(&w, 0, sizeof(w));
 	t = cli_open(env, env->pid, &err);
 	if (!t)
 		return cli_fail(env, &err);
-	if (hc_prof_get(t, &enabled, &active, &err))
-		goto fail;
+	hc_target_where(t, &w);
+	ps.allocator = w.allocator;
+	ps.kind = kind_of(w.allocator);
+	if (hc_prof_get(t, &ps.enabled, &ps.active, &err)) {
+		/* no heap profiler at all (glibc): "status" and "off" hold, "on" fails below */
+		if (err.code != HC_E_UNSUPPORTED)
+			goto fail;
+		none = err;
+		memset(&err, 0, sizeof(err));
+		ps.enabled = ps.active = false;
+		ps.kind = PK_NONE;
+		ps.why = none.hint[0] ? none.hint : NULL;
+	}
 	cli_timing(env, t);
-	prev = active;
+	ps.prev = ps.active;
 
 	/*
-	 * Without opt.prof, prof.active cannot be written, but "off" already
-	 * holds: succeed so that scripts can always run "prof off" to clean up.
-	 * "on" goes to the library, whose error carries the MALLOC_CONF hint.
+	 * Without a profiler that can run, "off" already holds: succeed so
+	 * that scripts can always run "prof off" to clean up.  "on" goes to
+	 * the library, whose error carries the hint for this allocator.
 	 */
-	if (op != PROF_STATUS && (enabled || op == PROF_ON)) {
+	if (op != PROF_STATUS && (ps.enabled || op == PROF_ON)) {
 		if (hc_prof_set(t, op == PROF_ON, &err))
 			goto fail;
 		cli_timing(env, t);
-		active = op == PROF_ON;
+		ps.active = op == PROF_ON;
 	}
+	ps.changed = op != PROF_STATUS;
+	/* The where strings belong to t: print before closing. */
+	print_state(env, &ps);
 	cli_close(t);
-	print_state(env, enabled, active, op != PROF_STATUS, prev);
 	return CLI_EXIT_OK;
 
 fail:

@@ -61,14 +61,17 @@ static const char info_examples[] =
 	"    heapctl info -p \"$(pidof -s redis-server)\" --json\n";
 
 static const char prof_help[] =
-	"'on' and 'off' flip prof.active, the switch that samples allocations.\n"
-	"That needs a process started with profiling enabled (opt.prof); start it\n"
-	"with MALLOC_CONF=prof:true,prof_active:false to have it at no cost until\n"
-	"you turn it on.  'off' on a process without opt.prof does nothing and\n"
-	"succeeds.  'status' shows both switches.\n";
+	"jemalloc: 'on' and 'off' flip prof.active, the switch that samples\n"
+	"allocations.  That needs a process started with profiling enabled\n"
+	"(opt.prof); start it with MALLOC_CONF=prof:true,prof_active:false to have\n"
+	"it at no cost until you turn it on.  tcmalloc (the full libtcmalloc):\n"
+	"'on' and 'off' start and stop gperftools' heap profiler.  Where there is\n"
+	"no profiler to turn on (glibc, tcmalloc_minimal, jemalloc without\n"
+	"opt.prof), 'status' says so and 'off' does nothing; both succeed.\n";
 static const char prof_opts[] =
-	"  --json              {\"pid\":N,\"enabled\":BOOL,\"active\":BOOL}; on and\n"
-	"                      off add \"previous_active\"\n";
+	"  --json              {\"pid\":N,\"allocator\":S,\"available\":BOOL,\n"
+	"                      \"enabled\":BOOL,\"active\":BOOL}; on and off add\n"
+	"                      \"previous_active\"\n";
 static const char prof_examples[] =
 	"    heapctl prof status -p 1234\n"
 	"    heapctl prof on -p 1234 && sleep 60 && heapctl dump -p 1234\n"
@@ -78,12 +81,16 @@ static const char prof_examples[] =
 static const char dump_help[] =
 	"Have the allocator write a heap profile inside the process, copy it here\n"
 	"and remove the process-side file.  Allocations are sampled only while\n"
-	"profiling is active ('heapctl prof on').  Read the file with jeprof.\n";
+	"profiling is active ('heapctl prof on'); dumping while it is off warns.\n"
+	"Read a jemalloc profile with jeprof, a tcmalloc one with pprof, either\n"
+	"with 'heapctl report'.\n";
 static const char dump_opts[] =
 	"  -o, --output FILE   where to write it (default ./heapctl.PID.N.heap\n"
 	"                      with the first N that does not exist yet)\n"
 	"  --svg FILE          also write a flamegraph of it (see 'heapctl report')\n"
-	"  --folded FILE       also write its folded stacks\n";
+	"  --folded FILE       also write its folded stacks\n"
+	"  --json              {\"pid\":N,\"path\":S,\"bytes\":N,\"allocator\":S,\n"
+	"                      \"format\":\"jemalloc\"|\"gperftools\",\"active\":BOOL}\n";
 static const char dump_examples[] =
 	"    heapctl dump -p 1234\n"
 	"    heapctl dump -p 1234 -o /tmp/before.heap\n"
@@ -238,8 +245,8 @@ static const struct cli_cmd cmds[] = {
 	CMD(prof, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 1,
 	    "heapctl prof on|off|status -p PID [--json]",
 	    "turn heap profiling on or off, or show its state", prof_opts),
-	CMD(dump, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_RENDER | CLI_O_REPORT, 0, 0,
-	    "heapctl dump -p PID [-o FILE] [--svg FILE] [--folded FILE]",
+	CMD(dump, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_RENDER | CLI_O_REPORT | CLI_O_JSON,
+	    0, 0, "heapctl dump -p PID [-o FILE] [--svg FILE] [--folded FILE] [--json]",
 	    "write a heap profile (needs profiling, see 'heapctl prof')", dump_opts),
 	CMD(stats, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_FULL | CLI_O_OPTS, 0, 0,
 	    "heapctl stats -p PID [--json | --full [--opts STR]]",

@@ -8,6 +8,16 @@
  * HeapProfilerStart(prefix).  A dump is GetHeapProfile()'s string, read
  * back from the target's memory and freed with its own free(): no file is
  * written in the target for it.
+ *
+ * gperftools' heap profiler talks on its own: HeapProfilerStart() logs
+ * "Starting tracking the heap" to fd 2 (RAW_VLOG(0), shown while
+ * FLAGS_verbose >= 0), and with the prefix it was given it dumps files by
+ * itself every HEAP_PROFILE_ALLOCATION_INTERVAL / _INUSE_INTERVAL bytes.
+ * Neither may reach the target: FLAGS_verbose is lowered to -1 for the
+ * start call only (INFO and worse still print), and the automatic dump
+ * intervals are set to 0 while heapctl's profiling runs, so the prefix
+ * (in a private directory removed before the command ends) is never used.
+ * "prof off" puts the intervals back as the target's environment set them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +39,27 @@ struct tc {
 	uint64_t lo, hi; /* allocator code, when it is a DSO of its own */
 	uint64_t get_num, get_stats, release, version, malloc, free;
 	uint64_t prof_start, prof_stop, prof_running, prof_get; /* 0 in tcmalloc_minimal */
+	uint64_t prof_get_end; /* end of GetHeapProfile's code */
+	uint64_t verbose;      /* int32 FLAGS_verbose, or 0 */
+	uint64_t interval[4];  /* int64 FLAGS_heap_profile_*_interval, or 0 */
+};
+
+/* gperftools' flags, by their mangled names (namespace FLAG__namespace_...). */
+#define TC_FLAG(type, len, name)                                                             \
+	"_ZN" #len "FLAG__namespace_do_not_use_directly_use_DECLARE_" type "_instead" name "E"
+
+static const struct {
+	const char *sym, *env;
+	int64_t dflt;
+} intervals[4] = {
+	{ TC_FLAG("int64", 61, "38FLAGS_heap_profile_allocation_interval"),
+	  "HEAP_PROFILE_ALLOCATION_INTERVAL", 1 << 30 },
+	{ TC_FLAG("int64", 61, "40FLAGS_heap_profile_deallocation_interval"),
+	  "HEAP_PROFILE_DEALLOCATION_INTERVAL", 0 },
+	{ TC_FLAG("int64", 61, "33FLAGS_heap_profile_inuse_interval"),
+	  "HEAP_PROFILE_INUSE_INTERVAL", 100 << 20 },
+	{ TC_FLAG("int64", 61, "32FLAGS_heap_profile_time_interval"), "HEAP_PROFILE_TIME_INTERVAL",
+	  0 },
 };
 
 static struct tc *tc_of(const struct hc_target *t)
@@ -63,6 +94,14 @@ static int tc_detect(struct hc_target *t, struct hc_err *err)
 	c.prof_get = addr_of(own, "GetHeapProfile");
 	if (!c.prof_start || !c.prof_stop || !c.prof_running || !c.prof_get)
 		c.prof_start = c.prof_stop = c.prof_running = c.prof_get = 0;
+	if (c.prof_start) {
+		const struct sym *g = sym_by_name(own, "GetHeapProfile");
+
+		c.prof_get_end = c.prof_get + (g && g->size ? g->size : 1);
+		c.verbose = sym_data(own, TC_FLAG("int32", 61, "13FLAGS_verbose"), NULL);
+		for (size_t i = 0; i < 4; i++)
+			c.interval[i] = sym_data(own, intervals[i].sym, NULL);
+	}
 	if (!own->is_exe) {
 		c.lo = own->text_lo;
 		c.hi = own->text_hi;
@@ -281,7 +320,8 @@ static int need_profiler(struct hc_target *t, struct hc_err *err)
 		return 0;
 	return err_sethint(err, HC_E_PROF_OFF, 0,
 			   "tcmalloc_minimal has no heap profiler: start the process with the full "
-			   "libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, or link -ltcmalloc)",
+			   "libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, or link -ltcmalloc instead of "
+			   "-ltcmalloc_minimal)",
 			   "pid %d uses tcmalloc_minimal (%s)", t->pid, tc_of(t)->obj->path);
 }
 
@@ -307,44 +347,264 @@ static int tc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct 
 	return call_end(t, err);
 }
 
+/*
+ * The value gperftools gave flag i at start: EnvToInt64(NAME, default),
+ * i.e. strtoll of the initial environment's NAME, else the default.
+ */
+static int64_t interval_at_start(struct hc_target *t, size_t i)
+{
+	size_t cap = 1 << 20, n = 0, el = strlen(intervals[i].env);
+	int64_t v = intervals[i].dflt;
+	char path[96], *buf;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/environ", t->proc);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return v;
+	buf = malloc(cap + 1);
+	while (buf && n < cap && (r = read(fd, buf + n, cap - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	if (!buf)
+		return v;
+	buf[n] = 0;
+	for (size_t at = 0; at < n; at += strlen(buf + at) + 1)
+		if (!strncmp(buf + at, intervals[i].env, el) && buf[at + el] == '=') {
+			v = strtoll(buf + at + el + 1, NULL, 10);
+			break; /* getenv() takes the first */
+		}
+	free(buf);
+	return v;
+}
+
+/* Is every automatic dump interval 0 (as heapctl's "prof on" leaves them)? */
+static int intervals_zero(struct hc_target *t, bool *zero, struct hc_err *err)
+{
+	*zero = true;
+	for (size_t i = 0; i < 4; i++) {
+		int64_t v;
+
+		if (call_read(t, tc_of(t)->interval[i], &v, sizeof(v), err) < 0)
+			return -1;
+		if (v)
+			*zero = false;
+	}
+	return 0;
+}
+
+static int intervals_set(struct hc_target *t, bool restore, struct hc_err *err)
+{
+	for (size_t i = 0; i < 4; i++) {
+		int64_t v = restore ? interval_at_start(t, i) : 0;
+
+		if (call_write(t, tc_of(t)->interval[i], &v, sizeof(v), err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int start_quietly(struct hc_target *t, const char *prefix, struct hc_err *err)
+{
+	struct tc *c = tc_of(t);
+	int32_t verbose = 0, quiet = -1;
+	uint64_t p, ret;
+	int r = -1;
+
+	if (call_read(t, c->verbose, &verbose, sizeof(verbose), err) < 0)
+		return -1;
+	/* no automatic dumps into a prefix that is gone when this command ends */
+	if (intervals_set(t, false, err) < 0)
+		goto restore;
+	/* RAW_VLOG(0) prints while FLAGS_verbose >= 0; a lower setting stays as it is */
+	if (verbose >= 0 && call_write(t, c->verbose, &quiet, sizeof(quiet), err) < 0)
+		goto restore;
+	if ((p = call_strdup(t, prefix, err)))
+		r = call_fn(t, c->prof_start, &p, 1, &ret, NULL, NULL, err);
+	pr_info("HeapProfilerStart(\"%s\")", prefix);
+	if (verbose >= 0) {
+		struct hc_err e = { 0 };
+
+		/* undone on every path, even after a failed call */
+		if (call_write(t, c->verbose, &verbose, sizeof(verbose), &e) < 0 && !err_isset(err))
+			*err = e;
+	}
+	return err_isset(err) ? -1 : r;
+restore:
+	if (err_isset(err)) {
+		struct hc_err e = { 0 };
+
+		intervals_set(t, true, &e);
+	}
+	return -1;
+}
+
 static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 {
 	char dir[PATH_MAX] = "", prefix[PATH_MAX + 16];
-	uint64_t p, ret;
-	bool on = false;
+	struct tc *c = tc_of(t);
+	uint64_t ret;
+	bool on = false, zero = false;
 
 	if (need_profiler(t, err) < 0)
 		return -1;
+	if (active && (!c->verbose || !c->interval[0] || !c->interval[1] || !c->interval[2] ||
+		       !c->interval[3]))
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "start the process with HEAPPROFILE=PREFIX to profile from the "
+				   "start, or use gperftools' libtcmalloc.so.4 with its dynamic symbols",
+				   "%s does not export the flags heapctl must set to start its heap "
+				   "profiler without writing to the process's stderr or files",
+				   c->obj->path);
 	/*
-	 * HeapProfilerStart() copies the prefix; tcmalloc also dumps there
-	 * by itself every HEAP_PROFILE_ALLOCATION_INTERVAL bytes (1 GiB), so it
-	 * names a fresh 0700 directory of the target's own, which stays.
+	 * HeapProfilerStart() wants a prefix and keeps a copy; with the
+	 * automatic dumps off it is used only by HeapProfilerDump() calls of
+	 * the program's own and by the dump at exit.  It names a fresh 0700
+	 * directory of the target's own, which is removed again below: those
+	 * dumps then fail (tcmalloc logs that) rather than leave files behind.
 	 */
 	if (active && troot_mkdir(t->pid, dir, sizeof(dir), err) < 0)
 		return -1;
 	if (call_begin(t, err) < 0)
-		return -1;
-	if (running(t, &on, err) < 0 || on == active)
+		goto out;
+	if (running(t, &on, err) < 0)
 		goto end;
-	if (active) {
+	if (active && !on) {
 		snprintf(prefix, sizeof(prefix), "%s/heapctl", dir);
-		if ((p = call_strdup(t, prefix, err)))
-			call_fn(t, tc_of(t)->prof_start, &p, 1, &ret, NULL, NULL, err);
-		pr_info("HeapProfilerStart(\"%s\")", prefix);
-	} else {
-		call_fn(t, tc_of(t)->prof_stop, NULL, 0, &ret, NULL, NULL, err);
+		start_quietly(t, prefix, err);
+	} else if (!active) {
+		if (on)
+			call_fn(t, c->prof_stop, NULL, 0, &ret, NULL, NULL, err);
+		/* heapctl's "prof on" zeroed the automatic dumps: give them back */
+		if (!err_isset(err) && c->interval[0] && c->interval[1] && c->interval[2] &&
+		    c->interval[3] && intervals_zero(t, &zero, err) == 0 && zero)
+			intervals_set(t, true, err);
 	}
 	if (!err_isset(err) && running(t, &on, err) == 0 && on != active)
 		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->pid,
 			on ? "running" : "stopped");
 end:
 	call_end(t, err);
-	if (active && (!on || err_isset(err)))
+out:
+	if (active)
 		troot_remove(t->pid, dir, NULL);
 	return err_isset(err) ? -1 : 0;
 }
 
 #define MAX_PROFILE (1ull << 30)
+
+/* Is any frame of " 0x.. 0x.." heapctl's own (see filter_profile)? */
+static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
+{
+	const struct tc *c = tc_of(t);
+	bool first = true;
+
+	while (s < end) {
+		char *e;
+		uint64_t a = strtoull(s, &e, 16);
+
+		if (e == s)
+			break;
+		s = e;
+		/* return addresses point after the call, so one past the start is inside */
+		if (a > c->prof_get && a <= c->prof_get_end)
+			return true;
+		/*
+		 * heapctl's calls return to offset 0 of its code page: a
+		 * page-aligned caller in no object of the process is that page,
+		 * of this run or an earlier one (e.g. stats --full's buffer).
+		 */
+		if (first && !(a & 4095) && !obj_at(t, a))
+			return true;
+		first = false;
+	}
+	return false;
+}
+
+/*
+ * GetHeapProfile() mallocs its 1 MiB buffer while the profiler's hooks are
+ * on, so every dump would show heapctl's buffers (this one in use, the
+ * earlier ones in the totals) as the top entry.  Drop the buckets whose
+ * stacks are heapctl's, and take their counts out of the header's totals.
+ * Anything not in the expected shape is passed through unchanged.
+ */
+static char *filter_profile(struct hc_target *t, char *text, size_t *len)
+{
+	int64_t tot[4], drop[4] = { 0, 0, 0, 0 };
+	char *out, *o, *s = text, *end = text + *len, *hdr_at;
+	int n = 0;
+
+	if (sscanf(text, "heap profile: %" SCNd64 ": %" SCNd64 " [%" SCNd64 ": %" SCNd64 "] @%n",
+		   &tot[0], &tot[1], &tot[2], &tot[3], &n) != 4 || !n)
+		return text;
+	hdr_at = text + n;
+	out = malloc(*len + 128);
+	if (!out)
+		return text;
+	s = memchr(text, '\n', *len);
+	if (!s) {
+		free(out);
+		return text;
+	}
+	s++;
+	o = out;
+	while (s < end) {
+		char *nl = memchr(s, '\n', (size_t)(end - s));
+		char *le = nl ? nl + 1 : end;
+		int64_t b[4];
+		int m = 0;
+
+		if (sscanf(s, "%" SCNd64 ": %" SCNd64 " [%" SCNd64 ": %" SCNd64 "] @%n", &b[0], &b[1],
+			   &b[2], &b[3], &m) == 4 && m && s + m <= le &&
+		    heapctl_stack(t, s + m, nl ? nl : end)) {
+			for (int i = 0; i < 4; i++)
+				drop[i] += b[i];
+			s = le;
+			continue;
+		}
+		if (!nl || nl == s) {
+			/* the blank line before MAPPED_LIBRARIES: the rest is copied as is */
+			memcpy(o, s, (size_t)(end - s));
+			o += end - s;
+			break;
+		}
+		memcpy(o, s, (size_t)(le - s));
+		o += le - s;
+		s = le;
+	}
+	if (!drop[0] && !drop[2]) {
+		free(out);
+		return text;
+	}
+	{
+		size_t body = (size_t)(o - out), hl;
+		char hdr[128], *nl = memchr(hdr_at, '\n', (size_t)(end - hdr_at));
+		char *res;
+
+		hl = (size_t)snprintf(hdr, sizeof(hdr),
+				      "heap profile: %6" PRId64 ": %8" PRId64 " [%6" PRId64
+				      ": %8" PRId64 "] @",
+				      tot[0] - drop[0], tot[1] - drop[1], tot[2] - drop[2],
+				      tot[3] - drop[3]);
+		res = malloc(hl + (size_t)(nl - hdr_at) + 1 + body + 1);
+		if (!res || hl >= sizeof(hdr)) {
+			free(res);
+			free(out);
+			return text;
+		}
+		memcpy(res, hdr, hl);
+		memcpy(res + hl, hdr_at, (size_t)(nl - hdr_at) + 1);
+		memcpy(res + hl + (size_t)(nl - hdr_at) + 1, out, body);
+		*len = hl + (size_t)(nl - hdr_at) + 1 + body;
+		res[*len] = 0;
+		pr_info("left heapctl's own buffers out of the profile: %" PRId64 " in use, %" PRId64
+			" allocated", drop[0], drop[2]);
+		free(out);
+		free(text);
+		return res;
+	}
+}
 
 static int tc_prof_dump(struct hc_target *t, const char *out, struct hc_err *err)
 {
@@ -378,6 +638,7 @@ static int tc_prof_dump(struct hc_target *t, const char *out, struct hc_err *err
 end:
 	call_end(t, err);
 	if (text && !err_isset(err)) {
+		text = filter_profile(t, text, &len);
 		f = fopen(out, "we");
 		if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
 			err_errno(err, errno, "write %s", out);

@@ -23,6 +23,13 @@
  * guard at its low end, so a small anonymous ---p mapping directly below an
  * anonymous rw-p one.  The main thread's stack is [stack].
  *
+ * Shared memory is its own category: SysV segments (/SYSV%08x (deleted)),
+ * POSIX shm (/dev/shm/...), memfd (/memfd:...), shared anonymous mappings
+ * (/dev/zero (deleted), [anon_shmem:...]): a database's buffer pool or a
+ * shared log, not code.  Its pages are counted in every process that
+ * touches them, and no allocator can return them.  Shared mappings of
+ * ordinary files stay file-backed.
+ *
  * Allocators' own mappings are recognised only when named with
  * PR_SET_VMA_ANON_NAME ([anon:...]) after an allocator; jemalloc's extents
  * and tcmalloc's spans are plain anonymous memory and stay in "other
@@ -59,6 +66,7 @@ static const struct {
 	[HC_MAP_ALLOC] = { "alloc", "allocator (named)" },
 	[HC_MAP_FILE] = { "file", "file-backed code/data" },
 	[HC_MAP_ANON] = { "anon", "other anonymous" },
+	[HC_MAP_SHM] = { "shm", "shared memory" },
 };
 
 const char *hc_map_cat_key(enum hc_map_cat c)
@@ -81,6 +89,16 @@ static bool names_allocator(const char *name)
 		if (strstr(name, words[i]))
 			return true;
 	return false;
+}
+
+/* Shared memory rather than a shared file: see the top of this file. */
+static bool is_shm(const char *path, const char *perms)
+{
+	if (perms[3] != 's')
+		return false;
+	return !path[0] || !strncmp(path, "/SYSV", 5) || !strncmp(path, "/dev/shm/", 9) ||
+	       !strncmp(path, "/dev/zero", 9) || !strncmp(path, "/memfd:", 7) ||
+	       !strncmp(path, "[anon_shmem:", 12) || !strncmp(path, "[anon:", 6);
 }
 
 /*
@@ -107,6 +125,11 @@ static int parse_header(const char *line, size_t len, struct vma *v, enum hc_map
 	v->end = end;
 	memcpy(v->perms, perms, 5);
 	v->anon = !path[0] || !strncmp(path, "[anon:", 6);
+	if (is_shm(path, perms)) {
+		*cat = HC_MAP_SHM;
+		v->cat_set = true;
+		return 1;
+	}
 	v->named = !strncmp(path, "[anon:", 6) && names_allocator(path + 6);
 	if (!strcmp(path, "[heap]")) {
 		*cat = HC_MAP_HEAP;
@@ -119,7 +142,7 @@ static int parse_header(const char *line, size_t len, struct vma *v, enum hc_map
 		*cat = HC_MAP_ALLOC;
 		v->cat_set = true;
 	} else if (!v->anon) {
-		*cat = HC_MAP_FILE; /* files, [vdso], [vvar], [vsyscall], SysV shm */
+		*cat = HC_MAP_FILE; /* files, [vdso], [vvar], [vsyscall] */
 		v->cat_set = true;
 	}
 	return 1;
@@ -358,6 +381,13 @@ void hc_maps_diagnose(const struct hc_maps *m, char *out, size_t len)
 	} else if (c[HC_MAP_STACK].rss * 2 >= total) {
 		snprintf(out, len, "thread stacks hold %s of %s RSS; fewer threads would help",
 			 size_str(c[HC_MAP_STACK].rss, a, sizeof(a)),
+			 size_str(m->rss_sum, b, sizeof(b)));
+	} else if (c[HC_MAP_SHM].rss * 4 >= total && c[HC_MAP_SHM].rss >= c[HC_MAP_FILE].rss) {
+		snprintf(out, len,
+			 "shared memory holds %s of %s RSS (SysV/POSIX shm, shared anonymous: "
+			 "e.g. a database's buffers); it is counted in every process that touches "
+			 "it and no allocator can return it",
+			 size_str(c[HC_MAP_SHM].rss, a, sizeof(a)),
 			 size_str(m->rss_sum, b, sizeof(b)));
 	} else {
 		snprintf(out, len,

@@ -504,6 +504,57 @@ const struct sym *sym_by_name(const struct obj *o, const char *name)
 	return NULL;
 }
 
+/*
+ * The runtime address of a data symbol (STT_OBJECT) of o's .dynsym or
+ * .symtab, or 0.  Only function symbols are kept in o->syms, where they
+ * answer "which function holds this address"; data symbols are looked up
+ * one at a time, by the few drivers that need a library's global flag.
+ */
+uint64_t sym_data(const struct obj *o, const char *name, uint64_t *size)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t addr = 0;
+	Elf *elf;
+	int fd;
+
+	if (o->is_vdso || !o->open_path)
+		return 0;
+	elf_version(EV_CURRENT);
+	fd = open(o->open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (elf && !addr && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &s))
+				break;
+			if (GELF_ST_TYPE(s.st_info) != STT_OBJECT || s.st_shndx == SHN_UNDEF ||
+			    !s.st_value)
+				continue;
+			n = elf_strptr(elf, sh.sh_link, s.st_name);
+			if (n && !strcmp(n, name)) {
+				addr = s.st_value + o->bias;
+				if (size)
+					*size = s.st_size;
+				break;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return addr;
+}
+
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
 {
 	struct obj *o = obj_at(t, raddr);

@@ -84,6 +84,8 @@ struct obj *obj_at(struct hc_target *t, uint64_t raddr);
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err);
 /* Exact name; returns the symbol or NULL. */
 const struct sym *sym_by_name(const struct obj *o, const char *name);
+/* Runtime address (and size) of data symbol name in o, or 0. */
+uint64_t sym_data(const struct obj *o, const char *name, uint64_t *size);
 /* Function containing raddr, or NULL. */
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op);
 /* The nearest global function below (dir < 0) or above (dir > 0) s in its object, or NULL. */

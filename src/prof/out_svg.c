@@ -323,9 +323,14 @@ int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 			 r->prof->name);
 	else
 		snprintf(title, sizeof(title), "Heap in use: %s", r->prof->name);
-	snprintf(sub, sizeof(sub), "%s%s %s, %zu stacks; jemalloc sampled every %s, un-biased",
-		 r->base ? (w->shrink ? "shrank by " : "grew by ") : "", tot,
-		 r->base ? "" : "live", r->tot.nstacks, per);
+	if (r->tot.period)
+		snprintf(sub, sizeof(sub), "%s%s %s, %zu stacks; sampled every %s, un-biased",
+			 r->base ? (w->shrink ? "shrank by " : "grew by ") : "", tot,
+			 r->base ? "" : "live", r->tot.nstacks, per);
+	else /* gperftools' heap profiler: no sampling */
+		snprintf(sub, sizeof(sub), "%s%s %s, %zu stacks; every allocation recorded",
+			 r->base ? (w->shrink ? "shrank by " : "grew by ") : "", tot,
+			 r->base ? "" : "live", r->tot.nstacks);
 
 	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		   "<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" "

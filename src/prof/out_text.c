@@ -329,8 +329,13 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 	fmt_val(per, sizeof(per), (double)t->period, false, false);
 	if (!r->base) {
 		fmt_val(a, sizeof(a), objects ? t->objects : t->bytes, objects, false);
-		fprintf(f, "Total: %s%s in %zu stacks (sampled every %s on average, un-biased)\n", a,
-			objects ? " objects" : "", t->nstacks, per);
+		/* period 0: gperftools' heap profiler records every allocation, no sampling */
+		if (t->period)
+			fprintf(f, "Total: %s%s in %zu stacks (sampled every %s on average, un-biased)\n",
+				a, objects ? " objects" : "", t->nstacks, per);
+		else
+			fprintf(f, "Total: %s%s in %zu stacks (every allocation recorded)\n", a,
+				objects ? " objects" : "", t->nstacks);
 		sc.sign = 1;
 		if (ft.n)
 			qsort_r(ft.rows, ft.n, sizeof(*ft.rows), cmp_row, &sc);
@@ -352,8 +357,10 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		fmt_val(a, sizeof(a), nv - bv, objects, true);
 		fmt_val(b, sizeof(b), bv, objects, false);
 		fmt_val(c, sizeof(c), nv, objects, false);
-		fprintf(f, "Change: %s%s (base %s -> %s, %zu stacks, sampled every %s)\n", a,
-			objects ? " objects" : "", b, c, t->nstacks, per);
+		fprintf(f, "Change: %s%s (base %s -> %s, %zu stacks, %s%s)\n", a,
+			objects ? " objects" : "", b, c, t->nstacks,
+			t->period ? "sampled every " : "every allocation recorded",
+			t->period ? per : "");
 		fmt_val(a, sizeof(a), grew, objects, true);
 		fprintf(f, "\nGrew: %s\n", a);
 		sc.sign = 1;

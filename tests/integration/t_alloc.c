@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include "harm.h"
 #include "itest.h"
 
 #define FRAG_MIB 128
@@ -70,7 +71,8 @@ static bool near(double a, double b, double rel, double abs_)
  */
 static int check_maps(const char *spid, double *rss_out)
 {
-	static const char *const cats[] = { "heap", "arena", "stack", "alloc", "file", "anon" };
+	static const char *const cats[] = { "heap", "arena", "stack", "alloc", "file", "anon",
+					    "shm" };
 	char why[256], catobj[2048], one[256];
 	double sum = 0, rss, rollup, narenas = -1;
 	struct hres r;
@@ -360,6 +362,371 @@ out:
 	victim_stop(&v);
 }
 
+/*
+ * Promise: heapctl writes nothing into the target's stderr and leaves no
+ * file or directory in the target's temporary directories.  One command:
+ * the exit code is want (-1: 0 or 1), then both are checked.
+ */
+static bool clean_step(struct victim *v, const char *errs0, int want, struct hres *r,
+		       const char *what, const char *a1, const char *a2, const char *a3)
+{
+	unsigned int left;
+	char *errs;
+
+	hc_run(r, NULL, a1, "-p", v->spid, a2, a3, NULL);
+	if (hres_crash(r) || (want >= 0 && hres_exit(r) != want) ||
+	    (want < 0 && hres_exit(r) != 0 && hres_exit(r) != 1)) {
+		t_fail("%s: %s", what, hres_desc(r));
+		return false;
+	}
+	left = dump_leftovers(v->pid, false, NULL);
+	if (left)
+		t_fail("%s left %u file(s)/directorie(s) .heapctl-%s-* in the target's /tmp", what,
+		       left, v->spid);
+	errs = read_file_str(v->errpath);
+	if (!errs || strcmp(errs, errs0))
+		t_fail("%s wrote into the target's stderr: %.200s", what,
+		       errs ? errs + strlen(errs0) * (strlen(errs) >= strlen(errs0)) : "(unreadable)");
+	free(errs);
+	return !t_failed();
+}
+
+/* prof on, dump, prof off, stats --full, dump --json: no leftovers, no stderr. */
+static void clean_cycle(struct victim *v, int on_want)
+{
+	char out[400], *errs0 = read_file_str(v->errpath);
+	struct hres r;
+
+	snprintf(out, sizeof(out), "%s/clean.%s.heap", cfg.tmpdir, v->spid);
+	if (!errs0) {
+		t_fail("cannot read the victim's stderr %s", v->errpath);
+		return;
+	}
+	clean_step(v, errs0, on_want, &r, "prof on", "prof", "on", NULL);
+	hres_free(&r);
+	if (clean_step(v, errs0, on_want, &r, "dump", "dump", "-o", out))
+		unlink(out);
+	hres_free(&r);
+	clean_step(v, errs0, 0, &r, "prof off", "prof", "off", NULL);
+	hres_free(&r);
+	clean_step(v, errs0, 0, &r, "stats --full", "stats", "--full", NULL);
+	hres_free(&r);
+	clean_step(v, errs0, 0, &r, "prof status", "prof", "status", NULL);
+	hres_free(&r);
+	clean_step(v, errs0, -1, &r, "dump (profiling off)", "dump", "-o", out);
+	unlink(out);
+	hres_free(&r);
+	free(errs0);
+}
+
+/*
+ * tcmalloc: also, gperftools' flags that heapctl lowers for its profiling
+ * (verbosity during the start, automatic dumps while it runs) come back as
+ * the environment set them.
+ */
+static void test_clean_tcmalloc(void)
+{
+	char f0[256], f1[256], f2[256];
+	struct victim v;
+	struct hres r;
+
+	if (!start(&v, "tcmalloc_victim", "HEAP_PROFILE_INUSE_INTERVAL=12345678"))
+		return;
+	clean_cycle(&v, 0);
+	if (victim_expect(&v, "tcflags", "tcflags", f0, sizeof(f0)))
+		goto out;
+	if (kv_long(f0, "verbose", -1) != 0 || kv_long(f0, "inuse", -1) != 12345678 ||
+	    kv_long(f0, "alloc", -1) != 1 << 30) {
+		t_fail("gperftools' flags after prof on/off: %s", f0);
+		goto out;
+	}
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (victim_expect(&v, "tcflags", "tcflags", f1, sizeof(f1)))
+		goto out;
+	if (kv_long(f1, "verbose", -1) != 0 || kv_long(f1, "inuse", -1) != 0 ||
+	    kv_long(f1, "alloc", -1) != 0)
+		t_fail("gperftools' flags while heapctl profiles: %s", f1);
+	if (hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL))
+		goto out_r;
+	if (victim_expect(&v, "tcflags", "tcflags", f2, sizeof(f2)))
+		goto out_r;
+	if (strcmp(f0, f2))
+		t_fail("gperftools' flags after prof off: %s, before prof on: %s", f2, f0);
+	if (!t_failed())
+		victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
+static void test_clean_jemalloc(void)
+{
+	struct victim v;
+	char why[512];
+
+	if (victim_start(&v, "jemalloc_victim", "prof:true,prof_active:false", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	clean_cycle(&v, 0);
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_stop(&v);
+}
+
+static void test_clean_glibc(void)
+{
+	struct victim v;
+
+	if (!start(&v, "alloc_victim", NULL))
+		return;
+	clean_cycle(&v, 1);
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_stop(&v);
+}
+
+/*
+ * A gperftools profile: each bucket "A: B [C: D] @ 0x..", the header's
+ * totals their sums.  heapctl's own GetHeapProfile() buffers (1 MiB each)
+ * are in no bucket and no total.
+ */
+static void check_tc_profile(const char *prof)
+{
+	long long h[4], b[4], sum[4] = { 0, 0, 0, 0 };
+	const char *p = strchr(prof, '\n');
+	int n;
+
+	if (sscanf(prof, "heap profile: %lld: %lld [%lld: %lld] @ heapprofile", &h[0], &h[1],
+		   &h[2], &h[3]) != 4) {
+		t_fail("profile header: %.80s", prof);
+		return;
+	}
+	for (; p && p[1] && sscanf(p + 1, "%lld: %lld [%lld: %lld] @%n", &b[0], &b[1], &b[2], &b[3],
+				   &n) == 4;
+	     p = strchr(p + 1, '\n')) {
+		for (int i = 0; i < 4; i++)
+			sum[i] += b[i];
+		if ((b[0] && b[1] == b[0] * 1048576) || (b[2] && b[3] == b[2] * 1048576))
+			t_fail("the profile holds 1 MiB buffers (heapctl's own): %.*s",
+			       (int)strcspn(p + 1, "\n"), p + 1);
+	}
+	for (int i = 0; i < 4; i++)
+		if (sum[i] != h[i])
+			t_fail("profile header total %d is %lld, its buckets add up to %lld", i, h[i],
+			       sum[i]);
+}
+
+/* tcmalloc speaks its own language: name, profiler, hints, next step. */
+static void test_tcmalloc_words(void)
+{
+	char out[400], reply[256], s[64];
+	struct victim v;
+	struct hres r;
+	char *prof;
+
+	if (!start(&v, "tcmalloc_victim", NULL))
+		return;
+	if (!hc_expect(&r, 0, "info", "-p", v.spid, NULL) &&
+	    (strstr(r.out, "opt.prof") || strstr(r.out, "MALLOC_CONF") || !strstr(r.out, "HEAPPROFILE")))
+		t_fail("info speaks jemalloc to tcmalloc: %.400s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "prof", "status", "-p", v.spid, NULL) &&
+	    (strstr(r.out, "opt.prof") || strstr(r.out, "MALLOC_CONF")))
+		t_fail("prof status speaks jemalloc to tcmalloc: %.400s", r.out);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	/* something to see, and an earlier buffer in the cumulative counts */
+	victim_expect(&v, "grow 32", "grow ok", reply, sizeof(reply));
+	snprintf(out, sizeof(out), "%s/words.%s.heap", cfg.tmpdir, v.spid);
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "stats", "-p", v.spid, "--full", NULL))
+		goto out_r;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, NULL))
+		goto out_r;
+	if (!strstr(r.out, "next: pprof") || strstr(r.out, "jeprof"))
+		t_fail("dump of a tcmalloc profile suggests: %.300s", r.out);
+	hres_free(&r);
+	prof = read_file_str(out);
+	if (!prof)
+		t_fail("no profile at %s", out);
+	else
+		check_tc_profile(prof);
+	free(prof);
+	if (!hc_expect(&r, 0, "report", out, "-p", v.spid, NULL) &&
+	    (strstr(r.out, "sampled every 0") || strstr(r.out, "jemalloc")))
+		t_fail("report of a tcmalloc profile: %.300s", r.out);
+	hres_free(&r);
+	unlink(out);
+	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+	hres_free(&r);
+	victim_check(&v, 0);
+	victim_stop(&v);
+
+	/* tcmalloc_minimal: the name whole, and the right fix */
+	if (access(LIBDIR "libtcmalloc_minimal.so.4", R_OK)) {
+		t_note("%s missing: tcmalloc_minimal not checked", LIBDIR "libtcmalloc_minimal.so.4");
+		return;
+	}
+	snprintf(out, sizeof(out), "LD_PRELOAD=" LIBDIR "libtcmalloc_minimal.so.4");
+	if (!start(&v, "alloc_victim", out))
+		return;
+	if (!hc_expect(&r, 0, "stats", "-p", v.spid, "--json", NULL) &&
+	    (json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "tcmalloc_minimal")))
+		t_fail("stats --json allocator of tcmalloc_minimal: %.200s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "stats", "-p", v.spid, NULL) && !strstr(r.out, "tcmalloc_minimal"))
+		t_fail("stats of tcmalloc_minimal: %.200s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 1, "prof", "on", "-p", v.spid, NULL) &&
+	    (strstr(r.err, "MALLOC_CONF") || !strstr(r.err, "libtcmalloc")))
+		t_fail("prof on, tcmalloc_minimal: the hint should name libtcmalloc: %.300s", r.err);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "prof", "status", "-p", v.spid, "--json", NULL) &&
+	    (json_get_bool(r.out, "available", &(bool){ true }) || !strstr(r.out, "\"available\":false")))
+		t_fail("prof status --json, tcmalloc_minimal: %.200s", r.out);
+	hres_free(&r);
+	victim_check(&v, 0);
+	victim_stop(&v);
+	return;
+out_r:
+	hres_free(&r);
+	victim_stop(&v);
+}
+
+/* dump --json, and the warning when profiling is off (jemalloc can dump then). */
+static void test_dump_json(void)
+{
+	char out[400], why[256], s[64];
+	struct victim v;
+	struct hres r;
+	double bytes = -1;
+	bool active = true;
+
+	if (victim_start(&v, "jemalloc_victim", "prof:true,prof_active:false", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	snprintf(out, sizeof(out), "%s/dj.%s.heap", cfg.tmpdir, v.spid);
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, "--json", NULL))
+		goto out_r;
+	if (json_valid(r.out, why, sizeof(why)))
+		t_fail("dump --json: %s: %.200s", why, r.out);
+	else if (json_get_str(r.out, "path", s, sizeof(s)) || !strstr(out, s) ||
+		 json_get_num(r.out, "bytes", &bytes) || bytes < 10 ||
+		 json_get_bool(r.out, "active", &active) || active ||
+		 json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "jemalloc") ||
+		 json_get_str(r.out, "format", s, sizeof(s)) || strcmp(s, "jemalloc"))
+		t_fail("dump --json: %.300s", r.out);
+	if (!strstr(r.err, "warning: profiling is not active"))
+		t_fail("dump with prof.active off did not warn: %.300s", r.err);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, "--json", NULL))
+		goto out_r;
+	if (json_get_bool(r.out, "active", &active) || !active)
+		t_fail("dump --json with profiling on: %.300s", r.out);
+	if (strstr(r.err, "warning"))
+		t_fail("dump with profiling on warned: %.300s", r.err);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, NULL) &&
+	    !strstr(r.out, "next: jeprof"))
+		t_fail("dump of a jemalloc profile suggests: %.300s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "prof", "status", "-p", v.spid, "--json", NULL) &&
+	    !strstr(r.out, "\"available\":true"))
+		t_fail("prof status --json, jemalloc with opt.prof: %.200s", r.out);
+	hres_free(&r);
+	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+	unlink(out);
+	victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+	victim_stop(&v);
+}
+
+/* glibc: no profiler is a state, not an error; only "prof on" fails. */
+static void test_prof_glibc(void)
+{
+	struct victim v;
+	struct hres r;
+	char why[256];
+
+	if (!start(&v, "alloc_victim", NULL))
+		return;
+	if (!hc_expect(&r, 0, "prof", "status", "-p", v.spid, NULL) &&
+	    !strstr(r.out, "unavailable"))
+		t_fail("prof status, glibc: %.200s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "prof", "status", "-p", v.spid, "--json", NULL) &&
+	    (json_valid(r.out, why, sizeof(why)) || !strstr(r.out, "\"available\":false")))
+		t_fail("prof status --json, glibc: %.200s", r.out);
+	hres_free(&r);
+	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+	hres_free(&r);
+	if (!hc_expect(&r, 1, "prof", "on", "-p", v.spid, NULL) &&
+	    (!strstr(r.err, "hint:") || !strstr(r.err, "jemalloc") || !strstr(r.err, "tcmalloc")))
+		t_fail("prof on, glibc: the hint should name the allocators that can: %.300s", r.err);
+	hres_free(&r);
+	victim_check(&v, 0);
+	victim_stop(&v);
+}
+
+/* Shared memory is shared memory, not code (a database's buffer pool). */
+static void test_maps_shm(void)
+{
+	char reply[256], catobj[2048], one[256], diag[512];
+	struct victim v;
+	struct hres r;
+	double shm, file;
+
+	if (!start(&v, "alloc_victim", NULL))
+		return;
+	if (victim_expect(&v, "shm 96", "shm ok", reply, sizeof(reply)))
+		goto out;
+	victim_baseline(&v);
+	if (check_maps(v.spid, NULL) < 0)
+		goto out;
+	if (hc_expect(&r, 0, "maps", "-p", v.spid, "--json", NULL))
+		goto out_r;
+	if (!json_sub(r.out, "categories", catobj, sizeof(catobj)) ||
+	    !json_sub(catobj, "shm", one, sizeof(one))) {
+		t_fail("maps --json: no categories.shm: %.300s", r.out);
+		goto out_r;
+	}
+	shm = json_num(one, "rss");
+	if (!json_sub(catobj, "file", one, sizeof(one)))
+		goto out_r;
+	file = json_num(one, "rss");
+	t_note("maps: shm %.0f KiB, file %.0f KiB", shm / 1024, file / 1024);
+	if (shm < 0.9 * 192 * 1048576)
+		t_fail("maps: 192 MiB of shared memory touched, categories.shm.rss is %.0f KiB",
+		       shm / 1024);
+	if (file > 64 * 1048576)
+		t_fail("maps: shared memory counted as file-backed (%.0f KiB)", file / 1024);
+	if (json_get_str(r.out, "diagnosis", diag, sizeof(diag)) || strstr(diag, "code") ||
+	    !strstr(diag, "shared memory"))
+		t_fail("maps: the diagnosis blames code for shared memory: %s", diag);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "maps", "-p", v.spid, NULL) && !strstr(r.out, "shared memory"))
+		t_fail("maps: no shared memory line: %.400s", r.out);
+	victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
 static void preload_info(const char *lib, const char *alloc)
 {
 	char env[300], path[256];
@@ -568,5 +935,12 @@ const struct itest t_alloc_tests[] = {
 	{ "alloc-memcached", test_memcached, 0 },
 	{ "alloc-preload-jemalloc", test_preload_jemalloc, 0 },
 	{ "alloc-preload-tcmalloc", test_preload_tcmalloc, 0 },
+	{ "alloc-clean-tcmalloc", test_clean_tcmalloc, 0 },
+	{ "alloc-clean-jemalloc", test_clean_jemalloc, 0 },
+	{ "alloc-clean-glibc", test_clean_glibc, 0 },
+	{ "alloc-tcmalloc-words", test_tcmalloc_words, 0 },
+	{ "alloc-dump-json", test_dump_json, 0 },
+	{ "alloc-prof-glibc", test_prof_glibc, 0 },
+	{ "alloc-maps-shm", test_maps_shm, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -13,13 +13,20 @@
  *   mi          mi rss=KIB arena=.. uordblks=.. fordblks=.. keepcost=..
  *               hblkhd=.. tc_free=.. tc_alloc=.. (tc_*: -1 without tcmalloc)
  *   grow N      victim_grow_site() keeps N blocks of 64 KiB: grow ok
+ *   tcflags     gperftools' FLAGS_verbose and heap profile dump intervals:
+ *               tcflags verbose=N alloc=N dealloc=N inuse=N time=N (-1: absent)
+ *   shm MIB     maps and touches MIB MiB of shared anonymous memory and MIB MiB
+ *               of POSIX shm (unlinked at once, nothing stays in /dev/shm):
+ *               shm ok rss=KIB
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
 #include <malloc.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include "vcommon.h"
 
@@ -114,6 +121,47 @@ static bool extra_cmd(int fd, const char *cmd, const char *arg)
 		for (long i = 0; i < n; i++)
 			grown[ngrown++] = victim_grow_site(65536);
 		vreply(fd, "grow ok");
+	} else if (!strcmp(cmd, "tcflags")) {
+#define TCF(t, n) "_ZN61FLAG__namespace_do_not_use_directly_use_DECLARE_" t "_instead" n "E"
+		int32_t *vb = dlsym(RTLD_DEFAULT, TCF("int32", "13FLAGS_verbose"));
+		static const char *const iv[] = {
+			TCF("int64", "38FLAGS_heap_profile_allocation_interval"),
+			TCF("int64", "40FLAGS_heap_profile_deallocation_interval"),
+			TCF("int64", "33FLAGS_heap_profile_inuse_interval"),
+			TCF("int64", "32FLAGS_heap_profile_time_interval"),
+		};
+		long long v[4];
+
+		for (int i = 0; i < 4; i++) {
+			int64_t *p = dlsym(RTLD_DEFAULT, iv[i]);
+
+			v[i] = p ? (long long)*p : -1;
+		}
+		vreply(fd, "tcflags verbose=%d alloc=%lld dealloc=%lld inuse=%lld time=%lld",
+		       vb ? *vb : -1, v[0], v[1], v[2], v[3]);
+	} else if (!strcmp(cmd, "shm")) {
+		long mib = strtol(arg, NULL, 10);
+		size_t len = (size_t)mib << 20;
+		char name[64];
+		void *a = MAP_FAILED, *b = MAP_FAILED;
+		int sfd;
+
+		snprintf(name, sizeof(name), "/hcv-shm-%d", (int)getpid());
+		sfd = mib > 0 && mib <= 1024 ? shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600) : -1;
+		if (sfd >= 0) {
+			shm_unlink(name);
+			if (!ftruncate(sfd, (off_t)len))
+				b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+			close(sfd);
+			a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		}
+		if (a == MAP_FAILED || b == MAP_FAILED) {
+			vreply(fd, "shm bad");
+			return true;
+		}
+		memset(a, 1, len);
+		memset(b, 2, len);
+		vreply(fd, "shm ok rss=%ld", rss_kib());
 	} else {
 		return false;
 	}
