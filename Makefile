@@ -313,11 +313,12 @@ torture: deps
 	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=torture \
 		ITEST_TORTURE_OPS=$(TORTURE_OPS) $(B)/tests/itest
 
-# libFuzzer targets for the engine's parsers (tests/fuzz/fuzz_{maps,status,elf,text,seccomp}.c);
+# libFuzzer targets for the engine's parsers (tests/fuzz/fuzz_{maps,status,elf,text,seccomp}.c)
+# and the symbol demangler (fuzz_demangle.c);
 # `make fuzz` runs each for ENGINE_FUZZ_SECONDS over tests/fuzz/corpus/NAME, after
 # replaying tests/fuzz/regress/NAME (inputs that once failed).  Static parsers are
 # reached by #including their .c file; the rest comes from the library.
-ENGINE_FUZZ := maps status elf text seccomp
+ENGINE_FUZZ := maps status elf text seccomp demangle
 ENGINE_FUZZ_SECONDS ?= 20
 ENGINE_FUZZ_CC ?= clang
 ENGINE_FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz_%,$(ENGINE_FUZZ))
