@@ -2,6 +2,7 @@
 #   make            build/heapctl and build/libheapctl.a
 #   make deps       install the Debian packages the build and tests need
 #   make test       unit + integration suites (ends with "N passed, N failed")
+#   make install    bin, man page, bash completion (PREFIX=/usr/local, DESTDIR); make uninstall
 #   make demo       narrated end-to-end demo on a leaking service
 #   make bench      heapctl against gdb, side by side
 #   make SAN=1 ...  ASan+UBSan on heapctl itself (victims stay unsanitized)
@@ -124,6 +125,14 @@ $(B)/libheapctl.a: $(LIB_OBJS)
 	$(msg) AR $@
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# heapctl --version names the git revision it was built from (tools/gen-version.sh):
+# checked on every make, rewritten only when it changes; "unknown" from a tarball.
+.PHONY: FORCE
+$(B)/gen/hc_version.h: FORCE
+	$(Q)tools/gen-version.sh . $@
+$(B)/obj/src/cli/main.o: $(B)/gen/hc_version.h
+$(B)/obj/src/cli/main.o: ALL_CFLAGS += -iquote $(B)/gen
+
 $(B)/heapctl: $(CLI_OBJS) $(B)/libheapctl.a
 	$(msg) LD $@
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJS) $(B)/libheapctl.a $(HEAPCTL_LIBS)
@@ -211,6 +220,30 @@ check-integration: $(B)/heapctl $(VICTIMS) $(B)/tests/itest
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(VICTIMS) $(B)/tests/itest
 	@tests/run-all.sh $(B) $(UNIT_BINS)
+
+# Installation: the binary, its man page and its bash completion.
+#   make install [PREFIX=/usr/local] [DESTDIR=/staging]    make uninstall (same vars)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+INSTALL ?= install
+.PHONY: install uninstall check-install
+install: $(B)/heapctl
+	$(msg) INSTALL $(DESTDIR)$(PREFIX)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR)
+	$(Q)$(INSTALL) -m 755 $(B)/heapctl $(DESTDIR)$(BINDIR)/heapctl
+	$(Q)$(INSTALL) -m 644 docs/heapctl.1 $(DESTDIR)$(MANDIR)/man1/heapctl.1
+	$(Q)$(INSTALL) -m 644 completions/heapctl.bash $(DESTDIR)$(BASHCOMPDIR)/heapctl
+
+uninstall:
+	$(msg) RM $(DESTDIR)$(PREFIX)
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/heapctl $(DESTDIR)$(MANDIR)/man1/heapctl.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/heapctl
+
+# Man page and completion against --help, --version, install/uninstall (tests/install/).
+check-install: $(B)/heapctl
+	@tests/install/run.sh $(B)
 
 demo: deps
 	@$(MAKE) --no-print-directory all $(DEMO_BINS)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "hc_version.h" /* generated: HC_GIT_REV */
 
 #define CLI_O_COMMON (CLI_O_TID | CLI_O_TIMEOUT)
 
@@ -631,7 +632,7 @@ int main(int argc, char **argv)
 		env.nargs = pn - 1;
 	}
 	if (ps.version) {
-		printf("heapctl %s\n", HC_VERSION);
+		printf("heapctl %s (git %s)\n", HC_VERSION, HC_GIT_REV);
 		rc = finish(CLI_EXIT_OK);
 	} else if (pn && !env.cmd) {
 		rc = cli_usage(NULL, "unknown command '%s'", pv[0]);
