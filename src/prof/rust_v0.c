@@ -10,10 +10,10 @@
  * half-decoded name would be worse than the mangled one.  Const generic
  * values are printed by their type: integers in decimal (up to 128 bits),
  * bool as true/false, char quoted with Rust's escapes (non-ASCII as
- * \u{...}, so reports stay ASCII).  Punycode identifiers are printed as
- * their raw ASCII form.  Recursion, back-references and the output size are
- * bounded, so hostile input can neither loop, overflow the stack, nor make a
- * back-reference chain expand exponentially.
+ * \u{...}, as c++filt does).  Punycode identifiers are decoded to UTF-8.
+ * Recursion, back-references and the output size are bounded, so hostile
+ * input can neither loop, overflow the stack, nor make a back-reference
+ * chain expand exponentially.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,8 @@
 #define MAX_DEPTH 64
 /* Real names stay under a few KiB; back-references could double per level. */
 #define MAX_OUT (64 * 1024)
+/* Code points in one punycode identifier. */
+#define PUNY_MAX 256
 
 struct v0 {
 	const char *s; /* after "_R" */
@@ -32,6 +34,7 @@ struct v0 {
 	int skip;           /* > 0: parse without printing */
 	uint64_t lifetimes; /* bound lifetimes in scope (for<'a, ...>) */
 	bool bad;
+	char ubuf[4 * PUNY_MAX]; /* the last punycode identifier, as UTF-8 */
 };
 
 static bool eat(struct v0 *d, char c)
@@ -132,14 +135,112 @@ static uint64_t opt_disambiguator(struct v0 *d)
 	return v + 1;
 }
 
+/*
+ * Punycode (RFC 3492) with '_' for '-', as v0 writes non-ASCII identifiers:
+ * decoded to UTF-8 in d->ubuf.  False if it is not valid punycode.
+ */
+static bool punycode(struct v0 *d, const char *in, size_t len, size_t *outlen)
+{
+	enum { BASE = 36, TMIN = 1, TMAX = 26, SKEW = 38, DAMP = 700 };
+	uint32_t cp[PUNY_MAX];
+	size_t ncp = 0, basic = 0, i, o = 0;
+	uint32_t n = 128, bias = 72, pos = 0;
+	bool first = true;
+
+	/* The basic (ASCII) part ends at the last '_', if there is one. */
+	for (i = len; i-- > 0;) {
+		if (in[i] == '_') {
+			basic = i;
+			break;
+		}
+	}
+	if (basic > PUNY_MAX)
+		return false;
+	for (i = 0; i < basic; i++) {
+		if ((unsigned char)in[i] >= 0x80)
+			return false;
+		cp[ncp++] = (unsigned char)in[i];
+	}
+	i = basic ? basic + 1 : 0;
+	if (i >= len)
+		return false; /* nothing encoded: not how v0 writes an identifier */
+	while (i < len) {
+		uint32_t old = pos, w = 1, k, t, delta;
+
+		for (k = BASE;; k += BASE) {
+			char c;
+			uint32_t digit;
+
+			if (i >= len)
+				return false;
+			c = in[i++];
+			if (c >= 'a' && c <= 'z')
+				digit = (uint32_t)(c - 'a');
+			else if (c >= '0' && c <= '9')
+				digit = 26u + (uint32_t)(c - '0');
+			else
+				return false;
+			if (digit > (UINT32_MAX - pos) / w)
+				return false;
+			pos += digit * w;
+			t = k <= bias ? TMIN : k >= bias + TMAX ? TMAX : k - bias;
+			if (digit < t)
+				break;
+			if (w > UINT32_MAX / (BASE - t))
+				return false;
+			w *= BASE - t;
+		}
+		if (ncp >= PUNY_MAX)
+			return false;
+		/* Adapt the bias. */
+		delta = first ? (pos - old) / DAMP : (pos - old) / 2;
+		first = false;
+		delta += delta / (uint32_t)(ncp + 1);
+		for (k = 0; delta > ((BASE - TMIN) * TMAX) / 2; k += BASE)
+			delta /= BASE - TMIN;
+		bias = k + (BASE - TMIN + 1) * delta / (delta + SKEW);
+		if (pos / (uint32_t)(ncp + 1) > 0x10ffff - n)
+			return false;
+		n += pos / (uint32_t)(ncp + 1);
+		pos %= (uint32_t)(ncp + 1);
+		if (n > 0x10ffff || (n >= 0xd800 && n <= 0xdfff))
+			return false;
+		memmove(cp + pos + 1, cp + pos, (ncp - pos) * sizeof(cp[0]));
+		cp[pos++] = n;
+		ncp++;
+	}
+	for (i = 0; i < ncp; i++) {
+		uint32_t c = cp[i];
+
+		if (c < 0x80) {
+			d->ubuf[o++] = (char)c;
+		} else if (c < 0x800) {
+			d->ubuf[o++] = (char)(0xc0 | (c >> 6));
+			d->ubuf[o++] = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x10000) {
+			d->ubuf[o++] = (char)(0xe0 | (c >> 12));
+			d->ubuf[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			d->ubuf[o++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			d->ubuf[o++] = (char)(0xf0 | (c >> 18));
+			d->ubuf[o++] = (char)(0x80 | ((c >> 12) & 0x3f));
+			d->ubuf[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			d->ubuf[o++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	*outlen = o;
+	return true;
+}
+
 /* <undisambiguated-identifier>: ["u"] <decimal> ["_"] <bytes>. */
 static void ident(struct v0 *d, const char **p, size_t *plen)
 {
 	size_t len = 0;
+	bool puny;
 
 	*p = "";
 	*plen = 0;
-	eat(d, 'u'); /* punycode: shown raw */
+	puny = eat(d, 'u');
 	if (!(peek(d) >= '0' && peek(d) <= '9')) {
 		d->bad = true;
 		return;
@@ -161,6 +262,14 @@ static void ident(struct v0 *d, const char **p, size_t *plen)
 	*p = d->s + d->pos;
 	*plen = len;
 	d->pos += len;
+	if (puny) {
+		if (!punycode(d, *p, len, plen)) {
+			d->bad = true;
+			*plen = 0;
+			return;
+		}
+		*p = d->ubuf;
+	}
 }
 
 static void path(struct v0 *d, bool in_value);

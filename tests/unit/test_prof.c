@@ -289,6 +289,7 @@ static void demangling(void)
 		{ "_RINvCs1234_7mycrate1fFK8C_unwindEuE", "mycrate::f::<extern \"C-unwind\" fn()>" },
 		{ "_RINvCs1234_7mycrate1tThEE", "mycrate::t::<(u8,)>" },
 		{ "_RNvCs1234_7mycrate3foo.llvm.1234", "mycrate::foo" },
+		{ "_RNvNtC1au6wgv71au9gre_6ka8l", "a::\xe6\x97\xa5\xe6\x9c\xac::gr\xc3\xbc\xc3\x9f" "e" },
 		{ "session_cache_leak.part.0", "session_cache_leak" },
 	};
 	/* Each must fall back to the raw name (NULL), never print a guess. */
@@ -314,6 +315,9 @@ static void demangling(void)
 		"_RNvCs1234_7mycrate3foo_RNvC1a1b",       /* two names run together */
 		"_RINvC1a1fRL1_hE",                       /* lifetime with no binder */
 		"_RINvC1a1fDNtC1a1TE",                    /* dyn without its lifetime */
+		"_RNvC1au2a_",                            /* punycode with nothing encoded */
+		"_RNvC1au2aA",                            /* not a punycode digit */
+		"_RNvC1au9zzzzzzzzz",                     /* past U+10FFFF */
 		"_R",
 	};
 	size_t i;

@@ -43,7 +43,7 @@ for i, (s, o) in enumerate(zip(syms, filt)):
             n = n.replace(bad, good)
             note = '\toracle-wrong'
     # All the interesting ones, and a sample of the rest to keep the file small.
-    if note or re.search(r"K[a-z]|fn\(|dyn |for<|\{|'|\[", n) or i % 4 == 0:
+    if note or re.search(r"K[a-z]|fn\(|dyn |for<|\{|'|\[|[^ -~]", n) or i % 4 == 0:
         print('%s\t%s%s' % (s, n, note))
 PY
 wc -l "$here/rust-v0.txt"

@@ -1,4 +1,4 @@
-#![allow(dead_code)]
+#![allow(dead_code, non_snake_case, uncommon_codepoints, mixed_script_confusables, confusable_idents)]
 use std::collections::HashMap;
 use std::hint::black_box;
 
@@ -94,3 +94,15 @@ fn main() {
 pub struct Big<const N: usize>;
 impl<const N: usize> Big<N> { #[inline(never)] pub fn n(&self) -> usize { black_box(N) } }
 #[used] static KEEP: fn() -> usize = || Big::<18446744073709551615>.n() + Big::<4096>.n();
+
+// Non-ASCII identifiers: punycode in the mangled name.
+pub mod 日本 {
+    #[inline(never)] pub fn grüße(x: u32) -> u32 { std::hint::black_box(x + 1) }
+    #[inline(never)] pub fn ñ() -> u8 { std::hint::black_box(3) }
+}
+pub struct Ünïcödé<const C: char>;
+impl<const C: char> Ünïcödé<C> { #[inline(never)] pub fn get(&self) -> char { black_box(C) } }
+#[inline(never)] pub fn a_b_ü() -> u8 { black_box(1) }
+#[inline(never)] pub fn 東京タワー() -> u8 { black_box(2) }
+#[used] static KEEP_UNI: fn() -> u32 = || 日本::grüße(1) + 日本::ñ() as u32 + Ünïcödé::<'ö'>.get() as u32
+    + a_b_ü() as u32 + 東京タワー() as u32 + Ünïcödé::<'東'>.get() as u32;
