@@ -290,7 +290,7 @@ report-bench: deps
 # ---- Hardening suites: fixtures, torture, fuzzing --------------------------------
 # tests/integration/t_hostile.c, t_kill.c, t_torture.c run in `make test` at a
 # bounded size; `make torture` runs the big kill suite and torture.
-DEB_PKGS += gcc-multilib clang libclang-rt-14-dev binutils util-linux
+DEB_PKGS += gcc-multilib clang libclang-rt-14-dev binutils util-linux groff-base
 JE_PIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a
 JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
 FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
