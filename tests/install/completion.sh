@@ -8,7 +8,7 @@
 # shell's among them) and threads, files, prof's words, formats.
 #
 #   tests/install/completion.sh HEAPCTL COMPLETION_FILE
-# Prints "PASS completion" or "FAIL completion: why".
+# Prints "PASS install.completion" or "FAIL install.completion: why".
 
 set -u
 heapctl=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -18,12 +18,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 # shellcheck source=/dev/null
 if ! source "$file" 2>"$tmp/err"; then
-	echo "FAIL completion: sourcing $file: $(head -1 "$tmp/err")"
+	echo "FAIL install.completion: sourcing $file: $(head -1 "$tmp/err")"
 	exit 1
 fi
 fn=$(complete -p heapctl 2>/dev/null | sed -n 's/.*-F \([^ ]*\) .*/\1/p')
 if [ -z "$fn" ]; then
-	echo "FAIL completion: $file does not register a completion for heapctl"
+	echo "FAIL install.completion: $file does not register a completion for heapctl"
 	exit 1
 fi
 
@@ -91,10 +91,10 @@ expect "file after -o" "$tmp/d/base.heap" dump -p 1 -o "$tmp/d/ba"
 expect "profile for report" "$tmp/d/before.heap" report "$tmp/d/bef"
 
 if [ ${#problems[@]} -eq 0 ]; then
-	echo "PASS completion"
+	echo "PASS install.completion"
 else
 	more=""
 	[ ${#problems[@]} -gt 1 ] && more=" (and $((${#problems[@]} - 1)) more)"
-	echo "FAIL completion: ${problems[0]}$more"
+	echo "FAIL install.completion: ${problems[0]}$more"
 	exit 1
 fi

@@ -7,7 +7,7 @@
 # uninstall` with the same variables removes exactly those files.
 #
 #   tests/install/install.sh SRCDIR BUILD_DIR
-# Prints "PASS install" or "FAIL install: why".
+# Prints "PASS install.make" or "FAIL install.make: why".
 
 set -u
 src=$1
@@ -40,16 +40,16 @@ check() {
 		problems+=("make uninstall ${pv[*]} failed: $(tail -2 "$tmp/out" | tr '\n' ' ')")
 		return
 	fi
-	left=$(find "$dest" -type f | sed "s|^$dest||")
-	[ -z "$left" ] || problems+=("make uninstall ${pv[*]} left: $(echo $left)")
+	left=$(find "$dest" -type f | sed "s|^$dest||" | tr '\n' ' ')
+	[ -z "$left" ] || problems+=("make uninstall ${pv[*]} left: $left")
 }
 
 check "" /usr/local default
 check /opt/heapctl /opt/heapctl opt
 
 if [ ${#problems[@]} -eq 0 ]; then
-	echo "PASS install"
+	echo "PASS install.make"
 else
-	echo "FAIL install: ${problems[0]}$([ ${#problems[@]} -gt 1 ] && echo " (and $((${#problems[@]} - 1)) more)")"
+	echo "FAIL install.make: ${problems[0]}$([ ${#problems[@]} -gt 1 ] && echo " (and $((${#problems[@]} - 1)) more)")"
 	exit 1
 fi

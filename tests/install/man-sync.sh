@@ -13,7 +13,8 @@
 # Nothing is listed here: the help texts are read at test time.
 #
 #   tests/install/man-sync.sh HEAPCTL MANPAGE
-# Prints "PASS name" / "FAIL name: why" / "SKIP name: why".
+# Prints "PASS install.man-sync" / "FAIL install.man-sync: why", and the same
+# for install.man-render (or SKIP without groff).
 
 set -u
 heapctl=$1
@@ -49,10 +50,10 @@ man_opts() {
 }
 
 if [ ! -x "$heapctl" ] || [ ! -f "$man" ]; then
-	fail man-sync "need $heapctl and $man"
+	fail install.man-sync "need $heapctl and $man"
 	exit 1
 fi
-top=$("$heapctl" --help) || { fail man-sync "heapctl --help failed"; exit 1; }
+top=$("$heapctl" --help) || { fail install.man-sync "heapctl --help failed"; exit 1; }
 cmds=$(printf '%s\n' "$top" | awk '/^Commands:/ { c = 1; next } c && /^$/ { exit }
 	c && /^  [a-z]/ { print $1 }' | sort -u)
 man_cmds=$(plain | awk '/^\.SH / { c = ($2 == "COMMANDS"); next }
@@ -95,24 +96,24 @@ done
 [ "$nopts" -gt 0 ] || problems+=("no options found in any command's --help")
 
 if [ ${#problems[@]} -eq 0 ]; then
-	echo "PASS man-sync"
+	echo "PASS install.man-sync"
 else
 	msg="${problems[0]}"
 	if [ ${#problems[@]} -gt 1 ]; then
 		more=$(printf '%s; ' "${problems[@]:1:4}")
 		msg="$msg (and $((${#problems[@]} - 1)) more: ${more%; })"
 	fi
-	fail man-sync "$msg"
+	fail install.man-sync "$msg"
 fi
 
 if command -v groff >/dev/null 2>&1; then
 	w=$(groff -man -ww -z "$man" 2>&1)
 	if [ -z "$w" ]; then
-		echo "PASS man-render"
+		echo "PASS install.man-render"
 	else
-		fail man-render "groff warns: $(printf '%s' "$w" | head -3 | tr '\n' ' ')"
+		fail install.man-render "groff warns: $(printf '%s' "$w" | head -3 | tr '\n' ' ')"
 	fi
 else
-	echo "SKIP man-render: groff not installed"
+	echo "SKIP install.man-render: groff not installed"
 fi
 [ ${#problems[@]} -eq 0 ]

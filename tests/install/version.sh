@@ -8,7 +8,7 @@
 # inside another repository) and takes HC_GIT_REV from packagers.
 #
 #   tests/install/version.sh HEAPCTL SRCDIR
-# Prints "PASS version" or "FAIL version: why".
+# Prints "PASS install.version" or "FAIL install.version: why".
 
 set -u
 heapctl=$1
@@ -48,8 +48,8 @@ grep -qx '#define HC_GIT_REV "1.2-deb1"' "$tmp/v3.h" ||
 	problems+=("HC_GIT_REV override: $(tail -1 "$tmp/v3.h")")
 
 if [ ${#problems[@]} -eq 0 ]; then
-	echo "PASS version"
+	echo "PASS install.version"
 else
-	echo "FAIL version: ${problems[0]}$([ ${#problems[@]} -gt 1 ] && echo " (and $((${#problems[@]} - 1)) more)")"
+	echo "FAIL install.version: ${problems[0]}$([ ${#problems[@]} -gt 1 ] && echo " (and $((${#problems[@]} - 1)) more)")"
 	exit 1
 fi
