@@ -2,6 +2,7 @@
 #   make            build/heapctl and build/libheapctl.a
 #   make deps       install the Debian packages the build and tests need
 #   make test       unit + integration suites (ends with "N passed, N failed")
+#   make install    bin, man page, bash completion (PREFIX=/usr/local, DESTDIR); make uninstall
 #   make demo       narrated end-to-end demo on a leaking service
 #   make bench      heapctl against gdb, side by side
 #   make SAN=1 ...  ASan+UBSan on heapctl itself (victims stay unsanitized)
@@ -124,6 +125,14 @@ $(B)/libheapctl.a: $(LIB_OBJS)
 	$(msg) AR $@
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
+# heapctl --version names the git revision it was built from (tools/gen-version.sh):
+# checked on every make, rewritten only when it changes; "unknown" from a tarball.
+.PHONY: FORCE
+$(B)/gen/hc_version.h: FORCE
+	$(Q)tools/gen-version.sh . $@
+$(B)/obj/src/cli/main.o: $(B)/gen/hc_version.h
+$(B)/obj/src/cli/main.o: ALL_CFLAGS += -iquote $(B)/gen
+
 $(B)/heapctl: $(CLI_OBJS) $(B)/libheapctl.a
 	$(msg) LD $@
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJS) $(B)/libheapctl.a $(HEAPCTL_LIBS)
@@ -216,6 +225,30 @@ test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(VICTIMS) $(B)/tests/itest
 	@tests/run-all.sh $(B) $(UNIT_BINS)
 
+# Installation: the binary, its man page and its bash completion.
+#   make install [PREFIX=/usr/local] [DESTDIR=/staging]    make uninstall (same vars)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+INSTALL ?= install
+.PHONY: install uninstall check-install
+install: $(B)/heapctl
+	$(msg) INSTALL $(DESTDIR)$(PREFIX)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR)
+	$(Q)$(INSTALL) -m 755 $(B)/heapctl $(DESTDIR)$(BINDIR)/heapctl
+	$(Q)$(INSTALL) -m 644 docs/heapctl.1 $(DESTDIR)$(MANDIR)/man1/heapctl.1
+	$(Q)$(INSTALL) -m 644 completions/heapctl.bash $(DESTDIR)$(BASHCOMPDIR)/heapctl
+
+uninstall:
+	$(msg) RM $(DESTDIR)$(PREFIX)
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/heapctl $(DESTDIR)$(MANDIR)/man1/heapctl.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/heapctl
+
+# Man page and completion against --help, --version, install/uninstall (tests/install/).
+check-install: $(B)/heapctl
+	@tests/install/run.sh $(B)
+
 demo: deps
 	@$(MAKE) --no-print-directory all $(DEMO_BINS)
 	@demo/run.sh $(B)
@@ -261,7 +294,7 @@ report-bench: deps
 # ---- Hardening suites: fixtures, torture, fuzzing --------------------------------
 # tests/integration/t_hostile.c, t_kill.c, t_torture.c run in `make test` at a
 # bounded size; `make torture` runs the big kill suite and torture.
-DEB_PKGS += gcc-multilib clang libclang-rt-14-dev binutils util-linux
+DEB_PKGS += gcc-multilib clang libclang-rt-14-dev binutils util-linux groff-base
 JE_PIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a
 JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
 FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
@@ -317,11 +350,12 @@ torture: deps
 	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=torture \
 		ITEST_TORTURE_OPS=$(TORTURE_OPS) $(B)/tests/itest
 
-# libFuzzer targets for the engine's parsers (tests/fuzz/fuzz_{maps,status,elf,text,seccomp}.c);
+# libFuzzer targets for the engine's parsers (tests/fuzz/fuzz_{maps,status,elf,text,seccomp}.c)
+# and the symbol demangler (fuzz_demangle.c);
 # `make fuzz` runs each for ENGINE_FUZZ_SECONDS over tests/fuzz/corpus/NAME, after
 # replaying tests/fuzz/regress/NAME (inputs that once failed).  Static parsers are
 # reached by #including their .c file; the rest comes from the library.
-ENGINE_FUZZ := maps status elf text seccomp
+ENGINE_FUZZ := maps status elf text seccomp demangle
 ENGINE_FUZZ_SECONDS ?= 20
 ENGINE_FUZZ_CC ?= clang
 ENGINE_FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz_%,$(ENGINE_FUZZ))

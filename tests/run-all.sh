@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# The whole suite: unit programs, then the integration harness.
+# The whole suite: unit programs, the integration harness, the report
+# pipeline end to end, then the installation checks.
 #
 #   tests/run-all.sh BUILD_DIR UNITBIN...
 #
-# Every "PASS x", "FAIL x: why" and "SKIP x: why" line of both parts is
+# Every "PASS x", "FAIL x: why" and "SKIP x: why" line of every part is
 # printed as it comes and counted; each part's own "N passed, N failed"
 # line is dropped, so the one combined line at the end counts every test
 # once:  "N passed, N failed" (", N skipped" if any).  Exit status 1 if
@@ -103,6 +104,14 @@ count < <(
 	echo $? >"$tmp/report.rc"
 )
 settle report "$(cat "$tmp/report.rc" 2>/dev/null || echo 1)"
+
+# 4. Installation: man page and bash completion against --help, --version,
+# make install/uninstall (tests/install/run.sh).
+count < <(
+	$TIMEOUT "$here/install/run.sh" "$BUILD_DIR" </dev/null
+	echo $? >"$tmp/install.rc"
+)
+settle install "$(cat "$tmp/install.rc" 2>/dev/null || echo 1)"
 
 line="$passed passed, $failed failed"
 [ "$skipped" -gt 0 ] && line="$line, $skipped skipped"

@@ -23,6 +23,7 @@
 #include <heapctl/prof.h>
 
 #include "cli.h"
+#include "hc_version.h" /* generated: HC_GIT_REV */
 
 #define CLI_O_COMMON (CLI_O_TID | CLI_O_TIMEOUT)
 
@@ -912,7 +913,7 @@ int main(int argc, char **argv)
 		env.nargs = pn - 1;
 	}
 	if (ps.version) {
-		printf("heapctl %s\n", HC_VERSION);
+		printf("heapctl %s (git %s)\n", HC_VERSION, HC_GIT_REV);
 		rc = finish(CLI_EXIT_OK);
 	} else if (pn && !strcmp(pv[0], "help")) {
 		/* "heapctl help [COMMAND]": the same text as --help, on stdout. */

@@ -57,6 +57,13 @@ echo "SKIP report: flamegraph.pl, python3, Chromium and pprof checks run in the 
 echo "0 passed, 0 failed, 1 skipped"
 STUB
 chmod +x "$root/heapctl/tests/report/run.sh"
+# So do the installation checks (make, groff, a source tree).
+mkdir -p "$root/heapctl/tests/install"
+cat >"$root/heapctl/tests/install/run.sh" <<'STUB'
+#!/bin/sh
+echo "SKIP install: man page, completion, --version and make install checks run in the native lane only"
+STUB
+chmod +x "$root/heapctl/tests/install/run.sh"
 put "$B/a64/a64-exit" "$root/bin/a64-exit"
 cp "$B/jemalloc-prof/libjemalloc.so.2" "$root/opt/jemalloc-prof/"
 cp "$SYS/bin/busybox" "$root/bin/busybox"
@@ -80,9 +87,11 @@ find_lib() {
 	done
 	return 1
 }
+# libstdc++: prof_demangle() dlopens it for C++ names, which test_prof checks.
+cp -L "$SYS/usr/lib/$MA/libstdc++.so.6" "$root/usr/lib/$MA/"
 todo=$(find "$root" -type f -perm -u+x)
-todo="$todo $root/opt/jemalloc-prof/libjemalloc.so.2"
-seen=" "
+todo="$todo $root/opt/jemalloc-prof/libjemalloc.so.2 $root/usr/lib/$MA/libstdc++.so.6"
+seen=" libstdc++.so.6 "
 while [ -n "$(echo $todo)" ]; do
 	next=
 	for f in $todo; do
