@@ -59,7 +59,8 @@ struct cli_cmd {
 
 struct cli_env {
 	const struct cli_cmd *cmd;
-	pid_t pid;                 /* 0 until -p */
+	pid_t pid;                 /* 0 until -p is resolved (pid.c) */
+	const char *pid_arg;       /* -p as given: a pid or a process name */
 	struct hc_target_opts topts;
 	unsigned int seen;         /* CLI_O_* given on the command line */
 	int verbose;               /* number of -v */
@@ -137,6 +138,15 @@ int cli_out_commit(struct cli_out *o, struct hc_err *err);
 void cli_out_discard(struct cli_out *o);
 /* cmd_report.c: ".svg" for HC_FMT_SVG... (the suffix -> format table) */
 const char *cli_format_suffix(int fmt);
+
+/*
+ * pid.c: -p PID or -p NAME (like pidof) into env->pid, refusing with its
+ * own message a kernel thread, a zombie, a thread id, a --tid of another
+ * process.  Returns CLI_EXIT_OK, or the exit status after saying why.
+ */
+int cli_resolve_pid(struct cli_env *env);
+/* A pid or tid: digits, 1 to pid_max - 1; else -1 with why ("what" names it). */
+int cli_parse_id(const char *s, const char *what, pid_t *out, char *why, size_t len);
 
 /* util.c: parsing and formatting */
 int cli_parse_pid(const char *s, pid_t *out);

@@ -435,6 +435,7 @@ parse_error(struct parse_state *ps, const char *fmt, ...)
 static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_state *ps)
 {
 	unsigned long ul;
+	char why[200];
 	int c;
 
 	opterr = 0;
@@ -443,15 +444,18 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 		switch (c) {
 		case 'p':
 			env->seen |= CLI_O_PID;
-			if (cli_parse_pid(optarg, &env->pid))
-				parse_error(ps, "invalid pid '%s' (expected a positive number)",
-					    optarg);
+			/* The last one winning silently would drive the wrong process. */
+			if (env->pid_arg)
+				parse_error(ps, "-p given twice ('%s', then '%s'): give one",
+					    env->pid_arg, optarg);
+			else if (!optarg[0])
+				parse_error(ps, "empty pid");
+			env->pid_arg = optarg; /* a pid or a name: resolved in check_env() */
 			break;
 		case OPT_TID:
 			env->seen |= CLI_O_TID;
-			if (cli_parse_pid(optarg, &env->topts.tid))
-				parse_error(ps, "invalid tid '%s' (expected a positive number)",
-					    optarg);
+			if (cli_parse_id(optarg, "tid", &env->topts.tid, why, sizeof(why)))
+				parse_error(ps, "%s", why);
 			break;
 		case OPT_TIMEOUT:
 			env->seen |= CLI_O_TIMEOUT;
@@ -577,7 +581,7 @@ static int check_env(struct cli_env *env)
 		return cli_usage(env, "--opts only applies with --full");
 	if (!(env->seen & CLI_O_TIMEOUT))
 		env->topts.timeout_ms = c->fn == cmd_list ? CLI_LIST_TIMEOUT_MS : CLI_TIMEOUT_MS;
-	return CLI_EXIT_OK;
+	return cli_resolve_pid(env);
 }
 
 /*
