@@ -62,6 +62,7 @@ const char *cli_format_suffix(int fmt)
 int cli_output_format(const struct cli_env *env, const char *path, int dflt, int *fmt)
 {
 	char known[128] = "";
+	struct stat st;
 	size_t i;
 
 	if (env->format) {
@@ -78,6 +79,11 @@ int cli_output_format(const struct cli_env *env, const char *path, int dflt, int
 	*fmt = cli_format_of_path(path);
 	if (*fmt >= 0)
 		return CLI_EXIT_OK;
+	/* A directory has no suffix to tell: cli_out_open() says what is wrong with it. */
+	if (path[strlen(path) - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+		*fmt = dflt;
+		return CLI_EXIT_OK;
+	}
 	for (i = 0; i < NSUFFIXES; i++)
 		snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? " " : "",
 			 suffixes[i].suffix);
