@@ -28,10 +28,12 @@ int cli_report_out(struct hc_report *r, int fmt, const struct hc_write_opts *wo,
 void cli_report_wrote(FILE *to, const char *path, int fmt, const struct hc_report *r,
 		      bool objects);
 /*
- * dump --svg/--folded: render the profile at heap_path into the outputs
- * (not committed yet); *r is the report, for cli_report_wrote().
+ * dump --svg/--folded: render the profile at heap_path (shown as name)
+ * into the outputs, not committed yet.  *prof and *r (the report, for
+ * cli_report_wrote()) are the caller's to free, also on failure.
  */
-int cli_dump_render(struct cli_env *env, const char *heap_path, struct cli_out *svg,
-		    struct cli_out *folded, struct hc_report **r);
+int cli_dump_render(struct cli_env *env, const char *heap_path, const char *name,
+		    struct cli_out *svg, struct cli_out *folded, struct hc_prof **prof,
+		    struct hc_report **r);
 
 #endif

@@ -30,6 +30,7 @@ int cmd_dump(struct cli_env *env)
 	char path[PATH_MAX], exe[PATH_MAX], size[32];
 	struct cli_out heap, svg, folded;
 	struct hc_report *r = NULL;
+	struct hc_prof *prof = NULL;
 	const char *tmp;
 	struct hc_target *t;
 	struct hc_err err;
@@ -82,7 +83,12 @@ int cmd_dump(struct cli_env *env)
 
 	/* Render it now, symbolized against the live process's own files. */
 	if (env->svg || env->folded) {
-		rc = cli_dump_render(env, tmp, &svg, &folded, &r);
+		char name[64];
+
+		if (cli_out_is_stdout(path))
+			snprintf(name, sizeof(name), "pid %d", (int)env->pid);
+		rc = cli_dump_render(env, tmp, cli_out_is_stdout(path) ? name : path, &svg,
+				     &folded, &prof, &r);
 		if (rc)
 			goto keep; /* the profile itself is still worth keeping */
 	}
@@ -106,6 +112,7 @@ int cmd_dump(struct cli_env *env)
 		cli_report_wrote(msg, env->folded, HC_FMT_FOLDED, r, env->objects);
 	}
 	hc_report_free(r);
+	hc_prof_free(prof);
 	if (env->svg || env->folded)
 		return CLI_EXIT_OK;
 
@@ -132,11 +139,14 @@ keep:
 		fprintf(stderr, "heapctl: the profile itself was written to %s\n", path);
 	cli_out_discard(&svg);
 	cli_out_discard(&folded);
+	hc_report_free(r);
+	hc_prof_free(prof);
 	return rc;
 fail:
 	cli_out_discard(&heap);
 	cli_out_discard(&svg);
 	cli_out_discard(&folded);
 	hc_report_free(r);
+	hc_prof_free(prof);
 	return cli_fail(env, &err);
 }

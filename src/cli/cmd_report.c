@@ -211,30 +211,37 @@ out:
 	return rc;
 }
 
-int cli_dump_render(struct cli_env *env, const char *heap_path, struct cli_out *svg,
-		    struct cli_out *folded, struct hc_report **rp)
+int cli_dump_render(struct cli_env *env, const char *heap_path, const char *name,
+		    struct cli_out *svg, struct cli_out *folded, struct hc_prof **pp,
+		    struct hc_report **rp)
 {
 	struct hc_report_opts ro;
 	struct hc_write_opts wo;
 	struct hc_report *r = NULL;
 	struct hc_prof *prof;
 	struct hc_err err;
+	char title[512];
 
 	memset(&err, 0, sizeof(err));
 	*rp = NULL;
+	*pp = NULL;
 	cli_report_opts(env, env->pid, &ro, &wo);
+	/* The profile is still in its temporary file: title it by its final name. */
+	snprintf(title, sizeof(title), "Heap in use: %s", name);
+	wo.title = title;
 	prof = hc_prof_load(heap_path, &err);
 	if (!prof)
 		return cli_fail(env, &err);
 	r = hc_report_build(prof, NULL, &ro, &err);
-	hc_prof_free(prof);
-	if (!r)
-		return cli_fail(env, &err);
-	if ((env->svg && cli_report_out(r, HC_FMT_SVG, &wo, svg, &err)) ||
-	    (env->folded && cli_report_out(r, HC_FMT_FOLDED, &wo, folded, &err))) {
-		hc_report_free(r);
+	if (!r) {
+		hc_prof_free(prof);
 		return cli_fail(env, &err);
 	}
+	/* the report refers to the profile: both live until the caller frees them */
 	*rp = r;
+	*pp = prof;
+	if ((env->svg && cli_report_out(r, HC_FMT_SVG, &wo, svg, &err)) ||
+	    (env->folded && cli_report_out(r, HC_FMT_FOLDED, &wo, folded, &err)))
+		return cli_fail(env, &err);
 	return CLI_EXIT_OK;
 }
