@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,61 @@
 #include <unistd.h>
 
 #include "cli.h"
+
+/*
+ * The temporary files that exist right now.  A signal that ends heapctl
+ * (Ctrl-C before the target is opened, or once it is released) removes
+ * them on the way out: nothing is left behind.  leak catches these signals
+ * itself and discards its output on every path.
+ */
+#define MAX_TEMPS 4
+static const char *volatile temps[MAX_TEMPS];
+
+static void on_fatal(int sig)
+{
+	int e = errno;
+
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temps[i])
+			unlink(temps[i]);
+	errno = e;
+	/* SA_RESETHAND put the default back: this ends heapctl as the signal would have. */
+	raise(sig);
+}
+
+static void track(const char *tmp)
+{
+	static bool installed;
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	int i;
+
+	if (!installed) {
+		struct sigaction sa, old;
+
+		installed = true;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_fatal;
+		sa.sa_flags = SA_RESETHAND;
+		sigemptyset(&sa.sa_mask);
+		for (i = 0; i < (int)(sizeof(sigs) / sizeof(sigs[0])); i++) {
+			/* an ignored signal stays ignored */
+			if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+				sigaction(sigs[i], &sa, NULL);
+		}
+	}
+	for (i = 0; i < MAX_TEMPS; i++)
+		if (!temps[i]) {
+			temps[i] = tmp;
+			return;
+		}
+}
+
+static void untrack(const char *tmp)
+{
+	for (int i = 0; i < MAX_TEMPS; i++)
+		if (temps[i] == tmp)
+			temps[i] = NULL;
+}
 
 bool cli_out_is_stdout(const char *path)
 {
@@ -99,6 +155,7 @@ static int tmp_elsewhere(struct cli_out *o, struct hc_err *err)
 		snprintf(err->hint, sizeof(err->hint), "set TMPDIR to a writable directory");
 		return -1;
 	}
+	track(o->tmp);
 	return 0;
 }
 
@@ -153,6 +210,7 @@ int cli_out_open(struct cli_out *o, const char *path, const char *opt, int fmt,
 		/* mkostemp says ENOENT or ENOTDIR for the directory, not for the file. */
 		return file_error(o, path, e, err);
 	}
+	track(o->tmp);
 	/* mkostemp makes it 0600; the final file gets what the umask allows, as any file. */
 	{
 		mode_t um = umask(0);
@@ -267,10 +325,12 @@ int cli_out_commit(struct cli_out *o, struct hc_err *err)
 	if (close_tmp(o))
 		rc = file_error(o, o->how == CLI_OUT_STDOUT ? "stdout" : o->path, errno, err);
 	else if (o->how == CLI_OUT_RENAME) {
-		if (rename(o->tmp, o->path))
+		if (rename(o->tmp, o->path)) {
 			rc = file_error(o, o->path, errno, err);
-		else
+		} else {
+			untrack(o->tmp);
 			o->tmp[0] = '\0';
+		}
 	} else if (o->how == CLI_OUT_STDOUT) {
 		cli_flush();
 		if (copy_to(o->tmp, STDOUT_FILENO)) {
@@ -295,8 +355,10 @@ void cli_out_discard(struct cli_out *o)
 	int e = errno;
 
 	close_tmp(o);
-	if (o->tmp[0])
+	if (o->tmp[0]) {
 		unlink(o->tmp);
+		untrack(o->tmp);
+	}
 	o->tmp[0] = '\0';
 	errno = e;
 }

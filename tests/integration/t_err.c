@@ -685,6 +685,56 @@ static void test_interrupted(void)
 	victim_kill(v);
 }
 
+/*
+ * Ctrl-C at any moment of a dump: the output's temporary file goes with
+ * heapctl.  The directory holds the finished profile or nothing.
+ */
+static void test_interrupted_dump(void)
+{
+	struct victim *v = shared_victim();
+	char dir[400], out[480];
+	struct hres cal;
+	long span_us;
+	int stopped = 0;
+
+	if (!v)
+		return;
+	snprintf(dir, sizeof(dir), "%s/intdump", cfg.tmpdir);
+	mkdir(dir, 0755);
+	snprintf(out, sizeof(out), "%s/x.heap", dir);
+	hc_expect(&cal, 0, "dump", "-p", v->spid, "-o", out, NULL);
+	span_us = cal.ms * 1000 + 1000;
+	hres_free(&cal);
+	for (int round = 0; round < 12 && !t_failed(); round++) {
+		const char *args[] = { "dump", "-p", v->spid, "-o", out, NULL };
+		const char *const keep[] = { "x.heap" };
+		struct hproc hp;
+		struct hres r;
+
+		unlink(out);
+		if (hc_startv(&hp, NULL, args)) {
+			t_fail("cannot start heapctl");
+			break;
+		}
+		for (long end = now_ms() + 2000; !is_heapctl(hp.pid) && now_ms() < end;)
+			usleep(100);
+		usleep((useconds_t)(span_us * (round + 1) / 13));
+		kill(hp.pid, SIGINT);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		if (r.timed_out || (WIFSIGNALED(r.status) && WTERMSIG(r.status) != SIGINT) ||
+		    (WIFEXITED(r.status) && WEXITSTATUS(r.status) > 1))
+			t_fail("round %d: %s", round, hres_desc(&r));
+		else if (WIFSIGNALED(r.status))
+			stopped++;
+		hres_free(&r);
+		if (!t_failed())
+			expect_dir_holds(dir, keep, 1);
+	}
+	t_note("dump interrupted: %d of 12 rounds ended by the signal", stopped);
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
 /* No right to ptrace the target: a clear refusal that names the fix. */
 static void test_not_permitted(void)
 {
@@ -757,5 +807,6 @@ const struct itest t_err_tests[] = {
 	{ "error-output-paths", test_output_paths, 0 },
 	{ "error-leak-validates", test_leak_validates, 0 },
 	{ "error-odd-pids", test_odd_pids, 0 },
+	{ "error-interrupted-dump", test_interrupted_dump, 0 },
 	{ NULL, NULL, 0 },
 };
