@@ -612,8 +612,15 @@ static void test_output_stdout(void)
 	snprintf(dash, sizeof(dash), "%s/-", dir);
 	snprintf(heap, sizeof(heap), "%s/saved.heap", dir);
 
-	if (hc_expect(&r, 0, "dump", "-p", v->spid, "-o", "-", NULL))
+	{
+		const char *const args[] = { "dump", "-p", v->spid, "-o", "-", NULL };
+
+		hc_runv(&r, dir, args);
+	}
+	if (hres_crash(&r) || hres_exit(&r) != 0) {
+		t_fail("dump -o -: %s", hres_desc(&r));
 		goto out;
+	}
 	if (strncmp(r.out, "heap_v2/", 8)) {
 		t_fail("dump -o -: stdout is not the profile: %.100s", r.out);
 		goto out;
