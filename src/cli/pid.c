@@ -189,23 +189,28 @@ static const char *base_name(const char *s)
 	return b ? b + 1 : s;
 }
 
-/* Does pid go by name, as pidof sees it: comm, the exe's or argv[0]'s basename? */
+/*
+ * Does pid go by name, as pidof sees it: comm, the exe's or argv[0]'s
+ * basename?  A name with a '/' is a path: the exe's or argv[0] as a whole.
+ */
 static bool named(pid_t pid, const char *name)
 {
+	bool path_given = strchr(name, '/') != NULL;
 	char buf[PATH_MAX], path[64];
 	ssize_t n;
 
-	if (cli_read_comm(pid, buf, sizeof(buf)) == 0 && !strcmp(buf, name))
+	if (!path_given && cli_read_comm(pid, buf, sizeof(buf)) == 0 && !strcmp(buf, name))
 		return true;
 	if (cli_read_exe(pid, buf, sizeof(buf)) == 0) {
 		n = (ssize_t)strlen(buf);
 		if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
 			buf[n - 10] = '\0';
-		if (!strcmp(base_name(buf), name))
+		if (!strcmp(path_given ? buf : base_name(buf), name))
 			return true;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	if (read_file(path, buf, sizeof(buf)) > 0 && !strcmp(base_name(buf), name))
+	if (read_file(path, buf, sizeof(buf)) > 0 &&
+	    !strcmp(path_given ? buf : base_name(buf), name))
 		return true;
 	return false;
 }
