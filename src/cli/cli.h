@@ -134,6 +134,8 @@ const char *cli_out_path(struct cli_out *o, struct hc_err *err);
 FILE *cli_out_stream(struct cli_out *o, struct hc_err *err);
 /* Puts the data in place; the temporary file is gone either way. */
 int cli_out_commit(struct cli_out *o, struct hc_err *err);
+/* err: writing o failed with errno e, said about o's path (not the temporary file). */
+int cli_out_fail(const struct cli_out *o, int e, struct hc_err *err);
 /* Drops the data: nothing is left behind. */
 void cli_out_discard(struct cli_out *o);
 /* cmd_report.c: ".svg" for HC_FMT_SVG... (the suffix -> format table) */

@@ -134,6 +134,11 @@ static int file_error(const struct cli_out *o, const char *path, int e, struct h
 	return -1;
 }
 
+int cli_out_fail(const struct cli_out *o, int e, struct hc_err *err)
+{
+	return file_error(o, o->how == CLI_OUT_STDOUT ? "stdout" : o->path, e ? e : EIO, err);
+}
+
 /* A private file in $TMPDIR (or /tmp) for data that is copied somewhere at the end. */
 static int tmp_elsewhere(struct cli_out *o, struct hc_err *err)
 {
@@ -335,8 +340,9 @@ int cli_out_commit(struct cli_out *o, struct hc_err *err)
 		cli_flush();
 		if (copy_to(o->tmp, STDOUT_FILENO)) {
 			/* "| head" went away: not an error worth a message (main.c's finish()). */
-			cli_stdout_failed(errno);
-			if (errno != EPIPE)
+			if (errno == EPIPE)
+				cli_stdout_failed(EPIPE);
+			else
 				rc = file_error(o, "stdout", errno, err);
 		}
 	} else {
