@@ -823,6 +823,13 @@ static void test_pid_by_name(void)
 	    !strstr(r.err, "heapctl list"))
 		t_fail("stats -p %s: %s: %.300s", bad, hres_desc(&r), r.err);
 	hres_free(&r);
+	/* report's optional -p goes through the same lookup */
+	if (!t_failed()) {
+		hc_run(&r, NULL, "report", "/dev/null", "-p", name, NULL);
+		if (hres_crash(&r) || hres_exit(&r) != 2 || !strstr(r.err, "2 processes are named"))
+			t_fail("report -p NAME with two matches: %s: %.300s", hres_desc(&r), r.err);
+		hres_free(&r);
+	}
 	if (!t_failed() && !victim_check(&a, 0))
 		victim_check(&b, 0);
 	goto out;
