@@ -60,7 +60,8 @@ struct cli_cmd {
 
 struct cli_env {
 	const struct cli_cmd *cmd;
-	pid_t pid;                 /* 0 until -p */
+	pid_t pid;                 /* 0 until -p is resolved (pid.c) */
+	const char *pid_arg;       /* -p as given: a pid or a process name */
 	struct hc_target_opts topts;
 	unsigned int seen;         /* CLI_O_* given on the command line */
 	int verbose;               /* number of -v */
@@ -99,6 +100,58 @@ int cli_stdout_errno(void);
 struct hc_target *cli_open(const struct cli_env *env, pid_t pid, struct hc_err *err);
 void cli_close(struct hc_target *t);
 
+/*
+ * out.c: a file heapctl writes (-o, --svg, --folded), checked and created
+ * (as a temporary file beside it) before the target is touched, renamed
+ * into place by cli_out_commit().  "-" is stdout.
+ */
+enum cli_out_how {
+	CLI_OUT_RENAME, /* a regular file: temporary beside it, renamed over it */
+	CLI_OUT_COPY,   /* an existing non-regular file (/dev/null, a FIFO): written in place */
+	CLI_OUT_STDOUT, /* "-" */
+};
+
+struct cli_out {
+	const char *path;    /* as given */
+	const char *opt;     /* "-o", "--svg"...: named in messages */
+	const char *suffix;  /* for the "give a file name" hint */
+	bool defaulted;      /* heapctl chose the name: hints mention -o */
+	enum cli_out_how how;
+	char dir[4096];      /* the directory the file goes into */
+	char tmp[4096];      /* the temporary file, "" if none (yet) */
+	int fd;
+	FILE *f;
+};
+
+bool cli_out_is_stdout(const char *path);
+/*
+ * opt: the option that named path ("-o"), NULL if heapctl chose the name;
+ * fmt: an HC_FMT_* for the hint's example suffix, or -1 for a heap profile.
+ */
+int cli_out_open(struct cli_out *o, const char *path, const char *opt, int fmt,
+		 struct hc_err *err);
+/* A path the data can be written to (the library's dump), or NULL. */
+const char *cli_out_path(struct cli_out *o, struct hc_err *err);
+/* A stream for the data (stdout itself for "-"), or NULL. */
+FILE *cli_out_stream(struct cli_out *o, struct hc_err *err);
+/* Puts the data in place; the temporary file is gone either way. */
+int cli_out_commit(struct cli_out *o, struct hc_err *err);
+/* err: writing o failed with errno e, said about o's path (not the temporary file). */
+int cli_out_fail(const struct cli_out *o, int e, struct hc_err *err);
+/* Drops the data: nothing is left behind. */
+void cli_out_discard(struct cli_out *o);
+/* cmd_report.c: ".svg" for HC_FMT_SVG... (the suffix -> format table) */
+const char *cli_format_suffix(int fmt);
+
+/*
+ * pid.c: -p PID or -p NAME (like pidof) into env->pid, refusing with its
+ * own message a kernel thread, a zombie, a thread id, a --tid of another
+ * process.  Returns CLI_EXIT_OK, or the exit status after saying why.
+ */
+int cli_resolve_pid(struct cli_env *env);
+/* A pid or tid: digits, 1 to pid_max - 1; else -1 with why ("what" names it). */
+int cli_parse_id(const char *s, const char *what, pid_t *out, char *why, size_t len);
+
 /* util.c: parsing and formatting */
 int cli_parse_pid(const char *s, pid_t *out);
 int cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
@@ -126,7 +179,5 @@ int cmd_set(struct cli_env *env);
 int cmd_report(struct cli_env *env);
 int cmd_leak(struct cli_env *env);
 int cmd_maps(struct cli_env *env);
-/* cmd_report.c: render a profile just dumped from env->pid (dump --svg/--folded) */
-int cli_dump_render(struct cli_env *env, const char *heap_path);
 
 #endif /* HEAPCTL_CLI_H */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_report.h"
 
 /* ./heapctl.<pid>.<n>.heap with the first n that is free, as jeprof.<pid>.<seq> counts. */
 static int default_path(pid_t pid, char *buf, size_t len)
@@ -25,7 +26,8 @@ static int default_path(pid_t pid, char *buf, size_t len)
 }
 
 /* The command that reads it: jeprof for jemalloc's profiles, pprof for gperftools'. */
-static void print_next(const struct cli_env *env, const char *allocator, const char *path)
+static void print_next(const struct cli_env *env, FILE *msg, const char *allocator,
+		       const char *path)
 {
 	char exe[PATH_MAX];
 	bool gperf = allocator && !strncmp(allocator, "tcmalloc", 8);
@@ -34,21 +36,21 @@ static void print_next(const struct cli_env *env, const char *allocator, const c
 	 * Both want the binary for symbols.  If it was replaced on disk since
 	 * the process started (an upgrade), only /proc/PID/exe still reaches it.
 	 */
-	fputs(gperf ? "next: pprof --text " : "next: jeprof --text ", stdout);
+	fputs(gperf ? "next: pprof --text " : "next: jeprof --text ", msg);
 	if (cli_read_exe(env->pid, exe, sizeof(exe)) == 0) {
 		size_t n = strlen(exe);
 
 		if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
 			snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)env->pid);
-		cli_shell_quote(stdout, exe);
+		cli_shell_quote(msg, exe);
 	} else {
-		fputs("BINARY", stdout);
+		fputs("BINARY", msg);
 	}
-	putchar(' ');
-	cli_shell_quote(stdout, path);
-	putchar('\n');
+	fputc(' ', msg);
+	cli_shell_quote(msg, path);
+	fputc('\n', msg);
 	if (gperf)
-		printf("      (pprof is google-pprof in Debian's google-perftools; or: heapctl report "
+		fprintf(msg, "      (pprof is google-pprof in Debian's google-perftools; or: heapctl report "
 		       "%s -p %d)\n", path, (int)env->pid);
 }
 
@@ -56,13 +58,26 @@ int cmd_dump(struct cli_env *env)
 {
 	char path[PATH_MAX], size[32], allocator[32];
 	bool enabled = false, active = false;
+	struct cli_out heap, svg, folded;
+	struct hc_report *r = NULL;
+	struct hc_prof *prof = NULL;
+	const char *tmp;
 	struct hc_target *t;
 	struct hc_where w;
 	struct hc_err err;
 	struct stat st;
-	int have;
+	FILE *msg;
+	int rc = CLI_EXIT_FAIL, nstdout;
 
 	memset(&err, 0, sizeof(err));
+	nstdout = cli_out_is_stdout(env->output) + cli_out_is_stdout(env->svg) +
+		  cli_out_is_stdout(env->folded);
+	if (nstdout > 1)
+		return cli_usage(env, "only one of -o, --svg and --folded can be '-' (stdout)");
+	/* Whatever goes to stdout is the data alone; what was written is said on stderr. */
+	msg = nstdout || env->json ? stderr : stdout;
+	if (env->json && cli_out_is_stdout(env->output))
+		return cli_usage(env, "dump --json prints its summary on stdout; give -o a file name");
 	if (env->output) {
 		snprintf(path, sizeof(path), "%s", env->output);
 	} else if (default_path(env->pid, path, sizeof(path))) {
@@ -73,9 +88,25 @@ int cmd_dump(struct cli_env *env)
 		return cli_fail(env, &err);
 	}
 
+	/*
+	 * Every output is checked and created before a thread is borrowed: a
+	 * path that cannot be written costs the target nothing.
+	 */
+	memset(&svg, 0, sizeof(svg));
+	memset(&folded, 0, sizeof(folded));
+	svg.fd = folded.fd = -1;
+	if (cli_out_open(&heap, path, env->output ? "-o" : NULL, -1, &err))
+		return cli_fail(env, &err);
+	if ((env->svg && cli_out_open(&svg, env->svg, "--svg", HC_FMT_SVG, &err)) ||
+	    (env->folded && cli_out_open(&folded, env->folded, "--folded", HC_FMT_FOLDED, &err)))
+		goto fail;
+	tmp = cli_out_path(&heap, &err);
+	if (!tmp)
+		goto fail;
+
 	t = cli_open(env, env->pid, &err);
 	if (!t)
-		return cli_fail(env, &err);
+		goto fail;
 	memset(&w, 0, sizeof(w));
 	hc_target_where(t, &w);
 	snprintf(allocator, sizeof(allocator), "%s", w.allocator ? w.allocator : "");
@@ -96,19 +127,35 @@ int cmd_dump(struct cli_env *env)
 				(int)env->pid, (int)env->pid);
 	}
 	memset(&err, 0, sizeof(err));
-	if (hc_prof_dump(t, path, &err)) {
+	if (hc_prof_dump(t, tmp, &err)) {
 		cli_close(t);
-		return cli_fail(env, &err);
+		/* Writing the local copy failed (a full disk): say it of the file asked for. */
+		if (strstr(err.msg, tmp))
+			cli_out_fail(&heap, err.sys_errno, &err);
+		goto fail;
 	}
 	cli_timing(env, t);
 	cli_close(t);
 
-	have = stat(path, &st);
+	/* Render it now, symbolized against the live process's own files. */
+	if (env->svg || env->folded) {
+		char name[64];
+
+		if (cli_out_is_stdout(path))
+			snprintf(name, sizeof(name), "pid %d", (int)env->pid);
+		rc = cli_dump_render(env, tmp, cli_out_is_stdout(path) ? name : path, &svg,
+				     &folded, &prof, &r);
+		if (rc)
+			goto keep; /* the profile itself is still worth keeping */
+	}
+	if (cli_out_commit(&heap, &err))
+		goto fail;
 	if (env->json) {
-		fputs("{\"pid\":", stdout);
-		printf("%d,\"path\":", (int)env->pid);
+		bool have = !cli_out_is_stdout(path) && stat(path, &st) == 0;
+
+		printf("{\"pid\":%d,\"path\":", (int)env->pid);
 		cli_json_str(stdout, path);
-		if (have == 0)
+		if (have)
 			printf(",\"bytes\":%llu", (unsigned long long)st.st_size);
 		else
 			fputs(",\"bytes\":null", stdout);
@@ -117,16 +164,43 @@ int cmd_dump(struct cli_env *env)
 		printf(",\"format\":\"%s\",\"active\":%s}\n",
 		       strncmp(allocator, "tcmalloc", 8) ? "jemalloc" : "gperftools",
 		       cli_bool(active));
-	} else if (have == 0) {
-		printf("wrote %s (%s)\n", path, cli_size((uint64_t)st.st_size, size, sizeof(size)));
-	} else {
-		printf("wrote %s\n", path);
+	} else if (!cli_out_is_stdout(path)) {
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+			fprintf(msg, "wrote %s (%s)\n", path,
+				cli_size((uint64_t)st.st_size, size, sizeof(size)));
+		else
+			fprintf(msg, "wrote %s\n", path);
 	}
-
-	/* Render it now, symbolized against the live process's own files. */
+	if (env->svg) {
+		if (cli_out_commit(&svg, &err))
+			goto fail;
+		cli_report_wrote(msg, env->svg, HC_FMT_SVG, r, env->objects);
+	}
+	if (env->folded) {
+		if (cli_out_commit(&folded, &err))
+			goto fail;
+		cli_report_wrote(msg, env->folded, HC_FMT_FOLDED, r, env->objects);
+	}
+	hc_report_free(r);
+	hc_prof_free(prof);
 	if (env->svg || env->folded)
-		return cli_dump_render(env, path);
+		return CLI_EXIT_OK;
 	if (!env->json)
-		print_next(env, allocator, path);
+		print_next(env, msg, allocator, cli_out_is_stdout(path) ? "FILE" : path);
 	return CLI_EXIT_OK;
+keep:
+	if (!cli_out_commit(&heap, &err) && !cli_out_is_stdout(path))
+		fprintf(stderr, "heapctl: the profile itself was written to %s\n", path);
+	cli_out_discard(&svg);
+	cli_out_discard(&folded);
+	hc_report_free(r);
+	hc_prof_free(prof);
+	return rc;
+fail:
+	cli_out_discard(&heap);
+	cli_out_discard(&svg);
+	cli_out_discard(&folded);
+	hc_report_free(r);
+	hc_prof_free(prof);
+	return cli_fail(env, &err);
 }

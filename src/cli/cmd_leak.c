@@ -9,8 +9,8 @@
  *   5. print the top growing functions and stacks, write the flamegraph.
  *
  * The target is attached only for each step, never during the wait.  A
- * SIGINT/SIGTERM/SIGHUP during the wait ends it early: prof.active is still
- * restored before heapctl exits.
+ * SIGINT/SIGTERM/SIGHUP during the wait ends it early: the second profile
+ * is taken at once, prof.active restored, and the growth so far reported.
  */
 #include <errno.h>
 #include <limits.h>
@@ -58,11 +58,39 @@ int cli_parse_duration(const char *s, unsigned int *ms)
 	return cli_parse_seconds(s, ms);
 }
 
+/*
+ * The signals that end the wait early.  They are caught from before the
+ * first profile to the end: a signal is then never the end of heapctl
+ * with prof.active left on.  While a thread is borrowed they are held
+ * (cli_open), and the library finishes its call and restores the target.
+ */
+static const int stop_sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 static volatile sig_atomic_t stop_sig;
+static struct sigaction old_sa[3];
 
 static void on_stop(int sig)
 {
 	stop_sig = sig;
+}
+
+static void catch_stops(void)
+{
+	struct sigaction sa;
+	int i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 3; i++)
+		sigaction(stop_sigs[i], &sa, &old_sa[i]);
+}
+
+static void release_stops(void)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		sigaction(stop_sigs[i], &old_sa[i], NULL);
 }
 
 static double now_s(void)
@@ -76,17 +104,14 @@ static double now_s(void)
 /* Sleep ms, showing progress on a terminal; false if a signal ended the wait. */
 static bool wait_ms(unsigned int ms)
 {
-	struct sigaction sa, old[3];
-	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	bool tty = isatty(STDERR_FILENO);
 	double start = now_s(), end = start + ms / 1000.0;
-	int shown = -1, i;
+	int shown = -1;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < 3; i++)
-		sigaction(sigs[i], &sa, &old[i]);
+	/* Said once without a terminal too: scripts and supervisors see the wait begin. */
+	if (!tty)
+		fprintf(stderr, "heapctl: measuring growth for %.1f s (SIGINT or SIGTERM ends "
+				"early)\n", ms / 1000.0);
 	while (!stop_sig) {
 		double t = now_s(), left = end - t;
 		struct timespec ts;
@@ -106,12 +131,10 @@ static bool wait_ms(unsigned int ms)
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
-	for (i = 0; i < 3; i++)
-		sigaction(sigs[i], &old[i], NULL);
 	return !stop_sig;
 }
 
-/* Put prof.active back to false on a fresh attach (the first one is closed). */
+/* Put prof.active back to false on a fresh attach. */
 static void restore_inactive(struct cli_env *env)
 {
 	struct hc_target *t;
@@ -128,8 +151,12 @@ static void restore_inactive(struct cli_env *env)
 	cli_close(t);
 }
 
-/* One dump into path, activating profiling first if asked. */
-static int dump_once(struct cli_env *env, const char *path, bool *was_active, bool first,
+/*
+ * One dump into path.  The first activates profiling if it was off (and
+ * says so in *activated as soon as it did); the second turns it back off
+ * in the same attach.
+ */
+static int dump_once(struct cli_env *env, const char *path, bool first, bool *activated,
 		     struct hc_err *err)
 {
 	struct hc_target *t;
@@ -141,15 +168,24 @@ static int dump_once(struct cli_env *env, const char *path, bool *was_active, bo
 	if (first) {
 		if (hc_prof_get(t, &enabled, &active, err))
 			goto fail;
-		*was_active = active;
 		if (!active) {
 			if (hc_prof_set(t, true, err))
 				goto fail;
+			*activated = true;
 			cli_log(HC_LOG_INFO, "prof.active turned on for the measurement");
 		}
 	}
 	if (hc_prof_dump(t, path, err))
 		goto fail;
+	if (!first && *activated) {
+		struct hc_err e2;
+
+		memset(&e2, 0, sizeof(e2));
+		if (hc_prof_set(t, false, &e2) == 0) {
+			*activated = false;
+			cli_log(HC_LOG_INFO, "prof.active restored to false");
+		}
+	}
 	cli_timing(env, t);
 	cli_close(t);
 	return 0;
@@ -198,60 +234,67 @@ int cmd_leak(struct cli_env *env)
 {
 	unsigned int for_ms = env->for_ms ? env->for_ms : 30000;
 	char dir[] = "/tmp/heapctl-leak.XXXXXX", a[64], b[64], outbuf[64];
-	const char *out = env->output;
+	const char *path = env->output;
 	struct hc_prof *pa = NULL, *pb = NULL;
 	struct hc_report *r = NULL;
 	struct hc_report_opts ro;
 	struct hc_write_opts wo;
 	struct hc_report_totals tot;
+	struct cli_out out;
 	struct hc_err err;
-	bool was_active = true, activated = false;
+	bool activated = false, was_off, to_stdout = cli_out_is_stdout(env->output);
 	double t0, t1;
-	int fmt, rc = CLI_EXIT_FAIL;
+	int fmt, rc;
 	char gb[32], nb[32];
+	FILE *msg = to_stdout ? stderr : stdout;
 
+	/*
+	 * Every argument is checked before the first profile, let alone the
+	 * wait: a mistake found after --for would throw the measurement away.
+	 */
 	memset(&err, 0, sizeof(err));
-	if (!out) {
-		snprintf(outbuf, sizeof(outbuf), "./heapctl-leak.%d.svg", (int)env->pid);
-		out = outbuf;
+	rc = cli_output_format(env, env->output, HC_FMT_SVG, &fmt);
+	if (rc)
+		return rc;
+	if (fmt == HC_FMT_PPROF && to_stdout && isatty(STDOUT_FILENO))
+		return cli_usage(env, "pprof output is binary; name a file with -o FILE.pb.gz");
+	if (!path) {
+		snprintf(outbuf, sizeof(outbuf), "./heapctl-leak.%d%s", (int)env->pid,
+			 cli_format_suffix(fmt));
+		path = outbuf;
 	}
-	fmt = cli_format_of_path(out);
-	if (fmt < 0)
-		fmt = HC_FMT_SVG;
-	if (env->format) {
-		fmt = hc_report_format_parse(env->format);
-		if (fmt < 0)
-			return cli_usage(env, "unknown format '%s' (folded, svg, pprof, text, json)",
-					 env->format);
-	}
+	if (cli_out_open(&out, path, env->output ? "-o" : NULL, fmt, &err))
+		return cli_fail(env, &err);
 	if (!mkdtemp(dir)) {
+		cli_out_discard(&out);
 		err.code = HC_E_IO;
 		snprintf(err.msg, sizeof(err.msg), "cannot create a directory in /tmp: %s",
 			 strerror(errno));
+		snprintf(err.hint, sizeof(err.hint), "heapctl needs a writable /tmp");
 		return cli_fail(env, &err);
 	}
 	snprintf(a, sizeof(a), "%s/base.heap", dir);
 	snprintf(b, sizeof(b), "%s/new.heap", dir);
 
-	if (dump_once(env, a, &was_active, true, &err))
+	rc = CLI_EXIT_FAIL;
+	stop_sig = 0;
+	catch_stops();
+	if (dump_once(env, a, true, &activated, &err))
 		goto fail;
-	activated = !was_active;
+	was_off = activated;
 	t0 = now_s();
-	if (!wait_ms(for_ms)) {
-		fprintf(stderr, "heapctl: interrupted; ");
-		if (activated) {
-			fputs("turning profiling back off\n", stderr);
-			restore_inactive(env);
-		} else {
-			fputs("nothing to restore\n", stderr);
-		}
-		rc = 128 + stop_sig;
-		goto out;
-	}
-	if (dump_once(env, b, &was_active, false, &err))
+	/*
+	 * Ctrl-C ends the wait, not the command: what grew so far is measured
+	 * and reported like a full run.
+	 */
+	if (!wait_ms(for_ms))
+		fprintf(stderr, "heapctl: SIG%s after %.1f s: taking the second profile now\n",
+			sigabbrev_np(stop_sig), now_s() - t0);
+	if (dump_once(env, b, false, &activated, &err))
 		goto fail;
 	t1 = now_s();
 	if (activated) {
+		/* the second attach could not turn it off: one more try */
 		restore_inactive(env);
 		activated = false;
 	}
@@ -270,8 +313,8 @@ int cmd_leak(struct cli_env *env)
 		goto fail;
 	if (env->json) {
 		wo.top = 0;
-		if (cli_report_to(r, fmt, &wo, out, &err) ||
-		    print_json(env, r, t1 - t0 > 0.001 ? t1 - t0 : 0.001, was_active, out, fmt,
+		if (cli_report_out(r, fmt, &wo, &out, &err) || cli_out_commit(&out, &err) ||
+		    print_json(env, r, t1 - t0 > 0.001 ? t1 - t0 : 0.001, !was_off, path, fmt,
 			       &err))
 			goto fail;
 		rc = CLI_EXIT_OK;
@@ -283,25 +326,25 @@ int cmd_leak(struct cli_env *env)
 		double secs = t1 - t0 > 0.001 ? t1 - t0 : 0.001;
 
 		if (env->objects) {
-			printf("pid %d: %+.0f objects in %.1f s (%.1f objects/s)\n", (int)env->pid,
-			       grew, secs, grew / secs);
+			fprintf(msg, "pid %d: %+.0f objects in %.1f s (%.1f objects/s)\n",
+				(int)env->pid, grew, secs, grew / secs);
 		} else {
 			cli_size(grew > 0 ? (uint64_t)grew : (uint64_t)-grew, gb, sizeof(gb));
 			cli_size(grew > 0 ? (uint64_t)(grew / secs) : (uint64_t)(-grew / secs), nb,
 				 sizeof(nb));
-			printf("pid %d: heap %s by %s in %.1f s (%s/s)%s\n", (int)env->pid,
-			       grew >= 0 ? "grew" : "shrank", gb, secs, nb,
-			       activated || !was_active ? "; profiling was off before" : "");
+			fprintf(msg, "pid %d: heap %s by %s in %.1f s (%s/s)%s\n", (int)env->pid,
+				grew >= 0 ? "grew" : "shrank", gb, secs, nb,
+				was_off ? "; profiling was off before" : "");
 		}
 	}
-	printf("\n");
-	if (cli_report_to(r, HC_FMT_TEXT, &wo, NULL, &err))
+	fputc('\n', msg);
+	if (cli_report_to(r, HC_FMT_TEXT, &wo, msg, &err))
 		goto fail;
-	printf("\n");
+	fputc('\n', msg);
 	wo.top = 0;
-	if (cli_report_to(r, fmt, &wo, out, &err))
+	if (cli_report_out(r, fmt, &wo, &out, &err) || cli_out_commit(&out, &err))
 		goto fail;
-	cli_report_wrote(out, fmt, r, env->objects);
+	cli_report_wrote(msg, path, fmt, r, env->objects);
 	rc = CLI_EXIT_OK;
 	goto out;
 fail:
@@ -309,6 +352,8 @@ fail:
 		restore_inactive(env);
 	rc = cli_fail(env, &err);
 out:
+	release_stops();
+	cli_out_discard(&out);
 	hc_report_free(r);
 	hc_prof_free(pa);
 	hc_prof_free(pb);

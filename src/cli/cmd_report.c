@@ -14,28 +14,81 @@
 #include "cli.h"
 #include "cli_report.h"
 
-static bool ends_with(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
+/*
+ * The one suffix -> format table, for report and leak alike.  The first
+ * suffix of each format is the one heapctl uses when it names a file.
+ */
+static const struct {
+	const char *suffix;
+	int fmt;
+} suffixes[] = {
+	{ ".folded", HC_FMT_FOLDED },	{ ".collapsed", HC_FMT_FOLDED },
+	{ ".folded.txt", HC_FMT_FOLDED }, { ".svg", HC_FMT_SVG },
+	{ ".pb.gz", HC_FMT_PPROF },	{ ".pb", HC_FMT_PPROF },
+	{ ".pprof", HC_FMT_PPROF },	{ ".proto.gz", HC_FMT_PPROF },
+	{ ".txt", HC_FMT_TEXT },	{ ".text", HC_FMT_TEXT },
+	{ ".json", HC_FMT_JSON },
+};
 
-	return n >= m && !strcmp(s + n - m, suf);
-}
+#define NSUFFIXES (sizeof(suffixes) / sizeof(suffixes[0]))
 
 int cli_format_of_path(const char *path)
 {
-	if (ends_with(path, ".folded") || ends_with(path, ".collapsed") ||
-	    ends_with(path, ".folded.txt"))
-		return HC_FMT_FOLDED;
-	if (ends_with(path, ".svg"))
-		return HC_FMT_SVG;
-	if (ends_with(path, ".pb.gz") || ends_with(path, ".pb") || ends_with(path, ".pprof") ||
-	    ends_with(path, ".proto.gz"))
-		return HC_FMT_PPROF;
-	if (ends_with(path, ".txt") || ends_with(path, ".text"))
-		return HC_FMT_TEXT;
-	if (ends_with(path, ".json"))
-		return HC_FMT_JSON;
-	return -1;
+	size_t i, n = strlen(path), best = 0;
+	int fmt = -1;
+
+	/* The longest suffix wins: "x.folded.txt" is folded, not text. */
+	for (i = 0; i < NSUFFIXES; i++) {
+		size_t m = strlen(suffixes[i].suffix);
+
+		if (n > m && m > best && !strcmp(path + n - m, suffixes[i].suffix)) {
+			best = m;
+			fmt = suffixes[i].fmt;
+		}
+	}
+	return fmt;
+}
+
+const char *cli_format_suffix(int fmt)
+{
+	size_t i;
+
+	for (i = 0; i < NSUFFIXES; i++)
+		if (suffixes[i].fmt == fmt)
+			return suffixes[i].suffix;
+	return "";
+}
+
+int cli_output_format(const struct cli_env *env, const char *path, int dflt, int *fmt)
+{
+	char known[128] = "";
+	struct stat st;
+	size_t i;
+
+	if (env->format) {
+		*fmt = hc_report_format_parse(env->format);
+		if (*fmt < 0)
+			return cli_usage(env, "unknown format '%s' (folded, svg, pprof, text, json)",
+					 env->format);
+		return CLI_EXIT_OK;
+	}
+	if (!path || cli_out_is_stdout(path)) {
+		*fmt = dflt;
+		return CLI_EXIT_OK;
+	}
+	*fmt = cli_format_of_path(path);
+	if (*fmt >= 0)
+		return CLI_EXIT_OK;
+	/* A directory has no suffix to tell: cli_out_open() says what is wrong with it. */
+	if (path[strlen(path) - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+		*fmt = dflt;
+		return CLI_EXIT_OK;
+	}
+	for (i = 0; i < NSUFFIXES; i++)
+		snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? " " : "",
+			 suffixes[i].suffix);
+	return cli_usage(env, "cannot tell the format from '%s' (known suffixes: %s); add "
+			 "--format folded|svg|pprof|text|json", path, known);
 }
 
 void cli_report_opts(const struct cli_env *env, pid_t pid, struct hc_report_opts *ro,
@@ -52,81 +105,32 @@ void cli_report_opts(const struct cli_env *env, pid_t pid, struct hc_report_opts
 	wo->top = (unsigned)env->top;
 }
 
-/*
- * Write r as fmt to path ("-" or NULL: stdout).  Files are written beside
- * their final name and renamed, so a failed run never leaves half an SVG.
- */
-int cli_report_to(struct hc_report *r, int fmt, const struct hc_write_opts *wo,
-		  const char *path, struct hc_err *err)
+int cli_report_to(struct hc_report *r, int fmt, const struct hc_write_opts *wo, FILE *f,
+		  struct hc_err *err)
 {
-	char tmp[4096];
-	struct stat st;
-	FILE *f;
-	int rc;
+	int rc = hc_report_write(r, (enum hc_report_format)fmt, wo, f, err);
 
-	if (!path || !strcmp(path, "-")) {
-		rc = hc_report_write(r, (enum hc_report_format)fmt, wo, stdout, err);
-		/* "| head" went away: not an error worth a message (main.c's finish()). */
-		if (rc && err->code == HC_E_IO) {
-			cli_stdout_failed(err->sys_errno);
-			if (err->sys_errno == EPIPE)
-				return 0;
-		}
-		return rc;
+	/* "| head" went away: not an error worth a message (main.c's finish()). */
+	if (rc && f == stdout && err->code == HC_E_IO) {
+		cli_stdout_failed(err->sys_errno);
+		if (err->sys_errno == EPIPE)
+			return 0;
 	}
-	/* /dev/null, a FIFO, /dev/stdout: write in place, never rename over them. */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		f = fopen(path, "we");
-		if (!f) {
-			err->code = HC_E_IO;
-			err->sys_errno = errno;
-			snprintf(err->msg, sizeof(err->msg), "cannot write %s: %s", path,
-				 strerror(errno));
-			return -1;
-		}
-		rc = hc_report_write(r, (enum hc_report_format)fmt, wo, f, err);
-		if (fclose(f) && !rc) {
-			err->code = HC_E_IO;
-			err->sys_errno = errno;
-			snprintf(err->msg, sizeof(err->msg), "writing %s: %s", path, strerror(errno));
-			rc = -1;
-		}
-		return rc;
-	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= sizeof(tmp)) {
-		err->code = HC_E_IO;
-		snprintf(err->msg, sizeof(err->msg), "output path too long");
-		return -1;
-	}
-	f = fopen(tmp, "we");
-	if (!f) {
-		err->code = HC_E_IO;
-		err->sys_errno = errno;
-		snprintf(err->msg, sizeof(err->msg), "cannot write %s: %s", path, strerror(errno));
-		snprintf(err->hint, sizeof(err->hint), "check the directory exists and is writable");
-		return -1;
-	}
-	rc = hc_report_write(r, (enum hc_report_format)fmt, wo, f, err);
-	if (fclose(f) && !rc) {
-		err->code = HC_E_IO;
-		err->sys_errno = errno;
-		snprintf(err->msg, sizeof(err->msg), "writing %s: %s", path, strerror(errno));
-		rc = -1;
-	}
-	if (!rc && rename(tmp, path)) {
-		err->code = HC_E_IO;
-		err->sys_errno = errno;
-		snprintf(err->msg, sizeof(err->msg), "cannot write %s: %s", path, strerror(errno));
-		rc = -1;
-	}
-	if (rc)
-		unlink(tmp);
 	return rc;
+}
+
+int cli_report_out(struct hc_report *r, int fmt, const struct hc_write_opts *wo,
+		   struct cli_out *o, struct hc_err *err)
+{
+	FILE *f = cli_out_stream(o, err);
+
+	return f ? cli_report_to(r, fmt, wo, f, err) : -1;
 }
 
 static const char *const fmt_names[] = { "folded", "svg", "pprof", "text", "json" };
 
-void cli_report_wrote(const char *path, int fmt, const struct hc_report *r, bool objects)
+void cli_report_wrote(FILE *to, const char *path, int fmt, const struct hc_report *r,
+		      bool objects)
 {
 	struct hc_report_totals t;
 	struct stat st;
@@ -139,13 +143,15 @@ void cli_report_wrote(const char *path, int fmt, const struct hc_report *r, bool
 		snprintf(tot, sizeof(tot), "%.0f objects", v);
 	else
 		cli_size(v > 0 ? (uint64_t)v : (uint64_t)-v, tot, sizeof(tot));
-	printf("wrote %s (%s", path, fmt_names[fmt]);
+	if (cli_out_is_stdout(path))
+		return;
+	fprintf(to, "wrote %s (%s", path, fmt_names[fmt]);
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-		printf(", %s", cli_size((uint64_t)st.st_size, size, sizeof(size)));
+		fprintf(to, ", %s", cli_size((uint64_t)st.st_size, size, sizeof(size)));
 	if (t.diff)
-		printf(", %zu stacks, %s%s change)\n", t.nstacks, v < 0 ? "-" : "+", tot);
+		fprintf(to, ", %zu stacks, %s%s change)\n", t.nstacks, v < 0 ? "-" : "+", tot);
 	else
-		printf(", %zu stacks, %s live)\n", t.nstacks, tot);
+		fprintf(to, ", %zu stacks, %s live)\n", t.nstacks, tot);
 }
 
 int cmd_report(struct cli_env *env)
@@ -154,29 +160,26 @@ int cmd_report(struct cli_env *env)
 	struct hc_report_opts ro;
 	struct hc_write_opts wo;
 	struct hc_report *r = NULL;
+	struct cli_out out;
 	struct hc_err err;
-	int fmt, rc = CLI_EXIT_FAIL;
+	bool to_file = env->output && !cli_out_is_stdout(env->output);
+	int fmt, rc;
 
 	memset(&err, 0, sizeof(err));
-	if (env->format) {
-		fmt = hc_report_format_parse(env->format);
-		if (fmt < 0)
-			return cli_usage(env, "unknown format '%s' (folded, svg, pprof, text, json)",
-					 env->format);
-	} else if (env->output && strcmp(env->output, "-")) {
-		fmt = cli_format_of_path(env->output);
-		if (fmt < 0)
-			return cli_usage(env, "cannot tell the format from '%s'; add --format "
-					 "folded|svg|pprof|text|json", env->output);
-	} else {
-		fmt = HC_FMT_TEXT;
-	}
+	memset(&out, 0, sizeof(out));
+	out.fd = -1;
+	rc = cli_output_format(env, env->output, HC_FMT_TEXT, &fmt);
+	if (rc)
+		return rc;
 	if (env->shrink && !env->base)
 		return cli_usage(env, "--shrink needs --base FILE");
-	if (fmt == HC_FMT_PPROF && (!env->output || !strcmp(env->output, "-")) &&
-	    isatty(STDOUT_FILENO))
+	if (fmt == HC_FMT_PPROF && !to_file && isatty(STDOUT_FILENO))
 		return cli_usage(env, "pprof output is binary; name a file with -o FILE.pb.gz");
+	/* Before the work: a path that cannot be written is refused at once. */
+	if (to_file && cli_out_open(&out, env->output, "-o", fmt, &err))
+		return cli_fail(env, &err);
 
+	rc = CLI_EXIT_FAIL;
 	cli_report_opts(env, env->pid, &ro, &wo);
 	prof = hc_prof_load(env->args[0], &err);
 	if (!prof)
@@ -189,54 +192,56 @@ int cmd_report(struct cli_env *env)
 	r = hc_report_build(prof, base, &ro, &err);
 	if (!r)
 		goto fail;
-	if (cli_report_to(r, fmt, &wo, env->output, &err))
+	if (to_file) {
+		if (cli_report_out(r, fmt, &wo, &out, &err) || cli_out_commit(&out, &err))
+			goto fail;
+		cli_report_wrote(stdout, env->output, fmt, r, env->objects);
+	} else if (cli_report_to(r, fmt, &wo, stdout, &err)) {
 		goto fail;
-	if (env->output && strcmp(env->output, "-"))
-		cli_report_wrote(env->output, fmt, r, env->objects);
+	}
 	rc = CLI_EXIT_OK;
 	goto out;
 fail:
 	rc = cli_fail(env, &err);
 out:
+	cli_out_discard(&out);
 	hc_report_free(r);
 	hc_prof_free(prof);
 	hc_prof_free(base);
 	return rc;
 }
 
-int cli_dump_render(struct cli_env *env, const char *heap_path)
+int cli_dump_render(struct cli_env *env, const char *heap_path, const char *name,
+		    struct cli_out *svg, struct cli_out *folded, struct hc_prof **pp,
+		    struct hc_report **rp)
 {
 	struct hc_report_opts ro;
 	struct hc_write_opts wo;
 	struct hc_report *r = NULL;
 	struct hc_prof *prof;
 	struct hc_err err;
-	int rc = CLI_EXIT_FAIL;
+	char title[512];
 
 	memset(&err, 0, sizeof(err));
+	*rp = NULL;
+	*pp = NULL;
 	cli_report_opts(env, env->pid, &ro, &wo);
+	/* The profile is still in its temporary file: title it by its final name. */
+	snprintf(title, sizeof(title), "Heap in use: %s", name);
+	wo.title = title;
 	prof = hc_prof_load(heap_path, &err);
 	if (!prof)
 		return cli_fail(env, &err);
 	r = hc_report_build(prof, NULL, &ro, &err);
-	if (!r)
-		goto fail;
-	if (env->svg) {
-		if (cli_report_to(r, HC_FMT_SVG, &wo, env->svg, &err))
-			goto fail;
-		cli_report_wrote(env->svg, HC_FMT_SVG, r, env->objects);
+	if (!r) {
+		hc_prof_free(prof);
+		return cli_fail(env, &err);
 	}
-	if (env->folded) {
-		if (cli_report_to(r, HC_FMT_FOLDED, &wo, env->folded, &err))
-			goto fail;
-		cli_report_wrote(env->folded, HC_FMT_FOLDED, r, env->objects);
-	}
-	rc = CLI_EXIT_OK;
-	goto out;
-fail:
-	rc = cli_fail(env, &err);
-out:
-	hc_report_free(r);
-	hc_prof_free(prof);
-	return rc;
+	/* the report refers to the profile: both live until the caller frees them */
+	*rp = r;
+	*pp = prof;
+	if ((env->svg && cli_report_out(r, HC_FMT_SVG, &wo, svg, &err)) ||
+	    (env->folded && cli_report_out(r, HC_FMT_FOLDED, &wo, folded, &err)))
+		return cli_fail(env, &err);
+	return CLI_EXIT_OK;
 }

@@ -86,8 +86,9 @@ static const char dump_help[] =
 	"Read a jemalloc profile with jeprof, a tcmalloc one with pprof, either\n"
 	"with 'heapctl report'.\n";
 static const char dump_opts[] =
-	"  -o, --output FILE   where to write it (default ./heapctl.PID.N.heap\n"
-	"                      with the first N that does not exist yet)\n"
+	"  -o, --output FILE   where to write it, - for stdout (default\n"
+	"                      ./heapctl.PID.N.heap with the first N that does\n"
+	"                      not exist yet)\n"
 	"  --svg FILE          also write a flamegraph of it (see 'heapctl report')\n"
 	"  --folded FILE       also write its folded stacks\n"
 	"  --json              {\"pid\":N,\"path\":S,\"bytes\":N,\"allocator\":S,\n"
@@ -176,14 +177,14 @@ static const char report_opts[] =
 	"  --format F          folded, svg, pprof, text or json (default: from the\n"
 	"                      -o suffix: .folded .svg .pb.gz .txt .json; else text)\n"
 	"  --json              the same as --format json\n"
-	"  -o, --output FILE   write there instead of stdout\n"
+	"  -o, --output FILE   write there instead of stdout (- is stdout)\n"
 	"  --base FILE         subtract this earlier profile: show growth\n"
 	"  --shrink            with --base, folded/svg show what shrank instead\n"
 	"  --objects           weigh by live objects instead of bytes\n"
 	"  --top N             text: rows per table (default 25)\n"
 	"  --lines             add file:line to frames\n"
 	"  --no-inline         do not show inlined functions as frames\n"
-	"  -p, --pid PID       also find files through /proc/PID (containers,\n"
+	"  -p, --pid PID|NAME  also find files through /proc/PID (containers,\n"
 	"                      binaries replaced since start)\n"
 	"  --sysroot DIR       look for files and debug files under DIR first\n";
 static const char report_examples[] =
@@ -197,15 +198,16 @@ static const char leak_help[] =
 	"Find what is growing in a live process, with no restart: make sure heap\n"
 	"profiling is active, take two profiles SEC seconds apart, subtract them,\n"
 	"print the top growing functions and stacks, and write a flamegraph of\n"
-	"the growth.  prof.active is put back as it was found.  The process must\n"
+	"the growth.  prof.active is put back as it was found.  Ctrl-C during the\n"
+	"wait ends it early and reports what grew so far.  The process must\n"
 	"run with opt.prof (MALLOC_CONF=prof:true,prof_active:false costs\n"
 	"nothing until then).\n";
 static const char leak_opts[] =
 	"  --for SEC           time between the two profiles (default 30; 1.5,\n"
 	"                      500ms, 2m accepted)\n"
 	"  -o, --output FILE   flamegraph of the growth (default\n"
-	"                      ./heapctl-leak.PID.svg); .folded .pb.gz .txt .json\n"
-	"                      suffixes pick that format\n"
+	"                      ./heapctl-leak.PID.svg; - for stdout); .folded\n"
+	"                      .pb.gz .txt .json suffixes pick that format\n"
 	"  --objects           weigh by objects instead of bytes\n"
 	"  --top N             rows in the printed tables (default 10)\n"
 	"  --lines             add file:line to frames\n"
@@ -375,7 +377,7 @@ static void cmd_help(FILE *f, const struct cli_cmd *c)
 {
 	fprintf(f, "Usage: %s\n\n%s\nOptions:\n", c->usage, c->help);
 	if ((c->opts & CLI_O_PID) && !(c->opts & CLI_O_PIDOPT))
-		fputs("  -p, --pid PID       the target process\n", f);
+		fputs("  -p, --pid PID|NAME  the target process, or its name as pidof finds it\n", f);
 	if (c->options)
 		fputs(c->options, f);
 	print_common(f, c->opts, c->fn == cmd_list);
@@ -688,6 +690,7 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 {
 	unsigned long ul;
 	unsigned int seen;
+	char why[200];
 	int c, li;
 
 	opterr = 0;
@@ -701,15 +704,18 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 		switch (c) {
 		case 'p':
 			env->seen |= CLI_O_PID;
-			if (cli_parse_pid(optarg, &env->pid))
-				parse_error(ps, "invalid pid '%s' (expected a positive number)",
-					    optarg);
+			/* The last one winning silently would drive the wrong process. */
+			if (env->pid_arg)
+				parse_error(ps, "-p given twice ('%s', then '%s'): give one",
+					    env->pid_arg, optarg);
+			else if (!optarg[0])
+				parse_error(ps, "empty pid");
+			env->pid_arg = optarg; /* a pid or a name: resolved in check_env() */
 			break;
 		case OPT_TID:
 			env->seen |= CLI_O_TID;
-			if (cli_parse_pid(optarg, &env->topts.tid))
-				parse_error(ps, "invalid tid '%s' (expected a positive number)",
-					    optarg);
+			if (cli_parse_id(optarg, "tid", &env->topts.tid, why, sizeof(why)))
+				parse_error(ps, "%s", why);
 			break;
 		case OPT_TIMEOUT:
 			env->seen |= CLI_O_TIMEOUT;
@@ -859,7 +865,7 @@ static int check_env(struct cli_env *env, const struct parse_state *ps)
 				 "give -o a file name");
 	if (!(env->seen & CLI_O_TIMEOUT))
 		env->topts.timeout_ms = c->fn == cmd_list ? CLI_LIST_TIMEOUT_MS : CLI_TIMEOUT_MS;
-	return CLI_EXIT_OK;
+	return cli_resolve_pid(env);
 }
 
 /*

@@ -246,8 +246,12 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if (t->opts.tid) {
 		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, t->opts.tid);
 		if (access(path, F_OK) < 0) {
-			err_set(err, HC_E_NO_PROC, 0, "thread %d is not a thread of pid %d", t->opts.tid,
-				pid);
+			/* not "the process may have exited": the process is there, the tid is wrong */
+			char hint[96];
+
+			snprintf(hint, sizeof(hint), "give a tid listed in /proc/%d/task", pid);
+			err_sethint(err, HC_E_NO_PROC, 0, hint, "thread %d is not a thread of pid %d",
+				    t->opts.tid, pid);
 			goto fail;
 		}
 	}

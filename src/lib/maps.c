@@ -329,8 +329,12 @@ int hc_maps_read(pid_t pid, struct hc_maps *m, struct hc_err *err)
 	rc = hc_maps_parse(text, len, m, err);
 	free(text);
 	if (rc) {
-		/* a zombie or a kernel thread has no mappings */
+		/* a zombie or a kernel thread has no mappings: not a profile's problem */
 		err_context(err, "pid %d", (int)pid);
+		if (err && err->code == HC_E_FORMAT)
+			snprintf(err->hint, sizeof(err->hint),
+				 "pid %d maps nothing: a zombie or a kernel thread has no user memory",
+				 (int)pid);
 		return rc;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);

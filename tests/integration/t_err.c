@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "itest.h"
@@ -64,7 +66,8 @@ static void test_pid_nonexistent(void)
 
 static void test_pid_not_numeric(void)
 {
-	static const char *const bad[] = { "abc", "12x", "", "-5", "99999999999999999999" };
+	/* Usage errors: exit 2.  Other words are process names now (pid-by-name). */
+	static const char *const bad[] = { "", "-5", "0", "99999999999999999999" };
 	struct hres r;
 	size_t i;
 
@@ -74,6 +77,280 @@ static void test_pid_not_numeric(void)
 			t_fail("-p '%s': %s (wanted exit 2)", bad[i], hres_desc(&r));
 		hres_free(&r);
 	}
+}
+
+/* stderr must hold want and none of the process hints a file error used to get. */
+static void expect_file_error(struct hres *r, const char *what, const char *want)
+{
+	static const char *const wrong[] = { "report this as a bug", "may have exited",
+					     "target's user", "borrowed tid" };
+	size_t i;
+
+	if (expect_failure(r, what))
+		return;
+	if (!strstr(r->err, want)) {
+		t_fail("%s: stderr lacks '%s': %.300s", what, want, r->err);
+		return;
+	}
+	for (i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++)
+		if (strstr(r->err, wrong[i])) {
+			t_fail("%s: stderr says '%s': %.300s", what, wrong[i], r->err);
+			return;
+		}
+}
+
+/* Nothing but the names in keep[] may be in dir: no temporary file was left. */
+static void expect_dir_holds(const char *dir, const char *const keep[], size_t nkeep)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		t_fail("opendir %s: %s", dir, strerror(errno));
+		return;
+	}
+	while ((de = readdir(d))) {
+		bool ok = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+
+		for (size_t i = 0; i < nkeep; i++)
+			ok = ok || !strcmp(de->d_name, keep[i]);
+		if (!ok) {
+			t_fail("%s/%s was left behind", dir, de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+}
+
+/*
+ * An output that cannot be written is refused before any thread is
+ * borrowed, with a hint about the file, never about the process; and
+ * nothing, not even a temporary file, is left.
+ */
+static void test_output_paths(void)
+{
+	struct victim *v = shared_victim();
+	char dir[400], sub[480], file[480], missing[480];
+	struct hres r;
+
+	if (!v)
+		return;
+	snprintf(dir, sizeof(dir), "%s/outpaths", cfg.tmpdir);
+	mkdir(dir, 0755);
+	snprintf(sub, sizeof(sub), "%s/adir", dir);
+	mkdir(sub, 0755);
+	snprintf(missing, sizeof(missing), "%s/no-such-dir/x.heap", dir);
+
+	/* -v: "borrowed tid" would show that the target was touched first */
+	hc_run(&r, NULL, "-v", "dump", "-p", v->spid, "-o", sub, NULL);
+	expect_file_error(&r, "dump -o DIRECTORY", "names a directory");
+	if (!t_failed() && !strstr(r.err, "give a file name"))
+		t_fail("dump -o DIRECTORY: no 'give a file name' hint: %.300s", r.err);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	hc_run(&r, NULL, "-v", "dump", "-p", v->spid, "-o", missing, NULL);
+	expect_file_error(&r, "dump -o MISSING/x.heap", "does not exist");
+	if (!t_failed() && !strstr(r.err, "create it or choose another path"))
+		t_fail("dump -o MISSING/x.heap: hint: %.300s", r.err);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	/* sysfs refuses new files even to root (EACCES, or EROFS in containers) */
+	hc_run(&r, NULL, "-v", "dump", "-p", v->spid, "-o", "/sys/heapctl-test.heap", NULL);
+	expect_file_error(&r, "dump -o /sys/x.heap", "choose a writable path");
+	hres_free(&r);
+	if (t_failed())
+		return;
+	/* the other writers of files: --svg/--folded, leak and report */
+	snprintf(file, sizeof(file), "%s/ok.heap", dir);
+	hc_run(&r, NULL, "-v", "dump", "-p", v->spid, "-o", file, "--svg", missing, NULL);
+	expect_file_error(&r, "dump --svg MISSING/x", "does not exist");
+	hres_free(&r);
+	if (t_failed())
+		return;
+	hc_run(&r, NULL, "-v", "dump", "-p", v->spid, "-o", file, "--folded", sub, NULL);
+	expect_file_error(&r, "dump --folded DIRECTORY", "names a directory");
+	hres_free(&r);
+	if (t_failed())
+		return;
+	hc_run(&r, NULL, "-v", "leak", "-p", v->spid, "--for", "1h", "-o", sub, NULL);
+	expect_file_error(&r, "leak -o DIRECTORY", "names a directory");
+	hres_free(&r);
+	if (t_failed())
+		return;
+	hc_run(&r, NULL, "report", "/dev/null", "-o", missing, "--format", "text", NULL);
+	expect_file_error(&r, "report -o MISSING/x", "does not exist");
+	hres_free(&r);
+	if (t_failed())
+		return;
+	{
+		const char *const keep[] = { "adir" };
+
+		expect_dir_holds(dir, keep, 1);
+		if (!t_failed())
+			expect_dir_holds(sub, NULL, 0);
+	}
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
+/*
+ * leak checks its arguments before it starts: a mistake is not found
+ * after --for has been waited out, and the target is left as it was.
+ */
+static void test_leak_validates(void)
+{
+	struct victim *v = shared_victim();
+	char dir[400], png[480], val[64];
+	struct hres r;
+
+	if (!v)
+		return;
+	snprintf(dir, sizeof(dir), "%s/leakval", cfg.tmpdir);
+	mkdir(dir, 0755);
+	snprintf(png, sizeof(png), "%s/x.png", dir);
+	/* --for 1h: a late check would run into the harness's timeout */
+	hc_run(&r, NULL, "leak", "-p", v->spid, "--for", "1h", "-o", png, NULL);
+	if (hres_crash(&r) || hres_exit(&r) != 2)
+		t_fail("leak -o x.png: %s (wanted exit 2)", hres_desc(&r));
+	else if (!strstr(r.err, "cannot tell the format") || !strstr(r.err, ".svg"))
+		t_fail("leak -o x.png: not refused as an unknown suffix: %.300s", r.err);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	if (!access(png, F_OK)) {
+		t_fail("leak -o x.png was refused but wrote %s", png);
+		return;
+	}
+	hc_run(&r, NULL, "leak", "-p", v->spid, "--for", "1h", "-o", "/sys/x.svg", NULL);
+	expect_file_error(&r, "leak -o /sys/x.svg", "choose a writable path");
+	hres_free(&r);
+	if (t_failed() || victim_ctl(v, "prof.active", val, sizeof(val)))
+		return;
+	if (strcmp(val, "false"))
+		t_fail("a refused leak left prof.active=%s", val);
+	else
+		victim_check(v, 0);
+}
+
+static bool proc_has(pid_t pid, const char *file, const char *want)
+{
+	char path[64], *text;
+	bool has;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	text = read_file_str(path);
+	has = text && strstr(text, want);
+	free(text);
+	return has;
+}
+
+/* One run, one exit code, and stderr must say want and not unwanted (or NULL). */
+static void expect_said(int want_exit, const char *want, const char *unwanted,
+			const char *const args[])
+{
+	struct hres r;
+
+	hc_runv(&r, NULL, args);
+	if (hres_crash(&r) || hres_exit(&r) != want_exit)
+		t_fail("%s: %s (wanted exit %d)", r.cmdline, hres_desc(&r), want_exit);
+	else if (!strstr(r.err, "hint:"))
+		t_fail("%s: no hint: %.300s", r.cmdline, r.err);
+	else if (!strstr(r.err, want))
+		t_fail("%s: stderr lacks '%s': %.300s", r.cmdline, want, r.err);
+	else if (unwanted && strcasestr_(r.err, unwanted))
+		t_fail("%s: stderr says '%s': %.300s", r.cmdline, unwanted, r.err);
+	hres_free(&r);
+}
+
+/* Odd pids, each with its own accurate message. */
+static void test_odd_pids(void)
+{
+	struct victim *v = shared_victim();
+	char self[16], spid[16], pidmax[32] = "";
+	FILE *f;
+	pid_t z;
+
+	if (!v)
+		return;
+	/* a kernel thread: pid 2 is kthreadd wherever there is a kthreadd */
+	if (proc_has(2, "status", "Name:\tkthreadd")) {
+		const char *const stats[] = { "stats", "-p", "2", NULL };
+		const char *const maps[] = { "maps", "-p", "2", NULL };
+
+		expect_said(1, "is a kernel thread", "exited", stats);
+		expect_said(1, "is a kernel thread", "profile", maps);
+	} else {
+		t_note("no kthreadd at pid 2 here: kernel thread case not run");
+	}
+	if (t_failed())
+		return;
+
+	/* a zombie: a child that exited, not reaped while heapctl looks */
+	z = fork();
+	if (z == 0)
+		_exit(0);
+	if (z < 0) {
+		t_fail("fork: %s", strerror(errno));
+		return;
+	}
+	for (long end = now_ms() + 5000; !proc_has(z, "status", "State:\tZ") && now_ms() < end;)
+		usleep(1000);
+	snprintf(spid, sizeof(spid), "%d", (int)z);
+	{
+		const char *const maps[] = { "maps", "-p", spid, NULL };
+		const char *const stats[] = { "stats", "-p", spid, NULL };
+
+		expect_said(1, "is a zombie", "profile", maps);
+		if (!t_failed())
+			expect_said(1, "is a zombie", NULL, stats);
+	}
+	waitpid(z, NULL, 0);
+	if (t_failed())
+		return;
+
+	/* --tid of another process: this harness's own pid */
+	snprintf(self, sizeof(self), "%d", (int)getpid());
+	{
+		const char *const args[] = { "stats", "-p", v->spid, "--tid", self, NULL };
+		char want[64];
+
+		snprintf(want, sizeof(want), "belongs to pid %s", self);
+		expect_said(2, want, "may have exited", args);
+		if (!t_failed())
+			expect_said(2, "is not a thread of pid", NULL, args);
+	}
+	if (t_failed())
+		return;
+
+	/* a pid past pid_max: out of range, and the limit is named */
+	f = fopen("/proc/sys/kernel/pid_max", "re");
+	if (f) {
+		long m;
+
+		if (fscanf(f, "%ld", &m) == 1)
+			snprintf(pidmax, sizeof(pidmax), "up to %ld", m - 1);
+		fclose(f);
+	}
+	{
+		const char *const args[] = { "stats", "-p", "99999999999999999999", NULL };
+
+		expect_said(2, "out of range", "positive number", args);
+		if (!t_failed() && pidmax[0])
+			expect_said(2, pidmax, NULL, args);
+	}
+	if (t_failed())
+		return;
+
+	/* -p twice: refused, not the last one silently */
+	{
+		const char *const args[] = { "stats", "-p", v->spid, "-p", "1", NULL };
+
+		expect_said(2, "-p given twice", NULL, args);
+	}
+	if (!t_failed())
+		victim_check(v, 0);
 }
 
 static void test_not_jemalloc(void)
@@ -411,6 +688,56 @@ static void test_interrupted(void)
 	victim_kill(v);
 }
 
+/*
+ * Ctrl-C at any moment of a dump: the output's temporary file goes with
+ * heapctl.  The directory holds the finished profile or nothing.
+ */
+static void test_interrupted_dump(void)
+{
+	struct victim *v = shared_victim();
+	char dir[400], out[480];
+	struct hres cal;
+	long span_us;
+	int stopped = 0;
+
+	if (!v)
+		return;
+	snprintf(dir, sizeof(dir), "%s/intdump", cfg.tmpdir);
+	mkdir(dir, 0755);
+	snprintf(out, sizeof(out), "%s/x.heap", dir);
+	hc_expect(&cal, 0, "dump", "-p", v->spid, "-o", out, NULL);
+	span_us = cal.ms * 1000 + 1000;
+	hres_free(&cal);
+	for (int round = 0; round < 12 && !t_failed(); round++) {
+		const char *args[] = { "dump", "-p", v->spid, "-o", out, NULL };
+		const char *const keep[] = { "x.heap" };
+		struct hproc hp;
+		struct hres r;
+
+		unlink(out);
+		if (hc_startv(&hp, NULL, args)) {
+			t_fail("cannot start heapctl");
+			break;
+		}
+		for (long end = now_ms() + 2000; !is_heapctl(hp.pid) && now_ms() < end;)
+			usleep(100);
+		usleep((useconds_t)(span_us * (round + 1) / 13));
+		kill(hp.pid, SIGINT);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		if (r.timed_out || (WIFSIGNALED(r.status) && WTERMSIG(r.status) != SIGINT) ||
+		    (WIFEXITED(r.status) && WEXITSTATUS(r.status) > 1))
+			t_fail("round %d: %s", round, hres_desc(&r));
+		else if (WIFSIGNALED(r.status))
+			stopped++;
+		hres_free(&r);
+		if (!t_failed())
+			expect_dir_holds(dir, keep, 1);
+	}
+	t_note("dump interrupted: %d of 12 rounds ended by the signal", stopped);
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
 /* No right to ptrace the target: a clear refusal that names the fix. */
 static void test_not_permitted(void)
 {
@@ -640,5 +967,9 @@ const struct itest t_err_tests[] = {
 	{ "error-target-killed", test_target_killed, 0 },
 	{ "error-interrupted", test_interrupted, 0 },
 	{ "error-not-permitted", test_not_permitted, 0 },
+	{ "error-output-paths", test_output_paths, 0 },
+	{ "error-leak-validates", test_leak_validates, 0 },
+	{ "error-odd-pids", test_odd_pids, 0 },
+	{ "error-interrupted-dump", test_interrupted_dump, 0 },
 	{ NULL, NULL, 0 },
 };
