@@ -923,94 +923,6 @@ static void test_get_stats_fresh(void)
 free:
 	if (victim_expect(v, "free", "free ok", reply, sizeof(reply)))
 		goto out;
-/*
- * "-" is stdout for every option that names a file: dump -o/--svg/--folded,
- * report -o, leak -o.  No file named "-" appears, and stdout holds the data
- * alone (what was written is said on stderr).
- */
-static void test_output_stdout(void)
-{
-	struct victim *v = shared_victim();
-	char dir[400], dash[480], heap[480];
-	struct stat st;
-	struct hres r;
-	FILE *f;
-
-	if (!v)
-		return;
-	snprintf(dir, sizeof(dir), "%s/stdout", cfg.tmpdir);
-	mkdir(dir, 0755);
-	snprintf(dash, sizeof(dash), "%s/-", dir);
-	snprintf(heap, sizeof(heap), "%s/saved.heap", dir);
-
-	{
-		const char *const args[] = { "dump", "-p", v->spid, "-o", "-", NULL };
-
-		hc_runv(&r, dir, args);
-	}
-	if (hres_crash(&r) || hres_exit(&r) != 0) {
-		t_fail("dump -o -: %s", hres_desc(&r));
-		goto out;
-	}
-	if (strncmp(r.out, "heap_v2/", 8)) {
-		t_fail("dump -o -: stdout is not the profile: %.100s", r.out);
-		goto out;
-	}
-	if (strstr(r.out, "wrote ") || strstr(r.out, "next:")) {
-		t_fail("dump -o -: messages mixed into the profile on stdout");
-		goto out;
-	}
-	/* keep it: report reads it below */
-	f = fopen(heap, "we");
-	if (!f || fwrite(r.out, 1, r.outlen, f) != r.outlen || fclose(f)) {
-		t_fail("saving the profile: %s", strerror(errno));
-		goto out;
-	}
-	hres_free(&r);
-
-	{
-		const char *const args[] = { "dump", "-p", v->spid, "-o", "x.heap", "--svg", "-",
-					     NULL };
-
-		hc_runv(&r, dir, args);
-		if (hres_crash(&r) || hres_exit(&r) != 0) {
-			t_fail("dump --svg -: %s", hres_desc(&r));
-			goto out;
-		}
-		if (!strstr(r.out, "<svg") || strstr(r.out, "wrote ")) {
-			t_fail("dump --svg -: stdout is not the SVG alone: %.200s", r.out);
-			goto out;
-		}
-		hres_free(&r);
-	}
-	{
-		const char *const args[] = { "report", heap, "--format", "folded", "-o", "-", NULL };
-
-		hc_runv(&r, dir, args);
-		if (hres_crash(&r) || hres_exit(&r) != 0) {
-			t_fail("report -o -: %s", hres_desc(&r));
-			goto out;
-		}
-		hres_free(&r);
-	}
-	{
-		const char *const args[] = { "leak", "-p", v->spid, "--for", "0.2", "-o", "-", NULL };
-
-		hc_runv(&r, dir, args);
-		if (hres_crash(&r) || hres_exit(&r) != 0) {
-			t_fail("leak -o -: %s", hres_desc(&r));
-			goto out;
-		}
-		if (!strstr(r.out, "<svg") || strstr(r.out, "pid ")) {
-			t_fail("leak -o -: stdout is not the SVG alone: %.200s", r.out);
-			goto out;
-		}
-		if (!strstr(r.err, "pid ") || !strstr(r.err, " in "))
-			t_fail("leak -o -: the summary is not on stderr: %.200s", r.err);
-		hres_free(&r);
-	}
-	if (!t_failed() && lstat(dash, &st) == 0)
-		t_fail("a file named '-' was created in heapctl's cwd %s", dir);
 	if (!t_failed())
 		victim_check(v, 0);
 out:
@@ -1079,83 +991,6 @@ static void test_set_write_only(void)
 		goto out;
 	}
 	victim_check(v, 0);
- * Ctrl-C during leak's wait ends the wait, not the measurement: the second
- * profile is taken at once, the growth so far is reported and written, and
- * prof.active is put back as it was found.  The signal is sent once heapctl
- * has said on stderr that the wait began.
- */
-static void test_leak_sigint(void)
-{
-	struct victim *v = shared_victim();
-	char svg[400], err[4096] = "", val[64], why[512];
-	const char *args[10];
-	size_t elen = 0;
-	struct hproc hp;
-	struct hres r;
-	bool begun = false;
-
-	if (!v)
-		return;
-	if (victim_ctl(v, "prof.active", val, sizeof(val)) || strcmp(val, "false")) {
-		t_fail("the shared victim should start with prof.active=false, reads %s", val);
-		return;
-	}
-	snprintf(svg, sizeof(svg), "%s/leak-int.svg", cfg.tmpdir);
-	unlink(svg);
-	args[0] = "leak";
-	args[1] = "-p";
-	args[2] = v->spid;
-	args[3] = "--for";
-	args[4] = "1h";
-	args[5] = "-o";
-	args[6] = svg;
-	args[7] = NULL;
-	if (hc_startv(&hp, NULL, args)) {
-		t_fail("cannot start heapctl");
-		return;
-	}
-	/* Read stderr up to the line that announces the wait. */
-	for (long end = now_ms() + HC_TIMEOUT_S * 1000L; !begun && now_ms() < end;) {
-		struct pollfd p = { .fd = hp.err, .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&p, 1, 1000) <= 0)
-			continue;
-		n = read(hp.err, err + elen, sizeof(err) - 1 - elen);
-		if (n <= 0)
-			break;
-		elen += (size_t)n;
-		err[elen] = '\0';
-		begun = strstr(err, "measuring growth") != NULL;
-	}
-	if (!begun) {
-		kill(hp.pid, SIGKILL);
-		hc_finish(&hp, &r, HC_TIMEOUT_S);
-		t_fail("leak never said that the wait began: %.300s%.300s", err, r.err);
-		hres_free(&r);
-		return;
-	}
-	kill(hp.pid, SIGINT);
-	hc_finish(&hp, &r, HC_TIMEOUT_S);
-	if (hres_crash(&r) || hres_exit(&r) != 0) {
-		t_fail("leak after SIGINT: %s (wanted exit 0); before: %.200s", hres_desc(&r), err);
-		goto out;
-	}
-	if (!strstr(r.out, "pid ") || !strstr(r.out, " in ")) {
-		t_fail("leak after SIGINT reported nothing: %.300s", r.out);
-		goto out;
-	}
-	if (!strstr(r.err, "SIGINT")) {
-		t_fail("leak after SIGINT did not say it ended early: %.300s", r.err);
-		goto out;
-	}
-	if (!file_starts_with(svg, "<?xml", why, sizeof(why)) &&
-	    !file_starts_with(svg, "<svg", why, sizeof(why))) {
-		t_fail("leak after SIGINT: %s", why);
-		goto out;
-	}
-	if (!expect_ctl(v, "prof.active", "false", "leak ended by SIGINT"))
-		victim_check(v, 0);
 out:
 	hres_free(&r);
 }
@@ -1408,6 +1243,184 @@ static void test_tcmalloc_set(void)
 out:
 	hres_free(&r);
 	victim_stop(&v);
+}
+
+/*
+ * "-" is stdout for every option that names a file: dump -o/--svg/--folded,
+ * report -o, leak -o.  No file named "-" appears, and stdout holds the data
+ * alone (what was written is said on stderr).
+ */
+static void test_output_stdout(void)
+{
+	struct victim *v = shared_victim();
+	char dir[400], dash[480], heap[480];
+	struct stat st;
+	struct hres r;
+	FILE *f;
+
+	if (!v)
+		return;
+	snprintf(dir, sizeof(dir), "%s/stdout", cfg.tmpdir);
+	mkdir(dir, 0755);
+	snprintf(dash, sizeof(dash), "%s/-", dir);
+	snprintf(heap, sizeof(heap), "%s/saved.heap", dir);
+
+	{
+		const char *const args[] = { "dump", "-p", v->spid, "-o", "-", NULL };
+
+		hc_runv(&r, dir, args);
+	}
+	if (hres_crash(&r) || hres_exit(&r) != 0) {
+		t_fail("dump -o -: %s", hres_desc(&r));
+		goto out;
+	}
+	if (strncmp(r.out, "heap_v2/", 8)) {
+		t_fail("dump -o -: stdout is not the profile: %.100s", r.out);
+		goto out;
+	}
+	if (strstr(r.out, "wrote ") || strstr(r.out, "next:")) {
+		t_fail("dump -o -: messages mixed into the profile on stdout");
+		goto out;
+	}
+	/* keep it: report reads it below */
+	f = fopen(heap, "we");
+	if (!f || fwrite(r.out, 1, r.outlen, f) != r.outlen || fclose(f)) {
+		t_fail("saving the profile: %s", strerror(errno));
+		goto out;
+	}
+	hres_free(&r);
+
+	{
+		const char *const args[] = { "dump", "-p", v->spid, "-o", "x.heap", "--svg", "-",
+					     NULL };
+
+		hc_runv(&r, dir, args);
+		if (hres_crash(&r) || hres_exit(&r) != 0) {
+			t_fail("dump --svg -: %s", hres_desc(&r));
+			goto out;
+		}
+		if (!strstr(r.out, "<svg") || strstr(r.out, "wrote ")) {
+			t_fail("dump --svg -: stdout is not the SVG alone: %.200s", r.out);
+			goto out;
+		}
+		hres_free(&r);
+	}
+	{
+		const char *const args[] = { "report", heap, "--format", "folded", "-o", "-", NULL };
+
+		hc_runv(&r, dir, args);
+		if (hres_crash(&r) || hres_exit(&r) != 0) {
+			t_fail("report -o -: %s", hres_desc(&r));
+			goto out;
+		}
+		hres_free(&r);
+	}
+	{
+		const char *const args[] = { "leak", "-p", v->spid, "--for", "0.2", "-o", "-", NULL };
+
+		hc_runv(&r, dir, args);
+		if (hres_crash(&r) || hres_exit(&r) != 0) {
+			t_fail("leak -o -: %s", hres_desc(&r));
+			goto out;
+		}
+		if (!strstr(r.out, "<svg") || strstr(r.out, "pid ")) {
+			t_fail("leak -o -: stdout is not the SVG alone: %.200s", r.out);
+			goto out;
+		}
+		if (!strstr(r.err, "pid ") || !strstr(r.err, " in "))
+			t_fail("leak -o -: the summary is not on stderr: %.200s", r.err);
+		hres_free(&r);
+	}
+	if (!t_failed() && lstat(dash, &st) == 0)
+		t_fail("a file named '-' was created in heapctl's cwd %s", dir);
+	if (!t_failed())
+		victim_check(v, 0);
+out:
+	hres_free(&r);
+}
+
+/*
+ * Ctrl-C during leak's wait ends the wait, not the measurement: the second
+ * profile is taken at once, the growth so far is reported and written, and
+ * prof.active is put back as it was found.  The signal is sent once heapctl
+ * has said on stderr that the wait began.
+ */
+static void test_leak_sigint(void)
+{
+	struct victim *v = shared_victim();
+	char svg[400], err[4096] = "", val[64], why[512];
+	const char *args[10];
+	size_t elen = 0;
+	struct hproc hp;
+	struct hres r;
+	bool begun = false;
+
+	if (!v)
+		return;
+	if (victim_ctl(v, "prof.active", val, sizeof(val)) || strcmp(val, "false")) {
+		t_fail("the shared victim should start with prof.active=false, reads %s", val);
+		return;
+	}
+	snprintf(svg, sizeof(svg), "%s/leak-int.svg", cfg.tmpdir);
+	unlink(svg);
+	args[0] = "leak";
+	args[1] = "-p";
+	args[2] = v->spid;
+	args[3] = "--for";
+	args[4] = "1h";
+	args[5] = "-o";
+	args[6] = svg;
+	args[7] = NULL;
+	if (hc_startv(&hp, NULL, args)) {
+		t_fail("cannot start heapctl");
+		return;
+	}
+	/* Read stderr up to the line that announces the wait. */
+	for (long end = now_ms() + HC_TIMEOUT_S * 1000L; !begun && now_ms() < end;) {
+		struct pollfd p = { .fd = hp.err, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		n = read(hp.err, err + elen, sizeof(err) - 1 - elen);
+		if (n <= 0)
+			break;
+		elen += (size_t)n;
+		err[elen] = '\0';
+		begun = strstr(err, "measuring growth") != NULL;
+	}
+	if (!begun) {
+		kill(hp.pid, SIGKILL);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		t_fail("leak never said that the wait began: %.300s%.300s", err, r.err);
+		hres_free(&r);
+		return;
+	}
+	kill(hp.pid, SIGINT);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (hres_crash(&r) || hres_exit(&r) != 0) {
+		t_fail("leak after SIGINT: %s (wanted exit 0); before: %.200s", hres_desc(&r), err);
+		goto out;
+	}
+	if (!strstr(r.out, "pid ") || !strstr(r.out, " in ")) {
+		t_fail("leak after SIGINT reported nothing: %.300s", r.out);
+		goto out;
+	}
+	if (!strstr(r.err, "SIGINT")) {
+		t_fail("leak after SIGINT did not say it ended early: %.300s", r.err);
+		goto out;
+	}
+	if (!file_starts_with(svg, "<?xml", why, sizeof(why)) &&
+	    !file_starts_with(svg, "<svg", why, sizeof(why))) {
+		t_fail("leak after SIGINT: %s", why);
+		goto out;
+	}
+	if (!expect_ctl(v, "prof.active", "false", "leak ended by SIGINT"))
+		victim_check(v, 0);
+out:
+	hres_free(&r);
+}
+
 /* -p NAME, like pidof: one match drives it, several are listed and refused. */
 static void test_pid_by_name(void)
 {
