@@ -89,6 +89,8 @@ void cli_log(enum hc_log_level level, const char *fmt, ...) __attribute__((forma
 int cli_fail(const struct cli_env *env, const struct hc_err *err);
 int cli_usage(const struct cli_env *env, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same with a hint of the caller's instead of "see 'heapctl CMD --help'". */
+int cli_usage_hint(const char *hint, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_timing(const struct cli_env *env, const struct hc_target *t);
 
 /* util.c: stdout, whose first write error is kept for the exit status */
@@ -160,6 +162,8 @@ int cli_parse_seconds(const char *s, unsigned int *ms);
 int cli_parse_duration(const char *s, unsigned int *ms);
 void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
 const char *cli_size(uint64_t n, char *buf, size_t len);
+/* A small file (/proc) read whole, NUL-terminated; -1 on error. */
+ssize_t cli_read_small(const char *path, char *buf, size_t len);
 int cli_read_comm(pid_t pid, char *buf, size_t len);
 int cli_read_exe(pid_t pid, char *buf, size_t len);
 void cli_shell_quote(FILE *f, const char *s);

@@ -484,21 +484,6 @@ static const char *suggest_long(const char *tok)
 	return suggest(tok, strcspn(tok, "="), names, n);
 }
 
-/* cli_usage() with a hint of our own. */
-static int __attribute__((format(printf, 2, 3)))
-usage_hint(const char *hint, const char *fmt, ...)
-{
-	va_list ap;
-
-	cli_flush();
-	fputs("heapctl: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nhint: %s\n", hint);
-	return CLI_EXIT_USAGE;
-}
-
 static int unknown_command(const char *word)
 {
 	const char *s = suggest_cmd(word);
@@ -507,7 +492,7 @@ static int unknown_command(const char *word)
 	if (!s)
 		return cli_usage(NULL, "unknown command '%s'", word);
 	snprintf(hint, sizeof(hint), "did you mean 'heapctl %s'? see 'heapctl --help'", s);
-	return usage_hint(hint, "unknown command '%s'", word);
+	return cli_usage_hint(hint, "unknown command '%s'", word);
 }
 
 /* "-x" or "--xyz", but not "-" alone nor a negative number such as "-1" or "-.5". */
@@ -948,7 +933,7 @@ int main(int argc, char **argv)
 
 		snprintf(hint, sizeof(hint), "%s see 'heapctl %s%s--help'", ps.hint,
 			 env.cmd ? env.cmd->name : "", env.cmd ? " " : "");
-		rc = usage_hint(hint, "%s", ps.err);
+		rc = cli_usage_hint(hint, "%s", ps.err);
 	} else if (ps.err[0]) {
 		rc = cli_usage(&env, "%s", ps.err);
 	} else if (!env.cmd) {

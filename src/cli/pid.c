@@ -74,23 +74,6 @@ static bool all_digits(const char *s)
 	return true;
 }
 
-static ssize_t read_file(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	do
-		n = read(fd, buf, len - 1);
-	while (n < 0 && errno == EINTR);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
-}
-
 /* "Name:", "State:", "Tgid:", "PPid:" of /proc/PATH/status. */
 struct pstatus {
 	char name[64];
@@ -104,7 +87,7 @@ static int read_status(const char *dir, struct pstatus *ps)
 
 	memset(ps, 0, sizeof(*ps));
 	snprintf(path, sizeof(path), "%s/status", dir);
-	if (read_file(path, buf, sizeof(buf)) < 0)
+	if (cli_read_small(path, buf, sizeof(buf)) < 0)
 		return -1;
 	for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		if (!strncmp(line, "Name:\t", 6))
@@ -128,7 +111,7 @@ static unsigned long stat_flags(pid_t pid)
 	int i;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_file(path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
+	if (cli_read_small(path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
 		return 0;
 	/* after ')': state ppid pgrp session tty_nr tpgid flags */
 	for (i = 0; i < 7 && p; i++)
@@ -209,7 +192,7 @@ static bool named(pid_t pid, const char *name)
 			return true;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	if (read_file(path, buf, sizeof(buf)) > 0 &&
+	if (cli_read_small(path, buf, sizeof(buf)) > 0 &&
 	    !strcmp(path_given ? buf : base_name(buf), name))
 		return true;
 	return false;
@@ -234,7 +217,7 @@ static void print_candidate(pid_t pid)
 			snprintf(user, sizeof(user), "%u", (unsigned)st.st_uid);
 	}
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	n = read_file(path, cmd, sizeof(cmd));
+	n = cli_read_small(path, cmd, sizeof(cmd));
 	if (n <= 0) {
 		snprintf(cmd, sizeof(cmd), "[%s]", comm);
 		n = (ssize_t)strlen(cmd);

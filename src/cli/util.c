@@ -103,20 +103,40 @@ int cli_fail(const struct cli_env *env, const struct hc_err *err)
 	return usage ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 }
 
-int cli_usage(const struct cli_env *env, const char *fmt, ...)
+static int vusage(const char *hint, const char *fmt, va_list ap)
 {
-	va_list ap;
-
 	cli_flush();
 	fputs("heapctl: error: ", stderr);
-	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	if (env && env->cmd)
-		fprintf(stderr, "\nhint: see 'heapctl %s --help'\n", env->cmd->name);
-	else
-		fputs("\nhint: see 'heapctl --help'\n", stderr);
+	fprintf(stderr, "\nhint: %s\n", hint);
 	return CLI_EXIT_USAGE;
+}
+
+int cli_usage(const struct cli_env *env, const char *fmt, ...)
+{
+	char hint[96];
+	va_list ap;
+	int rc;
+
+	if (env && env->cmd)
+		snprintf(hint, sizeof(hint), "see 'heapctl %s --help'", env->cmd->name);
+	else
+		snprintf(hint, sizeof(hint), "see 'heapctl --help'");
+	va_start(ap, fmt);
+	rc = vusage(hint, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int cli_usage_hint(const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vusage(hint, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 /* Benchmarks parse this exact line; keep the format stable. */
@@ -315,7 +335,7 @@ const char *cli_size(uint64_t n, char *buf, size_t len)
 	return buf;
 }
 
-static ssize_t read_small(const char *path, char *buf, size_t len)
+ssize_t cli_read_small(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
 	int fd;
@@ -339,7 +359,7 @@ int cli_read_comm(pid_t pid, char *buf, size_t len)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	n = read_small(path, buf, len);
+	n = cli_read_small(path, buf, len);
 	if (n < 0) {
 		snprintf(buf, len, "?");
 		return -1;
