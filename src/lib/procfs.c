@@ -5,19 +5,15 @@
 
 #include "procfs.h"
 
-int procfs_status(const char *path, struct procfs_status *st)
+void procfs_status_parse(FILE *f, struct procfs_status *st)
 {
 	unsigned long r, e, s, fs;
 	char line[512];
-	FILE *f;
 
 	memset(st, 0, sizeof(*st));
 	st->seccomp = -1;
 	st->fsuid = (uid_t)-1;
 	st->fsgid = (gid_t)-1;
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, "Name:", 5))
 			sscanf(line + 5, " %63[^\n]", st->name);
@@ -42,6 +38,20 @@ int procfs_status(const char *path, struct procfs_status *st)
 		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
 			st->fsgid = (gid_t)fs;
 	}
+}
+
+int procfs_status(const char *path, struct procfs_status *st)
+{
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		memset(st, 0, sizeof(*st));
+		st->seccomp = -1;
+		st->fsuid = (uid_t)-1;
+		st->fsgid = (gid_t)-1;
+		return -1;
+	}
+	procfs_status_parse(f, st);
 	fclose(f);
 	return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct procfs_status {
@@ -21,5 +22,7 @@ struct procfs_status {
 
 /* Parse a status file.  Returns 0, or -1 with errno if it cannot be opened. */
 int procfs_status(const char *path, struct procfs_status *st);
+/* The parser alone, over an open stream (the status text is the target's: fuzzed). */
+void procfs_status_parse(FILE *f, struct procfs_status *st);
 
 #endif

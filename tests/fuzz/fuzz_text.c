@@ -4,14 +4,20 @@
  * this process's memory, right before an unmapped page (the worst case a
  * target can set up), and is read the way heapctl reads a target's
  * strings: malloc_stats_print's write_cb text through alloc_jemalloc.c's
- * print_cb() (static, hence the #include), and mallctl string values
+ * je_print_cb(), and mallctl string values
  * through call_read_str().  Checks: no crash, what reaches the sink is
  * exactly the bytes up to the first NUL, call_read_str() always
  * terminates its buffer.
  */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
-#include "../../src/lib/alloc_jemalloc.c"
+#include "alloc.h"
+#include "call.h"
+#include "target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,7 +49,7 @@ static int sink(void *arg, const char *s, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sinkbuf sb = { 0 };
-	struct print_ctx pc = { sink, &sb };
+	struct je_print_ctx pc = { sink, &sb };
 	struct hc_target t;
 	struct hc_err err = { 0 };
 	size_t len = (size + 4095) & ~(size_t)4095, off;
@@ -65,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.arch = hc_arch_host();
 
 	a[1] = (uint64_t)(uintptr_t)(mem + off);
-	if (print_cb(&pc, &t, a, &err) == 0) {
+	if (je_print_cb(&pc, &t, a, &err) == 0) {
 		const uint8_t *nul = memchr(data, 0, size);
 
 		/* success means a NUL was found, and only what precedes it was passed on */
