@@ -349,7 +349,9 @@ $(B)/replayobj/libheapctl.a: $(REPLAY_LIB_OBJS)
 	$(msg) AR $@
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(B)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(B)/replayobj/libheapctl.a
+# two sources in one command leave a .d for the last only: list the headers
+$(B)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(B)/replayobj/libheapctl.a \
+		$(wildcard tests/fuzz/*.h src/lib/*.h src/prof/*.h include/heapctl/*.h)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -DFUZZ_NAME='"$*"' \

@@ -17,9 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_mem.h"
 #include "target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -71,19 +71,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The headers read from "target" memory: a page-aligned copy of the input. */
 	if (size >= sizeof(Elf64_Ehdr)) {
-		size_t len = (size + 4095) & ~(size_t)4095;
-		uint8_t *mem = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE,
-				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		size_t len;
+		uint8_t *mem = fz_copy_paged(data, size, &len); /* whatever follows is unmapped */
 
-		if (mem != MAP_FAILED) {
-			memcpy(mem, data, size);
-			munmap(mem + len, 4096); /* whatever follows is unmapped */
+		if (mem) {
 			memset(&o, 0, sizeof(o));
 			memset(&err, 0, sizeof(err));
 			o.base = (uint64_t)(uintptr_t)mem;
 			o.is_exe = data[0] & 1;
 			obj_read_phdrs(&t, &o, &err);
-			munmap(mem, len);
 		}
 	}
 	return 0;

@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "fuzz_mem.h"
 #include "target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,20 +36,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/*
 	 * The parser takes a length: hand it exactly the input, no terminator,
-	 * ending right before an unmapped page, so that reading past the end
+	 * ending right before an unreadable page, so that reading past the end
 	 * faults even inside libc, which ASan does not see.
 	 */
-	size_t len = (size + 4095) & ~(size_t)4095;
-	uint8_t *mem = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			    -1, 0);
+	const uint8_t *mem = fz_copy_at_end(data, size);
 
-	if (mem == MAP_FAILED) {
+	if (!mem) {
 		free(text);
 		return 0;
 	}
-	munmap(mem + len, 4096);
-	memcpy(mem + len - size, data, size);
-	if (hc_maps_parse((const char *)mem + len - size, size, &m, &err) == 0) {
+	if (hc_maps_parse((const char *)mem, size, &m, &err) == 0) {
 		uint64_t rss = 0, nmaps = 0;
 		char diag[512];
 
@@ -63,7 +59,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!memchr(diag, 0, sizeof(diag)))
 			__builtin_trap();
 	}
-	munmap(mem, len);
 
 	for (p = text; p && p < text + size; p = nl ? nl + 1 : NULL) {
 		nl = strchr(p, '\n');

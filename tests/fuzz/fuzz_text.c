@@ -12,11 +12,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "call.h"
+#include "fuzz_mem.h"
 #include "target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -52,25 +52,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct je_print_ctx pc = { sink, &sb };
 	struct hc_target t;
 	struct hc_err err = { 0 };
-	size_t len = (size + 4095) & ~(size_t)4095, off;
 	uint64_t a[6] = { 0 };
 	uint8_t *mem;
 	char out[300];
 
 	if (!size)
 		return 0;
-	mem = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
+	mem = fz_copy_at_end(data, size); /* the input ends where readable memory ends */
+	if (!mem)
 		return 0;
-	munmap(mem + len, 4096);
-	off = len - size; /* the input ends where the mapping ends */
-	memcpy(mem + off, data, size);
 	memset(&t, 0, sizeof(t));
 	t.pid = getpid();
 	t.memfd = -1;
 	t.arch = hc_arch_host();
 
-	a[1] = (uint64_t)(uintptr_t)(mem + off);
+	a[1] = (uint64_t)(uintptr_t)mem;
 	if (je_print_cb(&pc, &t, a, &err) == 0) {
 		const uint8_t *nul = memchr(data, 0, size);
 
@@ -87,6 +83,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (call_read_str(&t, a[1], out, 1 + data[0] % sizeof(out), &err) == 0 &&
 	    !memchr(out, 0, 1 + data[0] % sizeof(out)))
 		__builtin_trap();
-	munmap(mem, len);
 	return 0;
 }
