@@ -949,18 +949,27 @@ static int map_failed(struct hc_target *t, int e, struct hc_err *err)
 	const char *what = "mmap of heapctl's code page";
 	struct procfs_status st;
 	char path[64], hint[256];
-	uint64_t as;
+	uint64_t as, hard;
 	unsigned long nmaps, maxmaps = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", t->pid);
-	if (e == ENOMEM && procfs_limit(t->pid, "Max address space", &as) == 0 &&
+	if (e == ENOMEM && procfs_limit(t->pid, "Max address space", &as, &hard) == 0 &&
 	    as != UINT64_MAX && procfs_status(path, &st) == 0 && st.vmsize + (1 << 20) > as) {
-		snprintf(hint, sizeof(hint),
-			 "raise the target's limit, e.g. `prlimit --pid %d --as=%llu:` (within its "
-			 "hard limit), or make it free address space: heapctl maps one page (%u "
-			 "bytes) in it",
-			 t->pid, (unsigned long long)(as + (64 << 20)), CODE_LEN);
+		/* some room above what it maps now, within the hard limit if it has one */
+		uint64_t want = as + (64 << 20) < hard ? as + (64 << 20) : hard;
+
+		if (want > as)
+			snprintf(hint, sizeof(hint),
+				 "raise the target's limit, e.g. `prlimit --pid %d --as=%llu:`, or "
+				 "make it free address space: heapctl maps one page (%u bytes) in it",
+				 t->pid, (unsigned long long)want, CODE_LEN);
+		else
+			snprintf(hint, sizeof(hint),
+				 "its hard limit is reached too: raise both as root, e.g. `prlimit "
+				 "--pid %d --as=%llu`, or make it free address space: heapctl maps "
+				 "one page (%u bytes) in it",
+				 t->pid, (unsigned long long)(as + (64 << 20)), CODE_LEN);
 		return err_sethint(err, HC_E_NOMEM, e, hint,
 				   "%s in pid %d failed: the process is at its address-space limit "
 				   "(RLIMIT_AS, \"Max address space\" %llu bytes; VmSize %llu bytes)",

@@ -58,10 +58,10 @@ int procfs_status(const char *path, struct procfs_status *st)
 	return 0;
 }
 
-int procfs_limit(pid_t pid, const char *name, uint64_t *soft)
+int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard)
 {
 	size_t nl = strlen(name);
-	char path[64], line[256], val[32];
+	char path[64], line[256], val[32], hval[32];
 	int ret = -1;
 	FILE *f;
 
@@ -72,9 +72,10 @@ int procfs_limit(pid_t pid, const char *name, uint64_t *soft)
 	/* "Max address space         unlimited            unlimited            bytes" */
 	while (fgets(line, sizeof(line), f)) {
 		if (strncmp(line, name, nl) || line[nl] != ' ' ||
-		    sscanf(line + nl, " %31s", val) != 1)
+		    sscanf(line + nl, " %31s %31s", val, hval) != 2)
 			continue;
 		*soft = !strcmp(val, "unlimited") ? UINT64_MAX : strtoull(val, NULL, 10);
+		*hard = !strcmp(hval, "unlimited") ? UINT64_MAX : strtoull(hval, NULL, 10);
 		ret = 0;
 		break;
 	}

@@ -26,9 +26,9 @@ int procfs_status(const char *path, struct procfs_status *st);
 /* The parser alone, over an open stream (the status text is the target's: fuzzed). */
 void procfs_status_parse(FILE *f, struct procfs_status *st);
 /*
- * The soft limit named name ("Max address space") in /proc/PID/limits:
- * 0 and *soft in its unit (UINT64_MAX if unlimited), or -1.
+ * The limit named name ("Max address space") in /proc/PID/limits: 0 and
+ * *soft, *hard in its unit (UINT64_MAX if unlimited), or -1.
  */
-int procfs_limit(pid_t pid, const char *name, uint64_t *soft);
+int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard);
 
 #endif
