@@ -222,8 +222,8 @@ check-integration: $(B)/heapctl $(VICTIMS) $(B)/tests/itest
 	@HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims $(B)/tests/itest
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(VICTIMS) $(B)/tests/itest
-	@tests/run-all.sh $(B) $(UNIT_BINS)
+	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(REPLAY_BINS) $(VICTIMS) $(B)/tests/itest
+	@tests/run-all.sh $(B) $(UNIT_BINS) $(REPLAY_BINS)
 
 # Installation: the binary, its man page and its bash completion.
 #   make install [PREFIX=/usr/local] [DESTDIR=/staging]    make uninstall (same vars)
@@ -268,21 +268,6 @@ clean:
 	rm -rf $(B)
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
-
-# libFuzzer target for the heap profile parser, symbolizer and writers.
-#   make fuzz [FUZZ_SECONDS=60]    needs clang; corpus in $(B)/fuzz/corpus
-FUZZ_CC ?= clang
-FUZZ_SRCS := $(wildcard src/prof/*.c) src/lib/err.c src/lib/log.c
-.PHONY: fuzz
-$(B)/fuzz/fuzz_prof: tests/fuzz/fuzz_prof.c $(FUZZ_SRCS)
-	$(msg) FUZZ $@
-	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
-		-Iinclude -iquote src/lib -iquote src/prof $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS) -lz
-fuzz: $(B)/fuzz/fuzz_prof
-	@mkdir -p $(B)/fuzz/corpus
-	@cd $(B)/fuzz && ./fuzz_prof -max_total_time=$(or $(FUZZ_SECONDS),60) -timeout=10 \
-		-rss_limit_mb=2048 -max_len=65536 corpus $(CURDIR)/tests/data/prof
 
 # heapctl report against jeprof --collapse on a redis profile and a
 # synthetic 100k-stack one: time and peak memory of both (bench/report.sh).
@@ -350,36 +335,87 @@ torture: deps
 	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=torture \
 		ITEST_TORTURE_OPS=$(TORTURE_OPS) $(B)/tests/itest
 
-# libFuzzer targets for the engine's parsers (tests/fuzz/fuzz_{maps,status,elf,text,seccomp}.c)
-# and the symbol demangler (fuzz_demangle.c);
-# `make fuzz` runs each for ENGINE_FUZZ_SECONDS over tests/fuzz/corpus/NAME, after
-# replaying tests/fuzz/regress/NAME (inputs that once failed).  Static parsers are
-# reached by #including their .c file; the rest comes from the library.
-ENGINE_FUZZ := maps status elf text seccomp demangle
-ENGINE_FUZZ_SECONDS ?= 20
-ENGINE_FUZZ_CC ?= clang
-ENGINE_FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz_%,$(ENGINE_FUZZ))
-.PHONY: fuzz fuzz-engine
-fuzz: fuzz-engine
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/libheapctl.a
+# libFuzzer targets (tests/fuzz/fuzz_NAME.c): the engine's parsers, the heap
+# profile parser, symbolizer and writers, and the symbol demangler.
+#   make fuzz [FUZZ_SECONDS=30] [FUZZ_TARGETS="seccomp elf"]     needs clang
+# Each target first replays tests/fuzz/regress/NAME (inputs that once failed),
+# then runs FUZZ_SECONDS over its seeds (tests/fuzz/corpus/NAME), and the
+# first crash, leak, hang or sanitizer report fails the run.  The code under
+# test is built apart, in $(B)/fuzzobj, with coverage and ASan/UBSan; only the
+# target itself links libFuzzer's main.  Targets reach the library through its
+# own (internal) headers, never by #including a .c file.
+#
+# `make test` replays the same regression inputs and seeds through each
+# target without clang: $(B)/fuzz-replay/NAME is the target built with gcc,
+# ASan and UBSan, around tests/fuzz/replay.c (prints PASS/FAIL fuzz-replay-NAME).
+FUZZ_TARGETS ?= seccomp elf maps status text prof demangle
+FUZZ_SECONDS ?= $(or $(ENGINE_FUZZ_SECONDS),30)
+FUZZ_CC ?= clang
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -MMD -MP -Iinclude -iquote src/lib -iquote arch \
+	-iquote src/prof $(PKG_CFLAGS)
+FUZZ_LIB_OBJS := $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRCS))
+FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+# seeds: tests/fuzz/corpus/NAME, but the profile parser's are the report tests' own
+fuzz_seeds = $(if $(filter prof,$(1)),tests/data/prof,tests/fuzz/corpus/$(1))
+REPLAY_LIB_OBJS := $(patsubst %.c,$(B)/replayobj/%.o,$(LIB_SRCS))
+REPLAY_BINS := $(patsubst tests/fuzz/fuzz_%.c,$(B)/fuzz-replay/%,$(wildcard tests/fuzz/fuzz_*.c))
+.PHONY: fuzz fuzz-engine fuzz-replay
+
+$(B)/fuzzobj/%.o: %.c
+	$(msg) FUZZCC $<
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c $< -o $@
+
+$(B)/fuzzobj/libheapctl.a: $(FUZZ_LIB_OBJS)
+	$(msg) AR $@
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzzobj/libheapctl.a
 	$(msg) FUZZ $@
 	@mkdir -p $(dir $@)
-	$(Q)$(ENGINE_FUZZ_CC) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -iquote src/lib -iquote arch \
-		-iquote src/prof $(PKG_CFLAGS) -o $@ $< $(B)/libheapctl.a $(PKG_LIBS) -lz -pthread
-fuzz-engine: $(ENGINE_FUZZ_BINS)
-	@for f in $(ENGINE_FUZZ); do \
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< \
+		$(B)/fuzzobj/libheapctl.a $(PKG_LIBS) -lz -pthread
+
+$(B)/replayobj/%.o: %.c
+	$(msg) SANCC $<
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -c $< -o $@
+
+$(B)/replayobj/libheapctl.a: $(REPLAY_LIB_OBJS)
+	$(msg) AR $@
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+# two sources in one command leave a .d for the last only: list the headers
+$(B)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(B)/replayobj/libheapctl.a \
+		$(wildcard tests/fuzz/*.h src/lib/*.h src/prof/*.h include/heapctl/*.h)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -DFUZZ_NAME='"$*"' \
+		-DFUZZ_DIRS='"$(CURDIR)/tests/fuzz/regress/$*:$(CURDIR)/$(call fuzz_seeds,$*)"' \
+		-o $@ $< tests/fuzz/replay.c $(B)/replayobj/libheapctl.a $(LDLIBS_ALL)
+
+fuzz-replay: $(REPLAY_BINS)
+	@tests/run-unit.sh $(B) $(REPLAY_BINS)
+
+fuzz: fuzz-engine
+fuzz-engine: $(FUZZ_BINS)
+	@for f in $(FUZZ_TARGETS); do \
+		case $$f in prof) seeds=$(call fuzz_seeds,prof) ;; *) seeds=tests/fuzz/corpus/$$f ;; esac; \
 		mkdir -p $(B)/fuzz/corpus-$$f; \
 		if ls tests/fuzz/regress/$$f/* >/dev/null 2>&1; then \
-			$(B)/fuzz/fuzz_$$f tests/fuzz/regress/$$f/* 2>$(B)/fuzz/regress-$$f.log || \
-			{ echo "FAIL fuzz-$$f: a regression input fails again"; exit 1; }; \
+			$(B)/fuzz/fuzz_$$f tests/fuzz/regress/$$f/* >$(B)/fuzz/regress-$$f.log 2>&1 || \
+			{ echo "FAIL fuzz-$$f: a regression input fails again, see $(B)/fuzz/regress-$$f.log"; \
+			  tail -30 $(B)/fuzz/regress-$$f.log; exit 1; }; \
 		fi; \
-		$(B)/fuzz/fuzz_$$f -max_total_time=$(ENGINE_FUZZ_SECONDS) -timeout=10 \
+		$(B)/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 			-rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
 			-artifact_prefix=$(B)/fuzz/crash-$$f- $(B)/fuzz/corpus-$$f \
-			tests/fuzz/corpus/$$f >$(B)/fuzz/fuzz-$$f.log 2>&1 && \
+			$$seeds >$(B)/fuzz/fuzz-$$f.log 2>&1 && \
 		echo "PASS fuzz-$$f: $$(grep -m1 'stat::number_of_executed_units' \
-			$(B)/fuzz/fuzz-$$f.log | awk '{print $$2}') runs, no finding" || \
+			$(B)/fuzz/fuzz-$$f.log | awk '{print $$2}') runs in $(FUZZ_SECONDS) s, no finding" || \
 		{ echo "FAIL fuzz-$$f: see $(B)/fuzz/fuzz-$$f.log and $(B)/fuzz/crash-$$f-*"; \
 		  tail -30 $(B)/fuzz/fuzz-$$f.log; exit 1; }; \
 	done
+
+-include $(shell find $(B)/fuzzobj $(B)/replayobj $(B)/fuzz $(B)/fuzz-replay -name '*.d' 2>/dev/null)

@@ -54,6 +54,17 @@ extern const struct alloc_ops alloc_glibc;
 struct obj *alloc_owner(struct hc_target *t);
 
 bool alloc_contains(struct hc_target *t, uint64_t raddr);
+
+/*
+ * jemalloc's malloc_stats_print write_cb, run on heapctl's side of a remote
+ * call: reads the target's string at a[1] up to its NUL and hands it to
+ * sink.  The string is the target's memory, hence untrusted (fuzzed).
+ */
+struct je_print_ctx {
+	hc_sink_fn sink;
+	void *arg;
+};
+int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err);
 /* What malloc looks like in t when no driver matched, for the error message. */
 const char *alloc_guess(struct hc_target *t);
 

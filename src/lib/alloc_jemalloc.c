@@ -743,15 +743,10 @@ end:
 	return call_end(t, err);
 }
 
-struct print_ctx {
-	hc_sink_fn sink;
-	void *arg;
-};
-
 /* write_cb(void *cbopaque, const char *s): bring s to heapctl, never to the target's fds. */
-static int print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
+int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
 {
-	struct print_ctx *pc = arg;
+	struct je_print_ctx *pc = arg;
 	uint64_t at = a[1];
 	char buf[4096];
 
@@ -773,7 +768,7 @@ static int print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc
 static int je_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,
 			  struct hc_err *err)
 {
-	struct print_ctx pc = { sink, arg };
+	struct je_print_ctx pc = { sink, arg };
 	uint64_t a[3], ret;
 
 	if (call_begin(t, err) < 0)
@@ -782,7 +777,7 @@ static int je_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 	a[1] = 0;
 	a[2] = opts ? call_strdup(t, opts, err) : 0;
 	if (!opts || a[2])
-		call_fn(t, je_of(t)->stats_print, a, 3, &ret, print_cb, &pc, err);
+		call_fn(t, je_of(t)->stats_print, a, 3, &ret, je_print_cb, &pc, err);
 	return call_end(t, err);
 }
 

@@ -919,6 +919,86 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	return r;
 }
 
+/* Lines of /proc/PID/maps, i.e. mappings; 0 if unreadable. */
+static unsigned long count_maps(pid_t pid)
+{
+	char path[64], buf[4096];
+	unsigned long n = 0;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while ((r = read(fd, buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR))
+		for (ssize_t i = 0; i < r; i++)
+			n += buf[i] == '\n';
+	close(fd);
+	return n;
+}
+
+/*
+ * The target's mmap of heapctl's page failed with error e.  ENOMEM there is
+ * rarely "out of memory": name the limit the page ran into.  RLIMIT_AS is
+ * checked by the kernel against VmSize (may_expand_vm()); the margin
+ * covers what the target's other threads map and unmap meanwhile.
+ */
+static int map_failed(struct hc_target *t, int e, struct hc_err *err)
+{
+	const char *what = "mmap of heapctl's code page";
+	struct procfs_status st;
+	char path[64], hint[256];
+	uint64_t as, hard;
+	unsigned long nmaps, maxmaps = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", t->pid);
+	if (e == ENOMEM && procfs_limit(t->pid, "Max address space", &as, &hard) == 0 &&
+	    as != UINT64_MAX && procfs_status(path, &st) == 0 && st.vmsize + (1 << 20) > as) {
+		/* some room above what it maps now, within the hard limit if it has one */
+		uint64_t want = as + (64 << 20) < hard ? as + (64 << 20) : hard;
+
+		if (want > as)
+			snprintf(hint, sizeof(hint),
+				 "raise the target's limit, e.g. `prlimit --pid %d --as=%llu:`, or "
+				 "make it free address space: heapctl maps one page (%u bytes) in it",
+				 t->pid, (unsigned long long)want, CODE_LEN);
+		else
+			snprintf(hint, sizeof(hint),
+				 "its hard limit is reached too: raise both as root, e.g. `prlimit "
+				 "--pid %d --as=%llu`, or make it free address space: heapctl maps "
+				 "one page (%u bytes) in it",
+				 t->pid, (unsigned long long)(as + (64 << 20)), CODE_LEN);
+		return err_sethint(err, HC_E_NOMEM, e, hint,
+				   "%s in pid %d failed: the process is at its address-space limit "
+				   "(RLIMIT_AS, \"Max address space\" %llu bytes; VmSize %llu bytes)",
+				   what, t->pid, (unsigned long long)as,
+				   (unsigned long long)st.vmsize);
+	}
+	f = e == ENOMEM ? fopen("/proc/sys/vm/max_map_count", "re") : NULL;
+	if (f) {
+		if (fscanf(f, "%lu", &maxmaps) != 1)
+			maxmaps = 0;
+		fclose(f);
+	}
+	if (maxmaps && (nmaps = count_maps(t->pid)) + 16 > maxmaps)
+		return err_sethint(err, HC_E_NOMEM, e,
+				   "raise vm.max_map_count (sysctl -w vm.max_map_count=...)",
+				   "%s in pid %d failed: the process has %lu mappings, at the "
+				   "system's limit (vm.max_map_count %lu)",
+				   what, t->pid, nmaps, maxmaps);
+	if (e == ENOMEM)
+		return err_sethint(err, HC_E_NOMEM, e,
+				   "free memory on the system (or check vm.overcommit_memory) and "
+				   "retry",
+				   "%s in pid %d failed: %s", what, t->pid, strerror(e));
+	return err_sethint(err, HC_E_REMOTE, e,
+			   "a seccomp filter or a security policy of the target may forbid "
+			   "executable anonymous memory",
+			   "%s in pid %d failed: %s", what, t->pid, strerror(e));
+}
+
 static int map_pages(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
@@ -935,9 +1015,11 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
 	a[4] = (uint64_t)-1;
 	a[5] = 0;
-	r = rsys_ok(t, t->arch->nr_mmap, a, 6, &ret, "mmap of heapctl's code page", err);
+	r = rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
 	if (r != 0)
 		return r;
+	if (ret < 0 && ret > -4096)
+		return map_failed(t, (int)-ret, err); /* the target's errno, not ours */
 	s->code = (uint64_t)ret;
 	memset(code, 0, sizeof(code));
 	memcpy(code, t->arch->ret_tramp.b, t->arch->ret_tramp.len);

@@ -234,9 +234,13 @@ int hc_maps_parse(const char *text, size_t len, struct hc_maps *m, struct hc_err
 			v[n] = tmp;
 			cur = &v[n++];
 		} else if (cur && l > 4 && !strncmp(p, "Rss:", 4)) {
-			unsigned long long kb = strtoull(p + 4, NULL, 10);
+			/* text need not end in a NUL: strtoull() gets a bounded copy */
+			char num[32];
+			size_t nd = l - 4 < sizeof(num) - 1 ? l - 4 : sizeof(num) - 1;
 
-			cur->rss = kb * 1024;
+			memcpy(num, p + 4, nd);
+			num[nd] = '\0';
+			cur->rss = strtoull(num, NULL, 10) * 1024;
 		}
 		p += l + 1;
 	}

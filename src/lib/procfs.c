@@ -5,19 +5,15 @@
 
 #include "procfs.h"
 
-int procfs_status(const char *path, struct procfs_status *st)
+void procfs_status_parse(FILE *f, struct procfs_status *st)
 {
 	unsigned long r, e, s, fs;
 	char line[512];
-	FILE *f;
 
 	memset(st, 0, sizeof(*st));
 	st->seccomp = -1;
 	st->fsuid = (uid_t)-1;
 	st->fsgid = (gid_t)-1;
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, "Name:", 5))
 			sscanf(line + 5, " %63[^\n]", st->name);
@@ -37,11 +33,52 @@ int procfs_status(const char *path, struct procfs_status *st)
 			st->sigblk = strtoull(line + 7, NULL, 16);
 		else if (!strncmp(line, "VmRSS:", 6))
 			st->rss = strtoull(line + 6, NULL, 10) * 1024;
+		else if (!strncmp(line, "VmSize:", 7))
+			st->vmsize = strtoull(line + 7, NULL, 10) * 1024;
 		else if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
 			st->fsuid = (uid_t)fs;
 		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
 			st->fsgid = (gid_t)fs;
 	}
+}
+
+int procfs_status(const char *path, struct procfs_status *st)
+{
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		memset(st, 0, sizeof(*st));
+		st->seccomp = -1;
+		st->fsuid = (uid_t)-1;
+		st->fsgid = (gid_t)-1;
+		return -1;
+	}
+	procfs_status_parse(f, st);
 	fclose(f);
 	return 0;
+}
+
+int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard)
+{
+	size_t nl = strlen(name);
+	char path[64], line[256], val[32], hval[32];
+	int ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	/* "Max address space         unlimited            unlimited            bytes" */
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, name, nl) || line[nl] != ' ' ||
+		    sscanf(line + nl, " %31s %31s", val, hval) != 2)
+			continue;
+		*soft = !strcmp(val, "unlimited") ? UINT64_MAX : strtoull(val, NULL, 10);
+		*hard = !strcmp(hval, "unlimited") ? UINT64_MAX : strtoull(hval, NULL, 10);
+		ret = 0;
+		break;
+	}
+	fclose(f);
+	return ret;
 }

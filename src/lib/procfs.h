@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct procfs_status {
@@ -17,9 +18,17 @@ struct procfs_status {
 	uid_t fsuid;
 	gid_t fsgid;
 	uint64_t rss;    /* VmRSS in bytes */
+	uint64_t vmsize; /* VmSize in bytes: what RLIMIT_AS is checked against */
 };
 
 /* Parse a status file.  Returns 0, or -1 with errno if it cannot be opened. */
 int procfs_status(const char *path, struct procfs_status *st);
+/* The parser alone, over an open stream (the status text is the target's: fuzzed). */
+void procfs_status_parse(FILE *f, struct procfs_status *st);
+/*
+ * The limit named name ("Max address space") in /proc/PID/limits: 0 and
+ * *soft, *hard in its unit (UINT64_MAX if unlimited), or -1.
+ */
+int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard);
 
 #endif

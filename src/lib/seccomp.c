@@ -19,6 +19,14 @@
 
 #define MAX_PROG 4096 /* BPF_MAXINSNS */
 
+/*
+ * The program is read back from the target, so it is untrusted input even
+ * though the kernel validated it once: every offset, scratch index, jump
+ * and divisor is checked here, with comparisons that cannot wrap, and
+ * anything the kernel would refuse makes the result -1 ("cannot tell").
+ * Jumps only go forward, so the loop ends.
+ */
+
 int seccomp_eval(const struct sock_filter *prog, size_t n, const struct seccomp_data *d,
 		 uint32_t *action)
 {
@@ -34,8 +42,14 @@ int seccomp_eval(const struct sock_filter *prog, size_t n, const struct seccomp_
 		case BPF_LD:
 			switch (BPF_MODE(f->code)) {
 			case BPF_ABS:
-				/* only aligned 32-bit words of struct seccomp_data */
-				if (BPF_SIZE(f->code) != BPF_W || k % 4 || k + 4 > sizeof(*d))
+				/*
+				 * Only aligned 32-bit words of struct seccomp_data.  The
+				 * kernel refuses other offsets when the filter is loaded,
+				 * but what is checked here is a copy read back from the
+				 * target: test k without arithmetic that can wrap
+				 * (k + 4 does, for k >= 0xfffffffc).
+				 */
+				if (BPF_SIZE(f->code) != BPF_W || k % 4 || k > sizeof(*d) - 4)
 					return -1;
 				memcpy(&a, (const uint8_t *)d + k, 4);
 				break;
@@ -127,13 +141,18 @@ int seccomp_eval(const struct sock_filter *prog, size_t n, const struct seccomp_
 			break;
 		}
 		case BPF_RET:
+			/* RET K and RET A only, as seccomp_check_filter() allows */
+			if (BPF_RVAL(f->code) != BPF_K && BPF_RVAL(f->code) != BPF_A)
+				return -1;
 			*action = BPF_RVAL(f->code) == BPF_A ? a : k;
 			return 0;
 		case BPF_MISC:
 			if (BPF_MISCOP(f->code) == BPF_TAX)
 				x = a;
-			else
+			else if (BPF_MISCOP(f->code) == BPF_TXA)
 				a = x;
+			else
+				return -1;
 			break;
 		default:
 			return -1;

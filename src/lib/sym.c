@@ -22,14 +22,7 @@
 #include "ptrace.h"
 #include "target.h"
 
-struct mapline {
-	uint64_t lo, hi, off;
-	char perms[5];
-	unsigned long inode;
-	char path[PATH_MAX];
-};
-
-static int parse_mapline(const char *line, struct mapline *m)
+int maps_parse_line(const char *line, struct mapline *m)
 {
 	int pos = 0;
 	unsigned long long lo, hi, off;
@@ -54,7 +47,7 @@ static struct obj *obj_find_path(struct hc_target *t, const char *path)
 }
 
 /* Read the ELF and program headers from the target at o->base. */
-static int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
+int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph[64];
@@ -131,7 +124,7 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 	while (fgets(line, sizeof(line), f)) {
 		struct obj *o;
 
-		if (parse_mapline(line, &m) < 0)
+		if (maps_parse_line(line, &m) < 0)
 			continue;
 		if (!m.inode && !m.path[0] && !strcmp(m.perms, "r-xp") && t->nanon_rx < MAX_ANON_RX) {
 			/* maybe a code page a killed heapctl left: call.c looks inside */
@@ -432,10 +425,8 @@ static int cmp_sym(const void *a, const void *b)
 
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
-	struct symvec sv = { 0 };
-	Elf *elf = NULL, *delf = NULL;
-	int fd = -1, dfd = -1;
-	long nd, ns = 0;
+	Elf *elf = NULL;
+	int fd;
 
 	/* A separate debug file costs milliseconds: read it only when asked to. */
 	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc || strcmp(o->symsrc, ".dynsym")))
@@ -456,6 +447,20 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	if (fd < 0)
 		return err_errno(err, errno, "open %s", o->open_path);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	sym_load_elf(t, o, elf, debug, err);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err_isset(err) ? -1 : 0;
+}
+
+int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struct hc_err *err)
+{
+	struct symvec sv = { 0 };
+	Elf *delf = NULL;
+	int dfd = -1;
+	long nd, ns = 0;
+
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		err_set(err, HC_E_NO_SYM, 0, "%s: not an ELF file: %s", o->path, elf_errmsg(-1));
 		goto out;
@@ -490,9 +495,6 @@ out:
 		elf_end(delf);
 	if (dfd >= 0)
 		close(dfd);
-	if (elf)
-		elf_end(elf);
-	close(fd);
 	return err_isset(err) ? -1 : 0;
 }
 

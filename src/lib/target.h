@@ -3,6 +3,7 @@
 #ifndef HC_TARGET_H
 #define HC_TARGET_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -79,9 +80,26 @@ struct hc_target {
 
 /* maps + symbols (sym.c) */
 int maps_load(struct hc_target *t, struct hc_err *err);
+/* One /proc/PID/maps line; its path is whatever name the target gave a mapping. */
+struct mapline {
+	uint64_t lo, hi, off;
+	char perms[5];
+	unsigned long inode;
+	char path[PATH_MAX];
+};
+int maps_parse_line(const char *line, struct mapline *m);
 struct obj *obj_at(struct hc_target *t, uint64_t raddr);
 /* .dynsym and .symtab; with debug, also a separate debug file if there is no .symtab. */
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err);
+/*
+ * The part of sym_load() after the file is open: symbols of an ELF image
+ * already handed to libelf (the file's contents are the target's: fuzzed
+ * from memory).  elf may be NULL (then: not an ELF file).
+ */
+struct Elf;
+int sym_load_elf(struct hc_target *t, struct obj *o, struct Elf *elf, bool debug, struct hc_err *err);
+/* The ELF and program headers read from the target's memory at o->base. */
+int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
 /* Exact name; returns the symbol or NULL. */
 const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Runtime address (and size) of data symbol name in o, or 0. */

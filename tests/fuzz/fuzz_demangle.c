@@ -5,15 +5,13 @@
  * decoder (as "_R" + input too, so the fuzzer need not find the prefix)
  * and through prof_demangle(), which also strips C++ parameter lists and
  * decodes Rust legacy escapes.  Checks: no crash, no hang, and a decoded
- * v0 name is bounded (64 KiB).  The two sources are #included so the
- * fuzzer's coverage instrumentation sees them (the library is built by gcc).
+ * v0 name is bounded (64 KiB).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/prof/demangle.c"
-#include "../../src/prof/rust_v0.c"
+#include "prof_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

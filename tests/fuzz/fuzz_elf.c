@@ -1,74 +1,85 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: ELF symbol reading on malformed files.  The input is
- * written to a temporary file and read with sym_load() (.dynsym, .symtab,
- * .gnu_debuglink and build-id lookups included), then looked up with
- * sym_by_name(); the same bytes, placed in this process's memory, go
- * through obj_read_phdrs(), which reads the ELF and program headers from
- * the target's memory.  A target controls both its files and its memory.
+ * libFuzzer target: ELF symbol reading on malformed files.  A target
+ * controls both its files and its memory.  The input is handed to libelf
+ * from memory (elf_memory(), no file per input) and read with
+ * sym_load_elf(), the part of sym_load() after the file is open: .dynsym,
+ * .symtab, and the .gnu_debuglink and build-id lookups of a separate debug
+ * file; then looked up with sym_by_name().  The same bytes, placed in this
+ * process's memory right before an unmapped page, go through
+ * obj_read_phdrs(), which reads the ELF and program headers from the
+ * target's memory.
  */
-#include <sys/mman.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "../../src/lib/sym.c"
+#include "fuzz_mem.h"
+#include "target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char path[64];
 static int memfd = -2;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	/* nothing under this path exists: the debug file lookups find nothing */
+	static char path[] = "/nonexistent-heapctl-fuzz/obj";
 	struct hc_target t;
 	struct obj o;
 	struct hc_err err = { 0 };
-	int fd;
+	char *img;
+	Elf *elf;
 
-	if (!path[0]) {
-		snprintf(path, sizeof(path), "/tmp/heapctl-fuzz-elf.%d", (int)getpid());
+	if (memfd == -2) {
 		memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+		elf_version(EV_CURRENT);
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return 0;
-	if (write(fd, data, size) != (ssize_t)size) {
-		close(fd);
-		return 0;
-	}
-	close(fd);
-
 	memset(&t, 0, sizeof(t));
-	memset(&o, 0, sizeof(o));
 	t.pid = getpid();
 	t.memfd = memfd;
 	t.arch = hc_arch_host();
+	snprintf(t.proc, sizeof(t.proc), "/nonexistent-heapctl-fuzz");
+
+	/* libelf may write into the image it is given: a copy of exactly the input */
+	img = malloc(size ? size : 1);
+	if (!img)
+		return 0;
+	memcpy(img, data, size);
+	elf = elf_memory(img, size);
+	memset(&o, 0, sizeof(o));
 	o.path = path;
 	o.open_path = path;
 	o.bias = 0x1000;
-	if (sym_load(&t, &o, true, &err) == 0) {
+	if (sym_load_elf(&t, &o, elf, true, &err) == 0) {
 		sym_by_name(&o, "mallctl");
 		for (size_t i = 0; i < o.nsyms; i++)
 			if (!o.syms[i].name || !memchr(o.syms[i].name, 0, 4096))
 				__builtin_trap();
 	}
+	if (elf)
+		elf_end(elf);
+	free(img);
 	free(o.syms);
 	free(o.strs);
 	free(o.debug_path);
 
 	/* The headers read from "target" memory: a page-aligned copy of the input. */
 	if (size >= sizeof(Elf64_Ehdr)) {
-		size_t len = (size + 4095) & ~(size_t)4095;
-		uint8_t *mem = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE,
-				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		size_t len;
+		uint8_t *mem = fz_copy_paged(data, size, &len); /* whatever follows is unmapped */
 
-		if (mem != MAP_FAILED) {
-			memcpy(mem, data, size);
-			munmap(mem + len, 4096); /* whatever follows is unmapped */
+		if (mem) {
 			memset(&o, 0, sizeof(o));
 			memset(&err, 0, sizeof(err));
 			o.base = (uint64_t)(uintptr_t)mem;
 			o.is_exe = data[0] & 1;
 			obj_read_phdrs(&t, &o, &err);
-			munmap(mem, len);
 		}
 	}
 	return 0;

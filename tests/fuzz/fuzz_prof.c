@@ -46,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = hc_report_build(p, (flags & 32) ? p : NULL, &ro, &err);
 	for (f = 0; r && sink && f <= HC_FMT_JSON; f++) {
 		memset(&err, 0, sizeof(err));
-		(void)hc_report_write(r, (enum hc_report_format)f, &wo, sink, &err);
+		if (hc_report_write(r, (enum hc_report_format)f, &wo, sink, &err) < 0)
+			continue; /* a failed writer leaves the others to run */
 	}
 	hc_report_free(r);
 	hc_prof_free(p);

@@ -4,14 +4,20 @@
  * this process's memory, right before an unmapped page (the worst case a
  * target can set up), and is read the way heapctl reads a target's
  * strings: malloc_stats_print's write_cb text through alloc_jemalloc.c's
- * print_cb() (static, hence the #include), and mallctl string values
+ * je_print_cb(), and mallctl string values
  * through call_read_str().  Checks: no crash, what reaches the sink is
  * exactly the bytes up to the first NUL, call_read_str() always
  * terminates its buffer.
  */
-#include <sys/mman.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "../../src/lib/alloc_jemalloc.c"
+#include "alloc.h"
+#include "call.h"
+#include "fuzz_mem.h"
+#include "target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,29 +49,25 @@ static int sink(void *arg, const char *s, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sinkbuf sb = { 0 };
-	struct print_ctx pc = { sink, &sb };
+	struct je_print_ctx pc = { sink, &sb };
 	struct hc_target t;
 	struct hc_err err = { 0 };
-	size_t len = (size + 4095) & ~(size_t)4095, off;
 	uint64_t a[6] = { 0 };
 	uint8_t *mem;
 	char out[300];
 
 	if (!size)
 		return 0;
-	mem = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
+	mem = fz_copy_at_end(data, size); /* the input ends where readable memory ends */
+	if (!mem)
 		return 0;
-	munmap(mem + len, 4096);
-	off = len - size; /* the input ends where the mapping ends */
-	memcpy(mem + off, data, size);
 	memset(&t, 0, sizeof(t));
 	t.pid = getpid();
 	t.memfd = -1;
 	t.arch = hc_arch_host();
 
-	a[1] = (uint64_t)(uintptr_t)(mem + off);
-	if (print_cb(&pc, &t, a, &err) == 0) {
+	a[1] = (uint64_t)(uintptr_t)mem;
+	if (je_print_cb(&pc, &t, a, &err) == 0) {
 		const uint8_t *nul = memchr(data, 0, size);
 
 		/* success means a NUL was found, and only what precedes it was passed on */
@@ -81,6 +83,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (call_read_str(&t, a[1], out, 1 + data[0] % sizeof(out), &err) == 0 &&
 	    !memchr(out, 0, 1 + data[0] % sizeof(out)))
 		__builtin_trap();
-	munmap(mem, len);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "itest.h"
@@ -768,6 +769,72 @@ static void test_not_permitted(void)
 	victim_kill(v);
 }
 
+/* VmSize of pid in bytes, 0 if unknown. */
+static unsigned long long vm_size(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/*
+ * A target at its RLIMIT_AS (prlimit --as) cannot map heapctl's page: the
+ * error must say so and name the limit, not blame the allocator, and the
+ * target must be unharmed.  Its soft limit is set to what it maps now, so
+ * that not one more page fits; the victim's threads sit in read() and map
+ * nothing meanwhile.
+ */
+static void test_as_limit(void)
+{
+	struct victim vv, *v = &vv;
+	struct rlimit old, low;
+	char why[512], reply[256], num[32];
+	unsigned long long vs;
+	struct hres r;
+
+	if (victim_start(v, "plain_victim", NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	vs = vm_size(v->pid);
+	if (!vs || prlimit(v->pid, RLIMIT_AS, NULL, &old)) {
+		t_fail("cannot read pid %d's VmSize or RLIMIT_AS: %s", (int)v->pid, strerror(errno));
+		victim_kill(v);
+		return;
+	}
+	low = old;
+	low.rlim_cur = vs;
+	if (prlimit(v->pid, RLIMIT_AS, &low, NULL)) {
+		t_fail("prlimit --as=%llu on pid %d: %s", vs, (int)v->pid, strerror(errno));
+		victim_kill(v);
+		return;
+	}
+	hc_run(&r, NULL, "stats", "-p", v->spid, NULL);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)low.rlim_cur);
+	if (!expect_failure(&r, "stats on a process at its RLIMIT_AS") &&
+	    (!strstr(r.err, "address-space limit") || !strstr(r.err, num) ||
+	     !strstr(r.err, "prlimit") || strstr(r.err, "allocator refused")))
+		t_fail("the error does not name the address-space limit (%s bytes): %.400s", num,
+		       r.err);
+	hres_free(&r);
+	/* Back to its own limit: the victim must work as before. */
+	if (prlimit(v->pid, RLIMIT_AS, &old, NULL))
+		t_fail("restoring RLIMIT_AS of pid %d: %s", (int)v->pid, strerror(errno));
+	if (!t_failed() && !victim_check(v, 0))
+		victim_expect(v, "feed 100", "read ok 100", reply, sizeof(reply));
+	victim_kill(v);
+}
+
 /* A target that already died but was not reaped. */
 static void test_zombie_target(void)
 {
@@ -964,6 +1031,7 @@ const struct itest t_err_tests[] = {
 	{ "error-set-read-only", test_set_read_only, 0 },
 	{ "error-purge-bad-arena", test_purge_bad_arena, 0 },
 	{ "error-zombie-target", test_zombie_target, 0 },
+	{ "error-as-limit", test_as_limit, 0 },
 	{ "error-target-killed", test_target_killed, 0 },
 	{ "error-interrupted", test_interrupted, 0 },
 	{ "error-not-permitted", test_not_permitted, 0 },

@@ -71,6 +71,24 @@ int main(void)
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 62), /* past struct seccomp_data */
 		BPF_STMT(BPF_RET | BPF_A, 0),
 	};
+	/* k + 4 wraps to 0 in 32 bits: once read 4 GiB away from the data */
+	struct sock_filter wrap_load[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0xfffffffc),
+		BPF_STMT(BPF_RET | BPF_A, 0),
+	};
+	struct sock_filter last_word[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, sizeof(struct seccomp_data) - 4),
+		BPF_STMT(BPF_RET | BPF_A, 0),
+	};
+	struct sock_filter ja_wrap[] = {
+		BPF_STMT(BPF_JMP | BPF_JA, 0xffffffff),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_filter bad_mem[] = {
+		BPF_STMT(BPF_LDX | BPF_MEM, BPF_MEMWORDS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_filter ret_x[] = { BPF_STMT(BPF_RET | BPF_X, SECCOMP_RET_ALLOW) };
 	struct seccomp_data d;
 	uint32_t act = 0;
 
@@ -99,6 +117,12 @@ int main(void)
 	CHECK1("reject.division_by_zero", seccomp_eval(div0, 3, &d, &act) < 0);
 	CHECK1("reject.load_out_of_range", seccomp_eval(bad_load, 2, &d, &act) < 0);
 	CHECK1("reject.empty", seccomp_eval(bad_load, 0, &d, &act) < 0);
+	CHECK1("reject.load_offset_wraps", seccomp_eval(wrap_load, 2, &d, &act) < 0);
+	CHECK1("reject.ja_offset_wraps", seccomp_eval(ja_wrap, 2, &d, &act) < 0);
+	CHECK1("reject.scratch_out_of_range", seccomp_eval(bad_mem, 2, &d, &act) < 0);
+	CHECK1("reject.ret_x", seccomp_eval(ret_x, 1, &d, &act) < 0);
+	d.args[5] = 0x1234567800000000ull; /* the last word: high half of args[5] (LE) */
+	CHECK1("load_last_word", seccomp_eval(last_word, 2, &d, &act) == 0 && act == 0x12345678);
 	CHECK1("stricter.kill_over_errno",
 	      seccomp_stricter(SECCOMP_RET_ERRNO | 5, SECCOMP_RET_KILL_PROCESS) ==
 		      SECCOMP_RET_KILL_PROCESS);
