@@ -92,6 +92,14 @@ struct hc_presys {
 	uint64_t args[6], sp, pc;
 };
 
+/* What a ptrace stop does to a thread blocked in a syscall (arch->wait_kind). */
+enum hc_wait {
+	HC_WAIT_UNDISTURBED = 0, /* resumes as if nothing happened, or not a wait at all */
+	HC_WAIT_EINTR_REDO,      /* EINTR on any stop, no timeout: heapctl re-issues it */
+	HC_WAIT_EINTR_KEEP,      /* EINTR on any stop, with a timeout: the EINTR stays */
+	HC_WAIT_RESTART_FULL,    /* re-runs with its whole relative timeout (arm64) */
+};
+
 /* A byte pattern in the target's text. */
 struct hc_bytes {
 	const uint8_t *b;
@@ -154,9 +162,11 @@ struct hc_arch {
 	void (*skip_syscall)(void *gregs);
 	unsigned int skip_regset;
 	/*
-	 * Make now the restart decision the kernel makes after a stop, with a
-	 * restart-block syscall (nanosleep...) re-issued from scratch: for when
-	 * an rt_sigreturn has reset the thread's restart block.
+	 * Make now the restart decision the kernel makes after a stop, for
+	 * when an rt_sigreturn has reset the thread's restart block: a
+	 * restart-block syscall (nanosleep, timed poll and futex) then fails
+	 * with EINTR, as it does for any handled signal, instead of starting
+	 * its relative timeout over.
 	 */
 	void (*restart_now)(void *gregs);
 	/* A call's result, read at ret_tramp's rt_sigreturn stop. */
@@ -169,19 +179,24 @@ struct hc_arch {
 	 */
 	void (*no_restart)(void *gregs);
 	/*
-	 * Some syscalls fail with EINTR, instead of restarting, whenever the
-	 * thread is stopped (signal(7): epoll_wait, semop, sigtimedwait,
-	 * io_getevents...), and PTRACE_INTERRUPT is such a stop.  If gregs
-	 * shows one of them returning -EINTR, rewind it so that it runs again,
-	 * and return true.  The caller only does this when no signal is
+	 * What heapctl's stop (PTRACE_INTERRUPT) does to a thread blocked in
+	 * syscall nr with args, by the kernel's own restart rules; the table
+	 * is in docs/design.md.  Pure: the caller gets nr and args from the
+	 * registers (x86_64) or from /proc/PID/task/TID/syscall (arm64).
+	 */
+	enum hc_wait (*wait_kind)(long nr, const uint64_t args[6]);
+	/*
+	 * If gregs shows a HC_WAIT_EINTR_REDO syscall returning -EINTR, rewind
+	 * it so that it runs again, and return true.  A timed one
+	 * (HC_WAIT_EINTR_KEEP) keeps its EINTR: re-issuing it would restart its
+	 * whole timeout, while any signal gives the same EINTR and callers
+	 * recompute what is left.  The caller only does this when no signal is
 	 * pending, i.e. when the EINTR was heapctl's own doing.  pre may be
 	 * NULL or invalid; a backend that needs it then returns false.
 	 */
 	bool (*undo_stop_eintr)(void *gregs, const struct hc_presys *pre);
 	/* undo_stop_eintr() needs /proc/PID/task/TID/syscall from before the stop */
 	bool needs_presys;
-	/* Does syscall nr fail with EINTR when its thread is merely stopped? */
-	bool (*stop_gives_eintr)(long nr);
 	/*
 	 * Is the thread inside a syscall that swaps in a temporary signal mask
 	 * (ppoll, pselect6, epoll_pwait, sigsuspend...)?  1 yes, 0 no, -1

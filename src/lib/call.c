@@ -601,8 +601,12 @@ static bool signal_pending(pid_t pid, pid_t tid)
 
 /*
  * epoll_wait and friends return EINTR for a mere stop, ours included.  When
- * no signal explains the EINTR, it was heapctl's: make the saved state
- * re-issue the syscall, so the program never sees it.
+ * the wait has no timeout and no signal explains the EINTR, it was
+ * heapctl's: make the saved state re-issue the syscall, so the program
+ * never sees it.  A timed wait keeps the EINTR: re-issued with its
+ * original timeout it would wait that long again, while an EINTR is what
+ * any signal (or SIGSTOP/SIGCONT) gives it, and event loops recompute the
+ * time left (docs/design.md, "Blocked syscalls").
  */
 static void undo_our_eintr(struct hc_target *t, struct sess *s)
 {
@@ -801,14 +805,17 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 
 			rk = c == 'S' ? 0 : c == 'R' ? 1 : (c == 'T' || c == 't') ? 2 : c == 'Z' ? 9 : 3;
 			/*
-			 * A sleeper whose syscall our stop would disturb (epoll_wait
-			 * and friends get EINTR, restart_syscall loses its restart
-			 * block if heapctl dies) comes after the running threads.
+			 * A sleeper whose syscall our stop would disturb comes
+			 * after the running threads: epoll_wait and friends get
+			 * EINTR (a timed one keeps it), arm64 restarts a relative
+			 * sleep from its full length, restart_syscall loses its
+			 * restart block if heapctl dies.
 			 */
 			if (rk == 0) {
 				read_presys(t->pid, tid, &pre);
 				if (pre.valid && (pre.nr == t->arch->nr_restart_syscall ||
-						  t->arch->stop_gives_eintr(pre.nr)))
+						  t->arch->wait_kind(pre.nr, pre.args) !=
+							  HC_WAIT_UNDISTURBED))
 					rk = 2;
 			}
 		}
