@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "itest.h"
 
@@ -311,8 +312,183 @@ out:
 		kill_wait(pid);
 }
 
+/*
+ * Runs heapctl -vvv stats --tid tid and SIGKILLs it right after it says
+ * it borrows the thread.  Returns 1 if the kill landed, 0 if heapctl was
+ * done first, -1 on error; *held_us is from its start to the kill.
+ */
+static int kill_while_borrowed(const char *spid, pid_t tid, long *held_us)
+{
+	char stid[16], buf[4096], acc[8192];
+	const char *args[] = { "-vvv", "stats", "-p", spid, "--tid", stid, NULL };
+	const char *saved = cfg.vflag;
+	struct hproc hp;
+	struct hres r;
+	size_t alen = 0;
+	long t0 = now_ms();
+	bool killed = false;
+
+	snprintf(stid, sizeof(stid), "%d", (int)tid);
+	cfg.vflag = NULL;
+	if (hc_startv(&hp, NULL, args) < 0) {
+		cfg.vflag = saved;
+		hc_finish(&hp, &r, 10);
+		t_fail("heapctl did not start: %s", hres_desc(&r));
+		hres_free(&r);
+		return -1;
+	}
+	cfg.vflag = saved;
+	while (hp.err >= 0) {
+		struct pollfd p = { .fd = hp.err, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 10000) <= 0)
+			break;
+		n = read(hp.err, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		/* keep the tail: the line may come in pieces */
+		if (alen + (size_t)n >= sizeof(acc)) {
+			size_t keep = 256 < alen ? 256 : alen;
+
+			memmove(acc, acc + alen - keep, keep);
+			alen = keep;
+		}
+		memcpy(acc + alen, buf, (size_t)n);
+		alen += (size_t)n;
+		acc[alen] = '\0';
+		if (strstr(acc, "info: borrowing tid ")) {
+			if (!pid_exited(hp.pid)) {
+				kill(hp.pid, SIGKILL);
+				killed = true;
+			}
+			break;
+		}
+	}
+	*held_us = (now_ms() - t0) * 1000;
+	hc_finish(&hp, &r, 10);
+	if (killed && !(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL))
+		killed = false;
+	if (!killed && hres_exit(&r) != 0) {
+		t_fail("heapctl failed before the kill: %s", hres_desc(&r));
+		hres_free(&r);
+		return -1;
+	}
+	hres_free(&r);
+	return killed ? 1 : 0;
+}
+
+/*
+ * heapctl killed while it holds a thread: the thread runs rt_sigreturn on
+ * heapctl's frame, which resets its restart block.  A nanosleep, timed
+ * poll or FUTEX_WAIT must then fail with EINTR as for a handled signal
+ * (the victim waits again for what is left), never restart its whole
+ * timeout; epoll_wait keeps its EINTR.
+ */
+static void test_killed_waits(void)
+{
+	char bin[512], tl[16], line[1024], why[256], spid[16];
+	const char *argv[] = { bin, tl, NULL };
+	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	int t[K_N] = { 0 };
+	unsigned int landed = 0;
+	pid_t pid = -1;
+
+	snprintf(bin, sizeof(bin), "%s/timer_victim", cfg.victim_dir);
+	snprintf(tl, sizeof(tl), "%d", TIMED_MS);
+	if (pipe(in) || pipe(out)) {
+		t_fail("pipe: %s", strerror(errno));
+		return;
+	}
+	o.in_fd = in[0];
+	o.out_fd = out[1];
+	pid = spawn(argv, &o, why, sizeof(why));
+	close(in[0]);
+	close(out[1]);
+	if (pid < 0) {
+		t_fail("timer_victim: %s", why);
+		goto out;
+	}
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	if (dprintf(in[1], "tids\n") < 0 || read_line(out[0], line, sizeof(line), 10000) ||
+	    sscanf(line, "tids epoll=%d poll=%d futex=%d sleep=%d", &t[0], &t[1], &t[2], &t[3]) !=
+		    4) {
+		t_fail("timer_victim did not start (got \"%s\")", line);
+		goto out;
+	}
+	for (int k = 0; k < K_N; k++) {
+		char key[16];
+		const char *p;
+		long el = -1, eintr = -1, early = -1, err = -1, late, held = 0;
+		int kr = 0;
+
+		if (dprintf(in[1], "go\n") < 0 || read_line(out[0], line, sizeof(line), 5000) ||
+		    strcmp(line, "started")) {
+			t_fail("timer_victim: go: \"%s\"", line);
+			goto out;
+		}
+		if (wait_in_syscall(pid, t[k], knrs[k], kname[k]))
+			goto out;
+		sleep_ms(400);
+		/* a heapctl that finished before the kill proves nothing: again */
+		for (int tries = 0; tries < 3 && kr == 0; tries++) {
+			long h = 0;
+
+			kr = kill_while_borrowed(spid, t[k], &h);
+			held += h;
+		}
+		if (kr < 0)
+			goto out;
+		landed += kr;
+		if (dprintf(in[1], "result\n") < 0 ||
+		    read_line(out[0], line, sizeof(line), 20000) || strncmp(line, "result ", 7)) {
+			t_fail("timer_victim: result: \"%s\"", line);
+			goto out;
+		}
+		snprintf(key, sizeof(key), " %s=", kname[k]);
+		p = strstr(line, key);
+		if (!p || sscanf(p + strlen(key), "%ld,%ld,%ld,%ld", &el, &eintr, &early, &err) != 4) {
+			t_fail("timer_victim: no %s in \"%s\"", kname[k], line);
+			goto out;
+		}
+		late = el - TIMED_MS * 1000L;
+		t_note("%s: heapctl %s; waited %ld ms for %d ms (heapctl ran %ld ms), %ld EINTR",
+		       kname[k], kr ? "killed while borrowing" : "done before the kill", el / 1000,
+		       TIMED_MS, held / 1000, eintr);
+		if (err)
+			t_fail("%s: unexpected error %ld (%s)", kname[k], err, strerror((int)err));
+		else if (early)
+			t_fail("%s: the syscall said its time was up %ld time(s) before it was",
+			       kname[k], early);
+		else if (late < -1000)
+			t_fail("%s: the wait ended %ld ms early", kname[k], -late / 1000);
+#if defined(__aarch64__)
+		else if ((k == K_FUTEX || k == K_SLEEP) && late > MARGIN_US + held)
+			t_note("%s: %ld ms late (arm64 restarts a relative sleep in full)", kname[k],
+			       late / 1000);
+#endif
+		else if (late > MARGIN_US + held)
+			t_fail("%s: a %d ms wait took %ld ms after heapctl was killed: timer made late",
+			       kname[k], TIMED_MS, el / 1000);
+	}
+	if (!landed)
+		t_skip(false, "heapctl finished before every kill: nothing was proved");
+	if (dprintf(in[1], "quit\n") < 0 || read_line(out[0], line, sizeof(line), 5000) ||
+	    strcmp(line, "bye"))
+		t_fail("timer_victim did not answer quit (got \"%s\")", line);
+out:
+	if (in[1] >= 0)
+		close(in[1]);
+	if (out[0] >= 0)
+		close(out[0]);
+	if (pid > 0)
+		kill_wait(pid);
+}
+
 const struct itest t_timers_tests[] = {
 	{ "timed-wait-python-epoll", test_python_epoll, 0 },
 	{ "timed-wait-tid-borrows", test_tid_waits, 0 },
+	{ "timed-wait-heapctl-killed", test_killed_waits, 0 },
 	{ NULL, NULL, 0 },
 };
