@@ -198,6 +198,24 @@ struct hc_arch {
 	/* undo_stop_eintr() needs /proc/PID/task/TID/syscall from before the stop */
 	bool needs_presys;
 	/*
+	 * arm64 only (NULL elsewhere).  Does gregs, at the first stop, sit on
+	 * the svc of a HC_WAIT_RESTART_FULL syscall that pre saw blocked?
+	 * do_signal() rewound it there, and picks restart_syscall only after
+	 * the stop; the registers cannot tell a rewound sleep from one about
+	 * to start.  Then call.c lets do_signal() finish with the original
+	 * registers and stops the thread at the syscall-entry stop of that
+	 * svc: the kernel's own answer.
+	 */
+	bool (*restart_probe)(const void *gregs, const struct hc_presys *pre);
+	/*
+	 * At that syscall-entry stop (entry): take the kernel's choice
+	 * (restart_syscall or the syscall itself) into saved, and make entry
+	 * what the thread should see if heapctl dies after skipping the
+	 * syscall and before it can put saved back: EINTR, as for a handled
+	 * signal.  False if entry is not that svc (saved is left alone).
+	 */
+	bool (*restart_probed)(void *saved, void *entry);
+	/*
 	 * Is the thread inside a syscall that swaps in a temporary signal mask
 	 * (ppoll, pselect6, epoll_pwait, sigsuspend...)?  1 yes, 0 no, -1
 	 * cannot tell (treated as yes).

@@ -400,6 +400,38 @@ static enum hc_wait wait_kind(long nr, const uint64_t args[6])
 	}
 }
 
+static bool restart_probe(const void *gregs, const struct hc_presys *pre)
+{
+	const struct a64_gregs *r = gregs;
+
+	if (!pre || !pre->valid || wait_kind(pre->nr, pre->args) != HC_WAIT_RESTART_FULL ||
+	    r->regs[8] != (uint64_t)pre->nr || r->sp != pre->sp || r->pc != pre->pc - 4)
+		return false;
+	for (unsigned int i = 0; i < 6; i++)
+		if (r->regs[i] != pre->args[i])
+			return false;
+	return true;
+}
+
+#define A64_NR_RESTART_SYSCALL 128
+
+/*
+ * do_signal() after get_signal(): pc still on the svc it rewound and the
+ * syscall returned -ERESTART_RESTARTBLOCK, so setup_restart_syscall() put
+ * __NR_restart_syscall in x8; otherwise x8 is the syscall's own number.
+ */
+static bool restart_probed(void *saved, void *entry)
+{
+	struct a64_gregs *s = saved, *e = entry;
+
+	if (e->pc != s->pc + 4 || e->sp != s->sp ||
+	    (e->regs[8] != A64_NR_RESTART_SYSCALL && e->regs[8] != s->regs[8]))
+		return false;
+	s->regs[8] = e->regs[8];
+	e->regs[0] = (uint64_t)-4; /* -EINTR: kept as the result when the syscall is skipped */
+	return true;
+}
+
 /*
  * Nothing to do.  arm64's do_signal() (arch/arm64/kernel/signal.c) decides
  * on a syscall restart *before* get_signal() reports the ptrace stop: it
@@ -535,6 +567,8 @@ const struct hc_arch hc_arch_aarch64 = {
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
 	.needs_presys = true,
+	.restart_probe = restart_probe,
+	.restart_probed = restart_probed,
 	.wait_kind = wait_kind,
 	.swaps_mask = swaps_mask,
 	.syscall_nr = syscall_nr,

@@ -662,6 +662,75 @@ static void read_presys(pid_t pid, pid_t tid, struct hc_presys *pre)
 	fclose(f);
 }
 
+/*
+ * arm64: the thread sits rewound on the svc of a relative sleep (nanosleep,
+ * FUTEX_WAIT with a timeout), and only do_signal(), after this stop, picks
+ * restart_syscall to go on with the time left; restored later, at another
+ * stop, the sleep would start over in full.  So let do_signal() decide
+ * with the original registers and stop the thread at the syscall-entry
+ * stop of that svc (PTRACE_SYSCALL): the saved state takes the kernel's
+ * choice, the syscall is skipped, and the thread is put back on the svc.
+ * 1: done (or nothing to learn), 0: handed back (why says so), -1: error.
+ */
+static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t whylen,
+			 struct hc_err *err)
+{
+	uint8_t g[sizeof(s->gregs)] __attribute__((aligned(16)));
+	enum stop st;
+	int sig, r;
+	bool ok;
+
+	if (ptrace_resume(s->tid, true, 0, err) < 0)
+		return -1;
+	r = wait_stop(t, s->tid, &st, &sig, err);
+	if (r != 0)
+		return r < 0 ? -1 : err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop", s->tid);
+	if (st == ST_EXITED) {
+		if (s->exec_seen)
+			return gone(t, err);
+		snprintf(why, whylen, "thread %d exited", s->tid);
+		s->tid = 0;
+		s->stopped = s->saved = false;
+		return 0;
+	}
+	if (st == ST_SIGNAL) {
+		/* A signal came first: deliver it right there, as without heapctl. */
+		snprintf(why, whylen, "thread %d took a signal", s->tid);
+		s->pending_sig = sig;
+		return give_back_pending(t, err) < 0 ? -1 : 0;
+	}
+	s->at = st;
+	if (st != ST_SYSCALL)
+		return 1; /* a group stop, still in get_signal(): registers as saved */
+	if (get_gregs(t, g, err) < 0)
+		return -1;
+	/*
+	 * The kernel's answer into the saved state; the syscall itself is
+	 * skipped.  Should heapctl die between the skip and the exit stop, the
+	 * thread sees the EINTR a handled signal would give it.  (An entry at
+	 * any other svc cannot happen without a signal stop first; the saved
+	 * state is then put back unchanged.)
+	 */
+	ok = t->arch->restart_probed(s->gregs, g);
+	memcpy(s->cur, g, t->arch->gregs_len);
+	if (set_gregs(t, s->cur, err) < 0 || skip_syscall(t, err) < 0 ||
+	    ptrace_resume(s->tid, true, 0, err) < 0)
+		return -1;
+	r = wait_stop(t, s->tid, &st, &sig, err);
+	if (r != 0)
+		return r < 0 ? -1 : err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop", s->tid);
+	if (st == ST_EXITED)
+		return gone(t, err);
+	s->at = st;
+	/* back onto the svc: from here heapctl's death resumes the sleep */
+	if (set_gregs(t, s->gregs, err) < 0)
+		return -1;
+	pr_debug("tid %d: %s", s->tid,
+		 ok ? "the kernel's restart decision for its sleep is in the saved state" :
+		      "unexpected syscall entry after the stop; saved state unchanged");
+	return 1;
+}
+
 /* State letter of a thread (/proc/PID/task/TID/stat: R, S, D, T, t, Z, X), or 0 if gone. */
 static char task_state(pid_t pid, pid_t tid)
 {
@@ -744,6 +813,12 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 		return -1;
 	s->saved = true;
 	undo_our_eintr(t, s);
+	if (t->arch->restart_probe && st == ST_EVENT &&
+	    t->arch->restart_probe(s->gregs, &s->presys)) {
+		r = probe_restart(t, s, why, whylen, err);
+		if (r <= 0)
+			return r;
+	}
 	pr_debug("tid %d stopped (%s) at pc 0x%llx, in syscall %ld", tid, stop_name(st),
 		 (unsigned long long)t->arch->get_pc(s->gregs), t->arch->syscall_nr(s->gregs));
 	where_disasm(t, t->arch->get_pc(s->gregs), HC_LOG_TRACE);

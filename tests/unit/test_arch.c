@@ -1750,6 +1750,73 @@ static void a64_undo_stop_eintr(void)
 	end();
 }
 
+static void a64_restart_probe(void)
+{
+	struct hc_presys pre = { .valid = true, .nr = 101 /* nanosleep */ };
+	uint64_t g[GWORDS], e[GWORDS], orig[GWORDS];
+
+	begin("aarch64.restart_probe");
+	CHECK(!x86->restart_probe && !x86->restart_probed, "x86_64 needs no probe");
+	/* rewound by do_signal(): pc on the svc, x0 = orig_x0, x8 = nanosleep */
+	fill(g, GWORDS);
+	g[A_X8] = 101;
+	g[A_PC] = 0x0000ffff80001004ull;
+	pre.args[0] = g[A_X0] = 0x0000ffffc0000100ull; /* req */
+	pre.args[1] = g[A_X0 + 1] = 0;                 /* rem */
+	for (unsigned int i = 2; i < 6; i++)
+		pre.args[i] = g[A_X0 + i];
+	pre.sp = g[A_SP];
+	pre.pc = g[A_PC] + 4; /* /proc shows the pc after the svc */
+	CHECK(a64->restart_probe(g, &pre), "rewound nanosleep not probed");
+	CHECK(!a64->restart_probe(g, NULL), "probed without /proc's view");
+	pre.pc += 4;
+	CHECK(!a64->restart_probe(g, &pre), "probed at another pc");
+	pre.pc -= 4;
+	g[A_X0] = (uint64_t)-4;
+	CHECK(!a64->restart_probe(g, &pre), "probed with x0 not the argument");
+	g[A_X0] = pre.args[0];
+	pre.nr = 22; /* epoll_pwait: its EINTR is handled elsewhere */
+	g[A_X8] = 22;
+	CHECK(!a64->restart_probe(g, &pre), "epoll_pwait probed");
+	pre.nr = 98; /* futex */
+	g[A_X8] = 98;
+	pre.args[1] = g[A_X0 + 1] = 0x80; /* FUTEX_WAIT_PRIVATE */
+	pre.args[3] = g[A_X0 + 3] = 0x0000ffffc0000200ull;
+	CHECK(a64->restart_probe(g, &pre), "timed FUTEX_WAIT not probed");
+	pre.args[3] = g[A_X0 + 3] = 0;
+	CHECK(!a64->restart_probe(g, &pre), "untimed FUTEX_WAIT probed");
+
+	/* the kernel's answer at the svc's entry stop: restart_syscall */
+	fill(g, GWORDS);
+	g[A_X8] = 101;
+	g[A_PC] = 0x0000ffff80001004ull;
+	memcpy(e, g, sizeof(e));
+	e[A_PC] += 4;
+	e[A_X8] = 128;
+	memcpy(orig, g, sizeof(g));
+	CHECK(a64->restart_probed(g, e), "restart_syscall entry refused");
+	CHECK(g[A_X8] == 128, "saved x8 %" PRIu64 ", want restart_syscall", g[A_X8]);
+	g[A_X8] = orig[A_X8];
+	CHECK(!memcmp(g, orig, sizeof(g)), "saved state changed beyond x8");
+	CHECK(e[A_X0] == (uint64_t)-4, "entry x0 %#" PRIx64 ", want -EINTR if heapctl dies",
+	      e[A_X0]);
+	/* ... or the syscall itself: it was about to start, nothing to change */
+	memcpy(e, g, sizeof(e));
+	e[A_PC] += 4;
+	CHECK(a64->restart_probed(g, e) && !memcmp(g, orig, sizeof(g)),
+	      "the syscall's own entry changed the saved state");
+	/* any other svc */
+	memcpy(e, g, sizeof(e));
+	e[A_PC] += 8;
+	e[A_X8] = 128;
+	CHECK(!a64->restart_probed(g, e) && !memcmp(g, orig, sizeof(g)), "another svc accepted");
+	memcpy(e, g, sizeof(e));
+	e[A_PC] += 4;
+	e[A_X8] = 63;
+	CHECK(!a64->restart_probed(g, e) && !memcmp(g, orig, sizeof(g)), "another syscall accepted");
+	end();
+}
+
 static void a64_skip_restart(void)
 {
 	uint64_t g[GWORDS], orig[GWORDS];
@@ -2054,6 +2121,7 @@ int main(void)
 	a64_no_restart();
 	a64_wait_kind();
 	a64_undo_stop_eintr();
+	a64_restart_probe();
 	a64_skip_restart();
 	a64_sigframe_uapi();
 	a64_sigframe_layout();
