@@ -97,7 +97,7 @@ enum hc_wait {
 	HC_WAIT_UNDISTURBED = 0, /* resumes as if nothing happened, or not a wait at all */
 	HC_WAIT_EINTR_REDO,      /* EINTR on any stop, no timeout: heapctl re-issues it */
 	HC_WAIT_EINTR_KEEP,      /* EINTR on any stop, with a timeout: the EINTR stays */
-	HC_WAIT_RESTART_FULL,    /* re-runs with its whole relative timeout (arm64) */
+	HC_WAIT_RESTART_FULL,    /* restored as saved, re-runs its whole timeout (arm64): probed */
 };
 
 /* A byte pattern in the target's text. */
@@ -209,12 +209,10 @@ struct hc_arch {
 	bool (*restart_probe)(const void *gregs, const struct hc_presys *pre);
 	/*
 	 * At that syscall-entry stop (entry): take the kernel's choice
-	 * (restart_syscall or the syscall itself) into saved, and make entry
-	 * what the thread should see if heapctl dies after skipping the
-	 * syscall and before it can put saved back: EINTR, as for a handled
-	 * signal.  False if entry is not that svc (saved is left alone).
+	 * (restart_syscall or the syscall itself) into saved.  False if entry
+	 * is not that svc (saved is left alone).
 	 */
-	bool (*restart_probed)(void *saved, void *entry);
+	bool (*restart_probed)(void *saved, const void *entry);
 	/*
 	 * Is the thread inside a syscall that swaps in a temporary signal mask
 	 * (ppoll, pselect6, epoll_pwait, sigsuspend...)?  1 yes, 0 no, -1

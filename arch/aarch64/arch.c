@@ -358,16 +358,16 @@ static const struct {
 
 /*
  * -ERESTART_RESTARTBLOCK waits (nanosleep, relative clock_nanosleep,
- * FUTEX_WAIT with a timeout) come back from heapctl with their full
+ * FUTEX_WAIT with a timeout) would come back from heapctl with their full
  * relative timeout on arm64: do_signal() rewound them to their own svc
  * before the stop, and decides on restart_syscall only after get_signal()
  * by comparing pc with the svc of the syscall it interrupted, which is
  * heapctl's own by the time it restores.  From the registers alone a
  * thread rewound out of its nanosleep cannot be told from one about to
- * enter it, so heapctl cannot safely send it to restart_syscall; it
- * prefers other threads instead (docs/aarch64.md).  ppoll and pselect6
- * (-ERESTARTNOHAND) have their timeout updated in place and resume with
- * what is left; absolute timeouts restart unharmed.
+ * enter it, so heapctl asks the kernel instead (restart_probe() and
+ * restart_probed(), docs/aarch64.md).  ppoll and pselect6 (-ERESTARTNOHAND)
+ * have their timeout updated in place and resume with what is left;
+ * absolute timeouts restart unharmed.
  */
 static enum hc_wait wait_kind(long nr, const uint64_t args[6])
 {
@@ -420,15 +420,15 @@ static bool restart_probe(const void *gregs, const struct hc_presys *pre)
  * syscall returned -ERESTART_RESTARTBLOCK, so setup_restart_syscall() put
  * __NR_restart_syscall in x8; otherwise x8 is the syscall's own number.
  */
-static bool restart_probed(void *saved, void *entry)
+static bool restart_probed(void *saved, const void *entry)
 {
-	struct a64_gregs *s = saved, *e = entry;
+	struct a64_gregs *s = saved;
+	const struct a64_gregs *e = entry;
 
 	if (e->pc != s->pc + 4 || e->sp != s->sp ||
 	    (e->regs[8] != A64_NR_RESTART_SYSCALL && e->regs[8] != s->regs[8]))
 		return false;
 	s->regs[8] = e->regs[8];
-	e->regs[0] = (uint64_t)-4; /* -EINTR: kept as the result when the syscall is skipped */
 	return true;
 }
 

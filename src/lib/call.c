@@ -705,15 +705,16 @@ static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t 
 	if (get_gregs(t, g, err) < 0)
 		return -1;
 	/*
-	 * The kernel's answer into the saved state; the syscall itself is
-	 * skipped.  Should heapctl die between the skip and the exit stop, the
-	 * thread sees the EINTR a handled signal would give it.  (An entry at
-	 * any other svc cannot happen without a signal stop first; the saved
-	 * state is then put back unchanged.)
+	 * The kernel's answer into the saved state, and the saved state into
+	 * the thread, back on the svc, before the syscall is skipped: should
+	 * heapctl die at any point from here, the thread runs that svc again.
+	 * (Dying between these two writes lets the syscall run once first and
+	 * return onto the svc: restart_syscall then finds its sleep over.  An
+	 * entry at any other svc cannot happen without a signal stop first;
+	 * the saved state is then put back unchanged.)
 	 */
 	ok = t->arch->restart_probed(s->gregs, g);
-	memcpy(s->cur, g, t->arch->gregs_len);
-	if (set_gregs(t, s->cur, err) < 0 || skip_syscall(t, err) < 0 ||
+	if (set_gregs(t, s->gregs, err) < 0 || skip_syscall(t, err) < 0 ||
 	    ptrace_resume(s->tid, true, 0, err) < 0)
 		return -1;
 	r = wait_stop(t, s->tid, &st, &sig, err);
@@ -722,9 +723,6 @@ static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t 
 	if (st == ST_EXITED)
 		return gone(t, err);
 	s->at = st;
-	/* back onto the svc: from here heapctl's death resumes the sleep */
-	if (set_gregs(t, s->gregs, err) < 0)
-		return -1;
 	pr_debug("tid %d: %s", s->tid,
 		 ok ? "the kernel's restart decision for its sleep is in the saved state" :
 		      "unexpected syscall entry after the stop; saved state unchanged");

@@ -192,6 +192,33 @@ out:
 #define TIMED_MS 1500
 #define MARGIN_US 150000L
 
+/*
+ * The wait to use: 1.5 s, or longer where one heapctl run takes long
+ * (an emulated CPU), so that every borrow lands inside the wait.  One
+ * calibration run borrows tid while it idles.
+ */
+static long wait_ms_for(const char *spid, pid_t tid, long runs)
+{
+	char stid[16];
+	struct hres r;
+	long ms;
+
+	snprintf(stid, sizeof(stid), "%d", (int)tid);
+	if (hc_expect(&r, 0, "stats", "-p", spid, "--tid", stid, NULL)) {
+		hres_free(&r);
+		return -1;
+	}
+	ms = r.ms * runs;
+	hres_free(&r);
+	if (ms < TIMED_MS)
+		ms = TIMED_MS;
+	if (ms > 30000)
+		ms = 30000;
+	if (ms > TIMED_MS)
+		t_note("one heapctl run takes %ld ms here: waits of %ld ms", ms / runs, ms);
+	return ms;
+}
+
 enum { K_EPOLL, K_POLL, K_FUTEX, K_SLEEP, K_N };
 static const char *const kname[K_N] = { "epoll", "poll", "futex", "sleep" };
 static const long *const knrs[K_N] = { k_epoll, k_poll, k_futex, k_sleep };
@@ -213,6 +240,8 @@ static void test_tid_waits(void)
 	long held[K_N];
 	struct hres r;
 	pid_t pid = -1;
+	long wms = TIMED_MS;
+	char go[32];
 
 	snprintf(bin, sizeof(bin), "%s/timer_victim", cfg.victim_dir);
 	snprintf(tl, sizeof(tl), "%d", TIMED_MS);
@@ -236,9 +265,13 @@ static void test_tid_waits(void)
 		t_fail("timer_victim did not start (got \"%s\")", line);
 		goto out;
 	}
+	wms = wait_ms_for(spid, t[K_EPOLL], 12);
+	if (wms < 0)
+		goto out;
+	snprintf(go, sizeof(go), "go %ld\n", wms);
 	for (int round = 0; round < 2; round++) {
 		memset(held, 0, sizeof(held));
-		if (dprintf(in[1], "go\n") < 0 || read_line(out[0], line, sizeof(line), 5000) ||
+		if (dprintf(in[1], "%s", go) < 0 || read_line(out[0], line, sizeof(line), 5000) ||
 		    strcmp(line, "started")) {
 			t_fail("timer_victim: go: \"%s\"", line);
 			goto out;
@@ -247,7 +280,7 @@ static void test_tid_waits(void)
 			if (wait_in_syscall(pid, t[k], knrs[k], kname[k]))
 				goto out;
 		/* well into the wait: a restarted timeout would show by far */
-		sleep_ms(400);
+		sleep_ms(wms / 4);
 		for (int pass = 0; pass < 2; pass++)
 			for (int k = 0; k < K_N; k++) {
 				snprintf(stid, sizeof(stid), "%d", t[k]);
@@ -259,7 +292,7 @@ static void test_tid_waits(void)
 				hres_free(&r);
 			}
 		if (dprintf(in[1], "result\n") < 0 ||
-		    read_line(out[0], line, sizeof(line), 20000) || strncmp(line, "result ", 7)) {
+		    read_line(out[0], line, sizeof(line), 20000 + wms) || strncmp(line, "result ", 7)) {
 			t_fail("timer_victim: result: \"%s\"", line);
 			goto out;
 		}
@@ -275,9 +308,9 @@ static void test_tid_waits(void)
 				t_fail("timer_victim: no %s in \"%s\"", kname[k], line);
 				goto out;
 			}
-			late = el - TIMED_MS * 1000L;
+			late = el - wms * 1000L;
 			t_note("round %d: %s waited %ld ms for %d ms (held %ld ms), %ld EINTR", round,
-			       kname[k], el / 1000, TIMED_MS, held[k] / 1000, eintr);
+			       kname[k], el / 1000, (int)wms, held[k] / 1000, eintr);
 			if (err)
 				t_fail("%s: unexpected error %ld (%s)", kname[k], err,
 				       strerror((int)err));
@@ -288,7 +321,7 @@ static void test_tid_waits(void)
 				t_fail("%s: the wait ended %ld ms early", kname[k], -late / 1000);
 			else if (late > MARGIN_US + held[k])
 				t_fail("%s: a %d ms wait took %ld ms (held %ld ms): timer made late",
-				       kname[k], TIMED_MS, el / 1000, held[k] / 1000);
+				       kname[k], (int)wms, el / 1000, held[k] / 1000);
 			else if (k != K_EPOLL && eintr)
 				t_fail("%s saw EINTR %ld time(s): the kernel resumes it by itself",
 				       kname[k], eintr);
@@ -388,6 +421,8 @@ static void test_killed_waits(void)
 	int t[K_N] = { 0 };
 	unsigned int landed = 0;
 	pid_t pid = -1;
+	long wms = TIMED_MS;
+	char go[32];
 
 	snprintf(bin, sizeof(bin), "%s/timer_victim", cfg.victim_dir);
 	snprintf(tl, sizeof(tl), "%d", TIMED_MS);
@@ -411,20 +446,24 @@ static void test_killed_waits(void)
 		t_fail("timer_victim did not start (got \"%s\")", line);
 		goto out;
 	}
+	wms = wait_ms_for(spid, t[K_EPOLL], 6);
+	if (wms < 0)
+		goto out;
+	snprintf(go, sizeof(go), "go %ld\n", wms);
 	for (int k = 0; k < K_N; k++) {
 		char key[16];
 		const char *p;
 		long el = -1, eintr = -1, early = -1, err = -1, late, held = 0;
 		int kr = 0;
 
-		if (dprintf(in[1], "go\n") < 0 || read_line(out[0], line, sizeof(line), 5000) ||
+		if (dprintf(in[1], "%s", go) < 0 || read_line(out[0], line, sizeof(line), 5000) ||
 		    strcmp(line, "started")) {
 			t_fail("timer_victim: go: \"%s\"", line);
 			goto out;
 		}
 		if (wait_in_syscall(pid, t[k], knrs[k], kname[k]))
 			goto out;
-		sleep_ms(400);
+		sleep_ms(wms / 4);
 		/* a heapctl that finished before the kill proves nothing: again */
 		for (int tries = 0; tries < 3 && kr == 0; tries++) {
 			long h = 0;
@@ -436,7 +475,7 @@ static void test_killed_waits(void)
 			goto out;
 		landed += kr;
 		if (dprintf(in[1], "result\n") < 0 ||
-		    read_line(out[0], line, sizeof(line), 20000) || strncmp(line, "result ", 7)) {
+		    read_line(out[0], line, sizeof(line), 20000 + wms) || strncmp(line, "result ", 7)) {
 			t_fail("timer_victim: result: \"%s\"", line);
 			goto out;
 		}
@@ -446,10 +485,10 @@ static void test_killed_waits(void)
 			t_fail("timer_victim: no %s in \"%s\"", kname[k], line);
 			goto out;
 		}
-		late = el - TIMED_MS * 1000L;
+		late = el - wms * 1000L;
 		t_note("%s: heapctl %s; waited %ld ms for %d ms (heapctl ran %ld ms), %ld EINTR",
 		       kname[k], kr ? "killed while borrowing" : "done before the kill", el / 1000,
-		       TIMED_MS, held / 1000, eintr);
+		       (int)wms, held / 1000, eintr);
 		if (err)
 			t_fail("%s: unexpected error %ld (%s)", kname[k], err, strerror((int)err));
 		else if (early)
@@ -459,7 +498,7 @@ static void test_killed_waits(void)
 			t_fail("%s: the wait ended %ld ms early", kname[k], -late / 1000);
 		else if (late > MARGIN_US + held)
 			t_fail("%s: a %d ms wait took %ld ms after heapctl was killed: timer made late",
-			       kname[k], TIMED_MS, el / 1000);
+			       kname[k], (int)wms, el / 1000);
 	}
 	if (!landed)
 		t_skip(false, "heapctl finished before every kill: nothing was proved");

@@ -13,7 +13,8 @@
  *
  * Commands:
  *   tids    tids epoll=T poll=T futex=T sleep=T
- *   go      starts one wait in every thread; replies "started"
+ *   go [MS] starts one wait in every thread, of MS (default TIMEOUT_MS);
+ *           replies "started"
  *   result  once every wait is over:
  *           result epoll=ELAPSED_US,EINTRS,EARLY,ERRNO poll=... futex=... sleep=...
  *           EARLY counts returns before the deadline without EINTR;
@@ -181,8 +182,12 @@ int main(int argc, char **argv)
 		if (!strcmp(cmd, "tids")) {
 			reply("tids epoll=%d poll=%d futex=%d sleep=%d", (int)tids[K_EPOLL],
 			      (int)tids[K_POLL], (int)tids[K_FUTEX], (int)tids[K_SLEEP]);
-		} else if (!strcmp(cmd, "go")) {
+		} else if (!strncmp(cmd, "go", 2) && (!cmd[2] || cmd[2] == ' ')) {
+			long ms = cmd[2] ? strtol(cmd + 3, NULL, 10) : 0;
+
 			pthread_mutex_lock(&mu);
+			if (ms > 0)
+				timeout_ms = ms;
 			nstarted = ndone = 0;
 			gen++;
 			pthread_cond_broadcast(&cv);
