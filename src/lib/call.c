@@ -811,7 +811,11 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 		return -1;
 	s->saved = true;
 	undo_our_eintr(t, s);
-	if (t->arch->restart_probe && st == ST_EVENT &&
+	/*
+	 * Not under seccomp filters: the probe skips a syscall (number -1)
+	 * before seccomp_check() has looked at the filters.
+	 */
+	if (t->arch->restart_probe && st == ST_EVENT && t->seccomp == 0 &&
 	    t->arch->restart_probe(s->gregs, &s->presys)) {
 		r = probe_restart(t, s, why, whylen, err);
 		if (r <= 0)
@@ -880,9 +884,9 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 			/*
 			 * A sleeper whose syscall our stop would disturb comes
 			 * after the running threads: epoll_wait and friends get
-			 * EINTR (a timed one keeps it), arm64 restarts a relative
-			 * sleep from its full length, restart_syscall loses its
-			 * restart block if heapctl dies.
+			 * EINTR (a timed one keeps it), arm64 needs extra stops
+			 * to keep a relative sleep's time left (probe_restart()),
+			 * restart_syscall loses its restart block if heapctl dies.
 			 */
 			if (rk == 0) {
 				read_presys(t->pid, tid, &pre);
