@@ -162,11 +162,11 @@ struct hc_arch {
 	void (*skip_syscall)(void *gregs);
 	unsigned int skip_regset;
 	/*
-	 * Make now the restart decision the kernel makes after a stop, for
-	 * when an rt_sigreturn has reset the thread's restart block: a
-	 * restart-block syscall (nanosleep, timed poll and futex) then fails
-	 * with EINTR, as it does for any handled signal, instead of starting
-	 * its relative timeout over.
+	 * Make now the restart decision the kernel makes after a stop, with a
+	 * restart-block syscall (nanosleep...) re-issued from scratch: for when
+	 * an rt_sigreturn has reset the thread's restart block (restart_syscall
+	 * would fail with EINTR, which no signal gives a thread without a
+	 * handler).
 	 */
 	void (*restart_now)(void *gregs);
 	/* A call's result, read at ret_tramp's rt_sigreturn stop. */

@@ -256,13 +256,14 @@ static void skip_syscall(void *g)
 }
 
 /*
- * What arch_do_signal_or_restart() does when no handler runs, except for
- * -ERESTART_RESTARTBLOCK: this runs when an rt_sigreturn has reset (or
- * will reset) the restart block, so restart_syscall would only fail with
- * EINTR, and re-issuing the syscall would start its relative timeout over
- * (a 5 s nanosleep borrowed at 4 s would end at 9 s).  Fail it with EINTR
- * instead, exactly what a handled signal does to it (signal(7));
- * nanosleep has already written the time left to its rem argument.
+ * What arch_do_signal_or_restart() does when no handler runs, except that
+ * -ERESTART_RESTARTBLOCK re-issues the syscall itself: this runs when an
+ * rt_sigreturn has reset (or will reset) the restart block, and
+ * restart_syscall would then fail with EINTR, which a thread without a
+ * handler never sees from a signal.  A relative sleep starts over in full
+ * instead: the one case where heapctl makes a timer late, and only when it
+ * dies (or leaves a call to finish on its own) while holding the thread
+ * (docs/design.md, "Blocked syscalls").
  */
 static void restart_now(void *gv)
 {
@@ -271,12 +272,9 @@ static void restart_now(void *gv)
 
 	if ((int64_t)g->orig_rax < 0)
 		return;
-	if (rv == -512 || rv == -513 || rv == -514) {
+	if (rv == -512 || rv == -513 || rv == -514 || rv == -516) {
 		g->rax = g->orig_rax;
 		g->rip -= sizeof(x64_syscall);
-		g->orig_rax = (uint64_t)-1;
-	} else if (rv == -516) {
-		g->rax = (uint64_t)-4; /* -EINTR */
 		g->orig_rax = (uint64_t)-1;
 	}
 }
@@ -405,8 +403,7 @@ static int sigframe_build(const struct hc_sigframe *f, uint8_t *out, size_t outl
 	/*
 	 * rt_sigreturn sets orig_rax = -1 and resets the restart block, so the
 	 * restart decision the kernel would make after the stop is made here;
-	 * a restart-block syscall (nanosleep) fails with EINTR, as for a
-	 * handled signal, rather than start its timeout over.
+	 * a restart-block syscall (nanosleep) starts over (see restart_now()).
 	 */
 	{
 		struct x64_gregs r = *g;

@@ -69,6 +69,13 @@ struct sess {
 	pid_t tid;
 	uint8_t gregs[512] __attribute__((aligned(16))); /* the state to give back */
 	uint8_t cur[512] __attribute__((aligned(16)));   /* working copy */
+	/*
+	 * arm64, after probe_restart(): gregs goes on in restart_syscall, which
+	 * an rt_sigreturn (the frame) would turn into EINTR; the frame re-runs
+	 * the sleep as it was instead (see x86_64's restart_now()).
+	 */
+	uint8_t fgregs[512] __attribute__((aligned(16)));
+	bool probed;
 	struct hc_regset extra[MAX_EXTRA];
 	unsigned int nextra;
 	uint64_t mask;      /* the thread's real mask, restored at the end */
@@ -343,13 +350,24 @@ static int skip_syscall(struct hc_target *t, struct hc_err *err)
 	return set_gregs(t, s->cur, err);
 }
 
-/* Point the thread at the restorer: rt_sigreturn on the frame gives it back. */
+/*
+ * Point the thread at an rt_sigreturn on the frame, which gives it back if
+ * heapctl dies.  Preferably ret_tramp's, which heapctl skips like after a
+ * call (run() stops there, at restore_pc()): a real rt_sigreturn resets the
+ * restart block, and a nanosleep the thread was borrowed from would start
+ * over in full.  The target's own restorer before heapctl's page exists.
+ */
+static uint64_t restore_pc(const struct hc_target *t)
+{
+	return t->sess->code ? t->sess->code : t->restorer;
+}
+
 static int aim_restore(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	t->arch->prep_restore(s->cur, t->restorer, s->frame);
+	t->arch->prep_restore(s->cur, restore_pc(t), s->frame);
 	return set_gregs(t, s->cur, err);
 }
 
@@ -381,7 +399,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 		done_pc = s->code + a->ret_tramp_stop;
 		break;
 	default:
-		done_pc = t->restorer_end;
+		done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
 	}
 	if (ptrace_resume(s->tid, true, 0, err) < 0)
 		return -1;
@@ -445,7 +463,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 				"thread was restored", s->tid);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = t->restorer_end;
+			done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
 			if (aim_restore(t, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
 				return -1;
 			continue;
@@ -484,7 +502,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 				(unsigned long long)(uintptr_t)si.si_addr);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = t->restorer_end;
+			done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
 			in_sys = false;
 			if (aim_restore(t, err) < 0)
 				return -1;
@@ -520,6 +538,9 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 						return -1;
 				} else if (kind == STEP_RESTORE && pc == done_pc) {
 					sigreturned = true;
+					/* ret_tramp's: skipped, call_end() restores (see aim_restore()) */
+					if (s->code && skip_syscall(t, err) < 0)
+						return -1;
 				}
 				break;
 			}
@@ -529,7 +550,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 				return 0;
 			}
 			if (sigreturned) {
-				if (kind == STEP_RESTORE) {
+				if (kind == STEP_RESTORE && !s->code) {
 					/* rt_sigreturn put back the thread's state and mask */
 					s->mask_blocked = false;
 					s->real_sigreturn = true;
@@ -713,7 +734,9 @@ static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t 
 	 * entry at any other svc cannot happen without a signal stop first;
 	 * the saved state is then put back unchanged.)
 	 */
+	memcpy(s->fgregs, s->gregs, t->arch->gregs_len);
 	ok = t->arch->restart_probed(s->gregs, g);
+	s->probed = ok;
 	if (set_gregs(t, s->gregs, err) < 0 || skip_syscall(t, err) < 0 ||
 	    ptrace_resume(s->tid, true, 0, err) < 0)
 		return -1;
@@ -773,6 +796,7 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 		return -1;
 	}
 	s->tid = tid;
+	s->probed = false;
 	if (t->arch->needs_presys)
 		read_presys(t->pid, tid, &s->presys);
 	if (ptrace_interrupt(tid, err) < 0)
@@ -973,7 +997,8 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
 static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
 {
 	struct sess *s = t->sess;
-	struct hc_sigframe f = { .gregs = s->gregs, .extra = s->extra, .nextra = s->nextra };
+	struct hc_sigframe f = { .gregs = s->probed ? s->fgregs : s->gregs, .extra = s->extra,
+				 .nextra = s->nextra };
 	struct hc_err e = { 0 };
 	uint8_t *buf;
 	size_t len;
@@ -1500,8 +1525,12 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	for (unsigned int i = 0; i < s->nextra; i++)
 		if (ptrace_regset_set(s->tid, s->extra[i].nt, s->extra[i].buf, s->extra[i].len, &e))
 			goto fail;
-	if (s->real_sigreturn)
+	if (s->real_sigreturn) {
+		/* the restart block is gone: as the frame would have it */
+		if (s->probed)
+			memcpy(s->gregs, s->fgregs, t->arch->gregs_len);
 		t->arch->restart_now(s->gregs);
+	}
 	if (set_gregs(t, s->gregs, &e) < 0 || ptrace_detach(s->tid, sig, &e) < 0)
 		goto fail;
 done:

@@ -407,10 +407,12 @@ static int kill_while_borrowed(const char *spid, pid_t tid, long *held_us)
 
 /*
  * heapctl killed while it holds a thread: the thread runs rt_sigreturn on
- * heapctl's frame, which resets its restart block.  A nanosleep, timed
- * poll or FUTEX_WAIT must then fail with EINTR as for a handled signal
- * (the victim waits again for what is left), never restart its whole
- * timeout; epoll_wait keeps its EINTR.
+ * heapctl's frame.  A timed epoll_wait keeps the EINTR any signal gives
+ * it and ends on time.  nanosleep, timed poll and FUTEX_WAIT lost their
+ * restart block to that rt_sigreturn: they start over rather than fail
+ * with an EINTR no signal gives a thread without a handler (the one
+ * documented case of a late timer, docs/design.md); only the absence of
+ * EINTR is checked for them.
  */
 static void test_killed_waits(void)
 {
@@ -496,7 +498,9 @@ static void test_killed_waits(void)
 			       kname[k], early);
 		else if (late < -1000)
 			t_fail("%s: the wait ended %ld ms early", kname[k], -late / 1000);
-		else if (late > MARGIN_US + held)
+		else if (k != K_EPOLL && eintr)
+			t_fail("%s saw EINTR %ld time(s) after heapctl was killed", kname[k], eintr);
+		else if (k == K_EPOLL && late > MARGIN_US + held)
 			t_fail("%s: a %d ms wait took %ld ms after heapctl was killed: timer made late",
 			       kname[k], (int)wms, el / 1000);
 	}
