@@ -518,9 +518,99 @@ out:
 		kill_wait(pid);
 }
 
+/*
+ * A call that faults in the target is never delivered: heapctl restores
+ * the thread and reports it.  The restore must keep the thread's restart
+ * block (no real rt_sigreturn), so a nanosleep borrowed by that call goes
+ * on with the time left.  The victim corrupts its own heap so that
+ * mallinfo2() faults; that leaves glibc's arena lock held, so one fault
+ * per victim.
+ */
+static void test_fault_sleep(void)
+{
+	char bin[512], tl[16], line[1024], why[256], spid[16], stid[16], go[32];
+	const char *argv[] = { bin, tl, NULL };
+	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	int t[K_N] = { 0 };
+	long wms, el = -1, eintr = -1, early = -1, err = -1, late;
+	const char *p;
+	struct hres r;
+	pid_t pid = -1;
+
+	snprintf(bin, sizeof(bin), "%s/timer_victim", cfg.victim_dir);
+	snprintf(tl, sizeof(tl), "%d", TIMED_MS);
+	if (pipe(in) || pipe(out)) {
+		t_fail("pipe: %s", strerror(errno));
+		return;
+	}
+	o.in_fd = in[0];
+	o.out_fd = out[1];
+	pid = spawn(argv, &o, why, sizeof(why));
+	close(in[0]);
+	close(out[1]);
+	if (pid < 0) {
+		t_fail("timer_victim: %s", why);
+		goto out;
+	}
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	if (dprintf(in[1], "tids\n") < 0 || read_line(out[0], line, sizeof(line), 10000) ||
+	    sscanf(line, "tids epoll=%d poll=%d futex=%d sleep=%d", &t[0], &t[1], &t[2], &t[3]) !=
+		    4) {
+		t_fail("timer_victim did not start (got \"%s\")", line);
+		goto out;
+	}
+	wms = wait_ms_for(spid, t[K_EPOLL], 6);
+	if (wms < 0)
+		goto out;
+	snprintf(go, sizeof(go), "go %ld\n", wms);
+	if (dprintf(in[1], "corrupt\n") < 0 || read_line(out[0], line, sizeof(line), 5000) ||
+	    strcmp(line, "corrupted") || dprintf(in[1], "%s", go) < 0 ||
+	    read_line(out[0], line, sizeof(line), 5000) || strcmp(line, "started")) {
+		t_fail("timer_victim: corrupt/go: \"%s\"", line);
+		goto out;
+	}
+	if (wait_in_syscall(pid, t[K_SLEEP], knrs[K_SLEEP], "sleep"))
+		goto out;
+	sleep_ms(wms / 4);
+	snprintf(stid, sizeof(stid), "%d", t[K_SLEEP]);
+	hc_run(&r, NULL, "stats", "-p", spid, "--tid", stid, NULL);
+	if (WIFSIGNALED(r.status) || hres_exit(&r) == 0 || !strstr(r.err, "fault")) {
+		t_fail("heapctl stats on a corrupted heap: want a reported fault, got %s",
+		       hres_desc(&r));
+		hres_free(&r);
+		goto out;
+	}
+	hres_free(&r);
+	if (dprintf(in[1], "result\n") < 0 ||
+	    read_line(out[0], line, sizeof(line), 20000 + wms) || strncmp(line, "result ", 7) ||
+	    !(p = strstr(line, " sleep=")) ||
+	    sscanf(p + 7, "%ld,%ld,%ld,%ld", &el, &eintr, &early, &err) != 4) {
+		t_fail("timer_victim: result: \"%s\"", line);
+		goto out;
+	}
+	late = el - wms * 1000L;
+	t_note("sleep waited %ld ms for %ld ms, %ld EINTR, after a faulting call", el / 1000, wms,
+	       eintr);
+	if (err || early || eintr)
+		t_fail("sleep: error %ld, %ld early, %ld EINTR after the faulting call", err, early,
+		       eintr);
+	else if (late < -1000 || late > MARGIN_US * 2)
+		t_fail("sleep: a %ld ms nanosleep took %ld ms: the faulting call restarted it", wms,
+		       el / 1000);
+out:
+	if (in[1] >= 0)
+		close(in[1]);
+	if (out[0] >= 0)
+		close(out[0]);
+	if (pid > 0)
+		kill_wait(pid);
+}
+
 const struct itest t_timers_tests[] = {
 	{ "timed-wait-python-epoll", test_python_epoll, 0 },
 	{ "timed-wait-tid-borrows", test_tid_waits, 0 },
 	{ "timed-wait-heapctl-killed", test_killed_waits, 0 },
+	{ "timed-wait-call-faults", test_fault_sleep, 0 },
 	{ NULL, NULL, 0 },
 };

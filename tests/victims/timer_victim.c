@@ -19,6 +19,9 @@
  *           result epoll=ELAPSED_US,EINTRS,EARLY,ERRNO poll=... futex=... sleep=...
  *           EARLY counts returns before the deadline without EINTR;
  *           ERRNO is the first unexpected error, 0 if none.
+ *   corrupt puts a bad pointer into a fastbin of glibc's main arena, so
+ *           that the next mallinfo2() (heapctl stats) faults; replies
+ *           "corrupted".  Nothing here allocates afterwards.
  *   quit    bye, then exit(0); EOF on stdin also exits
  */
 #ifndef _GNU_SOURCE
@@ -138,6 +141,25 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
+/*
+ * Fill the tcache of one size (7 entries) so that the 8th free goes to a
+ * fastbin, then overwrite that chunk's safe-linked fd so that it reveals
+ * 0x10: aligned (no malloc_printerr), unmapped (int_mallinfo() faults
+ * reading its size).
+ */
+static void corrupt_fastbin(void)
+{
+	static volatile uintptr_t last;
+	void *p[8];
+
+	for (int i = 0; i < 8; i++)
+		p[i] = malloc(0x28);
+	last = (uintptr_t)p[7];
+	for (int i = 0; i < 8; i++)
+		free(p[i]);
+	*(volatile uintptr_t *)last = (last >> 12) ^ 0x10;
+}
+
 static void reply(const char *fmt, ...)
 {
 	char buf[1024];
@@ -209,6 +231,9 @@ int main(int argc, char **argv)
 						      res[k].early, res[k].err);
 			pthread_mutex_unlock(&mu);
 			reply("%s", out);
+		} else if (!strcmp(cmd, "corrupt")) {
+			corrupt_fastbin();
+			reply("corrupted");
 		} else if (!strcmp(cmd, "quit")) {
 			reply("bye");
 			return 0;
