@@ -375,7 +375,8 @@ static int aim_restore(struct hc_target *t, struct hc_err *err)
  * Run the thread under PTRACE_SYSCALL until the step ends:
  *  STEP_SYSCALL  at the exit stop of the gadget's syscall (*ret = its result);
  *  STEP_CALL     after ret_tramp's rt_sigreturn (*ret = the call's result);
- *  STEP_RESTORE  after the restorer's rt_sigreturn.
+ *  STEP_RESTORE  after the rt_sigreturn aim_restore() chose (ret_tramp's
+ *                is skipped, as after a call).
  * In every case the thread is left at a syscall-exit stop from which it
  * restores itself if heapctl dies.  Returns 0, 1 if a signal arrived before
  * the mask was taken (s->pending_sig, thread at that signal stop), or -1.
