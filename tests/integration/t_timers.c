@@ -224,7 +224,8 @@ static const char *const kname[K_N] = { "epoll", "poll", "futex", "sleep" };
 static const long *const knrs[K_N] = { k_epoll, k_poll, k_futex, k_sleep };
 
 /*
- * A C victim times its own waits of 1.5 s while heapctl borrows each of
+ * A C victim times its own waits of 1.5 s (longer where heapctl is slow,
+ * see wait_ms_for()) while heapctl borrows each of
  * its threads twice per wait, over two waits.  Every wait must end within
  * 150 ms (plus the borrows) of its deadline and never before it.  EINTR
  * is allowed only where any signal gives it (epoll_wait); poll, futex and
