@@ -92,6 +92,14 @@ struct hc_presys {
 	uint64_t args[6], sp, pc;
 };
 
+/* What a ptrace stop does to a thread blocked in a syscall (arch->wait_kind). */
+enum hc_wait {
+	HC_WAIT_UNDISTURBED = 0, /* resumes as if nothing happened, or not a wait at all */
+	HC_WAIT_EINTR_REDO,      /* EINTR on any stop, no timeout: heapctl re-issues it */
+	HC_WAIT_EINTR_KEEP,      /* EINTR on any stop, with a timeout: the EINTR stays */
+	HC_WAIT_RESTART_FULL,    /* restored as saved, re-runs its whole timeout (arm64): probed */
+};
+
 /* A byte pattern in the target's text. */
 struct hc_bytes {
 	const uint8_t *b;
@@ -156,7 +164,9 @@ struct hc_arch {
 	/*
 	 * Make now the restart decision the kernel makes after a stop, with a
 	 * restart-block syscall (nanosleep...) re-issued from scratch: for when
-	 * an rt_sigreturn has reset the thread's restart block.
+	 * an rt_sigreturn has reset the thread's restart block (restart_syscall
+	 * would fail with EINTR, which no signal gives a thread without a
+	 * handler).
 	 */
 	void (*restart_now)(void *gregs);
 	/* A call's result, read at ret_tramp's rt_sigreturn stop. */
@@ -169,19 +179,40 @@ struct hc_arch {
 	 */
 	void (*no_restart)(void *gregs);
 	/*
-	 * Some syscalls fail with EINTR, instead of restarting, whenever the
-	 * thread is stopped (signal(7): epoll_wait, semop, sigtimedwait,
-	 * io_getevents...), and PTRACE_INTERRUPT is such a stop.  If gregs
-	 * shows one of them returning -EINTR, rewind it so that it runs again,
-	 * and return true.  The caller only does this when no signal is
+	 * What heapctl's stop (PTRACE_INTERRUPT) does to a thread blocked in
+	 * syscall nr with args, by the kernel's own restart rules; the table
+	 * is in docs/design.md.  Pure: the caller gets nr and args from the
+	 * registers (x86_64) or from /proc/PID/task/TID/syscall (arm64).
+	 */
+	enum hc_wait (*wait_kind)(long nr, const uint64_t args[6]);
+	/*
+	 * If gregs shows a HC_WAIT_EINTR_REDO syscall returning -EINTR, rewind
+	 * it so that it runs again, and return true.  A timed one
+	 * (HC_WAIT_EINTR_KEEP) keeps its EINTR: re-issuing it would restart its
+	 * whole timeout, while any signal gives the same EINTR and callers
+	 * recompute what is left.  The caller only does this when no signal is
 	 * pending, i.e. when the EINTR was heapctl's own doing.  pre may be
 	 * NULL or invalid; a backend that needs it then returns false.
 	 */
 	bool (*undo_stop_eintr)(void *gregs, const struct hc_presys *pre);
 	/* undo_stop_eintr() needs /proc/PID/task/TID/syscall from before the stop */
 	bool needs_presys;
-	/* Does syscall nr fail with EINTR when its thread is merely stopped? */
-	bool (*stop_gives_eintr)(long nr);
+	/*
+	 * arm64 only (NULL elsewhere).  Does gregs, at the first stop, sit on
+	 * the svc of a HC_WAIT_RESTART_FULL syscall that pre saw blocked?
+	 * do_signal() rewound it there, and picks restart_syscall only after
+	 * the stop; the registers cannot tell a rewound sleep from one about
+	 * to start.  Then call.c lets do_signal() finish with the original
+	 * registers and stops the thread at the syscall-entry stop of that
+	 * svc: the kernel's own answer.
+	 */
+	bool (*restart_probe)(const void *gregs, const struct hc_presys *pre);
+	/*
+	 * At that syscall-entry stop (entry): take the kernel's choice
+	 * (restart_syscall or the syscall itself) into saved.  False if entry
+	 * is not that svc (saved is left alone).
+	 */
+	bool (*restart_probed)(void *saved, const void *entry);
 	/*
 	 * Is the thread inside a syscall that swaps in a temporary signal mask
 	 * (ppoll, pselect6, epoll_pwait, sigsuspend...)?  1 yes, 0 no, -1

@@ -304,27 +304,131 @@ static int sigframe_build(const struct hc_sigframe *f, uint8_t *out, size_t outl
 	return 0;
 }
 
-static bool stop_gives_eintr(long nr);
+static enum hc_wait wait_kind(long nr, const uint64_t args[6]);
 
 /*
  * On arm64 the EINTR overwrote x0, the syscall's first argument, and
  * orig_x0 is in no regset.  /proc/PID/task/TID/syscall read just before
  * the stop (pre) still has it: when pc, sp, x8 and x1-x5 agree with it,
- * put x0 back and move pc onto the svc, so the syscall runs again.
+ * put x0 back and move pc onto the svc, so the syscall runs again.  Only
+ * an untimed wait: a timed one keeps its EINTR (see arch.h).
  */
 static bool undo_stop_eintr(void *gregs, const struct hc_presys *pre)
 {
 	struct a64_gregs *r = gregs;
 
 	if (!pre || !pre->valid || (int64_t)r->regs[0] != -4 /* -EINTR */ ||
-	    !stop_gives_eintr(pre->nr) || r->regs[8] != (uint64_t)pre->nr || r->sp != pre->sp ||
-	    r->pc != pre->pc)
+	    wait_kind(pre->nr, pre->args) != HC_WAIT_EINTR_REDO ||
+	    r->regs[8] != (uint64_t)pre->nr || r->sp != pre->sp || r->pc != pre->pc)
 		return false;
 	for (unsigned int i = 1; i < 6; i++)
 		if (r->regs[i] != pre->args[i])
 			return false;
 	r->regs[0] = pre->args[0];
 	r->pc -= 4; /* back onto svc #0 */
+	return true;
+}
+
+/*
+ * arm64 numbers (include/uapi/asm-generic/unistd.h).  The first group fails
+ * with EINTR on any stop (signal(7)); which argument holds the timeout: an
+ * int in milliseconds (negative: none) or a pointer (NULL: none).
+ */
+enum { TMO_NONE, TMO_MS, TMO_PTR };
+static const struct {
+	long nr;
+	int kind;
+	unsigned int arg;
+} stop_eintr[] = {
+	{ 22, TMO_MS, 3 },   /* epoll_pwait(epfd, events, maxevents, timeout, ...) */
+	{ 441, TMO_PTR, 3 }, /* epoll_pwait2(..., const struct timespec *, ...) */
+	{ 193, TMO_NONE, 0 }, /* semop: never timed */
+	{ 192, TMO_PTR, 3 }, /* semtimedop(semid, sops, nsops, timeout) */
+	{ 137, TMO_PTR, 2 }, /* rt_sigtimedwait(set, info, timeout, sigsetsize) */
+	{ 4, TMO_PTR, 4 },   /* io_getevents(ctx, min_nr, nr, events, timeout) */
+	{ 292, TMO_PTR, 4 }, /* io_pgetevents(..., timeout, usig) */
+};
+
+#define A64_NR_NANOSLEEP 101
+#define A64_NR_CLOCK_NANOSLEEP 115
+#define A64_NR_FUTEX 98
+#define A64_TIMER_ABSTIME 1
+#define A64_FUTEX_WAIT 0
+#define A64_FUTEX_CMD_MASK (~(128 | 256)) /* FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME */
+
+/*
+ * -ERESTART_RESTARTBLOCK waits (nanosleep, relative clock_nanosleep,
+ * FUTEX_WAIT with a timeout) would come back from heapctl with their full
+ * relative timeout on arm64: do_signal() rewound them to their own svc
+ * before the stop, and decides on restart_syscall only after get_signal()
+ * by comparing pc with the svc of the syscall it interrupted, which is
+ * heapctl's own by the time it restores.  From the registers alone a
+ * thread rewound out of its nanosleep cannot be told from one about to
+ * enter it, so heapctl asks the kernel instead (restart_probe() and
+ * restart_probed(), docs/aarch64.md).  ppoll and pselect6 (-ERESTARTNOHAND)
+ * have their timeout updated in place and resume with what is left;
+ * absolute timeouts restart unharmed.
+ */
+static enum hc_wait wait_kind(long nr, const uint64_t args[6])
+{
+	for (size_t i = 0; i < sizeof(stop_eintr) / sizeof(stop_eintr[0]); i++) {
+		uint64_t a;
+
+		if (nr != stop_eintr[i].nr)
+			continue;
+		a = args[stop_eintr[i].arg];
+		switch (stop_eintr[i].kind) {
+		case TMO_MS:
+			return (int32_t)(uint32_t)a < 0 ? HC_WAIT_EINTR_REDO : HC_WAIT_EINTR_KEEP;
+		case TMO_PTR:
+			return a ? HC_WAIT_EINTR_KEEP : HC_WAIT_EINTR_REDO;
+		default:
+			return HC_WAIT_EINTR_REDO;
+		}
+	}
+	switch (nr) {
+	case A64_NR_NANOSLEEP:
+		return HC_WAIT_RESTART_FULL;
+	case A64_NR_CLOCK_NANOSLEEP:
+		return args[1] & A64_TIMER_ABSTIME ? HC_WAIT_UNDISTURBED : HC_WAIT_RESTART_FULL;
+	case A64_NR_FUTEX:
+		return ((int)args[1] & A64_FUTEX_CMD_MASK) == A64_FUTEX_WAIT && args[3] ?
+			       HC_WAIT_RESTART_FULL :
+			       HC_WAIT_UNDISTURBED;
+	default:
+		return HC_WAIT_UNDISTURBED;
+	}
+}
+
+static bool restart_probe(const void *gregs, const struct hc_presys *pre)
+{
+	const struct a64_gregs *r = gregs;
+
+	if (!pre || !pre->valid || wait_kind(pre->nr, pre->args) != HC_WAIT_RESTART_FULL ||
+	    r->regs[8] != (uint64_t)pre->nr || r->sp != pre->sp || r->pc != pre->pc - 4)
+		return false;
+	for (unsigned int i = 0; i < 6; i++)
+		if (r->regs[i] != pre->args[i])
+			return false;
+	return true;
+}
+
+#define A64_NR_RESTART_SYSCALL 128
+
+/*
+ * do_signal() after get_signal(): pc still on the svc it rewound and the
+ * syscall returned -ERESTART_RESTARTBLOCK, so setup_restart_syscall() put
+ * __NR_restart_syscall in x8; otherwise x8 is the syscall's own number.
+ */
+static bool restart_probed(void *saved, const void *entry)
+{
+	struct a64_gregs *s = saved;
+	const struct a64_gregs *e = entry;
+
+	if (e->pc != s->pc + 4 || e->sp != s->sp ||
+	    (e->regs[8] != A64_NR_RESTART_SYSCALL && e->regs[8] != s->regs[8]))
+		return false;
+	s->regs[8] = e->regs[8];
 	return true;
 }
 
@@ -336,19 +440,6 @@ static bool undo_stop_eintr(void *gregs, const struct hc_presys *pre)
  * at orig_ax after the stop) must not be ported: the image we save is
  * already the restart state, and restoring it verbatim re-arms the call.
  */
-/* arm64 numbers (include/uapi/asm-generic/unistd.h) of the syscalls that
- * fail with EINTR on a mere stop: io_getevents, epoll_pwait, rt_sigtimedwait,
- * semtimedop, semop, io_pgetevents, epoll_pwait2. */
-static bool stop_gives_eintr(long nr)
-{
-	static const long nrs[] = { 4, 22, 137, 192, 193, 292, 441 };
-
-	for (size_t i = 0; i < sizeof(nrs) / sizeof(nrs[0]); i++)
-		if (nr == nrs[i])
-			return true;
-	return false;
-}
-
 static void no_restart(void *gregs)
 {
 	(void)gregs;
@@ -476,7 +567,9 @@ const struct hc_arch hc_arch_aarch64 = {
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
 	.needs_presys = true,
-	.stop_gives_eintr = stop_gives_eintr,
+	.restart_probe = restart_probe,
+	.restart_probed = restart_probed,
+	.wait_kind = wait_kind,
 	.swaps_mask = swaps_mask,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,

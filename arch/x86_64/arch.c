@@ -182,33 +182,66 @@ static void no_restart(void *g)
 	((struct x64_gregs *)g)->orig_rax = (uint64_t)-1;
 }
 
-/* x86_64 numbers of the syscalls that fail with EINTR on a mere stop. */
-static const long stop_eintr_nrs[] = {
-	232, /* epoll_wait */
-	281, /* epoll_pwait */
-	441, /* epoll_pwait2 */
-	65,  /* semop */
-	220, /* semtimedop */
-	128, /* rt_sigtimedwait */
-	208, /* io_getevents */
-	333, /* io_pgetevents */
+/*
+ * signal(7): these fail with EINTR after any stop, PTRACE_INTERRUPT
+ * included, and are never restarted.  Which argument holds the timeout:
+ * an int in milliseconds (negative: none) or a pointer (NULL: none).
+ */
+enum { TMO_NONE, TMO_MS, TMO_PTR };
+static const struct {
+	long nr;
+	int kind;
+	unsigned int arg;
+} stop_eintr[] = {
+	{ 232, TMO_MS, 3 },   /* epoll_wait(epfd, events, maxevents, timeout) */
+	{ 281, TMO_MS, 3 },   /* epoll_pwait(..., timeout, sigmask, sigsetsize) */
+	{ 441, TMO_PTR, 3 },  /* epoll_pwait2(..., const struct timespec *, ...) */
+	{ 65, TMO_NONE, 0 },  /* semop: never timed */
+	{ 220, TMO_PTR, 3 },  /* semtimedop(semid, sops, nsops, timeout) */
+	{ 128, TMO_PTR, 2 },  /* rt_sigtimedwait(set, info, timeout, sigsetsize) */
+	{ 208, TMO_PTR, 4 },  /* io_getevents(ctx, min_nr, nr, events, timeout) */
+	{ 333, TMO_PTR, 4 },  /* io_pgetevents(..., timeout, usig) */
 };
 
-static bool stop_gives_eintr(long nr)
+/*
+ * Everything else is undisturbed on x86_64: heapctl restores at a stop
+ * inside signal delivery, where the kernel restarts -ERESTARTSYS/NOHAND/
+ * NOINTR syscalls with their own arguments (select, ppoll and pselect6
+ * have had their timeout updated in place) and sends -ERESTART_RESTARTBLOCK
+ * ones (nanosleep, timed poll and futex) to restart_syscall, which goes on
+ * with the time that is left.
+ */
+static enum hc_wait wait_kind(long nr, const uint64_t args[6])
 {
-	for (size_t i = 0; i < sizeof(stop_eintr_nrs) / sizeof(stop_eintr_nrs[0]); i++)
-		if (nr == stop_eintr_nrs[i])
-			return true;
-	return false;
+	for (size_t i = 0; i < sizeof(stop_eintr) / sizeof(stop_eintr[0]); i++) {
+		uint64_t a;
+
+		if (nr != stop_eintr[i].nr)
+			continue;
+		a = args[stop_eintr[i].arg];
+		switch (stop_eintr[i].kind) {
+		case TMO_MS:
+			/* the kernel reads an int; any negative value waits forever */
+			return (int32_t)(uint32_t)a < 0 ? HC_WAIT_EINTR_REDO : HC_WAIT_EINTR_KEEP;
+		case TMO_PTR:
+			return a ? HC_WAIT_EINTR_KEEP : HC_WAIT_EINTR_REDO;
+		default:
+			return HC_WAIT_EINTR_REDO;
+		}
+	}
+	return HC_WAIT_UNDISTURBED;
 }
 
 static bool undo_stop_eintr(void *gv, const struct hc_presys *pre)
 {
 	struct x64_gregs *g = gv;
+	/* syscall argument registers: r10, not rcx, carries the fourth */
+	const uint64_t args[6] = { g->rdi, g->rsi, g->rdx, g->r10, g->r8, g->r9 };
 
 	(void)pre; /* orig_rax and the argument registers still say it all */
 
-	if ((int64_t)g->rax != -4 /* -EINTR */ || !stop_gives_eintr((long)g->orig_rax))
+	if ((int64_t)g->rax != -4 /* -EINTR */ ||
+	    wait_kind((long)g->orig_rax, args) != HC_WAIT_EINTR_REDO)
 		return false;
 	/* back onto the 2-byte syscall instruction, with the number in rax */
 	g->rax = g->orig_rax;
@@ -222,8 +255,16 @@ static void skip_syscall(void *g)
 	((struct x64_gregs *)g)->orig_rax = (uint64_t)-1;
 }
 
-/* What arch_do_signal_or_restart() does when no handler runs, except that
- * -ERESTART_RESTARTBLOCK re-issues the syscall itself: its restart block may be gone. */
+/*
+ * What arch_do_signal_or_restart() does when no handler runs, except that
+ * -ERESTART_RESTARTBLOCK re-issues the syscall itself: this runs when an
+ * rt_sigreturn has reset (or will reset) the restart block, and
+ * restart_syscall would then fail with EINTR, which a thread without a
+ * handler never sees from a signal.  A relative sleep starts over in full
+ * instead: the one case where heapctl makes a timer late, and only when it
+ * dies (or leaves a call to finish on its own) while holding the thread
+ * (docs/design.md, "Blocked syscalls").
+ */
 static void restart_now(void *gv)
 {
 	struct x64_gregs *g = gv;
@@ -362,7 +403,7 @@ static int sigframe_build(const struct hc_sigframe *f, uint8_t *out, size_t outl
 	/*
 	 * rt_sigreturn sets orig_rax = -1 and resets the restart block, so the
 	 * restart decision the kernel would make after the stop is made here;
-	 * a restart-block syscall (nanosleep) starts over from scratch.
+	 * a restart-block syscall (nanosleep) starts over (see restart_now()).
 	 */
 	{
 		struct x64_gregs r = *g;
@@ -481,7 +522,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.get_syscall_ret = get_syscall_ret,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
-	.stop_gives_eintr = stop_gives_eintr,
+	.wait_kind = wait_kind,
 	.swaps_mask = swaps_mask,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,

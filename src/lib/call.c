@@ -69,6 +69,13 @@ struct sess {
 	pid_t tid;
 	uint8_t gregs[512] __attribute__((aligned(16))); /* the state to give back */
 	uint8_t cur[512] __attribute__((aligned(16)));   /* working copy */
+	/*
+	 * arm64, after probe_restart(): gregs goes on in restart_syscall, which
+	 * an rt_sigreturn (the frame) would turn into EINTR; the frame re-runs
+	 * the sleep as it was instead (see x86_64's restart_now()).
+	 */
+	uint8_t fgregs[512] __attribute__((aligned(16)));
+	bool probed;
 	struct hc_regset extra[MAX_EXTRA];
 	unsigned int nextra;
 	uint64_t mask;      /* the thread's real mask, restored at the end */
@@ -343,13 +350,24 @@ static int skip_syscall(struct hc_target *t, struct hc_err *err)
 	return set_gregs(t, s->cur, err);
 }
 
-/* Point the thread at the restorer: rt_sigreturn on the frame gives it back. */
+/*
+ * Point the thread at an rt_sigreturn on the frame, which gives it back if
+ * heapctl dies.  Preferably ret_tramp's, which heapctl skips like after a
+ * call (run() stops there, at restore_pc()): a real rt_sigreturn resets the
+ * restart block, and a nanosleep the thread was borrowed from would start
+ * over in full.  The target's own restorer before heapctl's page exists.
+ */
+static uint64_t restore_pc(const struct hc_target *t)
+{
+	return t->sess->code ? t->sess->code : t->restorer;
+}
+
 static int aim_restore(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	t->arch->prep_restore(s->cur, t->restorer, s->frame);
+	t->arch->prep_restore(s->cur, restore_pc(t), s->frame);
 	return set_gregs(t, s->cur, err);
 }
 
@@ -357,7 +375,8 @@ static int aim_restore(struct hc_target *t, struct hc_err *err)
  * Run the thread under PTRACE_SYSCALL until the step ends:
  *  STEP_SYSCALL  at the exit stop of the gadget's syscall (*ret = its result);
  *  STEP_CALL     after ret_tramp's rt_sigreturn (*ret = the call's result);
- *  STEP_RESTORE  after the restorer's rt_sigreturn.
+ *  STEP_RESTORE  after the rt_sigreturn aim_restore() chose (ret_tramp's
+ *                is skipped, as after a call).
  * In every case the thread is left at a syscall-exit stop from which it
  * restores itself if heapctl dies.  Returns 0, 1 if a signal arrived before
  * the mask was taken (s->pending_sig, thread at that signal stop), or -1.
@@ -381,7 +400,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 		done_pc = s->code + a->ret_tramp_stop;
 		break;
 	default:
-		done_pc = t->restorer_end;
+		done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
 	}
 	if (ptrace_resume(s->tid, true, 0, err) < 0)
 		return -1;
@@ -445,7 +464,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 				"thread was restored", s->tid);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = t->restorer_end;
+			done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
 			if (aim_restore(t, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
 				return -1;
 			continue;
@@ -484,7 +503,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 				(unsigned long long)(uintptr_t)si.si_addr);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = t->restorer_end;
+			done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
 			in_sys = false;
 			if (aim_restore(t, err) < 0)
 				return -1;
@@ -520,6 +539,9 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 						return -1;
 				} else if (kind == STEP_RESTORE && pc == done_pc) {
 					sigreturned = true;
+					/* ret_tramp's: skipped, call_end() restores (see aim_restore()) */
+					if (s->code && skip_syscall(t, err) < 0)
+						return -1;
 				}
 				break;
 			}
@@ -529,7 +551,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 				return 0;
 			}
 			if (sigreturned) {
-				if (kind == STEP_RESTORE) {
+				if (kind == STEP_RESTORE && !s->code) {
 					/* rt_sigreturn put back the thread's state and mask */
 					s->mask_blocked = false;
 					s->real_sigreturn = true;
@@ -601,8 +623,12 @@ static bool signal_pending(pid_t pid, pid_t tid)
 
 /*
  * epoll_wait and friends return EINTR for a mere stop, ours included.  When
- * no signal explains the EINTR, it was heapctl's: make the saved state
- * re-issue the syscall, so the program never sees it.
+ * the wait has no timeout and no signal explains the EINTR, it was
+ * heapctl's: make the saved state re-issue the syscall, so the program
+ * never sees it.  A timed wait keeps the EINTR: re-issued with its
+ * original timeout it would wait that long again, while an EINTR is what
+ * any signal (or SIGSTOP/SIGCONT) gives it, and event loops recompute the
+ * time left (docs/design.md, "Blocked syscalls").
  */
 static void undo_our_eintr(struct hc_target *t, struct sess *s)
 {
@@ -658,6 +684,75 @@ static void read_presys(pid_t pid, pid_t tid, struct hc_presys *pre)
 	fclose(f);
 }
 
+/*
+ * arm64: the thread sits rewound on the svc of a relative sleep (nanosleep,
+ * FUTEX_WAIT with a timeout), and only do_signal(), after this stop, picks
+ * restart_syscall to go on with the time left; restored later, at another
+ * stop, the sleep would start over in full.  So let do_signal() decide
+ * with the original registers and stop the thread at the syscall-entry
+ * stop of that svc (PTRACE_SYSCALL): the saved state takes the kernel's
+ * choice, the syscall is skipped, and the thread is put back on the svc.
+ * 1: done (or nothing to learn), 0: handed back (why says so), -1: error.
+ */
+static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t whylen,
+			 struct hc_err *err)
+{
+	uint8_t g[sizeof(s->gregs)] __attribute__((aligned(16)));
+	enum stop st;
+	int sig, r;
+	bool ok;
+
+	if (ptrace_resume(s->tid, true, 0, err) < 0)
+		return -1;
+	r = wait_stop(t, s->tid, &st, &sig, err);
+	if (r != 0)
+		return r < 0 ? -1 : err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop", s->tid);
+	if (st == ST_EXITED) {
+		if (s->exec_seen)
+			return gone(t, err);
+		snprintf(why, whylen, "thread %d exited", s->tid);
+		s->tid = 0;
+		s->stopped = s->saved = false;
+		return 0;
+	}
+	if (st == ST_SIGNAL) {
+		/* A signal came first: deliver it right there, as without heapctl. */
+		snprintf(why, whylen, "thread %d took a signal", s->tid);
+		s->pending_sig = sig;
+		return give_back_pending(t, err) < 0 ? -1 : 0;
+	}
+	s->at = st;
+	if (st != ST_SYSCALL)
+		return 1; /* a group stop, still in get_signal(): registers as saved */
+	if (get_gregs(t, g, err) < 0)
+		return -1;
+	/*
+	 * The kernel's answer into the saved state, and the saved state into
+	 * the thread, back on the svc, before the syscall is skipped: should
+	 * heapctl die at any point from here, the thread runs that svc again.
+	 * (Dying between these two writes lets the syscall run once first and
+	 * return onto the svc: restart_syscall then finds its sleep over.  An
+	 * entry at any other svc cannot happen without a signal stop first;
+	 * the saved state is then put back unchanged.)
+	 */
+	memcpy(s->fgregs, s->gregs, t->arch->gregs_len);
+	ok = t->arch->restart_probed(s->gregs, g);
+	s->probed = ok;
+	if (set_gregs(t, s->gregs, err) < 0 || skip_syscall(t, err) < 0 ||
+	    ptrace_resume(s->tid, true, 0, err) < 0)
+		return -1;
+	r = wait_stop(t, s->tid, &st, &sig, err);
+	if (r != 0)
+		return r < 0 ? -1 : err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop", s->tid);
+	if (st == ST_EXITED)
+		return gone(t, err);
+	s->at = st;
+	pr_debug("tid %d: %s", s->tid,
+		 ok ? "the kernel's restart decision for its sleep is in the saved state" :
+		      "unexpected syscall entry after the stop; saved state unchanged");
+	return 1;
+}
+
 /* State letter of a thread (/proc/PID/task/TID/stat: R, S, D, T, t, Z, X), or 0 if gone. */
 static char task_state(pid_t pid, pid_t tid)
 {
@@ -702,6 +797,7 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 		return -1;
 	}
 	s->tid = tid;
+	s->probed = false;
 	if (t->arch->needs_presys)
 		read_presys(t->pid, tid, &s->presys);
 	if (ptrace_interrupt(tid, err) < 0)
@@ -740,6 +836,16 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 		return -1;
 	s->saved = true;
 	undo_our_eintr(t, s);
+	/*
+	 * Not under seccomp filters: the probe skips a syscall (number -1)
+	 * before seccomp_check() has looked at the filters.
+	 */
+	if (t->arch->restart_probe && st == ST_EVENT && t->seccomp == 0 &&
+	    t->arch->restart_probe(s->gregs, &s->presys)) {
+		r = probe_restart(t, s, why, whylen, err);
+		if (r <= 0)
+			return r;
+	}
 	pr_debug("tid %d stopped (%s) at pc 0x%llx, in syscall %ld", tid, stop_name(st),
 		 (unsigned long long)t->arch->get_pc(s->gregs), t->arch->syscall_nr(s->gregs));
 	where_disasm(t, t->arch->get_pc(s->gregs), HC_LOG_TRACE);
@@ -801,14 +907,17 @@ static int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_e
 
 			rk = c == 'S' ? 0 : c == 'R' ? 1 : (c == 'T' || c == 't') ? 2 : c == 'Z' ? 9 : 3;
 			/*
-			 * A sleeper whose syscall our stop would disturb (epoll_wait
-			 * and friends get EINTR, restart_syscall loses its restart
-			 * block if heapctl dies) comes after the running threads.
+			 * A sleeper whose syscall our stop would disturb comes
+			 * after the running threads: epoll_wait and friends get
+			 * EINTR (a timed one keeps it), arm64 needs extra stops
+			 * to keep a relative sleep's time left (probe_restart()),
+			 * restart_syscall loses its restart block if heapctl dies.
 			 */
 			if (rk == 0) {
 				read_presys(t->pid, tid, &pre);
 				if (pre.valid && (pre.nr == t->arch->nr_restart_syscall ||
-						  t->arch->stop_gives_eintr(pre.nr)))
+						  t->arch->wait_kind(pre.nr, pre.args) !=
+							  HC_WAIT_UNDISTURBED))
 					rk = 2;
 			}
 		}
@@ -889,7 +998,8 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
 static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
 {
 	struct sess *s = t->sess;
-	struct hc_sigframe f = { .gregs = s->gregs, .extra = s->extra, .nextra = s->nextra };
+	struct hc_sigframe f = { .gregs = s->probed ? s->fgregs : s->gregs, .extra = s->extra,
+				 .nextra = s->nextra };
 	struct hc_err e = { 0 };
 	uint8_t *buf;
 	size_t len;
@@ -1498,8 +1608,12 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	for (unsigned int i = 0; i < s->nextra; i++)
 		if (ptrace_regset_set(s->tid, s->extra[i].nt, s->extra[i].buf, s->extra[i].len, &e))
 			goto fail;
-	if (s->real_sigreturn)
+	if (s->real_sigreturn) {
+		/* the restart block is gone: as the frame would have it */
+		if (s->probed)
+			memcpy(s->gregs, s->fgregs, t->arch->gregs_len);
 		t->arch->restart_now(s->gregs);
+	}
 	if (set_gregs(t, s->gregs, &e) < 0 || ptrace_detach(s->tid, sig, &e) < 0)
 		goto fail;
 done:

@@ -335,7 +335,7 @@ static void x86_table(void)
 		      x86->frame_place && x86->sigframe_build && x86->prep_call &&
 		      x86->prep_syscall && x86->prep_restore && x86->skip_syscall &&
 		      x86->restart_now && x86->get_ret && x86->get_syscall_ret &&
-		      x86->no_restart && x86->undo_stop_eintr &&
+		      x86->no_restart && x86->undo_stop_eintr && x86->wait_kind &&
 		      x86->syscall_nr && x86->call_fpstate && x86->dump_regs,
 	      "missing hook");
 	end();
@@ -599,13 +599,77 @@ static void x86_no_restart(void)
 	end();
 }
 
+/* syscall argument registers, in order: r10 carries the fourth */
+static const int x86_sysarg[] = { X_RDI, X_RSI, X_RDX, X_R10, X_R8, X_R9 };
+
+/* One syscall with its arguments and what a stop does to it. */
+struct wait_case {
+	long nr;
+	uint64_t args[6];
+	enum hc_wait want;
+	const char *what;
+};
+
+#define TS_PTR 0x00007ffc12345670ull /* a struct timespec * */
+
+static const struct wait_case x86_waits[] = {
+	/* signal(7): EINTR on any stop; re-issued only when untimed */
+	{ 232, { 5, 0x1000, 64, (uint64_t)-1 }, HC_WAIT_EINTR_REDO, "epoll_wait(-1)" },
+	{ 232, { 5, 0x1000, 64, 0xa5a50000ffffffffull }, HC_WAIT_EINTR_REDO,
+	  "epoll_wait(int -1, garbage above bit 31)" },
+	{ 232, { 5, 0x1000, 64, (uint64_t)-7 }, HC_WAIT_EINTR_REDO, "epoll_wait(-7)" },
+	{ 232, { 5, 0x1000, 64, 5000 }, HC_WAIT_EINTR_KEEP, "epoll_wait(5000)" },
+	{ 232, { 5, 0x1000, 64, 0xffffffff00001388ull }, HC_WAIT_EINTR_KEEP,
+	  "epoll_wait(int 5000, garbage above bit 31)" },
+	{ 232, { 5, 0x1000, 64, 0 }, HC_WAIT_EINTR_KEEP, "epoll_wait(0)" },
+	{ 281, { 5, 0x1000, 64, (uint64_t)-1, 0x2000, 8 }, HC_WAIT_EINTR_REDO, "epoll_pwait(-1)" },
+	{ 281, { 5, 0x1000, 64, 100, 0x2000, 8 }, HC_WAIT_EINTR_KEEP, "epoll_pwait(100)" },
+	{ 441, { 5, 0x1000, 64, 0, 0x2000, 8 }, HC_WAIT_EINTR_REDO, "epoll_pwait2(NULL)" },
+	{ 441, { 5, 0x1000, 64, TS_PTR, 0x2000, 8 }, HC_WAIT_EINTR_KEEP, "epoll_pwait2(ts)" },
+	{ 65, { 3, 0x1000, 1 }, HC_WAIT_EINTR_REDO, "semop" },
+	{ 220, { 3, 0x1000, 1, 0 }, HC_WAIT_EINTR_REDO, "semtimedop(NULL)" },
+	{ 220, { 3, 0x1000, 1, TS_PTR }, HC_WAIT_EINTR_KEEP, "semtimedop(ts)" },
+	{ 128, { 0x1000, 0, 0, 8 }, HC_WAIT_EINTR_REDO, "rt_sigtimedwait(NULL)" },
+	{ 128, { 0x1000, 0, TS_PTR, 8 }, HC_WAIT_EINTR_KEEP, "rt_sigtimedwait(ts)" },
+	{ 208, { 0x7000, 1, 8, 0x1000, 0 }, HC_WAIT_EINTR_REDO, "io_getevents(NULL)" },
+	{ 208, { 0x7000, 1, 8, 0x1000, TS_PTR }, HC_WAIT_EINTR_KEEP, "io_getevents(ts)" },
+	{ 333, { 0x7000, 1, 8, 0x1000, 0, 0 }, HC_WAIT_EINTR_REDO, "io_pgetevents(NULL)" },
+	{ 333, { 0x7000, 1, 8, 0x1000, TS_PTR, 0 }, HC_WAIT_EINTR_KEEP, "io_pgetevents(ts)" },
+	/* restart_syscall goes on with the time left; updated timeouts restart */
+	{ 35, { TS_PTR, 0 }, HC_WAIT_UNDISTURBED, "nanosleep" },
+	{ 230, { 1, 0, TS_PTR, 0 }, HC_WAIT_UNDISTURBED, "clock_nanosleep" },
+	{ 7, { 0x1000, 1, 5000 }, HC_WAIT_UNDISTURBED, "poll(5000)" },
+	{ 7, { 0x1000, 1, (uint64_t)-1 }, HC_WAIT_UNDISTURBED, "poll(-1)" },
+	{ 271, { 0x1000, 1, TS_PTR, 0x2000, 8 }, HC_WAIT_UNDISTURBED, "ppoll(ts)" },
+	{ 23, { 4, 0x1000, 0, 0, TS_PTR }, HC_WAIT_UNDISTURBED, "select(tv)" },
+	{ 270, { 4, 0x1000, 0, 0, TS_PTR, 0x2000 }, HC_WAIT_UNDISTURBED, "pselect6(ts)" },
+	{ 202, { 0x1000, 0x80, 1, TS_PTR }, HC_WAIT_UNDISTURBED, "futex(FUTEX_WAIT, ts)" },
+	{ 0, { 3, 0x1000, 16 }, HC_WAIT_UNDISTURBED, "read" },
+	{ -1, { 0 }, HC_WAIT_UNDISTURBED, "not in a syscall" },
+};
+
+static void wait_kind_cases(const struct hc_arch *a, const struct wait_case *c, size_t n)
+{
+	static const char *const kn[] = { "undisturbed", "EINTR, re-issued", "EINTR, kept",
+					  "full restart" };
+
+	for (size_t i = 0; i < n; i++) {
+		enum hc_wait got = a->wait_kind(c[i].nr, c[i].args);
+
+		CHECK(got == c[i].want, "%s (%ld): %s, want %s", c[i].what, c[i].nr, kn[got],
+		      kn[c[i].want]);
+	}
+}
+
+static void x86_wait_kind(void)
+{
+	begin("x86_64.wait_kind");
+	wait_kind_cases(x86, x86_waits, ARRAY_SIZE(x86_waits));
+	end();
+}
+
 static void x86_undo_stop_eintr(void)
 {
-	/* signal(7): fail with EINTR after a stop, even without a handler */
-	static const long nrs[] = { 232 /* epoll_wait */, 281 /* epoll_pwait */,
-				    441 /* epoll_pwait2 */, 65 /* semop */,
-				    220 /* semtimedop */, 128 /* rt_sigtimedwait */,
-				    208 /* io_getevents */, 333 /* io_pgetevents */ };
 	static const int touched[] = { X_RAX, X_RIP, X_ORIG_RAX };
 	static const struct {
 		long nr;
@@ -625,25 +689,36 @@ static void x86_undo_stop_eintr(void)
 	int d;
 
 	begin("x86_64.undo_stop_eintr");
-	for (unsigned int i = 0; i < ARRAY_SIZE(nrs); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(x86_waits); i++) {
+		const struct wait_case *c = &x86_waits[i];
+		bool redo = c->want == HC_WAIT_EINTR_REDO;
+
 		fill(g, GWORDS);
-		g[X_ORIG_RAX] = (uint64_t)nrs[i];
+		g[X_ORIG_RAX] = (uint64_t)c->nr;
+		for (unsigned int k = 0; k < 6; k++)
+			g[x86_sysarg[k]] = c->args[k];
 		g[X_RAX] = (uint64_t)-4; /* -EINTR */
 		g[X_RIP] = rip;
 		memcpy(orig, g, sizeof(g));
-		CHECK(x86->undo_stop_eintr(g, NULL), "syscall %ld with -EINTR not undone", nrs[i]);
-		CHECK(g[X_RAX] == (uint64_t)nrs[i],
-		      "syscall %ld: rax %#" PRIx64 ", want the number", nrs[i], g[X_RAX]);
-		CHECK(g[X_RIP] == rip - 2, "syscall %ld: rip %#" PRIx64 ", want rip - 2", nrs[i],
-		      g[X_RIP]);
-		CHECK(g[X_ORIG_RAX] == UINT64_MAX, "syscall %ld: orig_rax %#" PRIx64 ", want -1",
-		      nrs[i], g[X_ORIG_RAX]);
+		if (!redo) {
+			/* a timed wait keeps the EINTR any signal would give it */
+			CHECK(!x86->undo_stop_eintr(g, NULL), "%s: -EINTR undone", c->what);
+			CHECK(!memcmp(g, orig, sizeof(g)), "%s: image changed", c->what);
+			continue;
+		}
+		CHECK(x86->undo_stop_eintr(g, NULL), "%s with -EINTR not undone", c->what);
+		CHECK(g[X_RAX] == (uint64_t)c->nr, "%s: rax %#" PRIx64 ", want the number", c->what,
+		      g[X_RAX]);
+		CHECK(g[X_RIP] == rip - 2, "%s: rip %#" PRIx64 ", want rip - 2", c->what, g[X_RIP]);
+		CHECK(g[X_ORIG_RAX] == UINT64_MAX, "%s: orig_rax %#" PRIx64 ", want -1", c->what,
+		      g[X_ORIG_RAX]);
 		d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
-		CHECK(d < 0, "syscall %ld: word %d changed", nrs[i], d);
+		CHECK(d < 0, "%s: word %d changed", c->what, d);
 	}
 	for (unsigned int i = 0; i < ARRAY_SIZE(keep); i++) {
 		fill(g, GWORDS);
 		g[X_ORIG_RAX] = (uint64_t)keep[i].nr;
+		g[X_R10] = (uint64_t)-1; /* an untimed epoll_wait */
 		g[X_RAX] = (uint64_t)keep[i].rax;
 		g[X_RIP] = rip;
 		memcpy(orig, g, sizeof(g));
@@ -1303,7 +1378,7 @@ static void a64_table(void)
 		      a64->frame_place && a64->sigframe_build && a64->prep_call &&
 		      a64->prep_syscall && a64->prep_restore && a64->skip_syscall &&
 		      a64->restart_now && a64->get_ret && a64->get_syscall_ret &&
-		      a64->no_restart && a64->undo_stop_eintr &&
+		      a64->no_restart && a64->undo_stop_eintr && a64->wait_kind &&
 		      a64->syscall_nr && a64->call_fpstate && a64->dump_regs,
 	      "missing hook");
 	end();
@@ -1548,6 +1623,48 @@ static void a64_no_restart(void)
 	end();
 }
 
+static const struct wait_case a64_waits[] = {
+	/* signal(7): EINTR on any stop; re-issued only when untimed */
+	{ 22, { 5, 0x1000, 64, (uint64_t)-1, 0, 8 }, HC_WAIT_EINTR_REDO, "epoll_pwait(-1)" },
+	{ 22, { 5, 0x1000, 64, 0xa5a50000ffffffffull, 0, 8 }, HC_WAIT_EINTR_REDO,
+	  "epoll_pwait(int -1, garbage above bit 31)" },
+	{ 22, { 5, 0x1000, 64, 5000, 0, 8 }, HC_WAIT_EINTR_KEEP, "epoll_pwait(5000)" },
+	{ 22, { 5, 0x1000, 64, 0, 0, 8 }, HC_WAIT_EINTR_KEEP, "epoll_pwait(0)" },
+	{ 441, { 5, 0x1000, 64, 0, 0, 8 }, HC_WAIT_EINTR_REDO, "epoll_pwait2(NULL)" },
+	{ 441, { 5, 0x1000, 64, TS_PTR, 0, 8 }, HC_WAIT_EINTR_KEEP, "epoll_pwait2(ts)" },
+	{ 193, { 3, 0x1000, 1 }, HC_WAIT_EINTR_REDO, "semop" },
+	{ 192, { 3, 0x1000, 1, 0 }, HC_WAIT_EINTR_REDO, "semtimedop(NULL)" },
+	{ 192, { 3, 0x1000, 1, TS_PTR }, HC_WAIT_EINTR_KEEP, "semtimedop(ts)" },
+	{ 137, { 0x1000, 0, 0, 8 }, HC_WAIT_EINTR_REDO, "rt_sigtimedwait(NULL)" },
+	{ 137, { 0x1000, 0, TS_PTR, 8 }, HC_WAIT_EINTR_KEEP, "rt_sigtimedwait(ts)" },
+	{ 4, { 0x7000, 1, 8, 0x1000, 0 }, HC_WAIT_EINTR_REDO, "io_getevents(NULL)" },
+	{ 4, { 0x7000, 1, 8, 0x1000, TS_PTR }, HC_WAIT_EINTR_KEEP, "io_getevents(ts)" },
+	{ 292, { 0x7000, 1, 8, 0x1000, 0, 0 }, HC_WAIT_EINTR_REDO, "io_pgetevents(NULL)" },
+	{ 292, { 0x7000, 1, 8, 0x1000, TS_PTR, 0 }, HC_WAIT_EINTR_KEEP, "io_pgetevents(ts)" },
+	/* rewound before the stop: a relative timeout starts over */
+	{ 101, { TS_PTR, 0 }, HC_WAIT_RESTART_FULL, "nanosleep" },
+	{ 115, { 1, 0, TS_PTR, 0 }, HC_WAIT_RESTART_FULL, "clock_nanosleep(relative)" },
+	{ 115, { 1, 1, TS_PTR, 0 }, HC_WAIT_UNDISTURBED, "clock_nanosleep(TIMER_ABSTIME)" },
+	{ 98, { 0x1000, 0x80, 1, TS_PTR }, HC_WAIT_RESTART_FULL, "futex(FUTEX_WAIT_PRIVATE, ts)" },
+	{ 98, { 0x1000, 0x180, 1, TS_PTR }, HC_WAIT_RESTART_FULL,
+	  "futex(FUTEX_WAIT_PRIVATE|FUTEX_CLOCK_REALTIME, ts)" },
+	{ 98, { 0x1000, 0x80, 1, 0 }, HC_WAIT_UNDISTURBED, "futex(FUTEX_WAIT_PRIVATE, NULL)" },
+	{ 98, { 0x1000, 0x89, 1, TS_PTR, 0, ~0u }, HC_WAIT_UNDISTURBED,
+	  "futex(FUTEX_WAIT_BITSET_PRIVATE, absolute ts)" },
+	/* timeouts updated in place, or none */
+	{ 73, { 0x1000, 1, TS_PTR, 0x2000, 8 }, HC_WAIT_UNDISTURBED, "ppoll(ts)" },
+	{ 72, { 4, 0x1000, 0, 0, TS_PTR, 0x2000 }, HC_WAIT_UNDISTURBED, "pselect6(ts)" },
+	{ 63, { 3, 0x1000, 16 }, HC_WAIT_UNDISTURBED, "read" },
+	{ -1, { 0 }, HC_WAIT_UNDISTURBED, "not in a syscall" },
+};
+
+static void a64_wait_kind(void)
+{
+	begin("aarch64.wait_kind");
+	wait_kind_cases(a64, a64_waits, ARRAY_SIZE(a64_waits));
+	end();
+}
+
 static void a64_undo_stop_eintr(void)
 {
 	static const int64_t x0s[] = { -4 /* -EINTR */, -512, 0, 3 };
@@ -1569,6 +1686,7 @@ static void a64_undo_stop_eintr(void)
 		fill(g, GWORDS);
 		g[A_X0] = (uint64_t)-4;
 		g[A_X8] = 22;
+		g[A_X0 + 3] = (uint64_t)-1; /* no timeout */
 		pre.args[0] = 7; /* the epoll fd the EINTR overwrote */
 		for (unsigned int i = 1; i < 6; i++)
 			pre.args[i] = g[A_X0 + i];
@@ -1581,10 +1699,96 @@ static void a64_undo_stop_eintr(void)
 		pre.sp ^= 16; /* another moment: must not match */
 		CHECK(!a64->undo_stop_eintr(g, &pre), "stale /proc view accepted");
 		pre.sp ^= 16;
+		/* a timed wait keeps the EINTR any signal would give it */
+		memcpy(g, orig, sizeof(g));
+		g[A_X0 + 3] = pre.args[3] = 5000;
+		memcpy(orig, g, sizeof(g));
+		CHECK(!a64->undo_stop_eintr(g, &pre), "epoll_pwait(5000): EINTR undone");
+		CHECK(!memcmp(g, orig, sizeof(g)), "epoll_pwait(5000): image changed");
+		for (size_t i = 0; i < ARRAY_SIZE(a64_waits); i++) {
+			const struct wait_case *c = &a64_waits[i];
+
+			fill(g, GWORDS);
+			g[A_X0] = (uint64_t)-4;
+			g[A_X8] = (uint64_t)c->nr;
+			pre.nr = c->nr;
+			memcpy(pre.args, c->args, sizeof(pre.args));
+			for (unsigned int k = 1; k < 6; k++)
+				g[A_X0 + k] = c->args[k];
+			pre.sp = g[A_SP];
+			pre.pc = g[A_PC];
+			CHECK(a64->undo_stop_eintr(g, &pre) == (c->want == HC_WAIT_EINTR_REDO),
+			      "%s: undone is not %d", c->what, c->want == HC_WAIT_EINTR_REDO);
+		}
 		pre.nr = 63; /* read: restarts on its own, never EINTR from a stop */
 		g[A_X8] = 63;
 		CHECK(!a64->undo_stop_eintr(g, &pre), "read undone");
 	}
+	end();
+}
+
+static void a64_restart_probe(void)
+{
+	struct hc_presys pre = { .valid = true, .nr = 101 /* nanosleep */ };
+	uint64_t g[GWORDS], e[GWORDS], orig[GWORDS];
+
+	begin("aarch64.restart_probe");
+	CHECK(!x86->restart_probe && !x86->restart_probed, "x86_64 needs no probe");
+	/* rewound by do_signal(): pc on the svc, x0 = orig_x0, x8 = nanosleep */
+	fill(g, GWORDS);
+	g[A_X8] = 101;
+	g[A_PC] = 0x0000ffff80001004ull;
+	pre.args[0] = g[A_X0] = 0x0000ffffc0000100ull; /* req */
+	pre.args[1] = g[A_X0 + 1] = 0;                 /* rem */
+	for (unsigned int i = 2; i < 6; i++)
+		pre.args[i] = g[A_X0 + i];
+	pre.sp = g[A_SP];
+	pre.pc = g[A_PC] + 4; /* /proc shows the pc after the svc */
+	CHECK(a64->restart_probe(g, &pre), "rewound nanosleep not probed");
+	CHECK(!a64->restart_probe(g, NULL), "probed without /proc's view");
+	pre.pc += 4;
+	CHECK(!a64->restart_probe(g, &pre), "probed at another pc");
+	pre.pc -= 4;
+	g[A_X0] = (uint64_t)-4;
+	CHECK(!a64->restart_probe(g, &pre), "probed with x0 not the argument");
+	g[A_X0] = pre.args[0];
+	pre.nr = 22; /* epoll_pwait: its EINTR is handled elsewhere */
+	g[A_X8] = 22;
+	CHECK(!a64->restart_probe(g, &pre), "epoll_pwait probed");
+	pre.nr = 98; /* futex */
+	g[A_X8] = 98;
+	pre.args[1] = g[A_X0 + 1] = 0x80; /* FUTEX_WAIT_PRIVATE */
+	pre.args[3] = g[A_X0 + 3] = 0x0000ffffc0000200ull;
+	CHECK(a64->restart_probe(g, &pre), "timed FUTEX_WAIT not probed");
+	pre.args[3] = g[A_X0 + 3] = 0;
+	CHECK(!a64->restart_probe(g, &pre), "untimed FUTEX_WAIT probed");
+
+	/* the kernel's answer at the svc's entry stop: restart_syscall */
+	fill(g, GWORDS);
+	g[A_X8] = 101;
+	g[A_PC] = 0x0000ffff80001004ull;
+	memcpy(e, g, sizeof(e));
+	e[A_PC] += 4;
+	e[A_X8] = 128;
+	memcpy(orig, g, sizeof(g));
+	CHECK(a64->restart_probed(g, e), "restart_syscall entry refused");
+	CHECK(g[A_X8] == 128, "saved x8 %" PRIu64 ", want restart_syscall", g[A_X8]);
+	g[A_X8] = orig[A_X8];
+	CHECK(!memcmp(g, orig, sizeof(g)), "saved state changed beyond x8");
+	/* ... or the syscall itself: it was about to start, nothing to change */
+	memcpy(e, g, sizeof(e));
+	e[A_PC] += 4;
+	CHECK(a64->restart_probed(g, e) && !memcmp(g, orig, sizeof(g)),
+	      "the syscall's own entry changed the saved state");
+	/* any other svc */
+	memcpy(e, g, sizeof(e));
+	e[A_PC] += 8;
+	e[A_X8] = 128;
+	CHECK(!a64->restart_probed(g, e) && !memcmp(g, orig, sizeof(g)), "another svc accepted");
+	memcpy(e, g, sizeof(e));
+	e[A_PC] += 4;
+	e[A_X8] = 63;
+	CHECK(!a64->restart_probed(g, e) && !memcmp(g, orig, sizeof(g)), "another syscall accepted");
 	end();
 }
 
@@ -1867,6 +2071,7 @@ int main(void)
 	x86_prep_restore();
 	x86_get_ret();
 	x86_no_restart();
+	x86_wait_kind();
 	x86_undo_stop_eintr();
 	x86_sigframe_uapi();
 	x86_sigframe_layout();
@@ -1889,7 +2094,9 @@ int main(void)
 	a64_prep_restore();
 	a64_get_ret();
 	a64_no_restart();
+	a64_wait_kind();
 	a64_undo_stop_eintr();
+	a64_restart_probe();
 	a64_skip_restart();
 	a64_sigframe_uapi();
 	a64_sigframe_layout();
