@@ -441,6 +441,16 @@ static void test_seccomp_kill(void)
 	seccomp_filter("kill", false);
 }
 
+/*
+ * A tracer skips a syscall by making its number -1, and seccomp then judges
+ * -1 like any number (kernel/entry/common.c runs it after the ptrace stop):
+ * an allowlist filter, such as systemd's SystemCallFilter=, kills for it.
+ */
+static void test_seccomp_skipped(void)
+{
+	seccomp_filter("skipped", false);
+}
+
 static void test_seccomp_trap(void)
 {
 	seccomp_filter("trap", false);
@@ -991,6 +1001,7 @@ const struct itest t_hostile_tests[] = {
 	{ "hostile-seccomp-filter-errno", test_seccomp_errno, 0 },
 	{ "hostile-seccomp-filter-kill", test_seccomp_kill, 0 },
 	{ "hostile-seccomp-filter-trap", test_seccomp_trap, 0 },
+	{ "hostile-seccomp-filter-skipped", test_seccomp_skipped, 0 },
 	{ "hostile-seccomp-filter-allow", test_seccomp_allow, 0 },
 	{ "hostile-already-traced", test_traced, 0 },
 	{ "hostile-thread-traced", test_thread_traced, 0 },

@@ -23,8 +23,9 @@
  *   strict              the calling (main) thread enters SECCOMP_MODE_STRICT
  *   filter WHAT         a filter on every thread (TSYNC) for mmap: WHAT is
  *                       errno (EPERM), kill (kill the process), trap (SIGSYS,
- *                       counted by a handler: "sigsys"), or none (allow all,
- *                       deny only the unrelated syscall acct)
+ *                       counted by a handler: "sigsys"), skipped (kill for
+ *                       syscall number -1 instead of mmap), or none (allow
+ *                       all, deny only the unrelated syscall acct)
  *   execsoon US         a thread execve()s this program as "after-exec" US
  *                       microseconds from now; the new image answers ping
  *                       with "pong exec'd"
@@ -193,7 +194,11 @@ static int install_filter(const char *what)
 		act = SECCOMP_RET_KILL_PROCESS;
 	else if (!strcmp(what, "trap"))
 		act = SECCOMP_RET_TRAP;
-	else if (!strcmp(what, "none")) {
+	else if (!strcmp(what, "skipped")) {
+		/* as an allowlist filter does: a syscall number of -1 is unknown, and kills */
+		act = SECCOMP_RET_KILL_PROCESS;
+		nr = -1;
+	} else if (!strcmp(what, "none")) {
 		act = SECCOMP_RET_ERRNO | EPERM;
 		nr = SYS_acct;
 	} else {
