@@ -19,6 +19,7 @@
 #include "procfs.h"
 #include "ptrace.h"
 #include "target.h"
+#include "tlock.h"
 #include "where.h"
 
 /*
@@ -198,7 +199,15 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if ((ps.state == 'Z' || ps.state == 'X') && !live_task(pid, proc, sizeof(proc)))
 		return err_set(err, HC_E_NO_PROC, 0, "pid %d (%s) is a zombie: it has exited", pid,
 			       ps.name), NULL;
-	if (ps.tracer && ps.tracer != getpid()) {
+	/*
+	 * Traced by a heapctl that holds the target's lock: not an error, the
+	 * first call waits for its turn (tlock_acquire()).  A heapctl only
+	 * traces while it holds the lock, so a tracer seen before and after a
+	 * moment when the lock was free is someone else.
+	 */
+	if (ps.tracer && ps.tracer != getpid() && tlock_busy(pid) == 0 &&
+	    read_status(pid, &ps, err) == 0 && ps.tracer && ps.tracer != getpid() &&
+	    tlock_busy(pid) == 0) {
 		char comm[64];
 
 		comm_of(ps.tracer, comm, sizeof(comm));
@@ -224,6 +233,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
 	t->pid = pid;
+	t->lockfd = -1;
 	snprintf(t->proc, sizeof(t->proc), "%s", proc);
 	t->memfd = -1;
 	t->seccomp = ps.seccomp;
@@ -308,6 +318,8 @@ void hc_target_close(struct hc_target *t)
 
 		call_end(t, &e);
 	}
+	/* after call_end(): the thread is given back before the next heapctl may come */
+	tlock_release(t);
 	if (t->alloc && t->alloc->release)
 		t->alloc->release(t);
 	where_fini(t);
