@@ -211,7 +211,11 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		char comm[64];
 
 		comm_of(ps.tracer, comm, sizeof(comm));
-		err_sethint(err, HC_E_TRACED, 0, "detach the other tracer first",
+		/* a heapctl from another network namespace does not share our lock */
+		err_sethint(err, HC_E_TRACED, 0,
+			    strcmp(comm, "heapctl") ? "detach the other tracer (gdb, strace) first" :
+						      "another heapctl is working on it: retry when "
+						      "it has finished",
 			    "pid %d (%s) is already traced by pid %d (%s)", pid, ps.name, ps.tracer,
 			    comm);
 		return NULL;
