@@ -353,10 +353,10 @@ torture: deps
 	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest
 	@HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=kill-suite \
 		ITEST_KILL_RUNS=$(KILLS) ITEST_TEST_TIMEOUT=$$(( $(KILLS) * 2 + 900 )) \
-		$(B)/tests/itest && \
+		$(B)/tests/itest; k=$$?; \
 	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=torture \
 		ITEST_TORTURE_OPS=$(TORTURE_OPS) ITEST_TEST_TIMEOUT=$$(( $(TORTURE_OPS) + 900 )) \
-		$(B)/tests/itest
+		$(B)/tests/itest && [ $$k = 0 ]
 
 # libFuzzer targets for the engine's parsers (tests/fuzz/fuzz_{maps,status,elf,text,seccomp}.c)
 # and the symbol demangler (fuzz_demangle.c);
