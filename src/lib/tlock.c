@@ -290,8 +290,8 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 			if (holder > 0)
 				snprintf(who, sizeof(who), " (pid %d)", (int)holder);
 			snprintf(hint, sizeof(hint),
-				 "retry when it has finished, or raise --timeout (now %u ms) to wait "
-				 "longer", t->opts.timeout_ms);
+				 "retry when it has finished, or raise --timeout (now %u.%03u s) to "
+				 "wait longer", t->opts.timeout_ms / 1000, t->opts.timeout_ms % 1000);
 			err_sethint(err, HC_E_TIMEOUT, 0, hint,
 				    "another heapctl%s is working on pid %d; gave up waiting after "
 				    "%u ms", who, t->pid, t->opts.timeout_ms);
@@ -299,9 +299,10 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 		}
 		t->cancel_sig = pending_term();
 		if (t->cancel_sig) {
-			err_set(err, HC_E_CANCELLED, 0,
-				"interrupted by SIG%s while waiting for another heapctl; pid %d was "
-				"not touched", sigabbrev_np(t->cancel_sig), t->pid);
+			err_sethint(err, HC_E_CANCELLED, 0,
+				    "nothing was started: run it again once the other heapctl is done",
+				    "interrupted by SIG%s while waiting for another heapctl; pid %d "
+				    "was not touched", sigabbrev_np(t->cancel_sig), t->pid);
 			break;
 		}
 		if (kill(t->pid, 0) < 0 && errno == ESRCH) {
