@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,35 @@ static int hold_lock(pid_t pid)
 	return fd;
 }
 
+/* Reads fd until a line holding needle has gone by (true), or EOF/timeout. */
+static bool wait_for_line(int fd, const char *needle, int timeout_ms)
+{
+	char buf[8192];
+	size_t len = 0;
+	long until = now_ms() + timeout_ms;
+
+	while (now_ms() < until) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			return false;
+		len += (size_t)n;
+		buf[len] = 0;
+		if (strstr(buf, needle))
+			return true;
+		if (len > sizeof(buf) / 2) {
+			/* keep the tail: the needle may straddle the cut */
+			memmove(buf, buf + len - 256, 256);
+			len = 256;
+		}
+	}
+	return false;
+}
+
 static void test_lock_wait(void)
 {
 	struct victim v;
@@ -176,6 +206,21 @@ static void test_lock_wait(void)
 	else if (!strstr(r.err, "waiting up to"))
 		t_fail("-v does not say that it waits: %s", r.err);
 	hres_free(&r);
+	victim_check(&v, 0);
+	/* SIGINT while it waits: it stops at once, without waiting out --timeout */
+	if (hc_startv(&hp, NULL, (const char *const[]){ "-v", "stats", "-p", v.spid, NULL })) {
+		t_fail("cannot start heapctl");
+	} else {
+		if (!wait_for_line(hp.err, "waiting up to", 20000))
+			t_fail("no 'waiting up to' line at -v");
+		kill(hp.pid, SIGINT);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		/* it dies of the signal once it has said so (see src/cli/util.c) */
+		if (r.timed_out || !WIFSIGNALED(r.status) || WTERMSIG(r.status) != SIGINT ||
+		    !strstr(r.err, "stopping on SIGINT"))
+			t_fail("SIGINT while waiting: %s", hres_desc(&r));
+		hres_free(&r);
+	}
 	victim_check(&v, 0);
 	/* released while it waits (or before it looks): it goes on and succeeds */
 	if (hc_startv(&hp, NULL, (const char *const[]){ "stats", "-p", v.spid, NULL })) {
