@@ -265,6 +265,11 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 			if (fd < 0 && errno == ECONNREFUSED)
 				continue; /* released between bind and connect */
 			if (fd >= 0) {
+				if (cred.pid == getpid()) {
+					/* another hc_target of this process on the same pid: ours */
+					ret = 0;
+					break;
+				}
 				if (!trusted(cred.uid, t->pid)) {
 					/* not a heapctl that could work on this process: a squat */
 					pr_debug("lock of pid %d held by pid %d of uid %u: ignored",
