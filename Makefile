@@ -156,6 +156,8 @@ $(B)/victims/%: tests/victims/%.c
 # Victims that #include another victim's source, or the shared header.
 $(B)/victims/tcmalloc_victim $(B)/victims/alloc_victim: tests/victims/alloc_victim.c \
 	tests/victims/plain_victim.c tests/victims/vcommon.h
+$(B)/victims/glibc_torture $(B)/victims/tcmalloc_torture: tests/victims/jemalloc_torture.c \
+	tests/victims/vcommon.h tests/victims/vregs.h
 
 $(B)/bench/%: bench/%.c
 	$(msg) CC $@
@@ -284,8 +286,12 @@ JE_PIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a
 JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
 FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
 	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg
-TORTURE_KILL_RUNS ?= 2000
-TORTURE_OPS ?= 5000
+# `make torture` knobs: TORTURE_OPS operations per allocator driver (jemalloc, glibc,
+# tcmalloc), KILLS random kills of heapctl (TORTURE_KILL_RUNS is the old name).
+# The per-test watchdog grows with them (about a second per operation or kill, at least).
+TORTURE_KILL_RUNS ?= 10000
+KILLS ?= $(TORTURE_KILL_RUNS)
+TORTURE_OPS ?= 100000
 .PHONY: fixtures torture
 test check-integration: fixtures
 fixtures: $(FIXTURES)
@@ -331,9 +337,11 @@ $(B)/victims/fx_jemalloc_dbg: $(B)/victims/fx_jemalloc_rjem
 torture: deps
 	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest
 	@HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=kill-suite \
-		ITEST_KILL_RUNS=$(TORTURE_KILL_RUNS) $(B)/tests/itest && \
+		ITEST_KILL_RUNS=$(KILLS) ITEST_LEFTOVERS_HARM=1 ITEST_TEST_TIMEOUT=$$(( $(KILLS) * 2 + 900 )) \
+		$(B)/tests/itest; k=$$?; \
 	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=torture \
-		ITEST_TORTURE_OPS=$(TORTURE_OPS) $(B)/tests/itest
+		ITEST_TORTURE_OPS=$(TORTURE_OPS) ITEST_TEST_TIMEOUT=$$(( $(TORTURE_OPS) + 900 )) \
+		$(B)/tests/itest && [ $$k = 0 ]
 
 # libFuzzer targets (tests/fuzz/fuzz_NAME.c): the engine's parsers, the heap
 # profile parser, symbolizer and writers, and the symbol demangler.

@@ -337,7 +337,9 @@ static void print_common(FILE *f, unsigned int allowed, bool per_process)
 		      "                      safe point, outside the allocator)\n", f);
 	if (allowed & CLI_O_TIMEOUT)
 		fprintf(f, "  --timeout SEC       give up after SEC seconds, fractions allowed\n"
-			   "                      (default %s)\n", per_process ? "2 per process" : "30");
+			   "                      (default %s); another heapctl working on the\n"
+			   "                      process is waited for within it\n",
+			per_process ? "2 per process" : "30");
 	fputs("  -v, -vv, -vvv       log steps, ptrace requests, register dumps (stderr)\n"
 	      "  -h, --help          show help and exit\n"
 	      "  --version           print the version and exit\n", f);

@@ -19,6 +19,7 @@
 #include "procfs.h"
 #include "ptrace.h"
 #include "target.h"
+#include "tlock.h"
 #include "where.h"
 
 /*
@@ -198,11 +199,23 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if ((ps.state == 'Z' || ps.state == 'X') && !live_task(pid, proc, sizeof(proc)))
 		return err_set(err, HC_E_NO_PROC, 0, "pid %d (%s) is a zombie: it has exited", pid,
 			       ps.name), NULL;
-	if (ps.tracer && ps.tracer != getpid()) {
+	/*
+	 * Traced by a heapctl that holds the target's lock: not an error, the
+	 * first call waits for its turn (tlock_acquire()).  A heapctl only
+	 * traces while it holds the lock, so a tracer seen before and after a
+	 * moment when the lock was free is someone else.
+	 */
+	if (ps.tracer && ps.tracer != getpid() && tlock_busy(pid) == 0 &&
+	    read_status(pid, &ps, err) == 0 && ps.tracer && ps.tracer != getpid() &&
+	    tlock_busy(pid) == 0) {
 		char comm[64];
 
 		comm_of(ps.tracer, comm, sizeof(comm));
-		err_sethint(err, HC_E_TRACED, 0, "detach the other tracer first",
+		/* a heapctl from another network namespace does not share our lock */
+		err_sethint(err, HC_E_TRACED, 0,
+			    strcmp(comm, "heapctl") ? "detach the other tracer (gdb, strace) first" :
+						      "another heapctl is working on it: retry when "
+						      "it has finished",
 			    "pid %d (%s) is already traced by pid %d (%s)", pid, ps.name, ps.tracer,
 			    comm);
 		return NULL;
@@ -224,6 +237,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
 	t->pid = pid;
+	t->lockfd = -1;
 	snprintf(t->proc, sizeof(t->proc), "%s", proc);
 	t->memfd = -1;
 	t->seccomp = ps.seccomp;
@@ -308,6 +322,8 @@ void hc_target_close(struct hc_target *t)
 
 		call_end(t, &e);
 	}
+	/* after call_end(): the thread is given back before the next heapctl may come */
+	tlock_release(t);
 	if (t->alloc && t->alloc->release)
 		t->alloc->release(t);
 	where_fini(t);

@@ -45,6 +45,7 @@
 #include "ptrace.h"
 #include "seccomp.h"
 #include "target.h"
+#include "tlock.h"
 #include "where.h"
 
 #define NT_PRSTATUS_ 1
@@ -793,6 +794,9 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 			snprintf(why, whylen, "thread %d exited", tid);
 			return 0;
 		}
+		/* nor is a thread that another tracer (gdb, strace) holds: name it */
+		if (e.code == HC_E_PERM && tlock_traced_error(t->pid, tid, err) < 0)
+			return -1;
 		*err = e;
 		return -1;
 	}
@@ -1355,6 +1359,9 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 	/* how long a --tid thread may be waited for to leave restart_syscall */
 	uint64_t picky_until = now_ns() + 1000000000ull;
 
+	/* one heapctl at a time: before any seize, and before leftovers are judged */
+	if (tlock_acquire(t, err) < 0)
+		return -1;
 	if (!t->gadget && find_gadgets(t, err) < 0) {
 		if (!same_program(t)) {
 			memset(err, 0, sizeof(*err));
@@ -1545,6 +1552,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	int64_t ret;
 	enum stop st;
 	int sig = 0, r;
+	bool keep_lock = false;
 
 	if (!s)
 		return 0;
@@ -1554,6 +1562,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	if (!s->stopped) {
 		/* Seized but never stopped: heapctl's exit detaches it (exit_ptrace()). */
 		pr_warn("tid %d never stopped; it is released when heapctl exits", s->tid);
+		keep_lock = true; /* still ours: the next heapctl must wait for our exit */
 		goto out;
 	}
 	t->sess = s;
@@ -1634,6 +1643,9 @@ out:
 		gone(t, err);
 	t->sess = NULL;
 	sess_free(s);
+	/* the thread is given back: the next heapctl may come (even while we print) */
+	if (!keep_lock)
+		tlock_release(t);
 	return err_isset(err) ? -1 : 0;
 }
 

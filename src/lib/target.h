@@ -73,6 +73,7 @@ struct hc_target {
 	uint64_t deadline_ns;
 	int seccomp;    /* Seccomp: from /proc/PID/status (2: filters) */
 	int cancel_sig; /* a termination signal cancelled the operation */
+	int lockfd;     /* the per-target lock (tlock.c), from the first call to close; or -1 */
 	uint64_t gadget;   /* "syscall; ret" in the target's text */
 	uint64_t restorer; /* a sigreturn restorer in the target's text */
 	uint64_t restorer_end; /* pc at its rt_sigreturn syscall stops */

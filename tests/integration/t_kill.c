@@ -5,15 +5,16 @@
  * queued real-time signals runs.  After every kill the victim must be
  * alive, untraced, not stopped, with every parked thread taking its next
  * wake-up normally (no EINTR, sentinel registers intact), the same fds,
- * and no mapping left but heapctl's known leftovers:
+ * and nothing of heapctl's left behind, checked before any other heapctl
+ * runs.  Each of these is harm, counted and reported apart from the rest:
  *
- *   - its r-x 4 KiB code page and its rw- 256 KiB data area, when heapctl
- *     dies between mapping and unmapping them;
- *   - a /tmp/.heapctl-PID-*.heap profile, when it dies between jemalloc's
- *     prof.dump and its own copy-and-unlink.
+ *   - a new executable anonymous page (its code page) or its data area;
+ *   - a heapctl directory or profile in the target's /tmp;
+ *   - a changed /proc/PID/fd;
+ *   - an EINTR the victim saw (epoll_wait stopped by heapctl's stop).
  *
- * Both are counted and printed, as are the kills that landed while a
- * thread of the victim was held.
+ * The kills that landed while a thread of the victim was held are counted
+ * too.
  *
  * Two ways to pick the moment, half the runs each:
  *   line  heapctl runs with -vvv, which logs every ptrace stop; the run is
@@ -22,8 +23,8 @@
  *   time  heapctl runs quietly and is killed after a delay uniform over
  *         the calibrated duration of the operation.
  *
- * ITEST_KILL_RUNS sets the number of runs (default 300), ITEST_SEED the
- * random seed (printed).
+ * ITEST_KILL_RUNS sets the number of runs (default 300; `make torture` runs
+ * KILLS, 10,000 unless told), ITEST_SEED the random seed (printed).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -391,6 +392,28 @@ static bool stop_eintr_only(struct victim *v, const struct vcount *base, bool in
 	       now.eintr - base->eintr == 1 && now.eintr_epoll - base->eintr_epoll == 1;
 }
 
+/*
+ * What a kill leaves behind (a code page, a /tmp entry, an epoll EINTR) is
+ * counted and named in every run; it fails the suite only under
+ * ITEST_LEFTOVERS_HARM=1, which `make torture` sets: heapctl does not yet
+ * clean up after its own SIGKILL by itself (TODO(#13)), and until it does
+ * `make test` would fail on every run that lands in such a window.
+ */
+static bool leftovers_harm(void)
+{
+	const char *e = getenv("ITEST_LEFTOVERS_HARM");
+
+	return e && !strcmp(e, "1");
+}
+
+#define left_behind(...)                                         \
+	do {                                                     \
+		if (leftovers_harm())                            \
+			problem(__VA_ARGS__);                    \
+		else if (nproblems++ < HARM_MAX_NOTES)           \
+			t_note(__VA_ARGS__);                     \
+	} while (0)
+
 static int after_kill(struct kstate *k, struct tally *t, unsigned long run, const char *what,
 		      bool in_window)
 {
@@ -418,6 +441,7 @@ static int after_kill(struct kstate *k, struct tally *t, unsigned long run, cons
 	if (wake_check(v, &k->base, false, why, sizeof(why))) {
 		if (stop_eintr_only(v, &k->base, in_window)) {
 			t->stop_eintr++;
+			left_behind("run %lu (%s): left behind: an EINTR in epoll_wait", run, what);
 			vcount_get(v, &k->base, why, sizeof(why));
 		} else {
 			t->harmed++;
@@ -435,6 +459,9 @@ static int after_kill(struct kstate *k, struct tally *t, unsigned long run, cons
 	if (maps_classify(v->pid, k->base_maps, &lo) == 0) {
 		t->code_left += lo.code;
 		t->data_left += lo.data;
+		if (lo.code || lo.data)
+			left_behind("run %lu (%s): left behind: %u code page(s), %u data area(s)", run,
+				what, lo.code, lo.data);
 		if (lo.odd) {
 			t->odd_maps += lo.odd;
 			problem("run %lu (%s): unexpected new mapping(s): %s", run, what,
@@ -446,8 +473,13 @@ static int after_kill(struct kstate *k, struct tally *t, unsigned long run, cons
 	{
 		unsigned int prof = 0;
 
-		t->dirs_left += dump_leftovers(v->pid, true, &prof);
+		unsigned int dirs = dump_leftovers(v->pid, true, &prof);
+
+		t->dirs_left += dirs;
 		t->dumps_left += prof;
+		if (dirs)
+			left_behind("run %lu (%s): left behind: %u heapctl entr%s in the target's /tmp "
+				"(%u profile(s))", run, what, dirs, dirs == 1 ? "y" : "ies", prof);
 	}
 	/*
 	 * Leftover pages merge with the next run's (adjacent anonymous
@@ -579,6 +611,9 @@ static void report(const struct tally *t, long t0)
 	t_note("leftovers: %lu code pages (r-x 4 KiB), %lu data areas (rw- 256 KiB), "
 	       "%lu /tmp/.heapctl-PID-* entries holding %lu profiles", t->code_left, t->data_left,
 	       t->dirs_left, t->dumps_left);
+	/* reported apart from the harm above; failing under ITEST_LEFTOVERS_HARM=1 */
+	t_note("harm by leftovers: %lu (pages, areas, /tmp entries, changed fds, EINTR)",
+	       t->code_left + t->data_left + t->dirs_left + t->fd_changes + t->stop_eintr);
 }
 
 static void test_kill_suite(void)

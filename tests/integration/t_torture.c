@@ -15,8 +15,14 @@
  * zero: crashes, hangs, EINTR, register changes, lost or duplicated
  * signals, leaked fds or mappings, failed operations.
  *
- * ITEST_TORTURE_OPS sets the number of operations (default 400; `make
- * torture` runs 3000), ITEST_SEED the random seed.
+ * The same program runs on each allocator driver: jemalloc_torture,
+ * glibc_torture and tcmalloc_torture (tests "torture", "torture-glibc",
+ * "torture-tcmalloc"), each with the operations its driver has.  Two
+ * heapctls started at once must both succeed: they take turns.
+ *
+ * ITEST_TORTURE_OPS sets the number of operations per driver (default 400
+ * for jemalloc, 150 for the others; `make torture` runs TORTURE_OPS,
+ * 100,000 unless told), ITEST_SEED the random seed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -38,29 +44,37 @@
 
 static unsigned int nproblems;
 
+/* the drivers an operation applies to */
+enum { J = 1, G = 2, T = 4 };
+
 struct top {
 	const char *name;
 	const char *args[6];
 	unsigned int weight;
+	unsigned int drv;
 };
 
 #define DUMP "\x01"
 
 static const struct top tops[] = {
-	{ "prof on", { "prof", "on" }, 3 },
-	{ "prof off", { "prof", "off" }, 3 },
-	{ "prof status", { "prof", "status", "--json" }, 1 },
-	{ "dump", { "dump", "-o", DUMP }, 3 },
-	{ "stats", { "stats" }, 2 },
-	{ "stats --json", { "stats", "--json" }, 2 },
-	{ "stats --full", { "stats", "--full" }, 2 },
-	{ "purge", { "purge" }, 2 },
-	{ "purge --arena", { "purge", "--arena", "0" }, 1 },
-	{ "get", { "get", "stats.allocated" }, 2 },
-	{ "get opt", { "get", "opt.narenas" }, 1 },
-	{ "set prof.active", { "set", "prof.active", "false" }, 1 },
-	{ "set decay", { "set", "--", "arena.0.dirty_decay_ms", "-1" }, 1 },
-	{ "info", { "info", "--json" }, 1 },
+	{ "prof on", { "prof", "on" }, 3, J | T },
+	{ "prof off", { "prof", "off" }, 3, J | T },
+	{ "prof status", { "prof", "status", "--json" }, 1, J | G | T },
+	{ "dump", { "dump", "-o", DUMP }, 3, J },
+	{ "stats", { "stats" }, 2, J | G | T },
+	{ "stats --json", { "stats", "--json" }, 2, J | G | T },
+	{ "stats --full", { "stats", "--full" }, 2, J | G | T },
+	{ "purge", { "purge" }, 2, J | G | T },
+	{ "purge --arena", { "purge", "--arena", "0" }, 1, J },
+	{ "get", { "get", "stats.allocated" }, 2, J },
+	{ "get opt", { "get", "opt.narenas" }, 1, J },
+	{ "set prof.active", { "set", "prof.active", "false" }, 1, J },
+	{ "set decay", { "set", "--", "arena.0.dirty_decay_ms", "-1" }, 1, J },
+	{ "info", { "info", "--json" }, 1, J | G | T },
+	{ "get mallopt", { "get", "M_MMAP_THRESHOLD" }, 2, G },
+	{ "set mallopt", { "set", "M_TRIM_THRESHOLD", "131072" }, 1, G },
+	{ "get property", { "get", "generic.current_allocated_bytes" }, 2, T },
+	{ "get pageheap", { "get", "tcmalloc.pageheap_free_bytes" }, 1, T },
 };
 #define NTOPS (sizeof(tops) / sizeof(tops[0]))
 
@@ -88,17 +102,21 @@ struct tstate {
 	char *base_fds, *base_maps;
 	struct sigstorm storm;
 	bool storming;
+	bool with_none; /* PROT_NONE anonymous mappings count as leaks too */
 	char dump[320];
 };
 
-static size_t pick(void)
+static size_t pick(unsigned int drv)
 {
 	unsigned int total = 0, x;
 
 	for (size_t i = 0; i < NTOPS; i++)
-		total += tops[i].weight;
+		if (tops[i].drv & drv)
+			total += tops[i].weight;
 	x = (unsigned int)rnd_below(total);
 	for (size_t i = 0; i < NTOPS; i++) {
+		if (!(tops[i].drv & drv))
+			continue;
 		if (x < tops[i].weight)
 			return i;
 		x -= tops[i].weight;
@@ -225,7 +243,7 @@ static int full_check(struct tstate *s, struct counts *c)
 		free(s->base_fds);
 		s->base_fds = proc_fd_set(s->v.pid);
 	}
-	maps = proc_odd_maps(s->v.pid, true);
+	maps = proc_odd_maps(s->v.pid, s->with_none);
 	extra = maps ? lines_missing(s->base_maps, maps) : NULL;
 	if (extra && *extra) {
 		c->map_leaks++;
@@ -267,9 +285,8 @@ static void classify(struct counts *c, struct hres *r, const char *what, int kin
 		problem("op %lu (%s): %s [%s]", c->ops, what, hres_desc(r), hres_crash(r));
 	} else if (hres_exit(r) == 0) {
 		c->ok++;
-	} else if (hres_exit(r) == 1 && strstr(r->err, "hint:") &&
-		   (is_hammer(kind) || kind == -2)) {
-		/* --tid on a thread that lives in malloc, or two heapctls at once */
+	} else if (hres_exit(r) == 1 && strstr(r->err, "hint:") && is_hammer(kind)) {
+		/* --tid on a thread that lives in malloc; two at once must both succeed */
 		c->refused++;
 	} else {
 		c->failed++;
@@ -277,17 +294,21 @@ static void classify(struct counts *c, struct hres *r, const char *what, int kin
 	}
 }
 
-static void test_torture(void)
+/*
+ * The storm against one allocator driver: victim is jemalloc_torture or the
+ * same program on glibc or tcmalloc; drv picks the operations that apply.
+ */
+static void torture(const char *victim, const char *conf, unsigned int drv, long dflt_ops)
 {
 	struct tstate s = { 0 };
 	struct counts c = { 0 };
-	long nops = env_long("TORTURE_OPS", 400), t0 = now_ms(), next_check = CHECK_EVERY;
+	long nops = env_long("TORTURE_OPS", dflt_ops), t0 = now_ms(), next_check = CHECK_EVERY;
 	char why[512], line[1024];
 	const char *p;
 
 	nproblems = 0;
 	snprintf(s.dump, sizeof(s.dump), "%s/torture.heap", cfg.tmpdir);
-	if (victim_start(&s.v, "jemalloc_torture", VCONF, why, sizeof(why))) {
+	if (victim_start(&s.v, victim, conf, why, sizeof(why))) {
 		t_fail("%s", why);
 		return;
 	}
@@ -300,24 +321,30 @@ static void test_torture(void)
 		s.tids[i] = (pid_t)strtol(p, (char **)&p, 10);
 	victim_ticker_reset(&s.v);
 	s.base_fds = proc_fd_set(s.v.pid);
-	s.base_maps = proc_odd_maps(s.v.pid, true);
+	/*
+	 * glibc's thread arenas reserve 64 MiB and grow and shrink inside it with
+	 * mprotect (malloc_trim: purge): their PROT_NONE parts are its own, so
+	 * only new executable mappings count there.
+	 */
+	s.with_none = drv != G;
+	s.base_maps = proc_odd_maps(s.v.pid, s.with_none);
 	if (vcount_get(&s.v, &s.base, why, sizeof(why))) {
 		t_fail("%s", why);
 		goto out;
 	}
-	t_note("seed %llu (ITEST_SEED), %ld operations (ITEST_TORTURE_OPS), regs mode %s",
-	       rnd_seed(), nops, s.v.regs_mode);
+	t_note("%s: seed %llu (ITEST_SEED), %ld operations (ITEST_TORTURE_OPS), regs mode %s",
+	       victim, rnd_seed(), nops, s.v.regs_mode);
 	storm_on(&s);
 	while ((long)c.ops < nops) {
 		const char *a[16], *b[16];
 		char what[128], stid[16];
-		size_t oi = pick();
+		size_t oi = pick(drv);
 		int kind = -1;
 		struct hres r;
 
 		if (rnd_below(20) == 0) {
-			/* two at once, each picking its own thread */
-			size_t oj = pick();
+			/* two at once, each picking its own thread: they take turns, both succeed */
+			size_t oj = pick(drv);
 			struct hproc h1, h2;
 			struct hres r2;
 
@@ -362,16 +389,18 @@ static void test_torture(void)
 	if (!pid_exited(s.v.pid))
 		full_check(&s, &c);
 	storm_tally(&s, &c);
-	t_note("%lu operations in %ld s: %lu ok, %lu refused with a hint (--tid on a hammer, "
-	       "or two at once), %lu with --tid, %lu pairs at once, %lu full checks",
+	t_note("%lu operations in %ld s: %lu ok, %lu refused with a hint (--tid on a hammer), "
+	       "%lu with --tid, %lu pairs at once, %lu full checks",
 	       c.ops, (now_ms() - t0) / 1000, c.ok, c.refused, c.with_tid, c.pairs, c.checks);
 	{
 		char per[600];
 		size_t len = 0;
 
 		for (size_t i = 0; i < NTOPS; i++)
-			len += (size_t)snprintf(per + len, sizeof(per) - len, "%s%s %lu",
-						i ? ", " : "", tops[i].name, c.per_op[i]);
+			if (tops[i].drv & drv)
+				len += (size_t)snprintf(per + len, sizeof(per) - len, "%s%s %lu",
+							len ? ", " : "", tops[i].name,
+							c.per_op[i]);
 		t_note("operations: %s", per);
 	}
 	t_note("crashes %lu, hangs %lu, failed ops %lu, EINTR %lu, register changes %lu, "
@@ -393,7 +422,25 @@ out:
 	free(s.base_maps);
 }
 
+/* `make test` runs the shorter default counts; `make torture` sets ITEST_TORTURE_OPS. */
+static void test_torture(void)
+{
+	torture("jemalloc_torture", VCONF, J, 400);
+}
+
+static void test_torture_glibc(void)
+{
+	torture("glibc_torture", NULL, G, 150);
+}
+
+static void test_torture_tcmalloc(void)
+{
+	torture("tcmalloc_torture", NULL, T, 150);
+}
+
 const struct itest t_torture_tests[] = {
 	{ "torture", test_torture, 1800 },
+	{ "torture-glibc", test_torture_glibc, 1800 },
+	{ "torture-tcmalloc", test_torture_tcmalloc, 1800 },
 	{ NULL, NULL, 0 },
 };

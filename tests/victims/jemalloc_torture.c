@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * jemalloc_torture: the 16-thread victim of the torture suite
- * (tests/integration/t_torture.c).  Same line protocol as jemalloc_victim
+ * (tests/integration/t_torture.c).  glibc_torture and tcmalloc_torture are
+ * the same program on glibc malloc and on gperftools' tcmalloc.  Same line protocol as jemalloc_victim
  * (vcommon.h), and the same meaning for the commands they share, so the
  * harness's checks work on both.
  *
@@ -48,7 +49,10 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <linux/futex.h>
+/* glibc_torture and tcmalloc_torture are this file under another allocator */
+#ifndef TORTURE_OTHER_ALLOC
 #include <jemalloc/jemalloc.h>
+#endif
 
 #include "vcommon.h"
 #include "vregs.h"

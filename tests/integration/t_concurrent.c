@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Several heapctls on one process.  They take turns (the per-target lock,
+ * src/lib/tlock.c): twenty started together all succeed and leave the
+ * target unharmed; one that waits longer than --timeout names the heapctl
+ * it waited for; a thread held by another tracer is reported as traced by
+ * it, never as a permission problem.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "itest.h"
+
+#define VCONF "prof:true,prof_active:false"
+#define NCONC 20
+
+static int start(struct victim *v)
+{
+	char why[512];
+
+	if (victim_start(v, "jemalloc_victim", VCONF, why, sizeof(why))) {
+		t_fail("%s", why);
+		return -1;
+	}
+	victim_baseline(v);
+	victim_ticker_reset(v);
+	return 0;
+}
+
+/*
+ * Read (and drop) the stdout of all of them at once: `stats --full` writes
+ * its report while it holds the lock, and one blocked on a full pipe would
+ * keep the others waiting.  Ends when every stdout is closed.
+ */
+static void drain_stdout(struct hproc *hp, const bool *started, int n)
+{
+	long until = now_ms() + HC_TIMEOUT_S * 3 * 1000L;
+	bool open_[NCONC];
+	int left = 0;
+
+	for (int i = 0; i < n; i++) {
+		open_[i] = started[i] && hp[i].out >= 0;
+		left += open_[i];
+	}
+	while (left && now_ms() < until) {
+		struct pollfd p[NCONC];
+		int idx[NCONC], np = 0;
+		char buf[65536];
+
+		for (int i = 0; i < n; i++)
+			if (open_[i]) {
+				p[np].fd = hp[i].out;
+				p[np].events = POLLIN;
+				p[np].revents = 0;
+				idx[np++] = i;
+			}
+		if (poll(p, (nfds_t)np, 1000) <= 0)
+			continue;
+		for (int k = 0; k < np; k++)
+			if (p[k].revents && read(p[k].fd, buf, sizeof(buf)) <= 0) {
+				open_[idx[k]] = false;
+				left--;
+			}
+	}
+}
+
+/* 10 prof on/off and 10 stats --full, all started before any is waited for. */
+static void test_concurrent(void)
+{
+	struct victim v;
+	struct hproc hp[NCONC];
+	bool started[NCONC] = { false };
+	unsigned int ok = 0;
+
+	if (start(&v))
+		return;
+	for (int i = 0; i < NCONC; i++) {
+		const char *prof[] = { "prof", i % 4 ? "off" : "on", "-p", v.spid, NULL };
+		const char *stats[] = { "stats", "--full", "-p", v.spid, NULL };
+
+		started[i] = hc_startv(&hp[i], NULL, i % 2 ? stats : prof) == 0;
+		if (!started[i])
+			t_fail("cannot start heapctl #%d", i);
+	}
+	drain_stdout(hp, started, NCONC);
+	for (int i = 0; i < NCONC; i++) {
+		struct hres r;
+
+		if (!started[i])
+			continue;
+		/* each waits for the ones before it: allow for all of them */
+		hc_finish(&hp[i], &r, HC_TIMEOUT_S * 3);
+		if (hres_exit(&r) == 0)
+			ok++;
+		else
+			t_fail("%s: %s", r.cmdline, hres_desc(&r));
+		hres_free(&r);
+	}
+	t_note("%u of %d concurrent heapctls succeeded", ok, NCONC);
+	victim_check(&v, 0);
+	victim_kill(&v);
+}
+
+/* Field 22 of /proc/PID/stat. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], *s, *p;
+	unsigned long long v = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	s = read_file_str(path);
+	p = s ? strrchr(s, ')') : NULL;
+	for (int f = 3; p && f <= 22; f++) {
+		p = strchr(p, ' ');
+		if (p && f == 22)
+			v = strtoull(p + 1, NULL, 10);
+		if (p)
+			p++;
+	}
+	free(s);
+	return v;
+}
+
+/* Hold the target's lock as another heapctl would (see src/lib/tlock.c). */
+static int hold_lock(pid_t pid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "heapctl-lock-%d-%llu",
+			 (int)pid, start_time(pid));
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa,
+			   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) ||
+	    listen(fd, 64)) {
+		t_fail("cannot take the lock of pid %d: %s", (int)pid, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads fd until a line holding needle has gone by (true), or EOF/timeout. */
+static bool wait_for_line(int fd, const char *needle, int timeout_ms)
+{
+	char buf[8192];
+	size_t len = 0;
+	long until = now_ms() + timeout_ms;
+
+	while (now_ms() < until) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			return false;
+		len += (size_t)n;
+		buf[len] = 0;
+		if (strstr(buf, needle))
+			return true;
+		if (len > sizeof(buf) / 2) {
+			/* keep the tail: the needle may straddle the cut */
+			memmove(buf, buf + len - 256, 256);
+			len = 256;
+		}
+	}
+	return false;
+}
+
+static void test_lock_wait(void)
+{
+	struct victim v;
+	struct hproc hp;
+	struct hres r;
+	char me[32];
+	int fd;
+
+	if (start(&v))
+		return;
+	fd = hold_lock(v.pid);
+	if (fd < 0)
+		goto out;
+	snprintf(me, sizeof(me), "(pid %d)", (int)getpid());
+	/* held past --timeout: give up, naming the holder, with a hint */
+	hc_run(&r, NULL, "-v", "stats", "--timeout", "0.5", "-p", v.spid, NULL);
+	if (hres_exit(&r) != 1 || !strstr(r.err, "error: another heapctl") || !strstr(r.err, me) ||
+	    !strstr(r.err, "hint:") || !strstr(r.err, "--timeout"))
+		t_fail("wanted 'another heapctl %s is working on' and a --timeout hint: %s", me,
+		       hres_desc(&r));
+	else if (!strstr(r.err, "waiting up to"))
+		t_fail("-v does not say that it waits: %s", r.err);
+	hres_free(&r);
+	victim_check(&v, 0);
+	/* SIGINT while it waits: it stops at once, without waiting out --timeout */
+	if (hc_startv(&hp, NULL, (const char *const[]){ "-v", "stats", "-p", v.spid, NULL })) {
+		t_fail("cannot start heapctl");
+	} else {
+		if (!wait_for_line(hp.err, "waiting up to", 20000))
+			t_fail("no 'waiting up to' line at -v");
+		kill(hp.pid, SIGINT);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		/* it dies of the signal once it has said so (see src/cli/util.c) */
+		if (r.timed_out || !WIFSIGNALED(r.status) || WTERMSIG(r.status) != SIGINT ||
+		    !strstr(r.err, "stopping on SIGINT"))
+			t_fail("SIGINT while waiting: %s", hres_desc(&r));
+		hres_free(&r);
+	}
+	victim_check(&v, 0);
+	/* released while it waits (or before it looks): it goes on and succeeds */
+	if (hc_startv(&hp, NULL, (const char *const[]){ "stats", "-p", v.spid, NULL })) {
+		t_fail("cannot start heapctl");
+		close(fd);
+		goto out;
+	}
+	close(fd);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (hres_exit(&r) != 0)
+		t_fail("after the lock was released: %s", hres_desc(&r));
+	hres_free(&r);
+	victim_check(&v, 0);
+out:
+	victim_kill(&v);
+}
+
+/* A child that seizes tid and holds it until its pipe closes. */
+static pid_t tracer_start(pid_t tid, int *hold)
+{
+	int p[2], q[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) || pipe2(q, O_CLOEXEC))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		close(q[0]);
+		c = ptrace(PTRACE_SEIZE, tid, 0, 0) ? 'E' : 'S';
+		if (write(q[1], &c, 1) != 1)
+			_exit(1);
+		while (read(p[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	close(q[1]);
+	if (pid < 0 || read(q[0], &c, 1) != 1 || c != 'S') {
+		close(p[1]);
+		close(q[0]);
+		return -1;
+	}
+	close(q[0]);
+	track_pid(pid);
+	*hold = p[1];
+	return pid;
+}
+
+/* EPERM from the seize of a thread someone else traces: "traced by", not "run as root". */
+static void test_thread_tracer(void)
+{
+	struct victim v;
+	char stid[16], want[64];
+	struct hres r;
+	pid_t tracer;
+	int hold = -1;
+
+	if (start(&v))
+		return;
+	tracer = tracer_start(v.t_sleep, &hold);
+	if (tracer < 0) {
+		t_fail("cannot seize thread %d", (int)v.t_sleep);
+		goto out;
+	}
+	snprintf(stid, sizeof(stid), "%d", (int)v.t_sleep);
+	snprintf(want, sizeof(want), "traced by pid %d (", (int)tracer);
+	hc_run(&r, NULL, "stats", "-p", v.spid, "--tid", stid, NULL);
+	if (hres_exit(&r) != 1 || !strstr(r.err, want) || !strstr(r.err, "hint:"))
+		t_fail("wanted '%s...' and a hint: %s", want, hres_desc(&r));
+	if (strcasestr_(r.err, "Yama") || strcasestr_(r.err, "root") ||
+	    strcasestr_(r.err, "not permitted"))
+		t_fail("reported as a permission problem: %s", r.err);
+	hres_free(&r);
+	close(hold);
+	wait_pid(tracer, NULL, 5000);
+	victim_check(&v, 0);
+out:
+	victim_kill(&v);
+}
+
+const struct itest t_concurrent_tests[] = {
+	{ "concurrent-20", test_concurrent, 300 },
+	{ "concurrent-lock-wait", test_lock_wait, 0 },
+	{ "concurrent-thread-tracer", test_thread_tracer, 0 },
+	{ NULL, NULL, 0 },
+};
