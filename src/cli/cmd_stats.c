@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -96,27 +97,46 @@ static void print_json(pid_t pid, const struct hc_stats *st)
 }
 
 /*
- * Never ask the library to stop: the allocator is mid-report in the target
- * and the call must run to its end.  Output that cannot be written (the
- * reader of "| head" went away) is dropped instead.
+ * The report is gathered in memory and written only once the thread is
+ * given back: stdout may be a pipe nobody reads yet ("| less"), and a
+ * write blocked on it must never keep the target's thread stopped.
  */
+struct full_buf {
+	char *data;
+	size_t len, cap;
+	bool nomem;
+};
+
 static int out_sink(void *arg, const char *buf, size_t len)
 {
-	bool *broken = arg;
+	struct full_buf *b = arg;
 
-	if (*broken)
+	/* Never ask the library to stop: the allocator is mid-report in the target. */
+	if (b->nomem)
 		return 0;
-	errno = 0;
-	if (fwrite(buf, 1, len, stdout) != len) {
-		cli_stdout_failed(errno);
-		*broken = true;
+	if (b->len + len > b->cap) {
+		size_t cap = b->cap ? b->cap : 64 * 1024;
+		char *p;
+
+		while (cap < b->len + len)
+			cap *= 2;
+		p = realloc(b->data, cap);
+		if (!p) {
+			b->nomem = true;
+			return 0;
+		}
+		b->data = p;
+		b->cap = cap;
 	}
+	memcpy(b->data + b->len, buf, len);
+	b->len += len;
 	return 0;
 }
 
+/* Closes t once the report is in hand. */
 static int print_full(struct cli_env *env, struct hc_target *t, struct hc_err *err)
 {
-	bool broken = false;
+	struct full_buf b;
 	const char *opts = env->stats_opts;
 	struct hc_where w;
 
@@ -130,13 +150,30 @@ static int print_full(struct cli_env *env, struct hc_target *t, struct hc_err *e
 				 w.allocator && !strcmp(w.allocator, "jemalloc") ? " --opts J for JSON" :
 										   "");
 			err->code = HC_E_USAGE;
+			cli_close(t);
 			return -1;
 		}
 		opts = "raw";
 	}
-	if (hc_stats_print(t, opts, out_sink, &broken, err))
+	memset(&b, 0, sizeof(b));
+	if (hc_stats_print(t, opts, out_sink, &b, err)) {
+		cli_close(t);
+		free(b.data);
 		return -1;
+	}
 	cli_timing(env, t);
+	cli_close(t);
+	if (b.nomem) {
+		free(b.data);
+		err->code = HC_E_NOMEM;
+		snprintf(err->msg, sizeof(err->msg), "out of memory holding the report");
+		snprintf(err->hint, sizeof(err->hint), "leave out parts with --opts (jemalloc(3))");
+		return -1;
+	}
+	errno = 0;
+	if (b.len && fwrite(b.data, 1, b.len, stdout) != b.len)
+		cli_stdout_failed(errno);
+	free(b.data);
 	return 0;
 }
 
@@ -151,12 +188,8 @@ int cmd_stats(struct cli_env *env)
 	t = cli_open(env, env->pid, &err);
 	if (!t)
 		return cli_fail(env, &err);
-	if (env->full) {
-		if (print_full(env, t, &err))
-			goto fail;
-		cli_close(t);
-		return CLI_EXIT_OK;
-	}
+	if (env->full)
+		return print_full(env, t, &err) ? cli_fail(env, &err) : CLI_EXIT_OK;
 	if (hc_stats_get(t, &st, &err))
 		goto fail;
 	cli_timing(env, t);

@@ -9,6 +9,7 @@
 #endif
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -504,6 +505,50 @@ out:
 	free(before);
 	free(after);
 	hres_free(&r);
+}
+
+/*
+ * "stats --full | less": a reader that does not read yet must not keep the
+ * target's thread stopped.  The pipe is cut to one page, so heapctl blocks
+ * in write(2) on the report; by then the victim must be neither traced nor
+ * stopped.
+ */
+static void test_stats_full_blocked_pipe(void)
+{
+	const char *const args[] = { "stats", "-p", NULL, "--full", NULL };
+	const char *a[5];
+	struct victim *v = shared_victim();
+	struct hproc hp;
+	struct hres r;
+	char why[512];
+	long end;
+	bool blocked = false;
+
+	if (!v)
+		return;
+	memcpy(a, args, sizeof(a));
+	a[2] = v->spid;
+	if (hc_startv(&hp, NULL, a)) {
+		t_fail("could not start heapctl");
+		return;
+	}
+	if (fcntl(hp.out, F_SETPIPE_SZ, 4096) < 0)
+		t_note("F_SETPIPE_SZ: %s (the default pipe size is used)", strerror(errno));
+	for (end = now_ms() + 15000; now_ms() < end && !pid_exited(hp.pid); sleep_ms(5)) {
+		if (proc_task_syscall(hp.pid, hp.pid) == 1 /* write */) {
+			blocked = true;
+			break;
+		}
+	}
+	if (blocked && proc_check_tasks(v->pid, false, why, sizeof(why)))
+		t_fail("heapctl blocked writing its report while the target was held: %s", why);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (!t_failed() && (hres_crash(&r) || hres_exit(&r) != 0))
+		t_fail("stats --full: %s", hres_desc(&r));
+	else if (!t_failed() && !blocked)
+		t_note("the report fit in the pipe: nothing to check this run");
+	hres_free(&r);
+	victim_check(v, 0);
 }
 
 /* Leaks and frees bytes in arena (a number, or "x"), leaving dirty pages. */
@@ -1511,6 +1556,7 @@ const struct itest t_cmds_tests[] = {
 	{ "stats", test_stats, 0 },
 	{ "stats-json", test_stats_json, 0 },
 	{ "stats-full", test_stats_full, 0 },
+	{ "stats-full-blocked-pipe", test_stats_full_blocked_pipe, 0 },
 	{ "purge", test_purge, 0 },
 	{ "purge-arena", test_purge_arena, 0 },
 	{ "purge-json", test_purge_json, 0 },
