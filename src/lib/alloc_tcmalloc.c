@@ -494,6 +494,15 @@ out:
 
 #define MAX_PROFILE (1ull << 30)
 
+/* Is raddr inside some object's executable mappings? */
+static bool in_text(const struct hc_target *t, uint64_t raddr)
+{
+	for (size_t i = 0; i < t->nobjs; i++)
+		if (raddr >= t->objs[i].text_lo && raddr < t->objs[i].text_hi)
+			return true;
+	return false;
+}
+
 /* Is any frame of " 0x.. 0x.." heapctl's own (see filter_profile)? */
 static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
 {
@@ -512,10 +521,12 @@ static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
 			return true;
 		/*
 		 * heapctl's calls return to offset 0 of its code page: a
-		 * page-aligned caller in no object of the process is that page,
-		 * of this run or an earlier one (e.g. stats --full's buffer).
+		 * page-aligned caller in no object's code is that page, of this
+		 * run or an earlier one (e.g. stats --full's buffer).  Not "in no
+		 * object": on arm64 the page can land in the hole a 64 KiB-aligned
+		 * library leaves between its text and its data.
 		 */
-		if (first && !(a & 4095) && !obj_at(t, a))
+		if (first && !(a & 4095) && !in_text(t, a))
 			return true;
 		first = false;
 	}
