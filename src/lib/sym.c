@@ -537,7 +537,9 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 	elf_version(EV_CURRENT);
 	dfd = open(df, O_RDONLY | O_CLOEXEC);
 	if (dfd < 0)
-		return err_errno(err, errno, "--debug-file %s", df);
+		return err_sethint(err, HC_E_IO, errno,
+				   "give the path of the unstripped executable or its debug file",
+				   "cannot open --debug-file %s: %s", df, strerror(errno));
 	de = elf_begin(dfd, ELF_C_READ_MMAP, NULL);
 	if (!de || elf_kind(de) != ELF_K_ELF) {
 		err_sethint(err, HC_E_NO_SYM, 0,
