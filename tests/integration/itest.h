@@ -241,6 +241,7 @@ extern const struct itest t_alloc_tests[];	/* glibc, tcmalloc, maps, memcached *
 extern const struct itest t_hostile_tests[];
 extern const struct itest t_kill_tests[];
 extern const struct itest t_torture_tests[];
+extern const struct itest t_syms_tests[];	/* symbols elsewhere: MiniDebugInfo, debuginfod */
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 
 #endif /* ITEST_H */
