@@ -98,6 +98,11 @@ struct hc_target_opts {
 	 * debug file), or NULL.  Its build-id must match the executable's.
 	 */
 	const char *debug_file;
+	/*
+	 * Never ask debuginfod (DEBUGINFOD_URLS), e.g. when opening every
+	 * process of the machine in turn.
+	 */
+	bool no_debuginfod;
 };
 
 /*

@@ -507,7 +507,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	}
 	free(path);
 	path = NULL;
-	if (!o->is_exe || !build_id_hex(elf, id, sizeof(id)))
+	if (!o->is_exe || t->opts.no_debuginfod || !build_id_hex(elf, id, sizeof(id)))
 		return 0;
 	fd = dbgd_find(id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 1000000, &path);
 	if (fd < 0)

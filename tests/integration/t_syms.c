@@ -405,7 +405,18 @@ static void test_debuginfod(void)
 		t_fail("%s", why);
 		goto stop;
 	}
-	drive(&v, NULL, "debuginfod", cache);
+	{
+		/* list opens every process: it must not send one query per stripped program */
+		char f[520];
+
+		hc_run(&r, NULL, "list", NULL);
+		hres_free(&r);
+		snprintf(f, sizeof(f), "%s/%s", cache, id);
+		if (access(f, F_OK) == 0)
+			t_fail("list asked debuginfod for build-id %s (%s exists)", id, f);
+	}
+	if (!t_failed())
+		drive(&v, NULL, "debuginfod", cache);
 	victim_kill(&v);
 stop:
 	kill(hp.pid, SIGKILL);
