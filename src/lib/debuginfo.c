@@ -112,15 +112,17 @@ static struct {
 /* Progress of the transfer in flight: for the line on a terminal and the deadline. */
 static struct {
 	uint64_t deadline_ns;
-	bool tty, shown;
+	bool tty, shown, cancelled;
 	const char *what;
 } prog;
 
 static int dbgd_progress(struct dbgd_client *c, long a, long b)
 {
 	(void)c;
-	if (prog.deadline_ns && now_ns() > prog.deadline_ns)
-		return 1; /* nonzero cancels the transfer: --timeout is spent */
+	if (prog.deadline_ns && now_ns() > prog.deadline_ns) {
+		prog.cancelled = true;
+		return 1; /* nonzero cancels the transfer: its share of --timeout is spent */
+	}
 	if (prog.tty) {
 		if (b > 0)
 			fprintf(stderr, "\rheapctl: debuginfod: symbols of %s: %ld/%ld KiB\033[K",
@@ -172,6 +174,7 @@ int dbgd_find(const char *build_id_hex, const char *what, uint64_t deadline_ns, 
 	prog.deadline_ns = deadline_ns;
 	prog.tty = isatty(STDERR_FILENO);
 	prog.shown = false;
+	prog.cancelled = false;
 	prog.what = what;
 	if (dbgd.set_progressfn)
 		dbgd.set_progressfn(c, dbgd_progress);
@@ -182,7 +185,10 @@ int dbgd_find(const char *build_id_hex, const char *what, uint64_t deadline_ns, 
 		fputs("\r\033[K", stderr);
 	dbgd.end(c);
 	if (fd < 0) {
-		pr_info("debuginfod: no debug file for %s: %s", what, strerror(-fd));
+		if (prog.cancelled)
+			pr_info("debuginfod: gave up on %s: half of --timeout spent", what);
+		else
+			pr_info("debuginfod: no debug file for %s: %s", what, strerror(-fd));
 		free(*path);
 		*path = NULL;
 		return -1;

@@ -17,7 +17,7 @@ void *mdi_decompress(Elf *elf, size_t *len);
  * Ask the servers in DEBUGINFOD_URLS for the debug file of build_id_hex.
  * Returns an fd and *path (malloc'ed, in the client's cache), or -1 when
  * DEBUGINFOD_URLS is unset, libdebuginfod.so.1 is missing, nothing is found
- * or deadline_ns (0: none) passes.  what names the object for messages.
+ * or deadline_ns (0: none) passes first.  what names the object for messages.
  */
 int dbgd_find(const char *build_id_hex, const char *what, uint64_t deadline_ns, char **path);
 

@@ -509,7 +509,8 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	path = NULL;
 	if (!o->is_exe || t->opts.no_debuginfod || !build_id_hex(elf, id, sizeof(id)))
 		return 0;
-	fd = dbgd_find(id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 1000000, &path);
+	/* half of --timeout at most: the operation itself needs the rest */
+	fd = dbgd_find(id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 500000, &path);
 	if (fd < 0)
 		return 0;
 	n = syms_from_fd(fd, o->bias, sv);

@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "itest.h"
@@ -427,10 +430,69 @@ out:
 	unsetenv("DEBUGINFOD_CACHE_PATH");
 }
 
+/*
+ * A debuginfod that never answers (a socket that listens and never
+ * accepts) costs at most half of --timeout, then heapctl goes on.  The
+ * bound is generous: without heapctl's own deadline libdebuginfod waits
+ * DEBUGINFOD_TIMEOUT, 90 s by default.
+ */
+static void test_debuginfod_timeout(void)
+{
+	char path[512], why[512], url[64], cache[320];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	struct victim v;
+	struct hres r;
+	int s;
+
+	syms_path(path, sizeof(path), "fx_jemalloc_nodbg");
+	if (!have(path))
+		return;
+	if (access("/usr/lib/x86_64-linux-gnu/libdebuginfod.so.1", R_OK) &&
+	    access("/usr/lib/aarch64-linux-gnu/libdebuginfod.so.1", R_OK)) {
+		t_skip(true, "libdebuginfod.so.1 not installed (Debian package libdebuginfod1)");
+		return;
+	}
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 16) ||
+	    getsockname(s, (struct sockaddr *)&sa, &sl)) {
+		t_fail("a listening loopback socket: %s", strerror(errno));
+		if (s >= 0)
+			close(s);
+		return;
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(sa.sin_port));
+	snprintf(cache, sizeof(cache), "%s/dbgd-silent", cfg.tmpdir);
+	if (syms_start(&v, argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		close(s);
+		return;
+	}
+	setenv("DEBUGINFOD_URLS", url, 1);
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	hc_run(&r, NULL, "-v", "info", "-p", v.spid, "--timeout", "4", NULL);
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+	if (hres_crash(&r) || r.timed_out || (hres_exit(&r) != 0 && hres_exit(&r) != 1))
+		t_fail("info against a silent debuginfod: %s", hres_desc(&r));
+	else if (!strstr(r.err, "debuginfod: gave up"))
+		t_fail("info did not give up on a silent debuginfod: %.400s", r.err);
+	else if (r.ms > 15000)
+		t_fail("info took %ld ms with --timeout 4 against a silent debuginfod", r.ms);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_kill(&v);
+	close(s);
+}
+
 const struct itest t_syms_tests[] = {
 	{ "syms-minidebuginfo", test_minidebuginfo, 0 },
 	{ "syms-debug-file", test_debug_file, 0 },
 	{ "syms-build-id", test_build_id, 0 },
 	{ "syms-debuginfod", test_debuginfod, 0 },
+	{ "syms-debuginfod-timeout", test_debuginfod_timeout, 0 },
 	{ NULL, NULL, 0 },
 };
