@@ -270,6 +270,20 @@ static void test_debug_file(void)
 	    (!strstr(r.err, "--debug-file") || !strstr(r.err, "hint:")))
 		t_fail("a missing --debug-file is not refused clearly: %.300s", r.err);
 	hres_free(&r);
+	/* list, maps and report inject nothing into the executable: a usage error there */
+	if (!t_failed() && hc_expect(&r, 2, "list", "--debug-file", dbg, NULL) == 0 &&
+	    !strstr(r.err, "does not apply"))
+		t_fail("list --debug-file: %.300s", r.err);
+	hres_free(&r);
+	if (!t_failed() && hc_expect(&r, 2, "maps", "-p", v.spid, "--debug-file", dbg, NULL) == 0 &&
+	    !strstr(r.err, "does not apply"))
+		t_fail("maps --debug-file: %.300s", r.err);
+	hres_free(&r);
+	if (!t_failed() && hc_expect(&r, 2, "info", "-p", v.spid, "--debug-file", dbg,
+				     "--debug-file", other, NULL) == 0 &&
+	    !strstr(r.err, "twice"))
+		t_fail("--debug-file given twice: %.300s", r.err);
+	hres_free(&r);
 	if (!t_failed())
 		victim_check(&v, 0);
 	victim_kill(&v);
