@@ -223,6 +223,44 @@ static void drive(struct victim *v, const char *debug_file, const char *src_kind
 		victim_check(v, 0);
 }
 
+/*
+ * A profile of the stripped program names its functions with --debug-file
+ * (report and the reports of dump/leak match it to the object by build-id),
+ * and shows "fx_jemalloc_nodbg+0xOFFSET" frames without it.
+ */
+static void report_names(struct victim *v, const char *dbg)
+{
+	static const char *const prof_on[] = { "prof", "on", NULL },
+			  *const prof_off[] = { "prof", "off", NULL };
+	const char *dump[] = { "dump", "-o", NULL, NULL };
+	char heap[400], reply[256];
+	struct hres r;
+
+	snprintf(heap, sizeof(heap), "%s/syms-%d.heap", cfg.tmpdir, (int)v->pid);
+	dump[2] = heap;
+	if (run(&r, 0, v, dbg, prof_on) == 0) {
+		hres_free(&r);
+		/* 1 MiB allocations: each is sampled at jemalloc's default 512 KiB rate */
+		if (victim_expect(v, "leak 16777216 0", "leak ok", reply, sizeof(reply)) == 0)
+			run(&r, 0, v, dbg, dump);
+	}
+	hres_free(&r);
+	run(&r, 0, v, dbg, prof_off);
+	hres_free(&r);
+	victim_cmd(v, "free", reply, sizeof(reply), SYMS_REPLY_MS);
+	if (t_failed())
+		return;
+	if (hc_expect(&r, 0, "report", heap, "--format", "folded", "-p", v->spid, NULL) == 0 &&
+	    !strstr(r.out, "fx_jemalloc_nodbg+0x"))
+		t_fail("report without --debug-file: no fx_jemalloc_nodbg+0x frame: %.300s", r.out);
+	hres_free(&r);
+	if (!t_failed() && hc_expect(&r, 0, "report", heap, "--format", "folded", "-p", v->spid,
+				     "--debug-file", dbg, NULL) == 0 &&
+	    (strstr(r.out, "fx_jemalloc_nodbg+0x") || !strstr(r.out, "main")))
+		t_fail("report --debug-file: the program's frames are not named: %.400s", r.out);
+	hres_free(&r);
+}
+
 /* MiniDebugInfo: the symbols only in .gnu_debugdata. */
 static void test_minidebuginfo(void)
 {
@@ -260,6 +298,8 @@ static void test_debug_file(void)
 		return;
 	}
 	drive(&v, dbg, "--debug-file", dbg);
+	if (!t_failed())
+		report_names(&v, dbg);
 	/* another build's symbols would put every address in the wrong place */
 	if (!t_failed() && run(&r, 1, &v, other, info) == 0 &&
 	    (!strstr(r.err, "build-id") || !strstr(r.err, "hint:") || strstr(r.out, "allocator")))
