@@ -501,9 +501,10 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 		close(fd);
 		if (n > 0)
 			set_src(o, "debug file", path);
-		free(path);
-		if (n != 0)
+		if (n != 0) {
+			free(path);
 			return n;
+		}
 	}
 	free(path);
 	path = NULL;
