@@ -84,7 +84,9 @@ ifeq ($(SAN),1)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CROSS_FLAGS)
-LDLIBS_ALL = $(PKG_LIBS) -lz -pthread
+# liblzma: MiniDebugInfo (.gnu_debugdata).  libdebuginfod is dlopen()ed at run
+# time (src/lib/debuginfo.c), so heapctl runs without it.
+LDLIBS_ALL = $(PKG_LIBS) -llzma -lz -pthread
 # The heapctl binary links its libraries statically: a cold start then costs
 # ~2 ms of CPU instead of ~4 (no relocation of ten shared objects), which is
 # most of a round trip.  libunwind's archives are not PIC, hence -no-pie.
@@ -171,6 +173,7 @@ $(B)/demo/%: demo/%.c
 
 # Debian packages; apt runs only when something is missing.
 DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev libbz2-dev liblzma-dev \
+	libdebuginfod-dev libdebuginfod1 debuginfod xz-utils \
 	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb \
 	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 memcached \
 	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3
@@ -285,7 +288,8 @@ DEB_PKGS += gcc-multilib clang libclang-rt-14-dev binutils util-linux groff-base
 JE_PIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a
 JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
 FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
-	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg
+	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg \
+	$(B)/victims/fx_jemalloc_mdi $(B)/victims/fx_jemalloc_nodbg
 # `make torture` knobs: TORTURE_OPS operations per allocator driver (jemalloc, glibc,
 # tcmalloc), KILLS random kills of heapctl (TORTURE_KILL_RUNS is the old name).
 # The per-test watchdog grows with them (about a second per operation or kill, at least).
@@ -333,6 +337,35 @@ $(B)/victims/fx_jemalloc_dbg: $(B)/victims/fx_jemalloc_rjem
 	$(msg) STRIP $@
 	$(Q)objcopy --only-keep-debug $< $@.debug
 	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $< $@
+
+# Symbols only in .gnu_debugdata, as Fedora's find-debuginfo makes MiniDebugInfo:
+# the function symbols .dynsym lacks, in an xz-compressed ELF added to the stripped binary.
+$(B)/victims/fx_jemalloc_mdi: $(B)/victims/fx_jemalloc_rjem
+	$(msg) MINIDBG $@
+	$(Q)nm -D --format=posix --defined-only $< | awk '{ print $$1 }' | sort >$@.dynsyms
+	$(Q)nm --format=posix --defined-only $< | awk '$$2 ~ /^[Tt]$$/ { print $$1 }' | sort >$@.funcsyms
+	$(Q)comm -13 $@.dynsyms $@.funcsyms >$@.keep
+	$(Q)objcopy --only-keep-debug $< $@.full
+	$(Q)objcopy -S --remove-section .gdb_index --remove-section .comment \
+		--keep-symbols=$@.keep $@.full $@.mini
+	$(Q)rm -f $@.mini.xz && xz $@.mini
+	$(Q)objcopy --strip-all $< $@.tmp
+	$(Q)objcopy --add-section .gnu_debugdata=$@.mini.xz $@.tmp $@
+	$(Q)rm -f $@.dynsyms $@.funcsyms $@.keep $@.full $@.mini.xz $@.tmp
+
+# Stripped, no link to its symbols: its debug file sits in a build-id tree
+# (fixtures/debugroot, mounted over /usr/lib/debug by t_syms) and alone in
+# fixtures/debuginfod (what t_syms's debuginfod serves).
+$(B)/victims/fx_jemalloc_nodbg: $(B)/victims/fx_jemalloc_rjem
+	$(msg) STRIP $@
+	$(Q)rm -rf $(B)/fixtures/debugroot $(B)/fixtures/debuginfod
+	$(Q)mkdir -p $(B)/fixtures/debuginfod
+	$(Q)objcopy --only-keep-debug $< $(B)/fixtures/debuginfod/fx_jemalloc_nodbg.debug
+	$(Q)id=$$(readelf -n $< | awk '/Build ID:/ { print $$3 }'); test -n "$$id" && \
+		mkdir -p $(B)/fixtures/debugroot/.build-id/$${id%"$${id#??}"} && \
+		cp $(B)/fixtures/debuginfod/fx_jemalloc_nodbg.debug \
+			$(B)/fixtures/debugroot/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
+	$(Q)objcopy --strip-all $< $@
 
 torture: deps
 	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest
@@ -383,7 +416,7 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzzobj/libheapctl.a
 	$(msg) FUZZ $@
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< \
-		$(B)/fuzzobj/libheapctl.a $(PKG_LIBS) -lz -pthread
+		$(B)/fuzzobj/libheapctl.a $(PKG_LIBS) -llzma -lz -pthread
 
 $(B)/replayobj/%.o: %.c
 	$(msg) SANCC $<

@@ -55,7 +55,7 @@ _heapctl()
 			;;
 		--pid=*) pid=${w#--pid=} ;;
 		--tid | --timeout | -o | --output | --svg | --folded | --base | --format | --top | \
-			--arena | --for | --opts | --sysroot)
+			--arena | --for | --opts | --sysroot | --debug-file)
 			((i++))
 			;;
 		-*) ;;
@@ -82,7 +82,7 @@ _heapctl()
 		fi
 		return
 		;;
-	-o | --output | --base | --svg | --folded)
+	-o | --output | --base | --svg | --folded | --debug-file)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		compopt -o filenames 2>/dev/null
 		return

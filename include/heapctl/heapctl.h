@@ -93,6 +93,16 @@ struct hc_target;
 struct hc_target_opts {
 	pid_t tid;          /* 0: pick a thread at a safe point; else force this one */
 	unsigned timeout_ms; /* whole-operation budget; 0 means 30 s */
+	/*
+	 * The executable's symbols, from this file (the unstripped binary or its
+	 * debug file), or NULL.  Its build-id must match the executable's.
+	 */
+	const char *debug_file;
+	/*
+	 * Never ask debuginfod (DEBUGINFOD_URLS), e.g. when opening every
+	 * process of the machine in turn.
+	 */
+	bool no_debuginfod;
 };
 
 /*
@@ -109,7 +119,11 @@ struct hc_where {
 	const char *allocator;  /* "jemalloc" */
 	const char *object;     /* path of the object that holds it */
 	const char *prefix;     /* symbol prefix, e.g. "" or "je_" or "_rjem_" */
-	const char *symtab;     /* ".dynsym", ".symtab" or the debug file used */
+	/*
+	 * Where the symbols came from: ".dynsym", ".symtab", ".gnu_debugdata",
+	 * "debug file PATH", "debuginfod PATH" or "--debug-file PATH".
+	 */
+	const char *symtab;
 	uint64_t ctl_raddr;     /* address of <prefix>mallctl in the target */
 	uint64_t stats_raddr;   /* address of <prefix>malloc_stats_print */
 	unsigned ncandidates;   /* allocators found in the process */

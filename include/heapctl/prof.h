@@ -73,6 +73,8 @@ enum hc_report_format {
 struct hc_report_opts {
 	pid_t pid;           /* > 0: also find files through /proc/PID/{map_files,root} */
 	const char *sysroot; /* or NULL: look for files (and debug files) under it first */
+	/* or NULL: a debug file (or unstripped build), used for the object of its build-id */
+	const char *debug_file;
 	bool lines;          /* frames carry file:line */
 	bool no_inline;      /* do not expand inlined frames */
 	bool keep_alloc;     /* keep the allocator's own frames (default: drop them) */

@@ -41,6 +41,7 @@ enum cli_opt {
 	CLI_O_FOR = 1u << 11,    /* leak --for */
 	CLI_O_PIDOPT = 1u << 12, /* -p accepted but optional */
 	CLI_O_PROBE = 1u << 13,  /* list --probe */
+	CLI_O_DEBUGFILE = 1u << 14, /* --debug-file */
 };
 
 struct cli_env;

@@ -259,6 +259,8 @@ int cmd_list(struct cli_env *env)
 	size_t i, n = 0;
 	pid_t *pids;
 
+	/* a look around the machine must not send one query per stripped program */
+	env->topts.no_debuginfod = true;
 	pids = scan_proc(&n);
 	if (!pids) {
 		struct hc_err err = { .code = HC_E_IO, .sys_errno = errno };

@@ -98,6 +98,7 @@ void cli_report_opts(const struct cli_env *env, pid_t pid, struct hc_report_opts
 	memset(wo, 0, sizeof(*wo));
 	ro->pid = pid;
 	ro->sysroot = env->sysroot;
+	ro->debug_file = env->topts.debug_file;
 	ro->lines = env->lines;
 	ro->no_inline = env->no_inline;
 	wo->objects = env->objects;

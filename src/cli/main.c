@@ -25,7 +25,7 @@
 #include "cli.h"
 #include "hc_version.h" /* generated: HC_GIT_REV */
 
-#define CLI_O_COMMON (CLI_O_TID | CLI_O_TIMEOUT)
+#define CLI_O_COMMON (CLI_O_TID | CLI_O_TIMEOUT | CLI_O_DEBUGFILE)
 
 /*
  * Help texts, kept out of the table so they can be read as they print:
@@ -263,7 +263,8 @@ static const struct cli_cmd cmds[] = {
 	CMD(set, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 2,
 	    "heapctl set -p PID NAME [VALUE] [--json]",
 	    "write one allocator control, or trigger a void one", set_opts),
-	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT | CLI_O_JSON, 1, 1,
+	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT | CLI_O_JSON | CLI_O_DEBUGFILE,
+	    1, 1,
 	    "heapctl report FILE [--base FILE] [--format F | --json] [-o OUT] [-p PID]",
 	    "name the code in a heap profile: folded, svg, pprof, text", report_opts),
 	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT | CLI_O_JSON, 0,
@@ -296,6 +297,7 @@ enum {
 	OPT_LINES,
 	OPT_NO_INLINE,
 	OPT_PROBE,
+	OPT_DEBUG_FILE,
 };
 
 /* '+': no permutation, split_args() already did it; ':': report missing values. */
@@ -326,6 +328,7 @@ static const struct option long_opts[] = {
 	{ "lines", no_argument, NULL, OPT_LINES },
 	{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
 	{ "probe", no_argument, NULL, OPT_PROBE },
+	{ "debug-file", required_argument, NULL, OPT_DEBUG_FILE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -340,6 +343,9 @@ static void print_common(FILE *f, unsigned int allowed, bool per_process)
 			   "                      (default %s); another heapctl working on the\n"
 			   "                      process is waited for within it\n",
 			per_process ? "2 per process" : "30");
+	if (allowed & CLI_O_DEBUGFILE)
+		fputs("  --debug-file FILE   the executable's symbols from FILE: its unstripped\n"
+		      "                      build or debug file (the build-ids must match)\n", f);
 	fputs("  -v, -vv, -vvv       log steps, ptrace requests, register dumps (stderr)\n"
 	      "  -h, --help          show help and exit\n"
 	      "  --version           print the version and exit\n", f);
@@ -787,6 +793,15 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 			env->seen |= CLI_O_REPORT;
 			*(c == OPT_OBJECTS ? &env->objects : c == OPT_SHRINK ? &env->shrink :
 			  c == OPT_LINES ? &env->lines : &env->no_inline) = true;
+			break;
+		case OPT_DEBUG_FILE:
+			env->seen |= CLI_O_DEBUGFILE;
+			if (env->topts.debug_file)
+				parse_error(ps, "--debug-file given twice ('%s', then '%s'): give one",
+					    env->topts.debug_file, optarg);
+			else if (!optarg[0])
+				parse_error(ps, "empty --debug-file");
+			env->topts.debug_file = optarg;
 			break;
 		case OPT_PROBE:
 			env->seen |= CLI_O_PROBE;

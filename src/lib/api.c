@@ -269,7 +269,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 			goto fail;
 		}
 	}
-	if (maps_load(t, err) < 0 || where_init(t, err) < 0)
+	if (maps_load(t, err) < 0 || sym_debug_file_check(t, err) < 0 || where_init(t, err) < 0)
 		goto fail;
 	const struct alloc_ops *order[NDRIVERS];
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
 #include "log.h"
 #include "ptrace.h"
 #include "target.h"
@@ -423,12 +424,175 @@ static int cmp_sym(const void *a, const void *b)
 	return x->raddr < y->raddr ? -1 : x->raddr > y->raddr;
 }
 
+/* o->symsrc: what the info command shows, "KIND PATH" */
+static void set_src(struct obj *o, const char *kind, const char *path)
+{
+	char *d = NULL;
+
+	if (asprintf(&d, "%s %s", kind, path) < 0)
+		return;
+	free(o->debug_path);
+	o->debug_path = d;
+	o->symsrc = d;
+}
+
+/* .symtab of an ELF file we open ourselves; >0 if it had function symbols. */
+static long syms_from_fd(int fd, uint64_t bias, struct symvec *sv)
+{
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	long n = e && elf_kind(e) == ELF_K_ELF ? add_syms(e, SHT_SYMTAB, bias, sv) : 0;
+
+	if (e)
+		elf_end(e);
+	return n;
+}
+
+/*
+ * An object without .symtab: its symbols from elsewhere, in this order.
+ * --debug-file (the executable only, checked by sym_debug_file_check()),
+ * then with debug: MiniDebugInfo, a debug file on the host or in the
+ * target's root, and debuginfod (the executable only: it is where a stripped
+ * program hides a static allocator, and each query may cost a download).
+ */
+static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool debug,
+			   struct symvec *sv)
+{
+	char id[128], *path = NULL;
+	void *mdi;
+	size_t len;
+	long n;
+	int fd;
+
+	if (o->is_exe && t->opts.debug_file) {
+		fd = open(t->opts.debug_file, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? syms_from_fd(fd, o->bias, sv) : 0;
+		if (fd >= 0)
+			close(fd);
+		if (n > 0)
+			set_src(o, "--debug-file", t->opts.debug_file);
+		if (n != 0)
+			return n;
+	}
+	if (!debug)
+		return 0;
+	mdi = mdi_decompress(elf, &len);
+	if (mdi) {
+		Elf *m = elf_memory(mdi, len);
+
+		n = m && elf_kind(m) == ELF_K_ELF ? add_syms(m, SHT_SYMTAB, o->bias, sv) : 0;
+		if (m)
+			elf_end(m);
+		free(mdi);
+		if (n > 0)
+			o->symsrc = ".gnu_debugdata";
+		if (n != 0)
+			return n;
+	}
+	fd = open_debug(t, o, elf, &path);
+	if (fd >= 0) {
+		n = syms_from_fd(fd, o->bias, sv);
+		close(fd);
+		if (n > 0)
+			set_src(o, "debug file", path);
+		if (n != 0) {
+			free(path);
+			return n;
+		}
+	}
+	free(path);
+	path = NULL;
+	if (!o->is_exe || t->opts.no_debuginfod || !build_id_hex(elf, id, sizeof(id)))
+		return 0;
+	/* half of --timeout at most: the operation itself needs the rest */
+	fd = dbgd_find(id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 500000, &path);
+	if (fd < 0)
+		return 0;
+	n = syms_from_fd(fd, o->bias, sv);
+	close(fd);
+	if (n > 0)
+		set_src(o, "debuginfod", path);
+	free(path);
+	return n;
+}
+
+int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
+{
+	char want[128], got[128];
+	const char *df = t->opts.debug_file, *wid = NULL, *gid = NULL;
+	struct obj *exe = NULL;
+	Elf *e = NULL, *de = NULL;
+	int fd = -1, dfd = -1;
+	bool symtab = false;
+
+	if (!df)
+		return 0;
+	for (size_t i = 0; i < t->nobjs; i++)
+		if (t->objs[i].is_exe)
+			exe = &t->objs[i];
+	elf_version(EV_CURRENT);
+	dfd = open(df, O_RDONLY | O_CLOEXEC);
+	if (dfd < 0)
+		return err_sethint(err, HC_E_IO, errno,
+				   "give the path of the unstripped executable or its debug file",
+				   "cannot open --debug-file %s: %s", df, strerror(errno));
+	de = elf_begin(dfd, ELF_C_READ_MMAP, NULL);
+	if (!de || elf_kind(de) != ELF_K_ELF) {
+		err_sethint(err, HC_E_NO_SYM, 0,
+			    "give the unstripped executable or its debug file (objcopy "
+			    "--only-keep-debug)",
+			    "--debug-file %s is not an ELF file", df);
+		goto out;
+	}
+	for (Elf_Scn *s = NULL; (s = elf_nextscn(de, s));) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(s, &sh) && sh.sh_type == SHT_SYMTAB)
+			symtab = true;
+	}
+	if (!symtab) {
+		err_sethint(err, HC_E_NO_SYM, 0,
+			    "give the unstripped executable or its debug file (objcopy "
+			    "--only-keep-debug)",
+			    "--debug-file %s has no symbol table (.symtab)", df);
+		goto out;
+	}
+	if (!exe || !exe->open_path) {
+		pr_warn("--debug-file %s: the executable of pid %d cannot be read to check it",
+			df, t->pid);
+		goto out;
+	}
+	fd = open(exe->open_path, O_RDONLY | O_CLOEXEC);
+	e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+	wid = e ? build_id_hex(e, want, sizeof(want)) : NULL;
+	gid = build_id_hex(de, got, sizeof(got));
+	if (wid && gid && strcmp(wid, gid)) {
+		/* symbols of another build would put every address in the wrong place */
+		err_sethint(err, HC_E_NO_SYM, 0,
+			    "give the debug file of this very build (readelf -n shows build-ids)",
+			    "--debug-file %s is for build-id %s, but %s is build-id %s", df, gid,
+			    exe->path, wid);
+		goto out;
+	}
+	if (!wid || !gid)
+		pr_warn("--debug-file %s: %s has no build-id: it cannot be checked to match %s", df,
+			wid ? "it" : "the executable", exe->path);
+out:
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	if (de)
+		elf_end(de);
+	close(dfd);
+	return err_isset(err) ? -1 : 0;
+}
+
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
 	Elf *elf = NULL;
 	int fd;
 
-	/* A separate debug file costs milliseconds: read it only when asked to. */
+	/* Symbols from elsewhere cost milliseconds or a download: only when asked to. */
 	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc || strcmp(o->symsrc, ".dynsym")))
 		return 0;
 	if (o->syms_loaded) {
@@ -457,8 +621,6 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struct hc_err *err)
 {
 	struct symvec sv = { 0 };
-	Elf *delf = NULL;
-	int dfd = -1;
 	long nd, ns = 0;
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
@@ -469,12 +631,8 @@ int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struc
 	if (nd >= 0)
 		ns = add_syms(elf, SHT_SYMTAB, o->bias, &sv);
 	o->symsrc = ns > 0 ? ".symtab" : ".dynsym";
-	if (nd >= 0 && ns == 0 && debug) {
-		dfd = open_debug(t, o, elf, &o->debug_path);
-		if (dfd >= 0 && (delf = elf_begin(dfd, ELF_C_READ_MMAP, NULL)) &&
-		    add_syms(delf, SHT_SYMTAB, o->bias, &sv) > 0)
-			o->symsrc = o->debug_path;
-	}
+	if (nd >= 0 && ns == 0)
+		ns = syms_elsewhere(t, o, elf, debug, &sv);
 	if (nd < 0 || ns < 0) {
 		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory reading symbols of %s", o->path);
 		goto out;
@@ -491,10 +649,6 @@ int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struc
 out:
 	free(sv.v);
 	free(sv.strs);
-	if (delf)
-		elf_end(delf);
-	if (dfd >= 0)
-		close(dfd);
 	return err_isset(err) ? -1 : 0;
 }
 

@@ -37,7 +37,9 @@ struct obj {
 	bool sorted;
 	size_t nsyms;
 	char *strs;
-	const char *symsrc; /* ".dynsym", ".symtab" or a debug file path */
+	/* ".dynsym", ".symtab", ".gnu_debugdata", or "debug file PATH",
+	 * "debuginfod PATH", "--debug-file PATH" (then it is debug_path) */
+	const char *symsrc;
 	char *debug_path;
 };
 
@@ -90,7 +92,10 @@ struct mapline {
 };
 int maps_parse_line(const char *line, struct mapline *m);
 struct obj *obj_at(struct hc_target *t, uint64_t raddr);
-/* .dynsym and .symtab; with debug, also a separate debug file if there is no .symtab. */
+/*
+ * .dynsym and .symtab, and --debug-file for the executable; with debug, if
+ * there is no .symtab: .gnu_debugdata, a separate debug file, debuginfod.
+ */
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err);
 /*
  * The part of sym_load() after the file is open: symbols of an ELF image
@@ -101,6 +106,8 @@ struct Elf;
 int sym_load_elf(struct hc_target *t, struct obj *o, struct Elf *elf, bool debug, struct hc_err *err);
 /* The ELF and program headers read from the target's memory at o->base. */
 int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
+/* --debug-file: an ELF file with .symtab, of the executable's build-id. */
+int sym_debug_file_check(struct hc_target *t, struct hc_err *err);
 /* Exact name; returns the symbol or NULL. */
 const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Runtime address (and size) of data symbol name in o, or 0. */

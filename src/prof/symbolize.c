@@ -203,6 +203,25 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	}
 	roots[nroots++][0] = '\0';
 	n = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (n > 1 && ob && ob->owner && ob->owner->o.debug_file) {
+		/* --debug-file: for the one object whose build-id it carries */
+		const char *df = ob->owner->o.debug_file;
+		const void *id = NULL;
+		Elf *e;
+
+		fd = open(df, O_RDONLY | O_CLOEXEC);
+		e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+		if (e && dwelf_elf_gnu_build_id(e, &id) == n && !memcmp(id, bits, (size_t)n)) {
+			elf_end(e);
+			*debuginfo_file_name = strdup(df);
+			pr_debug("%s: debug file %s (--debug-file)", modname, df);
+			return fd;
+		}
+		if (e)
+			elf_end(e);
+		if (fd >= 0)
+			close(fd);
+	}
 	for (i = 0; n > 1 && i < nroots; i++) {
 		char path[PATH_MAX * 2];
 		int k, o;

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Symbols where they are: a stripped program whose jemalloc is linked in
+ * statically under the _rjem_ prefix, with its symbols elsewhere.
+ *
+ * Fixtures (`make fixtures`, from fx_jemalloc_rjem):
+ *   fx_jemalloc_mdi    stripped; a .symtab only in .gnu_debugdata (MiniDebugInfo)
+ *   fx_jemalloc_nodbg  stripped, no debug link; its debug file sits in
+ *                      fixtures/debugroot/.build-id/xx/yyyy.debug and in
+ *                      fixtures/debuginfod/ (what a local debuginfod serves)
+ * For each way in, heapctl must name jemalloc and the source of its
+ * symbols, agree with the program's own stats, purge, turn profiling on,
+ * and leave the program unharmed.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "itest.h"
+
+#define SYMS_CONF "prof:true,prof_active:false,dirty_decay_ms:-1,muzzy_decay_ms:-1"
+#define SYMS_REPLY_MS 10000
+
+/*
+ * Starts argv (the victim gets fds 3, 4, 5: ready, ctl, reply) with the
+ * jemalloc_victim protocol, waits for 'R' and takes the baselines.
+ */
+static int syms_start(struct victim *v, const char *const *argv, char *why, size_t whysz)
+{
+	static char env[] = "MALLOC_CONF=" SYMS_CONF;
+	const char *setenv_kv[] = { env, NULL };
+	static const char *const unset[] = { "MALLOC_CONF", "LD_PRELOAD", NULL };
+	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	int ready[2], ctl[2], rep[2], pass[3];
+	struct pollfd p;
+	char c = 0, l[1024];
+
+	memset(v, 0, sizeof(*v));
+	v->pid = -1;
+	v->ctl = v->rep = -1;
+	if (pipe2(ready, O_CLOEXEC) || pipe2(ctl, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {
+		snprintf(why, whysz, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pass[0] = ready[1];
+	pass[1] = ctl[0];
+	pass[2] = rep[1];
+	o.pass_fds = pass;
+	o.npass = 3;
+	o.unsetenv_names = unset;
+	o.setenv_kv = setenv_kv;
+	v->pid = spawn(argv, &o, why, whysz);
+	close(ready[1]);
+	close(ctl[0]);
+	close(rep[1]);
+	v->ctl = ctl[1];
+	v->rep = rep[0];
+	if (v->pid < 0) {
+		close(ready[0]);
+		victim_kill(v);
+		return -1;
+	}
+	snprintf(v->spid, sizeof(v->spid), "%d", (int)v->pid);
+	p.fd = ready[0];
+	p.events = POLLIN;
+	if (poll(&p, 1, 15000) <= 0 || read(ready[0], &c, 1) != 1 || c != 'R') {
+		snprintf(why, whysz, "%s did not get ready", argv[0]);
+		close(ready[0]);
+		victim_kill(v);
+		return -1;
+	}
+	close(ready[0]);
+	if (victim_cmd(v, "tids", l, sizeof(l), SYMS_REPLY_MS) || strncmp(l, "tids ", 5)) {
+		snprintf(why, whysz, "tids: %s", l);
+		victim_kill(v);
+		return -1;
+	}
+	v->jemalloc = true;
+	v->t_main = (pid_t)kv_long(l, "main", 0);
+	v->t_read = (pid_t)kv_long(l, "read", 0);
+	v->t_sleep = (pid_t)kv_long(l, "sleep", 0);
+	v->t_epoll = (pid_t)kv_long(l, "epoll", 0);
+	v->t_futex = (pid_t)kv_long(l, "futex", 0);
+	v->t_regs = (pid_t)kv_long(l, "regs", 0);
+	v->t_hammer = (pid_t)kv_long(l, "hammer", 0);
+	v->t_ticker = (pid_t)kv_long(l, "ticker", 0);
+	v->t_sig = (pid_t)kv_long(l, "sig", 0);
+	kv_str(l, "regs_mode", v->regs_mode, sizeof(v->regs_mode));
+	victim_baseline(v);
+	victim_rebase_counters(v);
+	victim_ticker_reset(v); /* and the control's: it tells machine-wide stalls apart */
+	return 0;
+}
+
+static void syms_path(char *out, size_t sz, const char *rel)
+{
+	snprintf(out, sz, "%s/%s", cfg.victim_dir, rel);
+}
+
+/* The fixture exists, else the test is skipped (a missing `make fixtures`). */
+static bool have(const char *path)
+{
+	if (access(path, R_OK) == 0)
+		return true;
+	t_skip(true, "%s missing (make fixtures)", path);
+	return false;
+}
+
+/* heapctl ARGS... -p PID [--debug-file F] --timeout 20; exit code want. */
+static int run(struct hres *r, int want, struct victim *v, const char *debug_file,
+	       const char *const *args)
+{
+	const char *a[24];
+	size_t n = 0;
+
+	for (; *args && n < 16; args++)
+		a[n++] = *args;
+	a[n++] = "-p";
+	a[n++] = v->spid;
+	if (debug_file) {
+		a[n++] = "--debug-file";
+		a[n++] = debug_file;
+	}
+	a[n++] = "--timeout";
+	a[n++] = "20";
+	a[n] = NULL;
+	hc_runv(r, NULL, a);
+	if (hres_crash(r)) {
+		t_fail("%s [%s]", hres_desc(r), hres_crash(r));
+		return -1;
+	}
+	if (hres_exit(r) != want) {
+		t_fail("%s (wanted exit %d)", hres_desc(r), want);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * info (text and --json) names jemalloc, the _rjem_ prefix and where the
+ * symbols came from (src_kind, and src_path in it if given); stats --json
+ * agrees with the program's own stats.allocated and version; purge; prof
+ * on, status, off; then the program is unharmed.
+ */
+static void drive(struct victim *v, const char *debug_file, const char *src_kind,
+		  const char *src_path)
+{
+	static const char *const info[] = { "info", NULL }, *const info_j[] = { "info", "--json", NULL },
+				  *const stats_j[] = { "stats", "--json", NULL },
+				  *const purge[] = { "purge", NULL },
+				  *const prof_on[] = { "prof", "on", NULL },
+				  *const prof_st[] = { "prof", "status", "--json", NULL },
+				  *const prof_off[] = { "prof", "off", NULL };
+	char why[256], s[1024], ver[128], alloc_in[64], line[1100];
+	double allocated, inside;
+	bool active = false;
+	struct hres r;
+
+	if (run(&r, 0, v, debug_file, info) == 0) {
+		snprintf(line, sizeof(line), "symbols       %s", src_kind);
+		if (!strstr(r.out, "allocator     jemalloc") || !strstr(r.out, "_rjem_"))
+			t_fail("info does not name jemalloc with prefix _rjem_: %.400s", r.out);
+		else if (!strstr(r.out, line) || (src_path && !strstr(r.out, src_path)))
+			t_fail("info does not say the symbols came from %s%s%s: %.500s", src_kind,
+			       src_path ? " " : "", src_path ? src_path : "", r.out);
+	}
+	hres_free(&r);
+	if (!t_failed() && run(&r, 0, v, debug_file, info_j) == 0) {
+		if (json_valid(r.out, why, sizeof(why)))
+			t_fail("info --json: %s: %.200s", why, r.out);
+		else if (json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "jemalloc"))
+			t_fail("info --json: allocator is not jemalloc: %.300s", r.out);
+		else if (json_get_str(r.out, "symtab", s, sizeof(s)) ||
+			 strncmp(s, src_kind, strlen(src_kind)))
+			t_fail("info --json: \"symtab\" is not %s...: %.400s", src_kind, r.out);
+	}
+	hres_free(&r);
+	if (t_failed())
+		return;
+	if (victim_ctl(v, "version", ver, sizeof(ver)) ||
+	    victim_ctl(v, "stats.allocated", alloc_in, sizeof(alloc_in)))
+		return;
+	if (run(&r, 0, v, debug_file, stats_j) == 0) {
+		inside = strtod(alloc_in, NULL);
+		if (json_valid(r.out, why, sizeof(why)))
+			t_fail("stats --json: %s: %.200s", why, r.out);
+		else if (json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "jemalloc"))
+			t_fail("stats --json: allocator is not jemalloc: %.300s", r.out);
+		else if (json_get_str(r.out, "version", s, sizeof(s)) || !*s || !strstr(ver, s))
+			t_fail("stats --json: version '%s', the program says '%s'", s, ver);
+		else if (json_get_num(r.out, "allocated", &allocated) || allocated < inside / 3 ||
+			 allocated > inside * 3)
+			t_fail("stats --json: allocated %.0f, the program's stats.allocated %.0f: %.300s",
+			       allocated, inside, r.out);
+	}
+	hres_free(&r);
+	if (!t_failed() && run(&r, 0, v, debug_file, purge) == 0 && !strstr(r.out, "purged"))
+		t_fail("purge: %.300s", r.out);
+	hres_free(&r);
+	if (!t_failed())
+		run(&r, 0, v, debug_file, prof_on);
+	hres_free(&r);
+	if (!t_failed() && run(&r, 0, v, debug_file, prof_st) == 0 &&
+	    (json_get_bool(r.out, "active", &active) || !active))
+		t_fail("prof status after prof on: not active: %.300s", r.out);
+	hres_free(&r);
+	if (!t_failed())
+		run(&r, 0, v, debug_file, prof_off);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
+/*
+ * A profile of the stripped program names its functions with --debug-file
+ * (report and the reports of dump/leak match it to the object by build-id),
+ * and shows "fx_jemalloc_nodbg+0xOFFSET" frames without it.
+ */
+static void report_names(struct victim *v, const char *dbg)
+{
+	static const char *const prof_on[] = { "prof", "on", NULL },
+			  *const prof_off[] = { "prof", "off", NULL };
+	const char *dump[] = { "dump", "-o", NULL, NULL };
+	char heap[400], reply[256];
+	struct hres r;
+
+	snprintf(heap, sizeof(heap), "%s/syms-%d.heap", cfg.tmpdir, (int)v->pid);
+	dump[2] = heap;
+	if (run(&r, 0, v, dbg, prof_on) == 0) {
+		hres_free(&r);
+		/* 1 MiB allocations: each is sampled at jemalloc's default 512 KiB rate */
+		if (victim_expect(v, "leak 16777216 0", "leak ok", reply, sizeof(reply)) == 0)
+			run(&r, 0, v, dbg, dump);
+	}
+	hres_free(&r);
+	run(&r, 0, v, dbg, prof_off);
+	hres_free(&r);
+	victim_cmd(v, "free", reply, sizeof(reply), SYMS_REPLY_MS);
+	if (t_failed())
+		return;
+	if (hc_expect(&r, 0, "report", heap, "--format", "folded", "-p", v->spid, NULL) == 0 &&
+	    !strstr(r.out, "fx_jemalloc_nodbg+0x"))
+		t_fail("report without --debug-file: no fx_jemalloc_nodbg+0x frame: %.300s", r.out);
+	hres_free(&r);
+	if (!t_failed() && hc_expect(&r, 0, "report", heap, "--format", "folded", "-p", v->spid,
+				     "--debug-file", dbg, NULL) == 0 &&
+	    (strstr(r.out, "fx_jemalloc_nodbg+0x") || !strstr(r.out, "main")))
+		t_fail("report --debug-file: the program's frames are not named: %.400s", r.out);
+	hres_free(&r);
+}
+
+/* MiniDebugInfo: the symbols only in .gnu_debugdata. */
+static void test_minidebuginfo(void)
+{
+	char path[512], why[512];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+	struct victim v;
+
+	syms_path(path, sizeof(path), "fx_jemalloc_mdi");
+	if (!have(path))
+		return;
+	if (syms_start(&v, argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	drive(&v, NULL, ".gnu_debugdata", NULL);
+	victim_kill(&v);
+}
+
+/* --debug-file: used when it matches, refused with a hint when it does not. */
+static void test_debug_file(void)
+{
+	static const char *const info[] = { "info", NULL };
+	char path[512], dbg[512], other[512], why[512];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+	struct victim v;
+	struct hres r;
+
+	syms_path(path, sizeof(path), "fx_jemalloc_nodbg");
+	syms_path(dbg, sizeof(dbg), "../fixtures/debuginfod/fx_jemalloc_nodbg.debug");
+	syms_path(other, sizeof(other), "jemalloc_victim");
+	if (!have(path) || !have(dbg) || !have(other))
+		return;
+	if (syms_start(&v, argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	drive(&v, dbg, "--debug-file", dbg);
+	if (!t_failed())
+		report_names(&v, dbg);
+	/* another build's symbols would put every address in the wrong place */
+	if (!t_failed() && run(&r, 1, &v, other, info) == 0 &&
+	    (!strstr(r.err, "build-id") || !strstr(r.err, "hint:") || strstr(r.out, "allocator")))
+		t_fail("a --debug-file of another build is not refused clearly: %.400s%.300s", r.out,
+		       r.err);
+	hres_free(&r);
+	if (!t_failed() && run(&r, 1, &v, "/nonexistent/x.debug", info) == 0 &&
+	    (!strstr(r.err, "--debug-file") || !strstr(r.err, "hint:")))
+		t_fail("a missing --debug-file is not refused clearly: %.300s", r.err);
+	hres_free(&r);
+	/* list, maps and report inject nothing into the executable: a usage error there */
+	if (!t_failed() && hc_expect(&r, 2, "list", "--debug-file", dbg, NULL) == 0 &&
+	    !strstr(r.err, "does not apply"))
+		t_fail("list --debug-file: %.300s", r.err);
+	hres_free(&r);
+	if (!t_failed() && hc_expect(&r, 2, "maps", "-p", v.spid, "--debug-file", dbg, NULL) == 0 &&
+	    !strstr(r.err, "does not apply"))
+		t_fail("maps --debug-file: %.300s", r.err);
+	hres_free(&r);
+	if (!t_failed() && hc_expect(&r, 2, "info", "-p", v.spid, "--debug-file", dbg,
+				     "--debug-file", other, NULL) == 0 &&
+	    !strstr(r.err, "twice"))
+		t_fail("--debug-file given twice: %.300s", r.err);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_kill(&v);
+}
+
+/*
+ * By build-id under the target's root: the program runs in its own mount
+ * namespace where fixtures/debugroot is mounted over /usr/lib/debug, so
+ * nothing is written to the host's /usr/lib/debug.
+ */
+static void test_build_id(void)
+{
+	char path[512], root[512], why[512];
+	const char *argv[] = { "unshare", "-m", "--propagation", "private", "sh", "-c",
+			       "mount --bind \"$0\" /usr/lib/debug && exec \"$1\" 3 4 5", root, path,
+			       NULL };
+	char unshare[512];
+	struct victim v;
+
+	syms_path(path, sizeof(path), "fx_jemalloc_nodbg");
+	syms_path(root, sizeof(root), "../fixtures/debugroot");
+	if (!have(path) || !have(root))
+		return;
+	if (geteuid() != 0 || !find_in_path("unshare", unshare, sizeof(unshare)) ||
+	    access("/usr/lib/debug", F_OK)) {
+		t_skip(false, "needs root, unshare(1) and /usr/lib/debug for a private mount");
+		return;
+	}
+	if (syms_start(&v, argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	drive(&v, NULL, "debug file", "/usr/lib/debug/.build-id/");
+	victim_kill(&v);
+}
+
+/*
+ * debuginfod: a server of our own on loopback, serving fixtures/debuginfod,
+ * and a private client cache.  heapctl must get the symbols through it.
+ */
+static void test_debuginfod(void)
+{
+	char path[512], dir[512], db[320], cache[320], pollc[320], portstr[16], url[64];
+	char id[96] = "", bin[512], why[512], dbgfind[512];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+	const char *srv[] = { bin, "-p", portstr, "-F", dir, "-d", db, "-t", "0", "-g", "0", NULL };
+	struct hproc hp = { .pid = -1 };
+	struct hres r = { 0 }, sr = { 0 };
+	struct victim v = { .pid = -1 };
+	bool found = false;
+	int port;
+
+	syms_path(path, sizeof(path), "fx_jemalloc_nodbg");
+	syms_path(dir, sizeof(dir), "../fixtures/debuginfod");
+	if (!have(path) || !have(dir))
+		return;
+	if (!find_in_path("debuginfod", bin, sizeof(bin)) ||
+	    !find_in_path("debuginfod-find", dbgfind, sizeof(dbgfind))) {
+		t_skip(true, "debuginfod not installed (Debian package debuginfod; make deps)");
+		return;
+	}
+	if (access("/usr/lib/x86_64-linux-gnu/libdebuginfod.so.1", R_OK) &&
+	    access("/usr/lib/aarch64-linux-gnu/libdebuginfod.so.1", R_OK)) {
+		t_skip(true, "libdebuginfod.so.1 not installed (Debian package libdebuginfod1)");
+		return;
+	}
+	{
+		/* the build-id, as readelf prints it */
+		const char *re[] = { "readelf", "-n", path, NULL };
+		const char *p;
+
+		run_prog(&r, re, 20);
+		p = strstr(r.out, "Build ID: ");
+		if (p)
+			sscanf(p + 10, "%64[0-9a-f]", id);
+		hres_free(&r);
+		if (!id[0]) {
+			t_fail("no build-id in %s", path);
+			return;
+		}
+	}
+	port = loopback_free_port();
+	if (port < 0) {
+		t_fail("no free loopback port");
+		return;
+	}
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	snprintf(db, sizeof(db), "%s/dbgd-%d.sqlite", cfg.tmpdir, port);
+	snprintf(cache, sizeof(cache), "%s/dbgd-cache", cfg.tmpdir);
+	snprintf(pollc, sizeof(pollc), "%s/dbgd-poll", cfg.tmpdir);
+	unsetenv("DEBUGINFOD_URLS"); /* the server federates nowhere */
+	if (prog_start(&hp, srv) < 0) {
+		t_fail("cannot start %s", bin);
+		return;
+	}
+	/*
+	 * Ready when it serves the file: ask with debuginfod-find until it does
+	 * (bounded).  Its cache is apart from heapctl's, and misses are not
+	 * remembered (cache_miss_s 0), so each try asks the server.
+	 */
+	setenv("DEBUGINFOD_URLS", url, 1);
+	setenv("DEBUGINFOD_CACHE_PATH", pollc, 1);
+	mkdir(pollc, 0700);
+	{
+		char f[400];
+		FILE *m;
+
+		snprintf(f, sizeof(f), "%s/cache_miss_s", pollc);
+		m = fopen(f, "w");
+		if (m) {
+			fputs("0\n", m);
+			fclose(m);
+		}
+	}
+	for (int i = 0; i < 300 && !found; i++) {
+		const char *q[] = { dbgfind, "debuginfo", id, NULL };
+
+		if (pid_exited(hp.pid))
+			break;
+		run_prog(&sr, q, 20);
+		found = sr.status == 0 && strstr(sr.out, "/debuginfo");
+		hres_free(&sr);
+		if (!found)
+			sleep_ms(100); /* the poll interval, not a wait for an event */
+	}
+	if (!found) {
+		kill(hp.pid, SIGKILL);
+		hc_finish(&hp, &r, 10);
+		t_fail("debuginfod on port %d never served build-id %s: %.300s", port, id, r.err);
+		hres_free(&r);
+		goto out;
+	}
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	if (syms_start(&v, argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		goto stop;
+	}
+	{
+		/* list opens every process: it must not send one query per stripped program */
+		char f[520];
+
+		hc_run(&r, NULL, "list", NULL);
+		hres_free(&r);
+		snprintf(f, sizeof(f), "%s/%s", cache, id);
+		if (access(f, F_OK) == 0)
+			t_fail("list asked debuginfod for build-id %s (%s exists)", id, f);
+	}
+	if (!t_failed())
+		drive(&v, NULL, "debuginfod", cache);
+	victim_kill(&v);
+stop:
+	kill(hp.pid, SIGKILL);
+	hc_finish(&hp, &r, 10);
+	hres_free(&r);
+out:
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+}
+
+/*
+ * A debuginfod that never answers (a socket that listens and never
+ * accepts) costs at most half of --timeout, then heapctl goes on.  The
+ * bound is generous: without heapctl's own deadline libdebuginfod waits
+ * DEBUGINFOD_TIMEOUT, 90 s by default.
+ */
+static void test_debuginfod_timeout(void)
+{
+	char path[512], why[512], url[64], cache[320];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	struct victim v;
+	struct hres r;
+	int s;
+
+	syms_path(path, sizeof(path), "fx_jemalloc_nodbg");
+	if (!have(path))
+		return;
+	if (access("/usr/lib/x86_64-linux-gnu/libdebuginfod.so.1", R_OK) &&
+	    access("/usr/lib/aarch64-linux-gnu/libdebuginfod.so.1", R_OK)) {
+		t_skip(true, "libdebuginfod.so.1 not installed (Debian package libdebuginfod1)");
+		return;
+	}
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 16) ||
+	    getsockname(s, (struct sockaddr *)&sa, &sl)) {
+		t_fail("a listening loopback socket: %s", strerror(errno));
+		if (s >= 0)
+			close(s);
+		return;
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(sa.sin_port));
+	snprintf(cache, sizeof(cache), "%s/dbgd-silent", cfg.tmpdir);
+	if (syms_start(&v, argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		close(s);
+		return;
+	}
+	setenv("DEBUGINFOD_URLS", url, 1);
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	hc_run(&r, NULL, "-v", "info", "-p", v.spid, "--timeout", "4", NULL);
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+	if (hres_crash(&r) || r.timed_out || (hres_exit(&r) != 0 && hres_exit(&r) != 1))
+		t_fail("info against a silent debuginfod: %s", hres_desc(&r));
+	else if (!strstr(r.err, "debuginfod: gave up"))
+		t_fail("info did not give up on a silent debuginfod: %.400s", r.err);
+	else if (r.ms > 15000)
+		t_fail("info took %ld ms with --timeout 4 against a silent debuginfod", r.ms);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_kill(&v);
+	close(s);
+}
+
+const struct itest t_syms_tests[] = {
+	{ "syms-minidebuginfo", test_minidebuginfo, 0 },
+	{ "syms-debug-file", test_debug_file, 0 },
+	{ "syms-build-id", test_build_id, 0 },
+	{ "syms-debuginfod", test_debuginfod, 0 },
+	{ "syms-debuginfod-timeout", test_debuginfod_timeout, 0 },
+	{ NULL, NULL, 0 },
+};
