@@ -298,7 +298,9 @@ DEB_PKGS += gcc-multilib clang libclang-rt-14-dev binutils util-linux groff-base
 JE_PIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a
 JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
 FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
-	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg
+	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg \
+	$(B)/victims/fx_jemalloc_plain $(B)/victims/fx_jemalloc_rjem_stripped \
+	$(B)/victims/fx_jemalloc_static_stripped $(B)/victims/fx_jemalloc_plain_stripped
 TORTURE_KILL_RUNS ?= 2000
 TORTURE_OPS ?= 5000
 .PHONY: fixtures torture
@@ -342,6 +344,18 @@ $(B)/victims/fx_jemalloc_dbg: $(B)/victims/fx_jemalloc_rjem
 	$(msg) STRIP $@
 	$(Q)objcopy --only-keep-debug $< $@.debug
 	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $< $@
+
+# A dynamic executable with Debian's jemalloc linked in unprefixed: it serves malloc itself.
+$(B)/victims/fx_jemalloc_plain: tests/victims/jemalloc_victim.c $(JE_PIC)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_PIC) -lm -ldl
+
+# Stripped as Cargo's strip = "symbols" or packaging does, with no debug file anywhere:
+# only the allocator's strings in .rodata are left (tests/integration/t_evidence.c).
+$(B)/victims/fx_jemalloc_%_stripped: $(B)/victims/fx_jemalloc_%
+	$(msg) STRIP $@
+	$(Q)strip --strip-all -o $@ $<
 
 torture: deps
 	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest
