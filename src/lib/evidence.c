@@ -8,6 +8,8 @@
  * with "<jemalloc>: ".  Finding them stops heapctl from reporting another
  * allocator that happens to be mapped (glibc) as the process's own.
  *
+ * A message sign must begin a longer string ("<jemalloc>: Error in ..."),
+ * so that the bare sign texts below, each a whole string, are no sign.
  * Only sections that are loaded, read-only and not code are read
  * (SHT_PROGBITS: .rodata and friends), not .dynstr: a program that merely
  * imports MallocExtension_* from a shared tcmalloc names it there.  Each
@@ -32,26 +34,25 @@
 /* Read at most this much of one object: enough for any .rodata seen in practice. */
 #define EV_MAX_BYTES (512ull << 20)
 
-enum { AT_ANY, AT_START, AT_WHOLE };
+enum { AT_PREFIX, AT_WHOLE };
 
 struct sign {
 	const char *alloc;
 	const char *text;
-	int where;  /* AT_ANY: anywhere; AT_START: begins a string; AT_WHOLE: is a string */
+	int where;  /* AT_PREFIX: begins a longer string; AT_WHOLE: is a whole string */
 	bool alone; /* enough by itself; otherwise needs another sign of the same allocator */
 	const char *shown;
 };
 
 static const struct sign signs[] = {
-	{ "jemalloc", "<jemalloc>: ", AT_ANY, true, "\"<jemalloc>: \" messages" },
-	{ "tcmalloc", "tcmalloc: large alloc", AT_START, true, "\"tcmalloc: large alloc\" message" },
+	{ "jemalloc", "<jemalloc>: ", AT_PREFIX, true, "\"<jemalloc>: \" messages" },
+	{ "tcmalloc", "tcmalloc: large alloc", AT_PREFIX, true, "\"tcmalloc: large alloc\" message" },
 	{ "tcmalloc", "15MallocExtension", AT_WHOLE, false, "MallocExtension type" },
-	{ "tcmalloc", "TCMALLOC_", AT_START, false, "TCMALLOC_ variables" },
-	{ "tcmalloc", "tcmalloc: ", AT_START, false, "\"tcmalloc: \" messages" },
-	{ "mimalloc", "mimalloc: warning: ", AT_START, true, "\"mimalloc: \" messages" },
-	{ "mimalloc", "mimalloc: error: ", AT_START, true, "\"mimalloc: \" messages" },
-	{ "mimalloc", "mimalloc_", AT_START, false, "mimalloc_ options" },
-	{ "mimalloc", "MIMALLOC_", AT_START, false, "MIMALLOC_ variables" },
+	{ "tcmalloc", "TCMALLOC_", AT_PREFIX, false, "the TCMALLOC_ variables" },
+	{ "mimalloc", "mimalloc: warning: ", AT_PREFIX, true, "\"mimalloc: \" messages" },
+	{ "mimalloc", "mimalloc: error: ", AT_PREFIX, true, "\"mimalloc: \" messages" },
+	{ "mimalloc", "mimalloc_", AT_PREFIX, false, "the mimalloc_ options" },
+	{ "mimalloc", "MIMALLOC_", AT_PREFIX, false, "the MIMALLOC_ variables" },
 };
 #define NSIGNS (sizeof(signs) / sizeof(signs[0]))
 
@@ -70,7 +71,7 @@ static bool has(const char *buf, size_t len, const char *text, int where)
 		bool start = p == buf || p[-1] == 0;
 		bool stop = p + tl < end && p[tl] == 0;
 
-		if (where == AT_ANY || (start && (where == AT_START || stop)))
+		if (start && (where == AT_WHOLE) == stop)
 			return true;
 		p++;
 	}
