@@ -300,7 +300,8 @@ JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
 FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
 	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg \
 	$(B)/victims/fx_jemalloc_plain $(B)/victims/fx_jemalloc_rjem_stripped \
-	$(B)/victims/fx_jemalloc_static_stripped $(B)/victims/fx_jemalloc_plain_stripped
+	$(B)/victims/fx_jemalloc_static_stripped $(B)/victims/fx_jemalloc_plain_stripped \
+	$(B)/victims/fx_tcmalloc_static $(B)/victims/fx_tcmalloc_static_stripped
 TORTURE_KILL_RUNS ?= 2000
 TORTURE_OPS ?= 5000
 .PHONY: fixtures torture
@@ -354,6 +355,17 @@ $(B)/victims/fx_jemalloc_plain: tests/victims/jemalloc_victim.c $(JE_PIC)
 # Stripped as Cargo's strip = "symbols" or packaging does, with no debug file anywhere:
 # only the allocator's strings in .rodata are left (tests/integration/t_evidence.c).
 $(B)/victims/fx_jemalloc_%_stripped: $(B)/victims/fx_jemalloc_%
+	$(msg) STRIP $@
+	$(Q)strip --strip-all -o $@ $<
+
+# gperftools' tcmalloc_minimal linked in from its archive: the executable serves malloc.
+TC_MIN_STATIC ?= /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.a
+$(B)/victims/fx_tcmalloc_static: tests/victims/tcmalloc_victim.c tests/victims/alloc_victim.c \
+		tests/victims/plain_victim.c tests/victims/vcommon.h $(TC_MIN_STATIC)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(TC_MIN_STATIC) -lstdc++ -lm -ldl
+$(B)/victims/fx_tcmalloc_static_stripped: $(B)/victims/fx_tcmalloc_static
 	$(msg) STRIP $@
 	$(Q)strip --strip-all -o $@ $<
 

@@ -8,6 +8,7 @@
  *                       way); libc still serves plain malloc
  *   fx_jemalloc_plain   jemalloc linked in unprefixed: the executable serves malloc
  *   fx_jemalloc_static  -static, unprefixed
+ * and fx_tcmalloc_static (tcmalloc_victim with gperftools' libtcmalloc_minimal.a);
  * and each of them as fx_..._stripped (strip --strip-all, no debug file).
  * Unstripped: info names jemalloc and its evidence, stats agrees with the
  * program's own mallctl, purge returns the dirty pages, prof on works where
@@ -153,7 +154,8 @@ static void unstripped(const char *name, bool prof)
 }
 
 /* exit 1, the allocator and the object named, the three ways out, and no glibc. */
-static void refused(struct hres *r, const char *what, pid_t pid, const char *path)
+static void refused(struct hres *r, const char *what, pid_t pid, const char *path,
+		    const char *alloc)
 {
 	char want[600];
 
@@ -161,8 +163,8 @@ static void refused(struct hres *r, const char *what, pid_t pid, const char *pat
 		t_fail("%s: %s (want exit 1)", what, hres_desc(r));
 		return;
 	}
-	snprintf(want, sizeof(want), "heapctl: error: pid %d: %s has its own jemalloc (found: ",
-		 (int)pid, path);
+	snprintf(want, sizeof(want), "heapctl: error: pid %d: %s has its own %s (found: ",
+		 (int)pid, path, alloc);
 	if (!strstr(r->err, want) || !strstr(r->err, "but no symbols for it"))
 		t_fail("%s: no '%s... but no symbols for it' in: %.400s", what, want, r->err);
 	else if (!strstr(r->err, "hint: ") || !strstr(r->err, "--debug-file") ||
@@ -171,10 +173,10 @@ static void refused(struct hres *r, const char *what, pid_t pid, const char *pat
 	no_glibc(r, what);
 }
 
-static void stripped(const char *name, bool prof)
+static void stripped(const char *name, const char *alloc)
 {
 	struct victim vv, *v = &vv;
-	char path[512], dump[400], line[600], *p;
+	char path[512], dump[400], line[600], nosym[64], *p;
 	struct hres r;
 	static const char *const cmds[][6] = {
 		{ "info" },
@@ -189,9 +191,10 @@ static void stripped(const char *name, bool prof)
 		{ "leak", "--for", "1" },
 	};
 
-	if (start(v, name, prof))
+	if (start(v, name, false))
 		return;
 	snprintf(path, sizeof(path), "%s/%s", cfg.victim_dir, name);
+	snprintf(nosym, sizeof(nosym), " %s (no symbols) ", alloc);
 	snprintf(dump, sizeof(dump), "%s/ev-%d.heap", cfg.tmpdir, (int)v->pid);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !t_failed(); i++) {
 		const char *a[12];
@@ -208,7 +211,7 @@ static void stripped(const char *name, bool prof)
 		snprintf(what, sizeof(what), "%s%s%s", cmds[i][0], cmds[i][1] ? " " : "",
 			 cmds[i][1] ? cmds[i][1] : "");
 		hc_runv(&r, NULL, a);
-		refused(&r, what, v->pid, path);
+		refused(&r, what, v->pid, path, alloc);
 		hres_free(&r);
 	}
 	if (!t_failed() && access(dump, F_OK) == 0)
@@ -226,16 +229,16 @@ static void stripped(const char *name, bool prof)
 			char *end = strchr(p + 1, '\n');
 
 			snprintf(line, sizeof(line), "%.*s", end ? (int)(end - p - 1) : 200, p + 1);
-			if (!strstr(line, " jemalloc (no symbols) ") || strstr(line, "glibc"))
-				t_fail("list: '%s', want jemalloc (no symbols)", line);
+			if (!strstr(line, nosym) || strstr(line, "glibc"))
+				t_fail("list: '%s', want%s", line, nosym);
 		}
 	}
 	hres_free(&r);
 	if (!t_failed() && hc_expect(&r, 0, "list", "--json", NULL) == 0) {
 		snprintf(line, sizeof(line), "{\"pid\":%d,", (int)v->pid);
 		p = strstr(r.out, line);
-		if (!p || !strstr(p, "\"allocator\":\"jemalloc (no symbols)\"") ||
-		    strstr(p, "\"allocator\":\"jemalloc (no symbols)\"") > strchr(p, '}'))
+		snprintf(nosym, sizeof(nosym), "\"allocator\":\"%s (no symbols)\"", alloc);
+		if (!p || !strstr(p, nosym) || strstr(p, nosym) > strchr(p, '}'))
 			t_fail("list --json: %.300s", p ? p : r.out);
 	}
 	hres_free(&r);
@@ -251,7 +254,7 @@ static void test_rjem(void)
 
 static void test_rjem_stripped(void)
 {
-	stripped("fx_jemalloc_rjem_stripped", true);
+	stripped("fx_jemalloc_rjem_stripped", "jemalloc");
 }
 
 static void test_plain(void)
@@ -261,7 +264,7 @@ static void test_plain(void)
 
 static void test_plain_stripped(void)
 {
-	stripped("fx_jemalloc_plain_stripped", true);
+	stripped("fx_jemalloc_plain_stripped", "jemalloc");
 }
 
 static void test_static(void)
@@ -271,7 +274,49 @@ static void test_static(void)
 
 static void test_static_stripped(void)
 {
-	stripped("fx_jemalloc_static_stripped", false);
+	stripped("fx_jemalloc_static_stripped", "jemalloc");
+}
+
+/* tcmalloc_minimal linked in: the executable's .symtab names MallocExtension_*. */
+static void test_tcmalloc(void)
+{
+	struct victim vv, *v = &vv;
+	char reply[256], want[600], s[64];
+	double mine;
+	struct hres r;
+
+	if (start(v, "fx_tcmalloc_static", false))
+		return;
+	snprintf(want, sizeof(want),
+		 "evidence      tcmalloc in %s/fx_tcmalloc_static (found: MallocExtension type",
+		 cfg.victim_dir);
+	if (hc_expect(&r, 0, "info", "-p", v->spid, NULL) == 0 &&
+	    (!strstr(r.out, "allocator     tcmalloc_minimal ") || !strstr(r.out, want)))
+		t_fail("info: no tcmalloc_minimal or no '%s' in %.500s", want, r.out);
+	hres_free(&r);
+	/* the program holds 32 MiB more than at start: 512 blocks of 64 KiB */
+	if (!t_failed())
+		victim_expect(v, "grow 512", "grow ok", reply, sizeof(reply));
+	if (!t_failed() && hc_expect(&r, 0, "stats", "--json", "-p", v->spid, NULL) == 0) {
+		mine = json_num(r.out, "generic.current_allocated_bytes");
+		if (json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "tcmalloc_minimal"))
+			t_fail("stats --json: allocator '%s'", s);
+		else if (mine < 32 * MIB || mine > 48 * MIB)
+			t_fail("stats: %.1f MiB allocated, the program holds 32 MiB and little else",
+			       mine / MIB);
+	}
+	hres_free(&r);
+	if (!t_failed())
+		hc_expect(&r, 0, "purge", "-p", v->spid, NULL);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(v, 0);
+	victim_kill(v);
+}
+
+static void test_tcmalloc_stripped(void)
+{
+	stripped("fx_tcmalloc_static_stripped", "tcmalloc");
 }
 
 /* A program that only mentions MALLOC_CONF (a glibc one) is still glibc's. */
@@ -300,6 +345,8 @@ const struct itest t_evidence_tests[] = {
 	{ "evidence-plain-stripped", test_plain_stripped, 0 },
 	{ "evidence-static", test_static, 0 },
 	{ "evidence-static-stripped", test_static_stripped, 0 },
+	{ "evidence-tcmalloc-static", test_tcmalloc, 0 },
+	{ "evidence-tcmalloc-static-stripped", test_tcmalloc_stripped, 0 },
 	{ "evidence-glibc", test_glibc_plain, 0 },
 	{ NULL, NULL, 0 },
 };
