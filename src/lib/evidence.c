@@ -246,13 +246,16 @@ static int scan_obj(struct hc_target *t, struct obj *o, struct evidence *ev)
 int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 {
 	const char *drv = t->where.allocator, *drv_obj = t->where.object;
-	struct obj *order[64];
+	struct obj **order = calloc(t->nobjs + 1, sizeof(*order));
 	size_t n = 0;
+	int ret = 0;
 
-	for (size_t i = 0; i < t->nobjs && n < 64; i++)
+	if (!order)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->nobjs; i++)
 		if (t->objs[i].is_exe)
 			order[n++] = &t->objs[i];
-	for (size_t i = 0; i < t->nobjs && n < 64; i++) {
+	for (size_t i = 0; i < t->nobjs; i++) {
 		struct obj *o = &t->objs[i];
 		bool mine = drv_obj && !strcmp(o->path, drv_obj);
 
@@ -278,18 +281,23 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 			continue;
 		}
 		if (strcmp(ev.alloc, "mimalloc"))
-			return err_sethint(err, HC_E_NO_SYM, 0,
+			ret = err_sethint(err, HC_E_NO_SYM, 0,
 					   "give heapctl its symbols: --debug-file FILE (the "
 					   "unstripped binary or its debug file), DEBUGINFOD_URLS "
 					   "(a debuginfod server), or a build that keeps them",
 					   "pid %d: %s has its own %s (found: %s) but no symbols for it",
 					   t->pid, o->path, ev.alloc, ev.found);
-		return err_sethint(err, HC_E_NO_ALLOC, 0,
-				   "heapctl drives jemalloc, tcmalloc (gperftools) and glibc malloc",
-				   "pid %d: %s has its own %s (found: %s), which heapctl does not drive",
-				   t->pid, o->path, ev.alloc, ev.found);
+		else
+			ret = err_sethint(err, HC_E_NO_ALLOC, 0,
+					  "heapctl drives jemalloc, tcmalloc (gperftools) and glibc "
+					  "malloc",
+					  "pid %d: %s has its own %s (found: %s), which heapctl does "
+					  "not drive",
+					  t->pid, o->path, ev.alloc, ev.found);
+		break;
 	}
-	return 0;
+	free(order);
+	return ret;
 }
 
 int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
