@@ -301,7 +301,8 @@ FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
 	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg \
 	$(B)/victims/fx_jemalloc_plain $(B)/victims/fx_jemalloc_rjem_stripped \
 	$(B)/victims/fx_jemalloc_static_stripped $(B)/victims/fx_jemalloc_plain_stripped \
-	$(B)/victims/fx_tcmalloc_static $(B)/victims/fx_tcmalloc_static_stripped
+	$(B)/victims/fx_tcmalloc_static $(B)/victims/fx_tcmalloc_static_stripped \
+	$(B)/victims/fx_jemalloc_rjem_noshdr
 TORTURE_KILL_RUNS ?= 2000
 TORTURE_OPS ?= 5000
 .PHONY: fixtures torture
@@ -357,6 +358,14 @@ $(B)/victims/fx_jemalloc_plain: tests/victims/jemalloc_victim.c $(JE_PIC)
 $(B)/victims/fx_jemalloc_%_stripped: $(B)/victims/fx_jemalloc_%
 	$(msg) STRIP $@
 	$(Q)strip --strip-all -o $@ $<
+
+# Stripped, and without section headers as sstrip leaves it: e_shoff, e_shnum, e_shstrndx zeroed.
+$(B)/victims/fx_jemalloc_rjem_noshdr: $(B)/victims/fx_jemalloc_rjem_stripped
+	$(msg) NOSHDR $@
+	$(Q)cp $< $@.tmp
+	$(Q)dd if=/dev/zero of=$@.tmp bs=1 seek=40 count=8 conv=notrunc status=none
+	$(Q)dd if=/dev/zero of=$@.tmp bs=1 seek=60 count=4 conv=notrunc status=none
+	$(Q)mv $@.tmp $@
 
 # gperftools' tcmalloc_minimal linked in from its archive: the executable serves malloc.
 TC_MIN_STATIC ?= /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.a

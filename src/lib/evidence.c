@@ -156,6 +156,7 @@ int evidence_file(const char *path, struct evidence *ev)
 	uint64_t budget = EV_MAX_BYTES;
 	Elf_Scn *scn = NULL;
 	Elf *elf;
+	bool scanned = false;
 	int fd, r = 0;
 
 	memset(&ta, 0, sizeof(ta));
@@ -180,7 +181,32 @@ int evidence_file(const char *path, struct evidence *ev)
 		if (!d || !d->d_buf || !d->d_size)
 			continue;
 		scan_buf(d->d_buf, d->d_size < budget ? d->d_size : budget, &ta);
+		scanned = true;
 		budget -= d->d_size < budget ? d->d_size : budget;
+	}
+	if (!scanned) {
+		/*
+		 * No section headers (removed by sstrip-like tools): the read-only,
+		 * non-code PT_LOAD segments instead.  They hold .dynstr too, but no
+		 * sign matches a mangled or imported name there.
+		 */
+		size_t fsz = 0, nph = 0;
+		const char *raw = elf_rawfile(elf, &fsz);
+
+		if (raw && elf_getphdrnum(elf, &nph) == 0)
+			for (size_t i = 0; i < nph && budget; i++) {
+				GElf_Phdr ph;
+
+				if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+				    (ph.p_flags & (PF_W | PF_X)) || ph.p_offset >= fsz)
+					continue;
+				if (ph.p_filesz > fsz - ph.p_offset)
+					ph.p_filesz = fsz - ph.p_offset;
+				if (ph.p_filesz > budget)
+					ph.p_filesz = budget;
+				scan_buf(raw + ph.p_offset, ph.p_filesz, &ta);
+				budget -= ph.p_filesz;
+			}
 	}
 	r = judge(&ta, ev);
 out:

@@ -9,7 +9,8 @@
  *   fx_jemalloc_plain   jemalloc linked in unprefixed: the executable serves malloc
  *   fx_jemalloc_static  -static, unprefixed
  * and fx_tcmalloc_static (tcmalloc_victim with gperftools' libtcmalloc_minimal.a);
- * and each of them as fx_..._stripped (strip --strip-all, no debug file).
+ * and each of them as fx_..._stripped (strip --strip-all, no debug file);
+ * fx_jemalloc_rjem_noshdr is the stripped one without section headers.
  * Unstripped: info names jemalloc and its evidence, stats agrees with the
  * program's own mallctl, purge returns the dirty pages, prof on works where
  * the build can profile.  Stripped: every command but maps is refused with
@@ -257,6 +258,12 @@ static void test_rjem_stripped(void)
 	stripped("fx_jemalloc_rjem_stripped", "jemalloc");
 }
 
+/* Without section headers: the read-only segments are read instead. */
+static void test_noshdr(void)
+{
+	stripped("fx_jemalloc_rjem_noshdr", "jemalloc");
+}
+
 static void test_plain(void)
 {
 	unstripped("fx_jemalloc_plain", true);
@@ -341,6 +348,7 @@ static void test_glibc_plain(void)
 const struct itest t_evidence_tests[] = {
 	{ "evidence-rjem", test_rjem, 0 },
 	{ "evidence-rjem-stripped", test_rjem_stripped, 0 },
+	{ "evidence-rjem-noshdr", test_noshdr, 0 },
 	{ "evidence-plain", test_plain, 0 },
 	{ "evidence-plain-stripped", test_plain_stripped, 0 },
 	{ "evidence-static", test_static, 0 },
