@@ -21,9 +21,11 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "evidence.h"
@@ -150,8 +152,57 @@ static int judge(const struct tally *ta, struct evidence *ev)
 	return 0;
 }
 
+/*
+ * Verdicts by file, for the life of the process: `list` opens every
+ * process, and most of them map the same libraries.
+ */
+#define EV_CACHE 512
+static struct {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int r;
+	struct evidence ev;
+} cache[EV_CACHE];
+static unsigned ncache;
+/* targets may be opened from several threads at once */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cache_find(const struct stat *st, struct evidence *ev)
+{
+	int r = -2;
+
+	pthread_mutex_lock(&cache_lock);
+	for (unsigned i = 0; i < ncache && r == -2; i++)
+		if (cache[i].dev == st->st_dev && cache[i].ino == st->st_ino &&
+		    cache[i].size == st->st_size && cache[i].mtime.tv_sec == st->st_mtim.tv_sec &&
+		    cache[i].mtime.tv_nsec == st->st_mtim.tv_nsec) {
+			*ev = cache[i].ev;
+			r = cache[i].r;
+		}
+	pthread_mutex_unlock(&cache_lock);
+	return r;
+}
+
+static void cache_add(const struct stat *st, int r, const struct evidence *ev)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&cache_lock);
+	i = ncache < EV_CACHE ? ncache++ : (unsigned)(st->st_ino % EV_CACHE);
+	cache[i].dev = st->st_dev;
+	cache[i].ino = st->st_ino;
+	cache[i].size = st->st_size;
+	cache[i].mtime = st->st_mtim;
+	cache[i].r = r;
+	cache[i].ev = *ev;
+	pthread_mutex_unlock(&cache_lock);
+}
+
 int evidence_file(const char *path, struct evidence *ev)
 {
+	struct stat st;
 	struct tally ta;
 	uint64_t budget = EV_MAX_BYTES;
 	Elf_Scn *scn = NULL;
@@ -164,6 +215,13 @@ int evidence_file(const char *path, struct evidence *ev)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) < 0)
+		memset(&st, 0, sizeof(st));
+	else if ((r = cache_find(&st, ev)) != -2) {
+		close(fd);
+		return r;
+	}
+	r = 0;
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
@@ -209,6 +267,8 @@ int evidence_file(const char *path, struct evidence *ev)
 			}
 	}
 	r = judge(&ta, ev);
+	if (st.st_ino)
+		cache_add(&st, r, ev);
 out:
 	if (elf)
 		elf_end(elf);
