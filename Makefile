@@ -289,7 +289,11 @@ JE_PIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a
 JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
 FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
 	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg \
-	$(B)/victims/fx_jemalloc_mdi $(B)/victims/fx_jemalloc_nodbg
+	$(B)/victims/fx_jemalloc_mdi $(B)/victims/fx_jemalloc_nodbg \
+	$(B)/victims/fx_jemalloc_plain $(B)/victims/fx_jemalloc_rjem_stripped \
+	$(B)/victims/fx_jemalloc_static_stripped $(B)/victims/fx_jemalloc_plain_stripped \
+	$(B)/victims/fx_tcmalloc_static $(B)/victims/fx_tcmalloc_static_stripped \
+	$(B)/victims/fx_jemalloc_rjem_noshdr
 # `make torture` knobs: TORTURE_OPS operations per allocator driver (jemalloc, glibc,
 # tcmalloc), KILLS random kills of heapctl (TORTURE_KILL_RUNS is the old name).
 # The per-test watchdog grows with them (about a second per operation or kill, at least).
@@ -366,6 +370,37 @@ $(B)/victims/fx_jemalloc_nodbg: $(B)/victims/fx_jemalloc_rjem
 		cp $(B)/fixtures/debuginfod/fx_jemalloc_nodbg.debug \
 			$(B)/fixtures/debugroot/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
 	$(Q)objcopy --strip-all $< $@
+
+# A dynamic executable with Debian's jemalloc linked in unprefixed: it serves malloc itself.
+$(B)/victims/fx_jemalloc_plain: tests/victims/jemalloc_victim.c $(JE_PIC)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_PIC) -lm -ldl
+
+# Stripped as Cargo's strip = "symbols" or packaging does, with no debug file anywhere:
+# only the allocator's strings in .rodata are left (tests/integration/t_evidence.c).
+$(B)/victims/fx_jemalloc_%_stripped: $(B)/victims/fx_jemalloc_%
+	$(msg) STRIP $@
+	$(Q)strip --strip-all -o $@ $<
+
+# Stripped, and without section headers as sstrip leaves it: e_shoff, e_shnum, e_shstrndx zeroed.
+$(B)/victims/fx_jemalloc_rjem_noshdr: $(B)/victims/fx_jemalloc_rjem_stripped
+	$(msg) NOSHDR $@
+	$(Q)cp $< $@.tmp
+	$(Q)dd if=/dev/zero of=$@.tmp bs=1 seek=40 count=8 conv=notrunc status=none
+	$(Q)dd if=/dev/zero of=$@.tmp bs=1 seek=60 count=4 conv=notrunc status=none
+	$(Q)mv $@.tmp $@
+
+# gperftools' tcmalloc_minimal linked in from its archive: the executable serves malloc.
+TC_MIN_STATIC ?= /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.a
+$(B)/victims/fx_tcmalloc_static: tests/victims/tcmalloc_victim.c tests/victims/alloc_victim.c \
+		tests/victims/plain_victim.c tests/victims/vcommon.h $(TC_MIN_STATIC)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(TC_MIN_STATIC) -lstdc++ -lm -ldl
+$(B)/victims/fx_tcmalloc_static_stripped: $(B)/victims/fx_tcmalloc_static
+	$(msg) STRIP $@
+	$(Q)strip --strip-all -o $@ $<
 
 torture: deps
 	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest

@@ -134,8 +134,30 @@ struct hc_where {
 	 * linker's search order (LD_PRELOAD, then DT_NEEDED breadth-first).
 	 */
 	const char *malloc_object;
+	/*
+	 * Signs of an allocator found in an object's read-only data, symbols
+	 * or not (its conf-variable and message strings): the allocator, the
+	 * object and what was found, or "" when nothing was.
+	 */
+	const char *evidence;
+	const char *evidence_object;
+	const char *evidence_found;
 };
 HC_API void hc_target_where(const struct hc_target *t, struct hc_where *w);
+
+/*
+ * The allocator a process carries by the signs in its objects' read-only
+ * data (evidence), without stopping it: reads only /proc and ELF files.
+ * Returns 1 with ev filled, 0 when no object shows one, -1 on failure.
+ * has_symbols: the object also names the allocator's entry points.
+ */
+struct hc_evidence {
+	char allocator[16]; /* "jemalloc", "tcmalloc", "mimalloc" */
+	char object[512];
+	char found[192];
+	bool has_symbols;
+};
+HC_API int hc_evidence_read(pid_t pid, struct hc_evidence *ev, struct hc_err *err);
 
 /* Values of allocator controls, typed.  HC_T_INT is a C int (glibc's mallopt). */
 enum hc_type { HC_T_VOID, HC_T_BOOL, HC_T_UNSIGNED, HC_T_SIZE, HC_T_SSIZE, HC_T_U64,

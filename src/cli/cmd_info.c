@@ -64,6 +64,12 @@ static void print_json(pid_t pid, const char *name, const struct hc_where *w,
 	       w->ctl_raddr, w->stats_raddr);
 	fputs(",\"malloc_object\":", stdout);
 	cli_json_str(stdout, w->malloc_object ? w->malloc_object : "");
+	fputs(",\"evidence\":", stdout);
+	cli_json_str(stdout, w->evidence ? w->evidence : "");
+	fputs(",\"evidence_object\":", stdout);
+	cli_json_str(stdout, w->evidence_object ? w->evidence_object : "");
+	fputs(",\"evidence_found\":", stdout);
+	cli_json_str(stdout, w->evidence_found ? w->evidence_found : "");
 	printf(",\"candidates\":%u,\"others\":", w->ncandidates);
 	cli_json_str(stdout, w->others);
 	printf(",\"prof_built\":%s,\"prof_enabled\":%s,\"prof_active\":%s,\"conf\":{",
@@ -110,6 +116,11 @@ static void print_human(pid_t pid, const char *name, const struct hc_where *w,
 	printf("object        %s\n", or_none(w->object));
 	printf("malloc from   %s\n", or_none(w->malloc_object));
 	printf("symbols       %s\n", or_none(w->symtab));
+	if (w->evidence && w->evidence[0])
+		printf("evidence      %s in %s (found: %s)\n", w->evidence, w->evidence_object,
+		       w->evidence_found);
+	else
+		printf("evidence      (none)\n");
 	if (!w->allocator || strcmp(w->allocator, "jemalloc"))
 		goto rest;
 	printf("prefix        %s\n", or_none(prefix));

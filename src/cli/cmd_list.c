@@ -108,7 +108,7 @@ static bool quiet_failure(enum hc_errc code)
 struct row {
 	pid_t pid;
 	char name[64];
-	char allocator[32];
+	char allocator[40];
 	char user[33];
 	long uid;      /* -1 if unknown */
 	uint64_t rss;  /* bytes, VmRSS */
@@ -163,7 +163,7 @@ static void print_row(const struct cli_env *env, const struct row *r, unsigned i
 	char rss[32];
 
 	if (!env->json) {
-		printf("%7d  %-10.10s %10s  %-16s %-16s %s\n", (int)r->pid, r->user,
+		printf("%7d  %-10.10s %10s  %-16s %-21s %s\n", (int)r->pid, r->user,
 		       cli_size(r->rss, rss, sizeof(rss)), r->name, r->allocator, r->prof);
 		return;
 	}
@@ -207,6 +207,20 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 		return 0; /* gone already */
 
 	t = cli_open(env, pid, &err);
+	if (!t && (err.code == HC_E_NO_SYM || err.code == HC_E_NO_ALLOC)) {
+		struct hc_evidence ev;
+		struct hc_err e2 = { 0 };
+
+		/* An allocator seen by its strings but not drivable: say so, never glibc. */
+		if (hc_evidence_read(pid, &ev, &e2) > 0 && !ev.has_symbols) {
+			cli_log(HC_LOG_DEBUG, "pid %d (%s): %s", (int)pid, r->name, err.msg);
+			snprintf(r->allocator, sizeof(r->allocator), "%s (no symbols)",
+				 ev.allocator);
+			read_status(pid, r);
+			r->prof = "?";
+			return 1;
+		}
+	}
 	if (!t) {
 		if (err.code == HC_E_PERM)
 			(*denied)++;
@@ -272,7 +286,7 @@ int cmd_list(struct cli_env *env)
 	if (env->json)
 		fputs("[", stdout);
 	else
-		printf("%7s  %-10s %10s  %-16s %-16s %s\n", "PID", "USER", "RSS", "NAME",
+		printf("%7s  %-10s %10s  %-16s %-21s %s\n", "PID", "USER", "RSS", "NAME",
 		       "ALLOCATOR", "PROF");
 	cli_flush();
 

@@ -244,7 +244,7 @@ static const struct cli_cmd cmds[] = {
 	CMD(list, CLI_O_TIMEOUT | CLI_O_JSON | CLI_O_PROBE, 0, 0, "heapctl list [--probe] [--json]",
 	    "processes heapctl can drive: pid, user, RSS, allocator, profiling", list_opts),
 	CMD(info, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl info -p PID [--json]",
-	    "allocator, version, where it was found, key opt.* settings", info_opts),
+	    "allocator, version, where found and the evidence, key opt.* settings", info_opts),
 	CMD(prof, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 1,
 	    "heapctl prof on|off|status -p PID [--json]",
 	    "turn heap profiling on or off, or show its state", prof_opts),

@@ -71,6 +71,28 @@ static void track(const char *tmp)
 		}
 }
 
+/*
+ * mkostemp() and track() with the fatal signals held: a SIGINT between the
+ * two would end heapctl before its handler knew the file, and leave it.
+ */
+static int mktemp_tracked(char *tmpl)
+{
+	sigset_t set, old;
+	int fd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd >= 0)
+		track(tmpl);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return fd;
+}
+
 static void untrack(const char *tmp)
 {
 	for (int i = 0; i < MAX_TEMPS; i++)
@@ -147,7 +169,7 @@ static int tmp_elsewhere(struct cli_out *o, struct hc_err *err)
 	if (!dir || !dir[0])
 		dir = "/tmp";
 	snprintf(o->tmp, sizeof(o->tmp), "%s/heapctl-out.XXXXXX", dir);
-	o->fd = mkostemp(o->tmp, O_CLOEXEC);
+	o->fd = mktemp_tracked(o->tmp);
 	if (o->fd < 0) {
 		int e = errno;
 
@@ -160,7 +182,6 @@ static int tmp_elsewhere(struct cli_out *o, struct hc_err *err)
 		snprintf(err->hint, sizeof(err->hint), "set TMPDIR to a writable directory");
 		return -1;
 	}
-	track(o->tmp);
 	return 0;
 }
 
@@ -207,7 +228,7 @@ int cli_out_open(struct cli_out *o, const char *path, const char *opt, int fmt,
 	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.heapctl-XXXXXX", o->dir,
 			     slash ? slash + 1 : path) >= sizeof(o->tmp))
 		return file_error(o, path, ENAMETOOLONG, err);
-	o->fd = mkostemp(o->tmp, O_CLOEXEC);
+	o->fd = mktemp_tracked(o->tmp);
 	if (o->fd < 0) {
 		int e = errno;
 
@@ -215,7 +236,6 @@ int cli_out_open(struct cli_out *o, const char *path, const char *opt, int fmt,
 		/* mkostemp says ENOENT or ENOTDIR for the directory, not for the file. */
 		return file_error(o, path, e, err);
 	}
-	track(o->tmp);
 	/* mkostemp makes it 0600; the final file gets what the umask allows, as any file. */
 	{
 		mode_t um = umask(0);

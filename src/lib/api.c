@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "call.h"
+#include "evidence.h"
 #include "log.h"
 #include "procfs.h"
 #include "ptrace.h"
@@ -285,6 +286,24 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		}
 	}
 	t->where.malloc_object = t->malloc_obj ? t->malloc_obj->path : "";
+	/*
+	 * Symbols found are not the whole story: an object whose read-only
+	 * data carries another allocator's strings but no symbols for it (a
+	 * stripped static jemalloc) is the real heap, whatever else is mapped.
+	 * With glibc or no driver, every object is read; otherwise only the
+	 * executable and the driver's own object.
+	 */
+	if (evidence_check(t, !t->alloc || !strcmp(t->where.allocator, "glibc"), err) < 0) {
+		if (read_status(pid, &ps, &(struct hc_err){ 0 }) < 0 || ps.state == 'Z' ||
+		    ps.state == 'X') {
+			memset(err, 0, sizeof(*err));
+			err_set(err, HC_E_NO_PROC, 0, "pid %d exited", pid);
+		}
+		goto fail;
+	}
+	t->where.evidence = t->ev_alloc;
+	t->where.evidence_object = t->ev_obj ? t->ev_obj : "";
+	t->where.evidence_found = t->ev_found;
 	if (!t->alloc) {
 		/* A process that died while we looked has no allocator to report. */
 		if (read_status(pid, &ps, err) < 0 || ps.state == 'Z' || ps.state == 'X') {

@@ -79,6 +79,10 @@ struct hc_target {
 	uint64_t gadget;   /* "syscall; ret" in the target's text */
 	uint64_t restorer; /* a sigreturn restorer in the target's text */
 	uint64_t restorer_end; /* pc at its rt_sigreturn syscall stops */
+	/* evidence_check(): the allocator's signs and where they are, or "" */
+	char ev_alloc[16];
+	char ev_found[192];
+	const char *ev_obj;
 };
 
 /* maps + symbols (sym.c) */

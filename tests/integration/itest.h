@@ -239,6 +239,7 @@ extern const struct itest t_redis_tests[];
 extern const struct itest t_alloc_tests[];	/* glibc, tcmalloc, maps, memcached */
 /* hardening: harm.h, t_hostile.c, t_kill.c, t_torture.c */
 extern const struct itest t_hostile_tests[];
+extern const struct itest t_evidence_tests[];
 extern const struct itest t_kill_tests[];
 extern const struct itest t_torture_tests[];
 extern const struct itest t_timers_tests[];	/* timed waits are never made late */

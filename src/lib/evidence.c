@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Signs of an allocator that need no symbols: the strings its own code
+ * carries in read-only data.  A binary stripped with `strip --strip-all`
+ * loses .symtab, and with it every name heapctl calls, but a statically
+ * linked jemalloc still reads its conf variable ("MALLOC_CONF", or
+ * "_RJEM_MALLOC_CONF" for a prefixed build) and still prints its errors
+ * with "<jemalloc>: ".  Finding them stops heapctl from reporting another
+ * allocator that happens to be mapped (glibc) as the process's own.
+ *
+ * A message sign must begin a longer string ("<jemalloc>: Error in ..."),
+ * so that the bare sign texts below, each a whole string, are no sign.
+ * Only sections that are loaded, read-only and not code are read
+ * (SHT_PROGBITS: .rodata and friends), not .dynstr: a program that merely
+ * imports MallocExtension_* from a shared tcmalloc names it there.  Each
+ * sign must be a whole string, or the start of one, where a program that
+ * only mentions an allocator (a help text quoting MALLOC_CONF=...) would
+ * not match.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "evidence.h"
+#include "log.h"
+#include "ptrace.h"
+#include "target.h"
+
+/* Read at most this much of one object: enough for any .rodata seen in practice. */
+#define EV_MAX_BYTES (512ull << 20)
+
+enum { AT_PREFIX, AT_WHOLE };
+
+struct sign {
+	const char *alloc;
+	const char *text;
+	int where;  /* AT_PREFIX: begins a longer string; AT_WHOLE: is a whole string */
+	bool alone; /* enough by itself; otherwise needs another sign of the same allocator */
+	const char *shown;
+};
+
+static const struct sign signs[] = {
+	{ "jemalloc", "<jemalloc>: ", AT_PREFIX, true, "\"<jemalloc>: \" messages" },
+	{ "tcmalloc", "tcmalloc: large alloc", AT_PREFIX, true, "\"tcmalloc: large alloc\" message" },
+	{ "tcmalloc", "15MallocExtension", AT_WHOLE, false, "MallocExtension type" },
+	{ "tcmalloc", "TCMALLOC_", AT_PREFIX, false, "the TCMALLOC_ variables" },
+	{ "mimalloc", "mimalloc: warning: ", AT_PREFIX, true, "\"mimalloc: \" messages" },
+	{ "mimalloc", "mimalloc: error: ", AT_PREFIX, true, "\"mimalloc: \" messages" },
+	{ "mimalloc", "mimalloc_", AT_PREFIX, false, "the mimalloc_ options" },
+	{ "mimalloc", "MIMALLOC_", AT_PREFIX, false, "the MIMALLOC_ variables" },
+};
+#define NSIGNS (sizeof(signs) / sizeof(signs[0]))
+
+static bool conf_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Does buf hold text as the sign wants it? */
+static bool has(const char *buf, size_t len, const char *text, int where)
+{
+	size_t tl = strlen(text);
+	const char *p = buf, *end = buf + len;
+
+	while (p < end && (p = memmem(p, (size_t)(end - p), text, tl))) {
+		bool start = p == buf || p[-1] == 0;
+		bool stop = p + tl < end && p[tl] == 0;
+
+		if (start && (where == AT_WHOLE) == stop)
+			return true;
+		p++;
+	}
+	return false;
+}
+
+/*
+ * jemalloc's conf variable: a whole string "<PREFIX>MALLOC_CONF", the
+ * prefix in capitals as JEMALLOC_CPREFIX makes it ("_RJEM_", "JE_", "").
+ */
+static bool conf_var(const char *buf, size_t len, char *out, size_t outlen)
+{
+	static const char k[] = "MALLOC_CONF";
+	const char *p = buf, *end = buf + len;
+
+	while (p < end && (p = memmem(p, (size_t)(end - p), k, sizeof(k) - 1))) {
+		const char *s = p;
+
+		while (s > buf && conf_char(s[-1]) && p - s < 32)
+			s--;
+		if ((s == buf || s[-1] == 0) && p + sizeof(k) - 1 < end && p[sizeof(k) - 1] == 0) {
+			snprintf(out, outlen, "%.*s", (int)(p - s) + (int)sizeof(k) - 1, s);
+			return true;
+		}
+		p++;
+	}
+	return false;
+}
+
+struct tally {
+	bool hit[NSIGNS];
+	char conf[48];
+};
+
+static void scan_buf(const char *buf, size_t len, struct tally *ta)
+{
+	for (size_t i = 0; i < NSIGNS; i++)
+		if (!ta->hit[i])
+			ta->hit[i] = has(buf, len, signs[i].text, signs[i].where);
+	if (!ta->conf[0])
+		conf_var(buf, len, ta->conf, sizeof(ta->conf));
+}
+
+/* The verdict from what one object holds: 1 with ev filled, or 0. */
+static int judge(const struct tally *ta, struct evidence *ev)
+{
+	for (size_t i = 0; i < NSIGNS; i++) {
+		const char *a = signs[i].alloc;
+		unsigned n = 0;
+		bool alone = false;
+
+		if (i && !strcmp(signs[i - 1].alloc, a))
+			continue; /* each allocator once, from its first sign */
+		for (size_t j = i; j < NSIGNS && !strcmp(signs[j].alloc, a); j++)
+			if (ta->hit[j]) {
+				n++;
+				alone |= signs[j].alone;
+			}
+		if (!strcmp(a, "jemalloc") && ta->conf[0])
+			n++;
+		if (!alone && n < 2)
+			continue;
+		ev->alloc = a;
+		ev->found[0] = 0;
+		if (!strcmp(a, "jemalloc") && ta->conf[0])
+			snprintf(ev->found, sizeof(ev->found), "%s string", ta->conf);
+		for (size_t j = i; j < NSIGNS && !strcmp(signs[j].alloc, a); j++) {
+			size_t u = strlen(ev->found);
+
+			if (ta->hit[j] && !strstr(ev->found, signs[j].shown))
+				snprintf(ev->found + u, sizeof(ev->found) - u, "%s%s", u ? ", " : "",
+					 signs[j].shown);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Verdicts by file, for the life of the process: `list` opens every
+ * process, and most of them map the same libraries.
+ */
+#define EV_CACHE 512
+static struct {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int r;
+	struct evidence ev;
+} cache[EV_CACHE];
+static unsigned ncache;
+/* targets may be opened from several threads at once */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cache_find(const struct stat *st, struct evidence *ev)
+{
+	int r = -2;
+
+	pthread_mutex_lock(&cache_lock);
+	for (unsigned i = 0; i < ncache && r == -2; i++)
+		if (cache[i].dev == st->st_dev && cache[i].ino == st->st_ino &&
+		    cache[i].size == st->st_size && cache[i].mtime.tv_sec == st->st_mtim.tv_sec &&
+		    cache[i].mtime.tv_nsec == st->st_mtim.tv_nsec) {
+			*ev = cache[i].ev;
+			r = cache[i].r;
+		}
+	pthread_mutex_unlock(&cache_lock);
+	return r;
+}
+
+static void cache_add(const struct stat *st, int r, const struct evidence *ev)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&cache_lock);
+	i = ncache < EV_CACHE ? ncache++ : (unsigned)(st->st_ino % EV_CACHE);
+	cache[i].dev = st->st_dev;
+	cache[i].ino = st->st_ino;
+	cache[i].size = st->st_size;
+	cache[i].mtime = st->st_mtim;
+	cache[i].r = r;
+	cache[i].ev = *ev;
+	pthread_mutex_unlock(&cache_lock);
+}
+
+int evidence_file(const char *path, struct evidence *ev)
+{
+	struct stat st;
+	struct tally ta;
+	uint64_t budget = EV_MAX_BYTES;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	bool scanned = false;
+	int fd, r = 0;
+
+	memset(&ta, 0, sizeof(ta));
+	memset(ev, 0, sizeof(*ev));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		memset(&st, 0, sizeof(st));
+	else if ((r = cache_find(&st, ev)) != -2) {
+		close(fd);
+		return r;
+	}
+	r = 0;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		r = -1;
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn)) && budget) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & (SHF_WRITE | SHF_EXECINSTR)))
+			continue;
+		d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf || !d->d_size)
+			continue;
+		scan_buf(d->d_buf, d->d_size < budget ? d->d_size : budget, &ta);
+		scanned = true;
+		budget -= d->d_size < budget ? d->d_size : budget;
+	}
+	if (!scanned) {
+		/*
+		 * No section headers (removed by sstrip-like tools): the read-only,
+		 * non-code PT_LOAD segments instead.  They hold .dynstr too, but no
+		 * sign matches a mangled or imported name there.
+		 */
+		size_t fsz = 0, nph = 0;
+		const char *raw = elf_rawfile(elf, &fsz);
+
+		if (raw && elf_getphdrnum(elf, &nph) == 0)
+			for (size_t i = 0; i < nph && budget; i++) {
+				GElf_Phdr ph;
+
+				if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+				    (ph.p_flags & (PF_W | PF_X)) || ph.p_offset >= fsz)
+					continue;
+				if (ph.p_filesz > fsz - ph.p_offset)
+					ph.p_filesz = fsz - ph.p_offset;
+				if (ph.p_filesz > budget)
+					ph.p_filesz = budget;
+				scan_buf(raw + ph.p_offset, ph.p_filesz, &ta);
+				budget -= ph.p_filesz;
+			}
+	}
+	r = judge(&ta, ev);
+	if (st.st_ino)
+		cache_add(&st, r, ev);
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return r;
+}
+
+/* Does o's own symbol table name the allocator's entry points?  Then a driver can use them. */
+static bool covered(struct hc_target *t, struct obj *o, const char *alloc)
+{
+	struct hc_err e = { 0 };
+	size_t k = strlen("mallctl");
+
+	if (sym_load(t, o, false, &e) < 0)
+		return false;
+	for (size_t i = 0; i < o->nsyms; i++) {
+		const char *n = o->syms[i].name;
+		size_t l = strlen(n);
+
+		if (!strcmp(alloc, "jemalloc") && l >= k && !strcmp(n + l - k, "mallctl"))
+			return true;
+		if (!strcmp(alloc, "tcmalloc") &&
+		    (!strcmp(n, "MallocExtension_GetNumericProperty") || !strcmp(n, "tc_malloc")))
+			return true;
+		if (!strcmp(alloc, "mimalloc") && !strcmp(n, "mi_malloc"))
+			return true;
+	}
+	return false;
+}
+
+/* glibc's own objects carry no other allocator: not worth reading. */
+static bool out_of_scope(const struct obj *o)
+{
+	const char *b = strrchr(o->path, '/');
+
+	b = b ? b + 1 : o->path;
+	return !o->base || o->is_vdso || o->is_ldso || !o->open_path ||
+	       !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "libm.so", 7) ||
+	       !strncmp(b, "libpthread", 10) || !strncmp(b, "libdl.so", 8) ||
+	       !strncmp(b, "librt.so", 8);
+}
+
+static int scan_obj(struct hc_target *t, struct obj *o, struct evidence *ev)
+{
+	int r;
+
+	(void)t;
+	if (out_of_scope(o))
+		return 0;
+	r = evidence_file(o->open_path, ev);
+	if (r > 0)
+		pr_debug("%s: %s (found: %s)", o->path, ev->alloc, ev->found);
+	return r > 0;
+}
+
+/*
+ * The executable first, then the others in the dynamic linker's order.
+ * only: the driver's object, always read to show its evidence in info;
+ * all: every object too (the driver is glibc, or there is none).
+ */
+int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
+{
+	const char *drv = t->where.allocator, *drv_obj = t->where.object;
+	struct obj **order = calloc(t->nobjs + 1, sizeof(*order));
+	size_t n = 0;
+	int ret = 0;
+
+	if (!order)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->nobjs; i++)
+		if (t->objs[i].is_exe)
+			order[n++] = &t->objs[i];
+	for (size_t i = 0; i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+		bool mine = drv_obj && !strcmp(o->path, drv_obj);
+
+		if (!o->is_exe && (all || mine))
+			order[n++] = o;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct obj *o = order[i];
+		struct evidence ev;
+		bool same;
+
+		if (!scan_obj(t, o, &ev))
+			continue;
+		same = drv && !strncmp(drv, ev.alloc, strlen(ev.alloc)) && drv_obj &&
+		       !strcmp(drv_obj, o->path);
+		if (same || covered(t, o, ev.alloc)) {
+			/* the driver's own, or an allocator whose symbols are there: shown, no more */
+			if (same || !t->ev_alloc[0]) {
+				snprintf(t->ev_alloc, sizeof(t->ev_alloc), "%s", ev.alloc);
+				snprintf(t->ev_found, sizeof(t->ev_found), "%s", ev.found);
+				t->ev_obj = o->path;
+			}
+			continue;
+		}
+		if (strcmp(ev.alloc, "mimalloc"))
+			ret = err_sethint(err, HC_E_NO_SYM, 0,
+					   "give heapctl its symbols: --debug-file FILE (the "
+					   "unstripped binary or its debug file), DEBUGINFOD_URLS "
+					   "(a debuginfod server), or a build that keeps them",
+					   "pid %d: %s has its own %s (found: %s) but no symbols for it",
+					   t->pid, o->path, ev.alloc, ev.found);
+		else
+			ret = err_sethint(err, HC_E_NO_ALLOC, 0,
+					  "heapctl drives jemalloc, tcmalloc (gperftools) and glibc "
+					  "malloc",
+					  "pid %d: %s has its own %s (found: %s), which heapctl does "
+					  "not drive",
+					  t->pid, o->path, ev.alloc, ev.found);
+		break;
+	}
+	free(order);
+	return ret;
+}
+
+int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
+{
+	struct hc_target *t;
+	char path[96];
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	t->pid = pid;
+	snprintf(t->proc, sizeof(t->proc), "/proc/%d", (int)pid);
+	t->arch = hc_arch_host();
+	snprintf(path, sizeof(path), "%s/mem", t->proc);
+	t->memfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->memfd < 0) {
+		r = err_errno(err, errno, "open %s", path);
+		goto out;
+	}
+	if (maps_load(t, err) < 0) {
+		r = -1;
+		goto out;
+	}
+	for (int pass = 0; pass < 2 && !out->allocator[0]; pass++)
+		for (size_t i = 0; i < t->nobjs && !out->allocator[0]; i++) {
+			struct obj *o = &t->objs[i];
+			struct evidence ev;
+
+			if (o->is_exe != (pass == 0) || !scan_obj(t, o, &ev))
+				continue;
+			out->has_symbols = covered(t, o, ev.alloc);
+			snprintf(out->allocator, sizeof(out->allocator), "%s", ev.alloc);
+			snprintf(out->object, sizeof(out->object), "%s", o->path);
+			snprintf(out->found, sizeof(out->found), "%s", ev.found);
+		}
+	r = out->allocator[0] ? 1 : 0;
+out:
+	objs_free(t);
+	if (t->memfd >= 0)
+		close(t->memfd);
+	free(t);
+	return r;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Signs of an allocator in an object's read-only data, symbols or not (evidence.c). */
+#ifndef HC_EVIDENCE_H
+#define HC_EVIDENCE_H
+
+#include <stdbool.h>
+
+#include "err.h"
+
+struct hc_target;
+
+struct evidence {
+	const char *alloc; /* "jemalloc", "tcmalloc", "mimalloc" */
+	char found[192];   /* what was found, for people: "_RJEM_MALLOC_CONF string, ..." */
+};
+
+/* 1 with ev filled if the ELF file at path carries an allocator's signs, 0 if not, -1 unreadable. */
+int evidence_file(const char *path, struct evidence *ev);
+/*
+ * After the driver is chosen: refuse (HC_E_NO_SYM, or HC_E_NO_ALLOC for an
+ * allocator heapctl does not drive) if an object holds an allocator that
+ * has no symbols and is not the driver's.  Reads the executable and the
+ * driver's object; with all, every object but glibc's own.  Notes the
+ * evidence for the driver in t->ev_*.
+ */
+int evidence_check(struct hc_target *t, bool all, struct hc_err *err);
+
+#endif
