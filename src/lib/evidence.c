@@ -366,6 +366,20 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 			}
 			continue;
 		}
+		/*
+		 * A library's own allocator serves the library, not malloc: one
+		 * that replaced malloc would export it in .dynsym, which no strip
+		 * removes, and the link-order search would have found it.  Only
+		 * the executable's can be the program's allocator unseen.
+		 */
+		if (!o->is_exe && !(drv_obj && !strcmp(drv_obj, o->path))) {
+			if (!t->ev_alloc[0]) {
+				snprintf(t->ev_alloc, sizeof(t->ev_alloc), "%s", ev.alloc);
+				snprintf(t->ev_found, sizeof(t->ev_found), "%s", ev.found);
+				t->ev_obj = o->path;
+			}
+			continue;
+		}
 		if (strcmp(ev.alloc, "mimalloc"))
 			ret = err_sethint(err, HC_E_NO_SYM, 0,
 					   "give heapctl its symbols: --debug-file FILE (the "
