@@ -21,6 +21,7 @@
 #include "debuginfo.h"
 #include "log.h"
 #include "ptrace.h"
+#include "evidence.h"
 #include "target.h"
 
 int maps_parse_line(const char *line, struct mapline *m)
@@ -503,6 +504,17 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	path = NULL;
 	if (!o->is_exe || t->opts.no_debuginfod || !build_id_hex(elf, id, sizeof(id)))
 		return 0;
+	/*
+	 * Only for an allocator the executable shows signs of: most stripped
+	 * programs use glibc's malloc, and a debuginfod set up for the whole
+	 * machine would otherwise download each one's debug file for nothing.
+	 */
+	{
+		struct evidence ev;
+
+		if (!o->open_path || evidence_file(o->open_path, &ev) <= 0)
+			return 0;
+	}
 	/* half of --timeout at most: the operation itself needs the rest */
 	fd = dbgd_find(id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 500000, &path);
 	if (fd < 0)

@@ -490,6 +490,41 @@ out:
  * bound is generous: without heapctl's own deadline libdebuginfod waits
  * DEBUGINFOD_TIMEOUT, 90 s by default.
  */
+/*
+ * A stripped program on glibc's malloc (Debian's own sleep) shows no
+ * allocator of its own: debuginfod, set for the whole machine, is not asked
+ * for its debug file, which would be a download for nothing.
+ */
+static void stripped_glibc_asks_nothing(const char *url, const char *cache)
+{
+	const char *const argv[] = { "/bin/sleep", "60", NULL };
+	struct spawn_opts so = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	char why[256], spid[16];
+	struct hres r;
+	pid_t pid;
+
+	pid = spawn(argv, &so, why, sizeof(why));
+	if (pid < 0) {
+		t_fail("%s", why);
+		return;
+	}
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	setenv("DEBUGINFOD_URLS", url, 1);
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	hc_run(&r, NULL, "-v", "info", "-p", spid, "--timeout", "4", NULL);
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+	if (hres_crash(&r) || hres_exit(&r) != 0)
+		t_fail("info on a stripped glibc program: %s", hres_desc(&r));
+	else if (strstr(r.err, "debuginfod:"))
+		t_fail("a stripped program on glibc's malloc made heapctl ask debuginfod: %.300s",
+		       r.err);
+	else if (!strstr(r.out, "glibc"))
+		t_fail("info on /bin/sleep does not name glibc: %.300s", r.out);
+	hres_free(&r);
+	kill_wait(pid);
+}
+
 static void test_debuginfod_timeout(void)
 {
 	char path[512], why[512], url[64], cache[320];
@@ -539,6 +574,8 @@ static void test_debuginfod_timeout(void)
 	if (!t_failed())
 		victim_check(&v, 0);
 	victim_kill(&v);
+	if (!t_failed())
+		stripped_glibc_asks_nothing(url, cache);
 	close(s);
 }
 
