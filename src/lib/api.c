@@ -146,21 +146,6 @@ static bool live_task(pid_t pid, char *proc, size_t len)
 	return found;
 }
 
-static void comm_of(pid_t pid, char *out, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(out, len, "?");
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(out, (int)len, f))
-			out[strcspn(out, "\n")] = 0;
-		fclose(f);
-	}
-}
-
 static int perm_error(pid_t pid, int e, struct hc_err *err)
 {
 	char hint[256];
@@ -211,7 +196,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	    tlock_busy(pid) == 0) {
 		char comm[64];
 
-		comm_of(ps.tracer, comm, sizeof(comm));
+		procfs_comm(ps.tracer, comm, sizeof(comm));
 		/* a heapctl from another network namespace does not share our lock */
 		err_sethint(err, HC_E_TRACED, 0,
 			    strcmp(comm, "heapctl") ? "detach the other tracer (gdb, strace) first" :

@@ -101,20 +101,6 @@ struct sess {
 	uint64_t stopped_ns;
 };
 
-/* A termination signal the caller blocked is waiting: stop between calls.  Returns it, or 0. */
-static int pending_term(void)
-{
-	static const int term[] = { SIGINT, SIGTERM, SIGHUP };
-	sigset_t p, cur;
-
-	if (sigpending(&p) < 0 || pthread_sigmask(SIG_SETMASK, NULL, &cur) != 0)
-		return 0;
-	for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
-		if (sigismember(&p, term[i]) == 1 && sigismember(&cur, term[i]) == 1)
-			return term[i];
-	return 0;
-}
-
 /* Signals that report a fault of the running code: never blocked. */
 static bool is_fault_sig(int sig)
 {
@@ -1462,7 +1448,7 @@ int call_begin(struct hc_target *t, struct hc_err *err)
 					"no thread of pid %d reached a safe point (last: %s)", t->pid, why);
 			goto fail;
 		}
-		t->cancel_sig = pending_term();
+		t->cancel_sig = term_pending();
 		if (t->cancel_sig) {
 			cancelled(t, err);
 			goto fail;
@@ -1515,7 +1501,7 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
 	if (!t->cancel_sig)
-		t->cancel_sig = pending_term();
+		t->cancel_sig = term_pending();
 	if (t->cancel_sig)
 		return cancelled(t, err);
 	if (nargs)

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,4 +83,32 @@ int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard)
 	}
 	fclose(f);
 	return ret;
+}
+
+void procfs_comm(pid_t pid, char *out, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(out, len, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(out, (int)len, f))
+			out[strcspn(out, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+int term_pending(void)
+{
+	static const int term[] = { SIGINT, SIGTERM, SIGHUP };
+	sigset_t p, cur;
+
+	if (sigpending(&p) < 0 || pthread_sigmask(SIG_SETMASK, NULL, &cur) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
+		if (sigismember(&p, term[i]) == 1 && sigismember(&cur, term[i]) == 1)
+			return term[i];
+	return 0;
 }

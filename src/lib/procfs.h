@@ -30,5 +30,9 @@ void procfs_status_parse(FILE *f, struct procfs_status *st);
  * *soft, *hard in its unit (UINT64_MAX if unlimited), or -1.
  */
 int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard);
+/* /proc/PID/comm without its newline, or "?". */
+void procfs_comm(pid_t pid, char *out, size_t len);
+/* A termination signal (INT, TERM, HUP) heapctl blocked is pending: returns it, or 0. */
+int term_pending(void);
 
 #endif

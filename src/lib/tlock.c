@@ -138,21 +138,6 @@ static bool trusted(uid_t uid, pid_t pid)
 	return procfs_status(path, &ps) == 0 && ps.fsuid == uid;
 }
 
-static void comm_of(pid_t pid, char *out, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(out, len, "?");
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(out, (int)len, f))
-			out[strcspn(out, "\n")] = 0;
-		fclose(f);
-	}
-}
-
 pid_t tlock_tracer(pid_t pid, pid_t tid)
 {
 	struct procfs_status ps;
@@ -205,25 +190,12 @@ pid_t tlock_busy(pid_t pid)
 	return errno == EAGAIN ? any_tracer(pid) : 0;
 }
 
-static int pending_term(void)
-{
-	static const int term[] = { SIGINT, SIGTERM, SIGHUP };
-	sigset_t p, cur;
-
-	if (sigpending(&p) < 0 || pthread_sigmask(SIG_SETMASK, NULL, &cur) != 0)
-		return 0;
-	for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
-		if (sigismember(&p, term[i]) == 1 && sigismember(&cur, term[i]) == 1)
-			return term[i];
-	return 0;
-}
-
 static void say_waiting(struct hc_target *t, pid_t holder)
 {
 	char comm[64] = "?";
 
 	if (holder > 0) {
-		comm_of(holder, comm, sizeof(comm));
+		procfs_comm(holder, comm, sizeof(comm));
 		pr_info("pid %d is busy: another heapctl (pid %d, %s) is working on it; waiting "
 			"up to %u ms", t->pid, (int)holder, comm, t->opts.timeout_ms);
 	} else {
@@ -302,7 +274,7 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 				    "%u ms", who, t->pid, t->opts.timeout_ms);
 			break;
 		}
-		t->cancel_sig = pending_term();
+		t->cancel_sig = term_pending();
 		if (t->cancel_sig) {
 			err_sethint(err, HC_E_CANCELLED, 0,
 				    "nothing was started: run it again once the other heapctl is done",
@@ -355,7 +327,7 @@ int tlock_traced_error(pid_t pid, pid_t tid, struct hc_err *err)
 
 	if (tr <= 0 || tr == getpid())
 		return 0;
-	comm_of(tr, comm, sizeof(comm));
+	procfs_comm(tr, comm, sizeof(comm));
 	if (!strcmp(comm, "heapctl"))
 		return err_sethint(err, HC_E_TRACED, EPERM,
 				   "retry when it has finished, or raise --timeout",
