@@ -100,6 +100,40 @@ enum hc_wait {
 	HC_WAIT_RESTART_FULL,    /* restored as saved, re-runs its whole timeout (arm64): probed */
 };
 
+/*
+ * A syscall that fails with EINTR after any stop, PTRACE_INTERRUPT included,
+ * and is never restarted (signal(7)), and where its timeout is: an int in
+ * milliseconds (negative: none) or a pointer (NULL: none).
+ */
+enum hc_tmo { HC_TMO_NONE, HC_TMO_MS, HC_TMO_PTR };
+struct hc_stop_eintr {
+	long nr;
+	enum hc_tmo kind;
+	unsigned int arg;
+};
+
+/* tab's rule for nr: re-issue an untimed wait, keep a timed one's EINTR; else undisturbed. */
+static inline enum hc_wait hc_stop_eintr_kind(const struct hc_stop_eintr *tab, size_t n, long nr,
+					      const uint64_t args[6])
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = args[tab[i].arg];
+
+		if (nr != tab[i].nr)
+			continue;
+		switch (tab[i].kind) {
+		case HC_TMO_MS:
+			/* the kernel reads an int; any negative value waits forever */
+			return (int32_t)(uint32_t)a < 0 ? HC_WAIT_EINTR_REDO : HC_WAIT_EINTR_KEEP;
+		case HC_TMO_PTR:
+			return a ? HC_WAIT_EINTR_KEEP : HC_WAIT_EINTR_REDO;
+		default:
+			return HC_WAIT_EINTR_REDO;
+		}
+	}
+	return HC_WAIT_UNDISTURBED;
+}
+
 /* A byte pattern in the target's text. */
 struct hc_bytes {
 	const uint8_t *b;

@@ -329,24 +329,15 @@ static bool undo_stop_eintr(void *gregs, const struct hc_presys *pre)
 	return true;
 }
 
-/*
- * arm64 numbers (include/uapi/asm-generic/unistd.h).  The first group fails
- * with EINTR on any stop (signal(7)); which argument holds the timeout: an
- * int in milliseconds (negative: none) or a pointer (NULL: none).
- */
-enum { TMO_NONE, TMO_MS, TMO_PTR };
-static const struct {
-	long nr;
-	int kind;
-	unsigned int arg;
-} stop_eintr[] = {
-	{ 22, TMO_MS, 3 },   /* epoll_pwait(epfd, events, maxevents, timeout, ...) */
-	{ 441, TMO_PTR, 3 }, /* epoll_pwait2(..., const struct timespec *, ...) */
-	{ 193, TMO_NONE, 0 }, /* semop: never timed */
-	{ 192, TMO_PTR, 3 }, /* semtimedop(semid, sops, nsops, timeout) */
-	{ 137, TMO_PTR, 2 }, /* rt_sigtimedwait(set, info, timeout, sigsetsize) */
-	{ 4, TMO_PTR, 4 },   /* io_getevents(ctx, min_nr, nr, events, timeout) */
-	{ 292, TMO_PTR, 4 }, /* io_pgetevents(..., timeout, usig) */
+/* arm64 numbers (include/uapi/asm-generic/unistd.h) of the syscalls any stop makes fail with EINTR (arch.h). */
+static const struct hc_stop_eintr stop_eintr[] = {
+	{ 22, HC_TMO_MS, 3 },   /* epoll_pwait(epfd, events, maxevents, timeout, ...) */
+	{ 441, HC_TMO_PTR, 3 }, /* epoll_pwait2(..., const struct timespec *, ...) */
+	{ 193, HC_TMO_NONE, 0 }, /* semop: never timed */
+	{ 192, HC_TMO_PTR, 3 }, /* semtimedop(semid, sops, nsops, timeout) */
+	{ 137, HC_TMO_PTR, 2 }, /* rt_sigtimedwait(set, info, timeout, sigsetsize) */
+	{ 4, HC_TMO_PTR, 4 },   /* io_getevents(ctx, min_nr, nr, events, timeout) */
+	{ 292, HC_TMO_PTR, 4 }, /* io_pgetevents(..., timeout, usig) */
 };
 
 #define A64_NR_NANOSLEEP 101
@@ -371,21 +362,11 @@ static const struct {
  */
 static enum hc_wait wait_kind(long nr, const uint64_t args[6])
 {
-	for (size_t i = 0; i < sizeof(stop_eintr) / sizeof(stop_eintr[0]); i++) {
-		uint64_t a;
+	enum hc_wait w = hc_stop_eintr_kind(stop_eintr, sizeof(stop_eintr) / sizeof(stop_eintr[0]),
+					    nr, args);
 
-		if (nr != stop_eintr[i].nr)
-			continue;
-		a = args[stop_eintr[i].arg];
-		switch (stop_eintr[i].kind) {
-		case TMO_MS:
-			return (int32_t)(uint32_t)a < 0 ? HC_WAIT_EINTR_REDO : HC_WAIT_EINTR_KEEP;
-		case TMO_PTR:
-			return a ? HC_WAIT_EINTR_KEEP : HC_WAIT_EINTR_REDO;
-		default:
-			return HC_WAIT_EINTR_REDO;
-		}
-	}
+	if (w != HC_WAIT_UNDISTURBED)
+		return w;
 	switch (nr) {
 	case A64_NR_NANOSLEEP:
 		return HC_WAIT_RESTART_FULL;

@@ -182,25 +182,16 @@ static void no_restart(void *g)
 	((struct x64_gregs *)g)->orig_rax = (uint64_t)-1;
 }
 
-/*
- * signal(7): these fail with EINTR after any stop, PTRACE_INTERRUPT
- * included, and are never restarted.  Which argument holds the timeout:
- * an int in milliseconds (negative: none) or a pointer (NULL: none).
- */
-enum { TMO_NONE, TMO_MS, TMO_PTR };
-static const struct {
-	long nr;
-	int kind;
-	unsigned int arg;
-} stop_eintr[] = {
-	{ 232, TMO_MS, 3 },   /* epoll_wait(epfd, events, maxevents, timeout) */
-	{ 281, TMO_MS, 3 },   /* epoll_pwait(..., timeout, sigmask, sigsetsize) */
-	{ 441, TMO_PTR, 3 },  /* epoll_pwait2(..., const struct timespec *, ...) */
-	{ 65, TMO_NONE, 0 },  /* semop: never timed */
-	{ 220, TMO_PTR, 3 },  /* semtimedop(semid, sops, nsops, timeout) */
-	{ 128, TMO_PTR, 2 },  /* rt_sigtimedwait(set, info, timeout, sigsetsize) */
-	{ 208, TMO_PTR, 4 },  /* io_getevents(ctx, min_nr, nr, events, timeout) */
-	{ 333, TMO_PTR, 4 },  /* io_pgetevents(..., timeout, usig) */
+/* x86_64 numbers of the syscalls any stop makes fail with EINTR (arch.h). */
+static const struct hc_stop_eintr stop_eintr[] = {
+	{ 232, HC_TMO_MS, 3 },   /* epoll_wait(epfd, events, maxevents, timeout) */
+	{ 281, HC_TMO_MS, 3 },   /* epoll_pwait(..., timeout, sigmask, sigsetsize) */
+	{ 441, HC_TMO_PTR, 3 },  /* epoll_pwait2(..., const struct timespec *, ...) */
+	{ 65, HC_TMO_NONE, 0 },  /* semop: never timed */
+	{ 220, HC_TMO_PTR, 3 },  /* semtimedop(semid, sops, nsops, timeout) */
+	{ 128, HC_TMO_PTR, 2 },  /* rt_sigtimedwait(set, info, timeout, sigsetsize) */
+	{ 208, HC_TMO_PTR, 4 },  /* io_getevents(ctx, min_nr, nr, events, timeout) */
+	{ 333, HC_TMO_PTR, 4 },  /* io_pgetevents(..., timeout, usig) */
 };
 
 /*
@@ -213,23 +204,7 @@ static const struct {
  */
 static enum hc_wait wait_kind(long nr, const uint64_t args[6])
 {
-	for (size_t i = 0; i < sizeof(stop_eintr) / sizeof(stop_eintr[0]); i++) {
-		uint64_t a;
-
-		if (nr != stop_eintr[i].nr)
-			continue;
-		a = args[stop_eintr[i].arg];
-		switch (stop_eintr[i].kind) {
-		case TMO_MS:
-			/* the kernel reads an int; any negative value waits forever */
-			return (int32_t)(uint32_t)a < 0 ? HC_WAIT_EINTR_REDO : HC_WAIT_EINTR_KEEP;
-		case TMO_PTR:
-			return a ? HC_WAIT_EINTR_KEEP : HC_WAIT_EINTR_REDO;
-		default:
-			return HC_WAIT_EINTR_REDO;
-		}
-	}
-	return HC_WAIT_UNDISTURBED;
+	return hc_stop_eintr_kind(stop_eintr, sizeof(stop_eintr) / sizeof(stop_eintr[0]), nr, args);
 }
 
 static bool undo_stop_eintr(void *gv, const struct hc_presys *pre)
