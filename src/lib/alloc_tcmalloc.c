@@ -651,10 +651,19 @@ end:
 	if (text && !err_isset(err)) {
 		text = filter_profile(t, text, &len);
 		f = fopen(out, "we");
-		if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+		if (!f) {
 			err_errno(err, errno, "write %s", out);
-			if (f)
-				fclose(f);
+		} else {
+			bool ok = fwrite(text, 1, len, f) == len;
+			int e = errno;
+
+			/* fclose() always closes, even when it fails: never twice */
+			if (fclose(f) != 0 && ok) {
+				ok = false;
+				e = errno;
+			}
+			if (!ok)
+				err_errno(err, e, "write %s", out);
 		}
 	}
 	free(text);
