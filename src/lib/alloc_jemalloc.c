@@ -665,7 +665,8 @@ static int je_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 
 static int je_prof_dump(struct hc_target *t, const char *out, struct hc_err *err)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 32];
+	char path[PATH_MAX + 32];
+	struct troot_dir dir;
 	uint64_t p;
 	int rc = 0;
 
@@ -674,9 +675,9 @@ static int je_prof_dump(struct hc_target *t, const char *out, struct hc_err *err
 	 * mount namespace: into a fresh 0700 directory of the target's own,
 	 * with an unpredictable name, so no one can plant a file or link there.
 	 */
-	if (troot_mkdir(t->pid, dir, sizeof(dir), err) < 0)
+	if (troot_mkdir(t->pid, &dir, err) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/prof.heap", dir);
+	snprintf(path, sizeof(path), "%s/prof.heap", dir.path);
 	if (call_begin(t, err) < 0)
 		goto out;
 	if (need_prof(t, NULL, err) == 0 && (p = call_strdup(t, path, err)) &&
@@ -687,7 +688,7 @@ static int je_prof_dump(struct hc_target *t, const char *out, struct hc_err *err
 	if (!err_isset(err))
 		troot_fetch(t->pid, path, out, MAX_PROFILE, err);
 out:
-	troot_remove(t->pid, dir, path);
+	troot_remove(&dir);
 	return err_isset(err) ? -1 : 0;
 }
 

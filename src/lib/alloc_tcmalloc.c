@@ -442,7 +442,8 @@ restore:
 
 static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 {
-	char dir[PATH_MAX] = "", prefix[PATH_MAX + 16];
+	char prefix[PATH_MAX + 16];
+	struct troot_dir dir = { .parent = -1, .guard = -1 };
 	struct tc *c = tc_of(t);
 	uint64_t ret;
 	bool on = false, zero = false;
@@ -464,14 +465,14 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 	 * directory of the target's own, which is removed again below: those
 	 * dumps then fail (tcmalloc logs that) rather than leave files behind.
 	 */
-	if (active && troot_mkdir(t->pid, dir, sizeof(dir), err) < 0)
+	if (active && troot_mkdir(t->pid, &dir, err) < 0)
 		return -1;
 	if (call_begin(t, err) < 0)
 		goto out;
 	if (running(t, &on, err) < 0)
 		goto end;
 	if (active && !on) {
-		snprintf(prefix, sizeof(prefix), "%s/heapctl", dir);
+		snprintf(prefix, sizeof(prefix), "%s/heapctl", dir.path);
 		start_quietly(t, prefix, err);
 	} else if (!active) {
 		if (on)
@@ -488,7 +489,7 @@ end:
 	call_end(t, err);
 out:
 	if (active)
-		troot_remove(t->pid, dir, NULL);
+		troot_remove(&dir);
 	return err_isset(err) ? -1 : 0;
 }
 

@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 
@@ -79,19 +81,99 @@ static void fs_ids(pid_t pid, uid_t *uid, gid_t *gid)
 	*gid = st.fsgid;
 }
 
-int troot_mkdir(pid_t pid, char *dir, size_t len, struct hc_err *err)
+/*
+ * Empty and remove parent/name, never following a link: unlinkat() does not
+ * follow one, and the directory is opened with O_NOFOLLOW.  What the target
+ * may have put there itself (a subdirectory) is left, and so is the name.
+ */
+static void rm_private(int parent, const char *name)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd >= 0) {
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+		} else {
+			while ((de = readdir(d)))
+				if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+					unlinkat(dirfd(d), de->d_name, 0);
+			closedir(d);
+		}
+	}
+	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		pr_warn("could not remove heapctl's directory %s: %s", name, strerror(errno));
+}
+
+/*
+ * The directory must go even if heapctl is SIGKILLed with it in place.  A
+ * guardian process, detached (double fork, own session: a signal to
+ * heapctl's process group does not reach it), waits for the end of a pipe
+ * whose only writer is heapctl, then removes it: after heapctl's removal
+ * that finds nothing, after heapctl's death it is the cleanup.  It keeps
+ * only the pipe and the parent directory: another fd of heapctl's (its
+ * per-target lock above all) must not outlive heapctl in it.  Returns the
+ * pipe's write end, or -1 (then only heapctl's own removal is left).  It
+ * is made before the directory, whose 96 random bits no one else can have
+ * taken, so that no moment of heapctl's life leaves one unguarded.
+ */
+static int guard(int parent, const char *name)
+{
+	int p[2], st;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		sigset_t all;
+		char c;
+
+		if (fork() != 0)
+			_exit(0);
+		setsid();
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, NULL);
+		if (dup2(p[0], 0) < 0 || dup2(parent, 1) < 0)
+			_exit(1);
+		if (syscall(SYS_close_range, 2, ~0U, 0) < 0)
+			for (int fd = 2; fd < 1024; fd++)
+				close(fd);
+		for (;;) {
+			ssize_t n = read(0, &c, 1);
+
+			if (n == 0 || (n < 0 && errno != EINTR))
+				break;
+		}
+		rm_private(1, name);
+		_exit(0);
+	}
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return -1;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return p[1];
+}
+
+int troot_mkdir(pid_t pid, struct troot_dir *dir, struct hc_err *err)
 {
 	static const char *const tmps[] = { "/tmp", "/var/tmp", "/dev/shm" };
 	int root = root_fd(pid);
 	uid_t uid;
 	gid_t gid;
 
+	dir->parent = dir->guard = -1;
 	if (root < 0)
 		return err_errno(err, errno, "open /proc/%d/root", pid);
 	fs_ids(pid, &uid, &gid);
 	for (size_t i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++) {
 		uint8_t rnd[12];
-		char name[64];
+		char *name = dir->name;
 		int parent = open_in(root, tmps[i], O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 
 		if (parent < 0)
@@ -100,19 +182,28 @@ int troot_mkdir(pid_t pid, char *dir, size_t len, struct hc_err *err)
 			close(parent);
 			break;
 		}
-		snprintf(name, sizeof(name), ".heapctl-%d-", pid);
+		snprintf(name, sizeof(dir->name), ".heapctl-%d-", pid);
 		for (size_t k = 0; k < sizeof(rnd); k++)
 			snprintf(name + strlen(name), 3, "%02x", rnd[k]);
+		/* the guardian first: from the mkdir on, heapctl's death leaves nothing */
+		dir->guard = guard(parent, name);
+		if (dir->guard < 0)
+			pr_warn("no guardian for heapctl's directory in pid %d: a SIGKILL of "
+				"heapctl could leave it", pid);
 		/* mkdir fails if the name exists: nobody could have prepared it */
 		if (mkdirat(parent, name, 0700) == 0) {
 			if (fchownat(parent, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 				pr_debug("chown %s/%s: %s", tmps[i], name, strerror(errno));
-			snprintf(dir, len, "%s/%s", tmps[i], name);
-			close(parent);
+			snprintf(dir->path, sizeof(dir->path), "%s/%s", tmps[i], name);
+			dir->parent = parent;
+			pr_debug("pid %d: made the private directory %s", pid, dir->path);
 			close(root);
 			return 0;
 		}
 		pr_debug("mkdir %s/%s in pid %d's root: %s", tmps[i], name, pid, strerror(errno));
+		if (dir->guard >= 0)
+			close(dir->guard);
+		dir->guard = -1;
 		close(parent);
 	}
 	close(root);
@@ -163,33 +254,14 @@ int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struc
 	return err_isset(err) ? -1 : 0;
 }
 
-void troot_remove(pid_t pid, const char *dir, const char *path)
+void troot_remove(struct troot_dir *dir)
 {
-	int root = root_fd(pid), d;
-	const char *base;
-
-	if (root < 0)
-		return;
-	d = open_in(root, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
-	if (d >= 0) {
-		if (path && (base = strrchr(path, '/')) && unlinkat(d, base + 1, 0) < 0 &&
-		    errno != ENOENT)
-			pr_warn("could not remove %s in pid %d's view: %s", path, pid, strerror(errno));
-		close(d);
-	}
-	base = strrchr(dir, '/');
-	if (base) {
-		char parent[PATH_MAX];
-		int p;
-
-		snprintf(parent, sizeof(parent), "%.*s", (int)(base - dir), dir);
-		p = open_in(root, parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
-		if (p >= 0) {
-			if (unlinkat(p, base + 1, AT_REMOVEDIR) < 0 && errno != ENOENT)
-				pr_warn("could not remove %s in pid %d's view: %s", dir, pid,
-					strerror(errno));
-			close(p);
-		}
-	}
-	close(root);
+	/* through the parent opened at creation: the target may be gone by now */
+	if (dir->parent >= 0)
+		rm_private(dir->parent, dir->name);
+	if (dir->parent >= 0)
+		close(dir->parent);
+	if (dir->guard >= 0)
+		close(dir->guard); /* the guardian finds nothing left and exits */
+	dir->parent = dir->guard = -1;
 }

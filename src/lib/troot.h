@@ -7,21 +7,31 @@
 #ifndef HC_TROOT_H
 #define HC_TROOT_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 struct hc_err;
 
+/* A private directory of heapctl's in the target's view. */
+struct troot_dir {
+	char path[PATH_MAX]; /* as the target sees it */
+	char name[64];       /* its last component */
+	int parent;          /* its parent, open: removal needs no live target */
+	int guard;           /* the guardian's pipe (see troot.c), or -1 */
+};
+
 /*
  * Make a fresh directory, mode 0700, owned by the target's fs uid/gid, under
- * one of the target's temporary directories; *dir gets its path as the
- * target sees it.  Returns 0, or -1 when no temporary directory took it.
+ * one of the target's temporary directories, and a guardian that removes it
+ * should heapctl die before troot_remove().  Returns 0, or -1 when no
+ * temporary directory took it.
  */
-int troot_mkdir(pid_t pid, char *dir, size_t len, struct hc_err *err);
+int troot_mkdir(pid_t pid, struct troot_dir *dir, struct hc_err *err);
 /* Copy the target's regular file path (at most max bytes) to our file to. */
 int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struct hc_err *err);
-/* Remove path (a file) if given, then the directory dir. */
-void troot_remove(pid_t pid, const char *dir, const char *path);
+/* Remove the directory and everything heapctl or the allocator put in it. */
+void troot_remove(struct troot_dir *dir);
 
 #endif

@@ -223,7 +223,7 @@ int maps_classify(pid_t pid, const char *base, struct leftovers *lo)
 	return 0;
 }
 
-unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles)
+static unsigned int scan_leftovers(pid_t pid, bool rm, unsigned int *profiles)
 {
 	static const char *const dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
 	unsigned int n = 0;
@@ -269,6 +269,14 @@ unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles)
 		globfree(&g);
 	}
 	return n;
+}
+
+unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles)
+{
+	/* heapctl's guardian removes its directory just after heapctl's death */
+	for (long end = now_ms() + 2000; scan_leftovers(pid, false, NULL) && now_ms() < end;)
+		sleep_ms(5);
+	return scan_leftovers(pid, rm, profiles);
 }
 
 int fds_settle(pid_t pid, const char *base, long ms, char *why, size_t whysz)

@@ -68,7 +68,8 @@ struct leftovers {
 int maps_classify(pid_t pid, const char *base, struct leftovers *lo);
 
 /*
- * What heapctl's dump left in the target's /tmp, /var/tmp or /dev/shm:
+ * What heapctl's dump left in the target's /tmp, /var/tmp or /dev/shm, once
+ * any has had 2 s to go (heapctl's guardian removes it after a SIGKILL):
  * returns the number of .heapctl-PID-* entries (its private directories),
  * *profiles the number of files in them; all removed when rm.
  */

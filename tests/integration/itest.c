@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -300,6 +301,60 @@ static bool excluded(const char *name)
 	return false;
 }
 
+/* heapctl's private directories in the temporary directories this machine's targets share. */
+static char *heapctl_dirs(void)
+{
+	static const char *const pats[] = { "/tmp/.heapctl-*", "/var/tmp/.heapctl-*",
+					    "/dev/shm/.heapctl-*" };
+	size_t len = 0, cap = 1;
+	char *all = calloc(1, 1);
+
+	for (size_t i = 0; all && i < sizeof(pats) / sizeof(pats[0]); i++) {
+		glob_t g;
+
+		if (glob(pats[i], 0, NULL, &g))
+			continue;
+		for (size_t k = 0; all && k < g.gl_pathc; k++) {
+			size_t n = strlen(g.gl_pathv[k]) + 1;
+			char *na = len + n + 1 > cap ? realloc(all, cap = 2 * (len + n + 1)) : all;
+
+			if (!na) {
+				free(all);
+				all = NULL;
+				break;
+			}
+			all = na;
+			len += (size_t)sprintf(all + len, "%s\n", g.gl_pathv[k]);
+		}
+		globfree(&g);
+	}
+	return all;
+}
+
+/*
+ * The whole run, as one more test: every heapctl directory a target of ours
+ * got (even from a heapctl killed on purpose, or a target killed mid-dump)
+ * is gone by the end.
+ */
+static void check_dirs_left(const char *before)
+{
+	char *after = heapctl_dirs(), *extra = before && after ? lines_missing(before, after) : NULL;
+
+	if (!extra) {
+		printf("SKIP no-heapctl-dirs-left: cannot list the temporary directories\n");
+		n_skip++;
+	} else if (*extra) {
+		printf("FAIL no-heapctl-dirs-left: heapctl directories left by this run: %.600s\n",
+		       extra);
+		n_fail++;
+	} else {
+		printf("PASS no-heapctl-dirs-left\n");
+		n_pass++;
+	}
+	free(extra);
+	free(after);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct itest *const groups[] = {
@@ -317,6 +372,7 @@ int main(int argc, char **argv)
 	const char *ci = getenv("CI");
 	struct sigaction sa;
 	size_t gi;
+	char *dirs_before;
 
 	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		printf("usage: %s [HEAPCTL]\n(see the comment at the top of itest.c)\n", argv[0]);
@@ -355,6 +411,7 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	dirs_before = heapctl_dirs();
 	printf("# heapctl: %s%s\n# victims: %s\n# scratch: %s\n", cfg.heapctl,
 	       cfg.heapctl_sanitized ? " (sanitized)" : "", cfg.victim_dir, cfg.tmpdir);
 	for (gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++) {
@@ -368,6 +425,8 @@ int main(int argc, char **argv)
 	}
 	shared_victim_drop();
 	control_victim_drop();
+	check_dirs_left(dirs_before);
+	free(dirs_before);
 
 	if (borrow_n)
 		printf("# borrowed a thread %ld times: max %ld us, mean %ld us\n", borrow_n,

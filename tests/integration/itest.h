@@ -92,6 +92,11 @@ struct hproc {
 int hc_startv(struct hproc *hp, const char *cwd, const char *const args[]);
 /* Collects output and status; kills it after timeout_s. */
 void hc_finish(struct hproc *hp, struct hres *r, int timeout_s);
+/*
+ * Reads hp's stderr into buf (NUL-terminated, initially "" or what was read
+ * before) until it holds needle; true if it did within timeout_ms.
+ */
+bool hp_err_until(struct hproc *hp, const char *needle, char *buf, size_t len, long timeout_ms);
 /* Runs heapctl to completion. */
 void hc_runv(struct hres *r, const char *cwd, const char *const args[]);
 __attribute__((sentinel)) void hc_run(struct hres *r, const char *cwd, ...);

@@ -839,3 +839,29 @@ int loopback_free_port(void)
 	close(fd);
 	return port;
 }
+
+bool hp_err_until(struct hproc *hp, const char *needle, char *buf, size_t len, long timeout_ms)
+{
+	size_t have = strlen(buf);
+
+	for (long end = now_ms() + timeout_ms; now_ms() < end;) {
+		struct pollfd p = { .fd = hp->err, .events = POLLIN };
+		ssize_t n;
+
+		if (strstr(buf, needle))
+			return true;
+		if (have + 1 >= len) {
+			/* keep the later half: the needle may straddle the cut */
+			memmove(buf, buf + have / 2, have - have / 2 + 1);
+			have -= have / 2;
+		}
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		n = read(hp->err, buf + have, len - 1 - have);
+		if (n <= 0)
+			return false;
+		have += (size_t)n;
+		buf[have] = '\0';
+	}
+	return strstr(buf, needle) != NULL;
+}

@@ -1395,7 +1395,6 @@ static void test_leak_sigint(void)
 	struct victim *v = shared_victim();
 	char svg[400], err[4096] = "", val[64], why[512];
 	const char *args[10];
-	size_t elen = 0;
 	struct hproc hp;
 	struct hres r;
 	bool begun = false;
@@ -1421,19 +1420,7 @@ static void test_leak_sigint(void)
 		return;
 	}
 	/* Read stderr up to the line that announces the wait. */
-	for (long end = now_ms() + HC_TIMEOUT_S * 1000L; !begun && now_ms() < end;) {
-		struct pollfd p = { .fd = hp.err, .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&p, 1, 1000) <= 0)
-			continue;
-		n = read(hp.err, err + elen, sizeof(err) - 1 - elen);
-		if (n <= 0)
-			break;
-		elen += (size_t)n;
-		err[elen] = '\0';
-		begun = strstr(err, "measuring growth") != NULL;
-	}
+	begun = hp_err_until(&hp, "measuring growth", err, sizeof(err), HC_TIMEOUT_S * 1000L);
 	if (!begun) {
 		kill(hp.pid, SIGKILL);
 		hc_finish(&hp, &r, HC_TIMEOUT_S);
