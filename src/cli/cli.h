@@ -165,6 +165,8 @@ void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
 const char *cli_size(uint64_t n, char *buf, size_t len);
 /* A small file (/proc) read whole, NUL-terminated; -1 on error. */
 ssize_t cli_read_small(const char *path, char *buf, size_t len);
+/* pid.c: a kernel thread (PF_KTHREAD in field 9 of /proc/PID/stat, proc(5))? */
+bool cli_is_kthread(pid_t pid);
 int cli_read_comm(pid_t pid, char *buf, size_t len);
 int cli_read_exe(pid_t pid, char *buf, size_t len);
 void cli_shell_quote(FILE *f, const char *s);

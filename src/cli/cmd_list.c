@@ -22,7 +22,6 @@
 #include "cli.h"
 
 /* include/linux/sched.h; not exported to user space. */
-#define PF_KTHREAD 0x00200000u
 
 static int cmp_pid(const void *a, const void *b)
 {
@@ -70,32 +69,6 @@ static pid_t *scan_proc(size_t *count)
 	qsort(pids, n, sizeof(*pids), cmp_pid);
 	*count = n;
 	return pids;
-}
-
-/* Kernel threads have no user memory to inspect: field 9 of stat, proc(5). */
-static bool is_kthread(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned int flags;
-	const char *p;
-	char state;
-	ssize_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	/* comm may hold spaces and parentheses: parse from the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2)
-		return false;
-	return flags & PF_KTHREAD;
 }
 
 /* Open failures that just mean "not one of ours": not worth a line. */
@@ -293,7 +266,7 @@ int cmd_list(struct cli_env *env)
 	for (i = 0; i < n; i++) {
 		struct row r;
 
-		if (pids[i] == self || is_kthread(pids[i]))
+		if (pids[i] == self || cli_is_kthread(pids[i]))
 			continue;
 		if (!probe(env, pids[i], &r, &denied))
 			continue;

@@ -103,8 +103,7 @@ static int read_status(const char *dir, struct pstatus *ps)
 	return 0;
 }
 
-/* The flags field (9th) of /proc/PID/stat; the name in parentheses may hold anything. */
-static unsigned long stat_flags(pid_t pid)
+bool cli_is_kthread(pid_t pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long flags = 0;
@@ -112,13 +111,13 @@ static unsigned long stat_flags(pid_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (cli_read_small(path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
-		return 0;
-	/* after ')': state ppid pgrp session tty_nr tpgid flags */
+		return false;
+	/* comm may hold anything; after ')': state ppid pgrp session tty_nr tpgid flags */
 	for (i = 0; i < 7 && p; i++)
 		p = strchr(p + 1, ' ');
 	if (p)
 		flags = strtoul(p + 1, NULL, 10);
-	return flags;
+	return flags & PF_KTHREAD;
 }
 
 /* A zombie leader whose other threads still run is alive (hc_target_open uses them). */
@@ -345,7 +344,7 @@ int cli_resolve_pid(struct cli_env *env)
 		return fail(env, HC_E_USAGE, hint, "%d is a thread of pid %d (%s), not a process",
 			    (int)env->pid, (int)ps.tgid, comm);
 	}
-	if (stat_flags(env->pid) & PF_KTHREAD)
+	if (cli_is_kthread(env->pid))
 		return fail(env, HC_E_UNSUPPORTED,
 			    "heapctl drives user processes; 'heapctl list' shows them",
 			    "pid %d (%s) is a kernel thread: it has no user memory, nothing is "

@@ -740,21 +740,15 @@ static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t 
 	return 1;
 }
 
-/* State letter of a thread (/proc/PID/task/TID/stat: R, S, D, T, t, Z, X), or 0 if gone. */
+/* State letter of a thread (R, S, D, T, t, Z, X), or 0 if gone. */
 static char task_state(pid_t pid, pid_t tid)
 {
-	char path[96], buf[512], *p, c = 0;
-	FILE *f;
+	struct procfs_stat st;
+	char path[96];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	/* comm may hold spaces and parentheses: the state follows the last ')' */
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1])
-		c = p[2];
-	fclose(f);
-	return c;
+	procfs_stat(path, &st);
+	return st.state;
 }
 
 static bool thread_dead(pid_t pid, pid_t tid)

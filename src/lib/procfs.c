@@ -112,3 +112,32 @@ int term_pending(void)
 			return term[i];
 	return 0;
 }
+
+int procfs_stat_parse(const char *text, struct procfs_stat *st)
+{
+	const char *p = strrchr(text, ')');
+
+	memset(st, 0, sizeof(*st));
+	/* after ')': state(3) ppid pgrp session tty_nr tpgid flags(9) ... starttime(22) */
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			 "%*d %*d %*d %llu", &st->state, &st->flags, &st->start) != 3) {
+		memset(st, 0, sizeof(*st));
+		return -1;
+	}
+	return 0;
+}
+
+int procfs_stat(const char *path, struct procfs_stat *st)
+{
+	char buf[1024];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	memset(st, 0, sizeof(*st));
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return procfs_stat_parse(buf, st);
+}

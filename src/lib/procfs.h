@@ -30,6 +30,17 @@ void procfs_status_parse(FILE *f, struct procfs_status *st);
  * *soft, *hard in its unit (UINT64_MAX if unlimited), or -1.
  */
 int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard);
+/* The fields heapctl reads from /proc/PID/stat (or task/TID/stat). */
+struct procfs_stat {
+	char state;                /* R, S, D, T, t, Z, X; 0 if unreadable */
+	unsigned long flags;       /* PF_* (field 9): PF_KTHREAD for a kernel thread */
+	unsigned long long start;  /* start time in clock ticks since boot (field 22) */
+};
+
+/* Parse a stat file.  Returns 0, or -1 (st zeroed) if it cannot be read or parsed. */
+int procfs_stat(const char *path, struct procfs_stat *st);
+/* The parser alone: comm (field 2) may hold spaces and ')', fields follow the last ')'. */
+int procfs_stat_parse(const char *text, struct procfs_stat *st);
 /* /proc/PID/comm without its newline, or "?". */
 void procfs_comm(pid_t pid, char *out, size_t len);
 /* A termination signal (INT, TERM, HUP) heapctl blocked is pending: returns it, or 0. */

@@ -44,34 +44,15 @@
 #include "target.h"
 #include "tlock.h"
 
-/* Field 22 of /proc/PID/stat: the start time in clock ticks since boot; 0 if unreadable. */
+/* The start time in clock ticks since boot; 0 if unreadable. */
 static unsigned long long start_time(pid_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
-	size_t n;
-	FILE *f;
+	struct procfs_stat st;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	/* comm may hold spaces and ')': the fields go on after the last ')' (field 2's end) */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
-	for (int field = 3; field <= 22 && p; field++) {
-		while (*p == ' ')
-			p++;
-		if (field == 22)
-			v = strtoull(p, NULL, 10);
-		p = strchr(p, ' ');
-	}
-	return v;
+	procfs_stat(path, &st);
+	return st.start;
 }
 
 static socklen_t lock_addr(pid_t pid, struct sockaddr_un *sa)

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: /proc/PID/status text through procfs_status_parse(),
- * the parser procfs_status() runs on the open file.  "Name:" is the
- * target's own comm (prctl(PR_SET_NAME)), so any bytes can follow it.
- * Checks: no crash, the name NUL-terminated and one line.
+ * the parser procfs_status() runs on the open file, and the same bytes as
+ * /proc/PID/stat text through procfs_stat_parse().  "Name:" and stat's
+ * field 2 are the target's own comm (prctl(PR_SET_NAME)), so any bytes can
+ * follow.  Checks: no crash, the name NUL-terminated and one line.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,10 +17,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct procfs_status ps;
+	struct procfs_stat st;
+	char text[2048];
 	FILE *f;
 
 	if (!size)
 		return 0;
+	memcpy(text, data, size < sizeof(text) ? size : sizeof(text) - 1);
+	text[size < sizeof(text) ? size : sizeof(text) - 1] = '\0';
+	procfs_stat_parse(text, &st);
 	f = fmemopen((void *)data, size, "r");
 	if (!f)
 		return 0;
