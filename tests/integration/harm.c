@@ -223,7 +223,7 @@ int maps_classify(pid_t pid, const char *base, struct leftovers *lo)
 	return 0;
 }
 
-static unsigned int scan_leftovers(pid_t pid, bool rm, unsigned int *profiles)
+unsigned int dump_dirs_now(pid_t pid, bool rm, unsigned int *profiles)
 {
 	static const char *const dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
 	unsigned int n = 0;
@@ -274,9 +274,9 @@ static unsigned int scan_leftovers(pid_t pid, bool rm, unsigned int *profiles)
 unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles)
 {
 	/* heapctl's guardian removes its directory just after heapctl's death */
-	for (long end = now_ms() + 2000; scan_leftovers(pid, false, NULL) && now_ms() < end;)
+	for (long end = now_ms() + 2000; dump_dirs_now(pid, false, NULL) && now_ms() < end;)
 		sleep_ms(5);
-	return scan_leftovers(pid, rm, profiles);
+	return dump_dirs_now(pid, rm, profiles);
 }
 
 int fds_settle(pid_t pid, const char *base, long ms, char *why, size_t whysz)

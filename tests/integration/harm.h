@@ -74,6 +74,8 @@ int maps_classify(pid_t pid, const char *base, struct leftovers *lo);
  * *profiles the number of files in them; all removed when rm.
  */
 unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles);
+/* The same, at once, without waiting for anything to go. */
+unsigned int dump_dirs_now(pid_t pid, bool rm, unsigned int *profiles);
 
 /*
  * Waits (up to ms) until the fd set of pid equals base; returns 0, or -1

@@ -104,6 +104,11 @@ __attribute__((sentinel)) void hc_run(struct hres *r, const char *cwd, ...);
 void run_prog(struct hres *r, const char *const argv[], int timeout_s);
 /* Starts any program with captured output; finish with hc_finish(). */
 int prog_start(struct hproc *hp, const char *const argv[]);
+/*
+ * Waits until pid (a child just forked) runs path, as /proc/PID/exe says:
+ * until then it is a copy of the harness.  False on timeout or exit.
+ */
+bool wait_exec(pid_t pid, const char *path, long timeout_ms);
 /* Has pid exited (without reaping it)? */
 bool pid_exited(pid_t pid);
 void hres_free(struct hres *r);

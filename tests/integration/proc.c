@@ -865,3 +865,23 @@ bool hp_err_until(struct hproc *hp, const char *needle, char *buf, size_t len, l
 	}
 	return strstr(buf, needle) != NULL;
 }
+
+bool wait_exec(pid_t pid, const char *path, long timeout_ms)
+{
+	char want[PATH_MAX], link[64], exe[PATH_MAX];
+
+	if (!realpath(path, want))
+		snprintf(want, sizeof(want), "%s", path);
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	for (long end = now_ms() + timeout_ms;; usleep(100)) {
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+
+		if (n > 0) {
+			exe[n] = '\0';
+			if (!strcmp(exe, want))
+				return true;
+		}
+		if (now_ms() >= end || pid_exited(pid))
+			return false;
+	}
+}

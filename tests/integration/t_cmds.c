@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "itest.h"
 
@@ -535,7 +536,7 @@ static void test_stats_full_blocked_pipe(void)
 	if (fcntl(hp.out, F_SETPIPE_SZ, 4096) < 0)
 		t_note("F_SETPIPE_SZ: %s (the default pipe size is used)", strerror(errno));
 	for (end = now_ms() + 15000; now_ms() < end && !pid_exited(hp.pid); sleep_ms(5)) {
-		if (proc_task_syscall(hp.pid, hp.pid) == 1 /* write */) {
+		if (proc_task_syscall(hp.pid, hp.pid) == SYS_write) {
 			blocked = true;
 			break;
 		}
@@ -546,7 +547,7 @@ static void test_stats_full_blocked_pipe(void)
 	if (!t_failed() && (hres_crash(&r) || hres_exit(&r) != 0))
 		t_fail("stats --full: %s", hres_desc(&r));
 	else if (!t_failed() && !blocked)
-		t_note("the report fit in the pipe: nothing to check this run");
+		t_skip(false, "heapctl never blocked writing its report: nothing was checked");
 	hres_free(&r);
 	victim_check(v, 0);
 }

@@ -154,35 +154,6 @@ static int hold_lock(pid_t pid)
 	return fd;
 }
 
-/* Reads fd until a line holding needle has gone by (true), or EOF/timeout. */
-static bool wait_for_line(int fd, const char *needle, int timeout_ms)
-{
-	char buf[8192];
-	size_t len = 0;
-	long until = now_ms() + timeout_ms;
-
-	while (now_ms() < until) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&p, 1, 100) <= 0)
-			continue;
-		n = read(fd, buf + len, sizeof(buf) - 1 - len);
-		if (n <= 0)
-			return false;
-		len += (size_t)n;
-		buf[len] = 0;
-		if (strstr(buf, needle))
-			return true;
-		if (len > sizeof(buf) / 2) {
-			/* keep the tail: the needle may straddle the cut */
-			memmove(buf, buf + len - 256, 256);
-			len = 256;
-		}
-	}
-	return false;
-}
-
 static void test_lock_wait(void)
 {
 	struct victim v;
@@ -211,8 +182,14 @@ static void test_lock_wait(void)
 	if (hc_startv(&hp, NULL, (const char *const[]){ "-v", "stats", "-p", v.spid, NULL })) {
 		t_fail("cannot start heapctl");
 	} else {
-		if (!wait_for_line(hp.err, "waiting up to", 20000))
-			t_fail("no 'waiting up to' line at -v");
+		char err[8192] = "";
+
+		if (!hp_err_until(&hp, "waiting up to", err, sizeof(err), 20000)) {
+			t_fail("no 'waiting up to' line at -v: %.300s", err);
+			kill_wait(hp.pid);
+			close(fd);
+			goto out;
+		}
 		kill(hp.pid, SIGINT);
 		hc_finish(&hp, &r, HC_TIMEOUT_S);
 		/* it dies of the signal once it has said so (see src/cli/util.c) */
@@ -222,11 +199,16 @@ static void test_lock_wait(void)
 		hres_free(&r);
 	}
 	victim_check(&v, 0);
-	/* released while it waits (or before it looks): it goes on and succeeds */
-	if (hc_startv(&hp, NULL, (const char *const[]){ "stats", "-p", v.spid, NULL })) {
+	/* released while it waits: it goes on and succeeds */
+	if (hc_startv(&hp, NULL, (const char *const[]){ "-v", "stats", "-p", v.spid, NULL })) {
 		t_fail("cannot start heapctl");
 		close(fd);
 		goto out;
+	} else {
+		char err[8192] = "";
+
+		if (!hp_err_until(&hp, "waiting up to", err, sizeof(err), 20000))
+			t_fail("no 'waiting up to' line at -v: %.300s", err);
 	}
 	close(fd);
 	hc_finish(&hp, &r, HC_TIMEOUT_S);

@@ -603,19 +603,6 @@ static void test_target_killed(void)
 	       " slowest %ld ms", span_us, failed, ok, worst);
 }
 
-static bool is_heapctl(pid_t pid)
-{
-	char path[64], exe[512];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return false;
-	exe[n] = 0;
-	return !strcmp(exe, cfg.heapctl);
-}
-
 /*
  * Ctrl-C, SIGTERM or SIGHUP while heapctl works: the call in flight finishes,
  * the target is restored, and heapctl says so before the signal ends it.
@@ -653,8 +640,7 @@ static void test_interrupted(void)
 		 * Until exec the child is a copy of this harness, whose own SIGINT
 		 * handling would strike the victim: wait for heapctl to be running.
 		 */
-		for (long end = now_ms() + 2000; !is_heapctl(hp.pid) && now_ms() < end;)
-			usleep(100);
+		wait_exec(hp.pid, cfg.heapctl, 2000);
 		usleep((useconds_t)(span_us * (round + 1) / 25));
 		kill(hp.pid, sig);
 		hc_finish(&hp, &r, HC_TIMEOUT_S);
@@ -706,7 +692,10 @@ static void test_interrupted_dump(void)
 	snprintf(dir, sizeof(dir), "%s/intdump", cfg.tmpdir);
 	mkdir(dir, 0755);
 	snprintf(out, sizeof(out), "%s/x.heap", dir);
-	hc_expect(&cal, 0, "dump", "-p", v->spid, "-o", out, NULL);
+	if (hc_expect(&cal, 0, "dump", "-p", v->spid, "-o", out, NULL)) {
+		hres_free(&cal);
+		return;
+	}
 	span_us = cal.ms * 1000 + 1000;
 	hres_free(&cal);
 	for (int round = 0; round < 12 && !t_failed(); round++) {
@@ -720,8 +709,7 @@ static void test_interrupted_dump(void)
 			t_fail("cannot start heapctl");
 			break;
 		}
-		for (long end = now_ms() + 2000; !is_heapctl(hp.pid) && now_ms() < end;)
-			usleep(100);
+		wait_exec(hp.pid, cfg.heapctl, 2000);
 		usleep((useconds_t)(span_us * (round + 1) / 13));
 		kill(hp.pid, SIGINT);
 		hc_finish(&hp, &r, HC_TIMEOUT_S);
@@ -737,6 +725,8 @@ static void test_interrupted_dump(void)
 	t_note("dump interrupted: %d of 12 rounds ended by the signal", stopped);
 	if (!t_failed())
 		victim_check(v, 0);
+	if (!t_failed() && !stopped)
+		t_skip(false, "no round interrupted the dump: the signals all came too late");
 }
 
 /* No right to ptrace the target: a clear refusal that names the fix. */

@@ -342,6 +342,8 @@ static void test_glibc_plain(void)
 	     json_get_str(r.out, "evidence", s, sizeof(s)) || s[0]))
 		t_fail("info --json on a glibc program: %.400s", r.out);
 	hres_free(&r);
+	if (!t_failed())
+		victim_check(v, 0);
 	victim_kill(v);
 }
 

@@ -485,12 +485,6 @@ out:
 }
 
 /*
- * A debuginfod that never answers (a socket that listens and never
- * accepts) costs at most half of --timeout, then heapctl goes on.  The
- * bound is generous: without heapctl's own deadline libdebuginfod waits
- * DEBUGINFOD_TIMEOUT, 90 s by default.
- */
-/*
  * A stripped program on glibc's malloc (Debian's own sleep) shows no
  * allocator of its own: debuginfod, set for the whole machine, is not asked
  * for its debug file, which would be a download for nothing.
@@ -509,6 +503,11 @@ static void stripped_glibc_asks_nothing(const char *url, const char *cache)
 		return;
 	}
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	if (!wait_exec(pid, argv[0], 5000)) {
+		t_fail("%s did not start", argv[0]);
+		kill_wait(pid);
+		return;
+	}
 	setenv("DEBUGINFOD_URLS", url, 1);
 	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
 	hc_run(&r, NULL, "-v", "info", "-p", spid, "--timeout", "4", NULL);
@@ -525,6 +524,12 @@ static void stripped_glibc_asks_nothing(const char *url, const char *cache)
 	kill_wait(pid);
 }
 
+/*
+ * A debuginfod that never answers (a socket that listens and never
+ * accepts) costs at most half of --timeout, then heapctl goes on.  The
+ * bound is generous: without heapctl's own deadline libdebuginfod waits
+ * DEBUGINFOD_TIMEOUT, 90 s by default.
+ */
 static void test_debuginfod_timeout(void)
 {
 	char path[512], why[512], url[64], cache[320];
