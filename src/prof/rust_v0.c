@@ -91,6 +91,15 @@ static void leave(struct v0 *d)
 	d->depth--;
 }
 
+/* c's value as a digit of radix (62: 0-9 a-z A-Z; 16: 0-9 a-f), or -1. */
+static int digit(char c, unsigned radix)
+{
+	int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'z' ? 10 + (c - 'a') :
+		c >= 'A' && c <= 'Z' ? 36 + (c - 'A') : -1;
+
+	return x >= 0 && (unsigned)x < radix ? x : -1;
+}
+
 /* <base-62-number>: "_" is 0, else digits then "_", value + 1. */
 static uint64_t b62(struct v0 *d)
 {
@@ -100,25 +109,19 @@ static uint64_t b62(struct v0 *d)
 		return 0;
 	for (;;) {
 		char c = next(d);
-		unsigned x;
+		int x;
 
 		if (c == '_')
 			break;
-		if (c >= '0' && c <= '9')
-			x = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'z')
-			x = 10u + (unsigned)(c - 'a');
-		else if (c >= 'A' && c <= 'Z')
-			x = 36u + (unsigned)(c - 'A');
-		else {
+		if ((x = digit(c, 62)) < 0) {
 			d->bad = true;
 			return 0;
 		}
-		if (v > (UINT64_MAX - x) / 62 || v * 62 + x == UINT64_MAX) {
+		if (v > (UINT64_MAX - (unsigned)x) / 62 || v * 62 + (unsigned)x == UINT64_MAX) {
 			d->bad = true;
 			return 0;
 		}
-		v = v * 62 + x;
+		v = v * 62 + (unsigned)x;
 	}
 	return v + 1;
 }
@@ -427,15 +430,11 @@ static void constant(struct v0 *d)
 		neg = true;
 	for (;;) {
 		char c = next(d);
-		unsigned x;
+		int x;
 
 		if (c == '_')
 			break;
-		if (c >= '0' && c <= '9')
-			x = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			x = 10u + (unsigned)(c - 'a');
-		else {
+		if ((x = digit(c, 16)) < 0) {
 			d->bad = true;
 			goto out;
 		}
@@ -445,7 +444,7 @@ static void constant(struct v0 *d)
 			d->bad = true;
 			goto out;
 		}
-		v = (v << 4) | x;
+		v = (v << 4) | (unsigned)x;
 	}
 	if (d->bad)
 		goto out;
