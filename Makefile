@@ -379,7 +379,7 @@ $(B)/victims/fx_jemalloc_plain: tests/victims/jemalloc_victim.c $(JE_PIC)
 
 # Stripped as Cargo's strip = "symbols" or packaging does, with no debug file anywhere:
 # only the allocator's strings in .rodata are left (tests/integration/t_evidence.c).
-$(B)/victims/fx_jemalloc_%_stripped: $(B)/victims/fx_jemalloc_%
+$(B)/victims/fx_%_stripped: $(B)/victims/fx_%
 	$(msg) STRIP $@
 	$(Q)strip --strip-all -o $@ $<
 
@@ -398,9 +398,6 @@ $(B)/victims/fx_tcmalloc_static: tests/victims/tcmalloc_victim.c tests/victims/a
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(TC_MIN_STATIC) -lstdc++ -lm -ldl
-$(B)/victims/fx_tcmalloc_static_stripped: $(B)/victims/fx_tcmalloc_static
-	$(msg) STRIP $@
-	$(Q)strip --strip-all -o $@ $<
 
 torture: deps
 	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest
@@ -451,7 +448,7 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzzobj/libheapctl.a
 	$(msg) FUZZ $@
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< \
-		$(B)/fuzzobj/libheapctl.a $(PKG_LIBS) -llzma -lz -pthread
+		$(B)/fuzzobj/libheapctl.a $(LDLIBS_ALL)
 
 $(B)/replayobj/%.o: %.c
 	$(msg) SANCC $<
