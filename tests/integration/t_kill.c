@@ -29,6 +29,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -692,6 +693,38 @@ out:
 	kstop(&k);
 }
 
+/* Live heapctl processes re-parented to us (a guardian outliving its job would be one). */
+static unsigned int heapctl_orphans(void)
+{
+	unsigned int n = 0;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	while (d && (de = readdir(d))) {
+		char path[64], buf[512], comm[32];
+		int ppid = 0;
+		char st = 0;
+		FILE *f;
+
+		int pid = atoi(de->d_name);
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%*d (%31[^)]) %c %d", comm, &st,
+							  &ppid) == 3 &&
+		    ppid == (int)getpid() && st != 'Z' && !strcmp(comm, "heapctl"))
+			n++;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /*
  * heapctl SIGKILLed while its private directory stands in the target's
  * /tmp (just made, empty; then holding the profile after prof.dump): its
@@ -747,6 +780,11 @@ static void test_kill_dump_dir(void)
 		if (victim_check(v, 0))
 			break;
 	}
+	/* the guardians are done once the directories are gone: none may linger */
+	for (long end = now_ms() + 2000; heapctl_orphans() && now_ms() < end;)
+		sleep_ms(10);
+	if (!t_failed() && heapctl_orphans())
+		t_fail("%u heapctl process(es) outlived the killed heapctls", heapctl_orphans());
 	if (!t_failed() && !hits)
 		t_skip(false, "no kill landed while the directory stood: nothing was checked");
 	else if (!t_failed())
