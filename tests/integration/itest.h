@@ -192,6 +192,21 @@ struct victim {
 	bool tainted;	/* a check failed: re-baseline before the next test */
 };
 
+enum {
+	VS_TIDS = 1 << 0,	/* victim_adopt() once it is ready */
+	VS_JEMALLOC = 1 << 1,	/* the jemalloc_victim protocol: victim_check() wakes every thread */
+};
+
+/*
+ * Starts argv (fds 3, 4, 5: ready, ctl, reply; stdout and stderr to
+ * errpath, in a directory of its own) with MALLOC_CONF=malloc_conf (NULL:
+ * unset) and one more "NAME=VALUE" extra_env (or NULL), and waits for its
+ * 'R'.  0, or -1 with why (and nothing left running).
+ */
+int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
+		      const char *extra_env, unsigned int flags, char *why, size_t whysz);
+/* Asks a started victim for its "tids" and takes the fd and mapping baselines. */
+int victim_adopt(struct victim *v, char *why, size_t whysz);
 /* Starts build/victims/NAME with MALLOC_CONF=malloc_conf (NULL: unset). */
 int victim_start(struct victim *v, const char *name, const char *malloc_conf, char *why,
 		 size_t whysz);
