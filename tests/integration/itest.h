@@ -109,6 +109,13 @@ int prog_start(struct hproc *hp, const char *const argv[]);
  * until then it is a copy of the harness.  False on timeout or exit.
  */
 bool wait_exec(pid_t pid, const char *path, long timeout_ms);
+/*
+ * A child (tracked) that PTRACE_SEIZEs tid and holds it until *hold is
+ * closed; its pid, or -1 if the seize failed.
+ */
+pid_t tracer_start(pid_t tid, int *hold);
+/* Closes hold, so the tracer lets go and exits, and reaps it. */
+void tracer_stop(pid_t pid, int hold);
 /* Has pid exited (without reaping it)? */
 bool pid_exited(pid_t pid);
 void hres_free(struct hres *r);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -175,6 +176,59 @@ void kill_wait(pid_t pid)
 	kill(pid, SIGKILL);
 	if (wait_pid(pid, NULL, 10000))
 		fprintf(stderr, "itest: pid %d does not die\n", (int)pid);
+}
+
+pid_t tracer_start(pid_t tid, int *hold)
+{
+	int p[2], q[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	if (pipe2(q, O_CLOEXEC)) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		close(p[1]);
+		close(q[0]);
+		c = ptrace(PTRACE_SEIZE, tid, 0, 0) ? 'E' : 'S';
+		if (write(q[1], &c, 1) != 1)
+			_exit(1);
+		while (read(p[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	close(q[1]);
+	if (pid > 0) {
+		setpgid(pid, pid);
+		track_pid(pid);
+	}
+	if (pid < 0 || read(q[0], &c, 1) != 1 || c != 'S') {
+		close(p[1]);
+		close(q[0]);
+		kill_wait(pid);
+		return -1;
+	}
+	close(q[0]);
+	*hold = p[1];
+	return pid;
+}
+
+void tracer_stop(pid_t pid, int hold)
+{
+	if (hold >= 0)
+		close(hold);
+	if (pid > 0 && wait_pid(pid, NULL, 5000))
+		kill_wait(pid);
 }
 
 /* ---- running heapctl -------------------------------------------------- */

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -384,40 +383,6 @@ static void test_seccomp_allow(void)
 
 /* ---- already traced ------------------------------------------------------- */
 
-/* A tracer child that seizes tid and holds it until its pipe closes. */
-static pid_t tracer_start(pid_t tid, int *hold)
-{
-	int p[2], q[2];
-	pid_t pid;
-	char c;
-
-	if (pipe2(p, O_CLOEXEC) || pipe2(q, O_CLOEXEC))
-		return -1;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		close(p[1]);
-		close(q[0]);
-		c = ptrace(PTRACE_SEIZE, tid, 0, 0) ? 'E' : 'S';
-		if (write(q[1], &c, 1) != 1)
-			_exit(1);
-		while (read(p[0], &c, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(p[0]);
-	close(q[1]);
-	if (pid < 0 || read(q[0], &c, 1) != 1 || c != 'S') {
-		close(p[1]);
-		close(q[0]);
-		return -1;
-	}
-	close(q[0]);
-	track_pid(pid);
-	*hold = p[1];
-	return pid;
-}
-
 static void traced(bool whole)
 {
 	struct victim vv, *v = &vv;
@@ -451,8 +416,7 @@ static void traced(bool whole)
 			       first_error(r.err));
 	}
 	hres_free(&r);
-	close(hold);
-	wait_pid(tracer, NULL, 5000);
+	tracer_stop(tracer, hold);
 	unchanged(v, "after the other tracer left");
 out:
 	victim_kill(v);
