@@ -146,6 +146,18 @@ int proc_check_tasks(pid_t pid, bool stopped, char *why, size_t whysz);
 bool proc_all_stopped(pid_t pid);
 /* First field of /proc/PID/task/TID/syscall, -1 if running/unknown. */
 long proc_task_syscall(pid_t pid, pid_t tid);
+/*
+ * Syscalls a thread parked in each kind of wait may be seen in (the ones
+ * this architecture has); NR_END ends a set.
+ */
+#define NR_END (-2L)
+extern const long nrs_read[], nrs_sleep[], nrs_epoll[], nrs_poll[], nrs_futex[];
+bool nr_in(long nr, const long *set);
+/*
+ * Waits up to timeout_ms until tid of pid sits in a syscall of set (the
+ * kernel's view); 0, or -1.  *last_nr (if not NULL) gets the last one seen.
+ */
+int proc_wait_syscall(pid_t pid, pid_t tid, const long *set, long timeout_ms, long *last_nr);
 /* "fd -> target" lines, sorted, one per line; malloc'ed. */
 char *proc_fd_set(pid_t pid);
 /* Anonymous mappings that are executable (and PROT_NONE if with_none); malloc'ed. */

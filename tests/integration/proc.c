@@ -719,6 +719,53 @@ long proc_task_syscall(pid_t pid, pid_t tid)
 	return nr;
 }
 
+/* Syscall numbers this architecture lacks (aarch64: no epoll_wait, nanosleep, poll). */
+#ifdef SYS_epoll_wait
+#define NR_EPOLL_WAIT SYS_epoll_wait
+#else
+#define NR_EPOLL_WAIT (-3L)
+#endif
+#ifdef SYS_nanosleep
+#define NR_NANOSLEEP SYS_nanosleep
+#else
+#define NR_NANOSLEEP (-3L)
+#endif
+#ifdef SYS_poll
+#define NR_POLL SYS_poll
+#else
+#define NR_POLL (-3L)
+#endif
+
+const long nrs_read[] = { SYS_read, NR_END };
+/* restart_syscall: a nanosleep the kernel resumes with the time left */
+const long nrs_sleep[] = { NR_NANOSLEEP, SYS_clock_nanosleep, SYS_restart_syscall, NR_END };
+const long nrs_epoll[] = { NR_EPOLL_WAIT, SYS_epoll_pwait, 441 /* epoll_pwait2 */, NR_END };
+const long nrs_poll[] = { NR_POLL, SYS_ppoll, NR_END };
+const long nrs_futex[] = { SYS_futex, NR_END };
+
+bool nr_in(long nr, const long *set)
+{
+	for (; *set != NR_END; set++)
+		if (nr == *set)
+			return true;
+	return false;
+}
+
+int proc_wait_syscall(pid_t pid, pid_t tid, const long *set, long timeout_ms, long *last_nr)
+{
+	long end = now_ms() + timeout_ms, nr = -1;
+
+	for (;;) {
+		nr = proc_task_syscall(pid, tid);
+		if (nr_in(nr, set) || now_ms() >= end)
+			break;
+		sleep_ms(2);
+	}
+	if (last_nr)
+		*last_nr = nr;
+	return nr_in(nr, set) ? 0 : -1;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);

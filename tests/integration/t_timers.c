@@ -21,37 +21,6 @@
 
 #include "itest.h"
 
-#ifdef SYS_epoll_wait
-#define NR_EPOLL_WAIT SYS_epoll_wait
-#else
-#define NR_EPOLL_WAIT (-3L)
-#endif
-#ifdef SYS_nanosleep
-#define NR_NANOSLEEP SYS_nanosleep
-#else
-#define NR_NANOSLEEP (-3L)
-#endif
-#ifdef SYS_poll
-#define NR_POLL SYS_poll
-#else
-#define NR_POLL (-3L)
-#endif
-
-/* Syscalls each waiter may be seen in; -2 ends a list. */
-static const long k_epoll[] = { NR_EPOLL_WAIT, SYS_epoll_pwait, 441 /* epoll_pwait2 */, -2 };
-static const long k_poll[] = { NR_POLL, SYS_ppoll, -2 };
-static const long k_futex[] = { SYS_futex, -2 };
-static const long k_sleep[] = { NR_NANOSLEEP, SYS_clock_nanosleep, SYS_restart_syscall,
-				-2 };
-
-static bool nr_in(long nr, const long *set)
-{
-	for (; *set != -2; set++)
-		if (nr == *set)
-			return true;
-	return false;
-}
-
 static double mono_s(void)
 {
 	struct timespec ts;
@@ -91,14 +60,10 @@ static int read_line(int fd, char *buf, size_t sz, long timeout_ms)
 /* Wait until tid sits in one of nrs (the kernel's own view). */
 static int wait_in_syscall(pid_t pid, pid_t tid, const long *nrs, const char *what)
 {
-	long end = now_ms() + 5000, nr = -1;
+	long nr;
 
-	while (now_ms() < end) {
-		nr = proc_task_syscall(pid, tid);
-		if (nr_in(nr, nrs))
-			return 0;
-		sleep_ms(2);
-	}
+	if (!proc_wait_syscall(pid, tid, nrs, 5000, &nr))
+		return 0;
 	t_fail("%s thread %d never entered its wait (in syscall %ld)", what, (int)tid, nr);
 	return -1;
 }
@@ -159,7 +124,7 @@ static void test_python_epoll(void)
 		t_fail("python3 did not start (got \"%s\")", line);
 		goto out;
 	}
-	if (wait_in_syscall(pid, pid, k_epoll, "python"))
+	if (wait_in_syscall(pid, pid, nrs_epoll, "python"))
 		goto out;
 	/* 4 s into its 5 s wait, as in the report; the delay is the subject here */
 	if (mono_s() < t0 + 4.0)
@@ -221,7 +186,7 @@ static long wait_ms_for(const char *spid, pid_t tid, long runs)
 
 enum { K_EPOLL, K_POLL, K_FUTEX, K_SLEEP, K_N };
 static const char *const kname[K_N] = { "epoll", "poll", "futex", "sleep" };
-static const long *const knrs[K_N] = { k_epoll, k_poll, k_futex, k_sleep };
+static const long *const knrs[K_N] = { nrs_epoll, nrs_poll, nrs_futex, nrs_sleep };
 
 /*
  * A C victim times its own waits of 1.5 s (longer where heapctl is slow,
