@@ -244,7 +244,8 @@ bool victim_alive(struct victim *v);
 void victim_baseline(struct victim *v);
 /*
  * Resets the ticker maximum of v and of the control process (an untouched
- * victim that tells machine-wide stalls from heapctl's own).
+ * victim that tells machine-wide stalls from heapctl's own); v NULL: the
+ * control's only.
  */
 void victim_ticker_reset(struct victim *v);
 /* The control's largest ticker gap since the last reset (us), or -1. */

@@ -307,7 +307,8 @@ void victim_ticker_reset(struct victim *v)
 	struct victim *c = control_victim();
 	char reply[64];
 
-	victim_cmd(v, "tickreset", reply, sizeof(reply), REPLY_MS);
+	if (v)
+		victim_cmd(v, "tickreset", reply, sizeof(reply), REPLY_MS);
 	if (c)
 		victim_cmd(c, "tickreset", reply, sizeof(reply), REPLY_MS);
 }
