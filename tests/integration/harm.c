@@ -174,6 +174,21 @@ static bool in_snap(const struct map *m, const struct map *base, size_t nb)
 	return false;
 }
 
+/*
+ * glibc's heap of a thread arena: HEAP_MAX_SIZE (64 MiB on 64-bit) mapped at
+ * a multiple of itself, rw- from the start as far as it is in use and
+ * PROT_NONE for the rest.  Is m[i] such a rest?
+ */
+#define GLIBC_HEAP_MAX (64UL << 20)
+static bool glibc_heap_rest(const struct map *m, size_t i)
+{
+	const struct map *b = i ? &m[i - 1] : NULL;
+
+	return !strcmp(m[i].perms, "---p") && m[i].hi % GLIBC_HEAP_MAX == 0 && b &&
+	       b->inode == 0 && b->path[0] != '[' && !strcmp(b->perms, "rw-p") && b->hi == m[i].lo &&
+	       b->lo <= m[i].hi - GLIBC_HEAP_MAX;
+}
+
 int maps_classify(pid_t pid, const char *base, struct leftovers *lo)
 {
 	enum { MAXM = 16384 };
@@ -207,6 +222,8 @@ int maps_classify(pid_t pid, const char *base, struct leftovers *lo)
 				}
 			continue;
 		}
+		if (glibc_heap_rest(m, i))
+			continue;
 		if (strchr(m[i].perms, 'x') || !strcmp(m[i].perms, "---p")) {
 			int n;
 
@@ -277,6 +294,13 @@ unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles)
 	for (long end = now_ms() + 2000; dump_dirs_now(pid, false, NULL) && now_ms() < end;)
 		sleep_ms(5);
 	return dump_dirs_now(pid, rm, profiles);
+}
+
+bool leftovers_harm(void)
+{
+	const char *e = getenv("ITEST_LEFTOVERS_HARM");
+
+	return e && !strcmp(e, "1");
 }
 
 int fds_settle(pid_t pid, const char *base, long ms, char *why, size_t whysz)

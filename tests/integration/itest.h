@@ -109,6 +109,13 @@ int prog_start(struct hproc *hp, const char *const argv[]);
  * until then it is a copy of the harness.  False on timeout or exit.
  */
 bool wait_exec(pid_t pid, const char *path, long timeout_ms);
+/*
+ * A child (tracked) that PTRACE_SEIZEs tid and holds it until *hold is
+ * closed; its pid, or -1 if the seize failed.
+ */
+pid_t tracer_start(pid_t tid, int *hold);
+/* Closes hold, so the tracer lets go and exits, and reaps it. */
+void tracer_stop(pid_t pid, int hold);
 /* Has pid exited (without reaping it)? */
 bool pid_exited(pid_t pid);
 void hres_free(struct hres *r);
@@ -139,6 +146,18 @@ int proc_check_tasks(pid_t pid, bool stopped, char *why, size_t whysz);
 bool proc_all_stopped(pid_t pid);
 /* First field of /proc/PID/task/TID/syscall, -1 if running/unknown. */
 long proc_task_syscall(pid_t pid, pid_t tid);
+/*
+ * Syscalls a thread parked in each kind of wait may be seen in (the ones
+ * this architecture has); NR_END ends a set.
+ */
+#define NR_END (-2L)
+extern const long nrs_read[], nrs_sleep[], nrs_epoll[], nrs_poll[], nrs_futex[];
+bool nr_in(long nr, const long *set);
+/*
+ * Waits up to timeout_ms until tid of pid sits in a syscall of set (the
+ * kernel's view); 0, or -1.  *last_nr (if not NULL) gets the last one seen.
+ */
+int proc_wait_syscall(pid_t pid, pid_t tid, const long *set, long timeout_ms, long *last_nr);
 /* "fd -> target" lines, sorted, one per line; malloc'ed. */
 char *proc_fd_set(pid_t pid);
 /* Anonymous mappings that are executable (and PROT_NONE if with_none); malloc'ed. */
@@ -192,6 +211,21 @@ struct victim {
 	bool tainted;	/* a check failed: re-baseline before the next test */
 };
 
+enum {
+	VS_TIDS = 1 << 0,	/* victim_adopt() once it is ready */
+	VS_JEMALLOC = 1 << 1,	/* the jemalloc_victim protocol: victim_check() wakes every thread */
+};
+
+/*
+ * Starts argv (fds 3, 4, 5: ready, ctl, reply; stdout and stderr to
+ * errpath, in a directory of its own) with MALLOC_CONF=malloc_conf (NULL:
+ * unset) and one more "NAME=VALUE" extra_env (or NULL), and waits for its
+ * 'R'.  0, or -1 with why (and nothing left running).
+ */
+int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
+		      const char *extra_env, unsigned int flags, char *why, size_t whysz);
+/* Asks a started victim for its "tids" and takes the fd and mapping baselines. */
+int victim_adopt(struct victim *v, char *why, size_t whysz);
 /* Starts build/victims/NAME with MALLOC_CONF=malloc_conf (NULL: unset). */
 int victim_start(struct victim *v, const char *name, const char *malloc_conf, char *why,
 		 size_t whysz);
@@ -210,7 +244,8 @@ bool victim_alive(struct victim *v);
 void victim_baseline(struct victim *v);
 /*
  * Resets the ticker maximum of v and of the control process (an untouched
- * victim that tells machine-wide stalls from heapctl's own).
+ * victim that tells machine-wide stalls from heapctl's own); v NULL: the
+ * control's only.
  */
 void victim_ticker_reset(struct victim *v);
 /* The control's largest ticker gap since the last reset (us), or -1. */

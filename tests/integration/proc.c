@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -175,6 +176,59 @@ void kill_wait(pid_t pid)
 	kill(pid, SIGKILL);
 	if (wait_pid(pid, NULL, 10000))
 		fprintf(stderr, "itest: pid %d does not die\n", (int)pid);
+}
+
+pid_t tracer_start(pid_t tid, int *hold)
+{
+	int p[2], q[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	if (pipe2(q, O_CLOEXEC)) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		close(p[1]);
+		close(q[0]);
+		c = ptrace(PTRACE_SEIZE, tid, 0, 0) ? 'E' : 'S';
+		if (write(q[1], &c, 1) != 1)
+			_exit(1);
+		while (read(p[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	close(q[1]);
+	if (pid > 0) {
+		setpgid(pid, pid);
+		track_pid(pid);
+	}
+	if (pid < 0 || read(q[0], &c, 1) != 1 || c != 'S') {
+		close(p[1]);
+		close(q[0]);
+		kill_wait(pid);
+		return -1;
+	}
+	close(q[0]);
+	*hold = p[1];
+	return pid;
+}
+
+void tracer_stop(pid_t pid, int hold)
+{
+	if (hold >= 0)
+		close(hold);
+	if (pid > 0 && wait_pid(pid, NULL, 5000))
+		kill_wait(pid);
 }
 
 /* ---- running heapctl -------------------------------------------------- */
@@ -663,6 +717,53 @@ long proc_task_syscall(pid_t pid, pid_t tid)
 		nr = strtol(s, NULL, 10);
 	free(s);
 	return nr;
+}
+
+/* Syscall numbers this architecture lacks (aarch64: no epoll_wait, nanosleep, poll). */
+#ifdef SYS_epoll_wait
+#define NR_EPOLL_WAIT SYS_epoll_wait
+#else
+#define NR_EPOLL_WAIT (-3L)
+#endif
+#ifdef SYS_nanosleep
+#define NR_NANOSLEEP SYS_nanosleep
+#else
+#define NR_NANOSLEEP (-3L)
+#endif
+#ifdef SYS_poll
+#define NR_POLL SYS_poll
+#else
+#define NR_POLL (-3L)
+#endif
+
+const long nrs_read[] = { SYS_read, NR_END };
+/* restart_syscall: a nanosleep the kernel resumes with the time left */
+const long nrs_sleep[] = { NR_NANOSLEEP, SYS_clock_nanosleep, SYS_restart_syscall, NR_END };
+const long nrs_epoll[] = { NR_EPOLL_WAIT, SYS_epoll_pwait, 441 /* epoll_pwait2 */, NR_END };
+const long nrs_poll[] = { NR_POLL, SYS_ppoll, NR_END };
+const long nrs_futex[] = { SYS_futex, NR_END };
+
+bool nr_in(long nr, const long *set)
+{
+	for (; *set != NR_END; set++)
+		if (nr == *set)
+			return true;
+	return false;
+}
+
+int proc_wait_syscall(pid_t pid, pid_t tid, const long *set, long timeout_ms, long *last_nr)
+{
+	long end = now_ms() + timeout_ms, nr = -1;
+
+	for (;;) {
+		nr = proc_task_syscall(pid, tid);
+		if (nr_in(nr, set) || now_ms() >= end)
+			break;
+		sleep_ms(2);
+	}
+	if (last_nr)
+		*last_nr = nr;
+	return nr_in(nr, set) ? 0 : -1;
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -220,40 +219,6 @@ out:
 	victim_kill(&v);
 }
 
-/* A child that seizes tid and holds it until its pipe closes. */
-static pid_t tracer_start(pid_t tid, int *hold)
-{
-	int p[2], q[2];
-	pid_t pid;
-	char c;
-
-	if (pipe2(p, O_CLOEXEC) || pipe2(q, O_CLOEXEC))
-		return -1;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		close(p[1]);
-		close(q[0]);
-		c = ptrace(PTRACE_SEIZE, tid, 0, 0) ? 'E' : 'S';
-		if (write(q[1], &c, 1) != 1)
-			_exit(1);
-		while (read(p[0], &c, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(p[0]);
-	close(q[1]);
-	if (pid < 0 || read(q[0], &c, 1) != 1 || c != 'S') {
-		close(p[1]);
-		close(q[0]);
-		return -1;
-	}
-	close(q[0]);
-	track_pid(pid);
-	*hold = p[1];
-	return pid;
-}
-
 /* EPERM from the seize of a thread someone else traces: "traced by", not "run as root". */
 static void test_thread_tracer(void)
 {
@@ -279,8 +244,7 @@ static void test_thread_tracer(void)
 	    strcasestr_(r.err, "not permitted"))
 		t_fail("reported as a permission problem: %s", r.err);
 	hres_free(&r);
-	close(hold);
-	wait_pid(tracer, NULL, 5000);
+	tracer_stop(tracer, hold);
 	victim_check(&v, 0);
 out:
 	victim_kill(&v);

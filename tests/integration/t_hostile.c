@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -32,59 +31,6 @@
 
 #define VCONF "prof:true,prof_active:false,dirty_decay_ms:-1,muzzy_decay_ms:-1"
 #define REPLY_MS 10000
-
-/* Starts argv (fds 3, 4, 5 are ready, ctl, reply) and waits for 'R'. */
-static int hv_start_argv(struct victim *v, const char *const *argv, const char *conf, char *why,
-			 size_t whysz)
-{
-	char env[256];
-	const char *setenv_kv[] = { env, NULL };
-	static const char *const unset[] = { "MALLOC_CONF", "LD_PRELOAD", NULL };
-	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
-	int ready[2], ctl[2], rep[2], pass[3];
-	struct pollfd p;
-	char c = 0;
-
-	memset(v, 0, sizeof(*v));
-	v->pid = -1;
-	v->ctl = v->rep = -1;
-	if (pipe2(ready, O_CLOEXEC) || pipe2(ctl, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {
-		snprintf(why, whysz, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	pass[0] = ready[1];
-	pass[1] = ctl[0];
-	pass[2] = rep[1];
-	o.pass_fds = pass;
-	o.npass = 3;
-	o.unsetenv_names = unset;
-	if (conf) {
-		snprintf(env, sizeof(env), "MALLOC_CONF=%s", conf);
-		o.setenv_kv = setenv_kv;
-	}
-	v->pid = spawn(argv, &o, why, whysz);
-	close(ready[1]);
-	close(ctl[0]);
-	close(rep[1]);
-	v->ctl = ctl[1];
-	v->rep = rep[0];
-	if (v->pid < 0) {
-		close(ready[0]);
-		victim_kill(v);
-		return -1;
-	}
-	snprintf(v->spid, sizeof(v->spid), "%d", (int)v->pid);
-	p.fd = ready[0];
-	p.events = POLLIN;
-	if (poll(&p, 1, 15000) <= 0 || read(ready[0], &c, 1) != 1 || c != 'R') {
-		snprintf(why, whysz, "%s did not get ready", argv[0]);
-		close(ready[0]);
-		victim_kill(v);
-		return -1;
-	}
-	close(ready[0]);
-	return 0;
-}
 
 static void fx_path(char *out, size_t sz, const char *name)
 {
@@ -98,33 +44,7 @@ static int hv_start(struct victim *v, const char *mode, char *why, size_t whysz)
 	const char *argv[] = { path, "3", "4", "5", mode, NULL };
 
 	fx_path(path, sizeof(path), "jemalloc_hostile");
-	return hv_start_argv(v, argv, VCONF, why, whysz);
-}
-
-/* After start: the jemalloc_victim protocol's tids and baselines, for victim_check(). */
-static int jv_adopt(struct victim *v, char *why, size_t whysz)
-{
-	char l[1024];
-
-	if (victim_cmd(v, "tids", l, sizeof(l), REPLY_MS) || strncmp(l, "tids ", 5)) {
-		snprintf(why, whysz, "tids: %s", l);
-		return -1;
-	}
-	v->jemalloc = true;
-	v->t_main = (pid_t)kv_long(l, "main", 0);
-	v->t_read = (pid_t)kv_long(l, "read", 0);
-	v->t_sleep = (pid_t)kv_long(l, "sleep", 0);
-	v->t_epoll = (pid_t)kv_long(l, "epoll", 0);
-	v->t_futex = (pid_t)kv_long(l, "futex", 0);
-	v->t_regs = (pid_t)kv_long(l, "regs", 0);
-	v->t_hammer = (pid_t)kv_long(l, "hammer", 0);
-	v->t_ticker = (pid_t)kv_long(l, "ticker", 0);
-	v->t_sig = (pid_t)kv_long(l, "sig", 0);
-	kv_str(l, "regs_mode", v->regs_mode, sizeof(v->regs_mode));
-	victim_baseline(v);
-	victim_rebase_counters(v);
-	victim_cmd(v, "tickreset", l, sizeof(l), REPLY_MS);
-	return 0;
+	return victim_start_argv(v, argv, VCONF, NULL, 0, why, whysz);
 }
 
 /* exit 0, or exit 1 with error: and hint:.  Returns the exit code, -1 on anything else. */
@@ -463,40 +383,6 @@ static void test_seccomp_allow(void)
 
 /* ---- already traced ------------------------------------------------------- */
 
-/* A tracer child that seizes tid and holds it until its pipe closes. */
-static pid_t tracer_start(pid_t tid, int *hold)
-{
-	int p[2], q[2];
-	pid_t pid;
-	char c;
-
-	if (pipe2(p, O_CLOEXEC) || pipe2(q, O_CLOEXEC))
-		return -1;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		close(p[1]);
-		close(q[0]);
-		c = ptrace(PTRACE_SEIZE, tid, 0, 0) ? 'E' : 'S';
-		if (write(q[1], &c, 1) != 1)
-			_exit(1);
-		while (read(p[0], &c, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(p[0]);
-	close(q[1]);
-	if (pid < 0 || read(q[0], &c, 1) != 1 || c != 'S') {
-		close(p[1]);
-		close(q[0]);
-		return -1;
-	}
-	close(q[0]);
-	track_pid(pid);
-	*hold = p[1];
-	return pid;
-}
-
 static void traced(bool whole)
 {
 	struct victim vv, *v = &vv;
@@ -530,8 +416,7 @@ static void traced(bool whole)
 			       first_error(r.err));
 	}
 	hres_free(&r);
-	close(hold);
-	wait_pid(tracer, NULL, 5000);
+	tracer_stop(tracer, hold);
 	unchanged(v, "after the other tracer left");
 out:
 	victim_kill(v);
@@ -634,7 +519,7 @@ static enum run32 run_32bit(const char *path, char *why, size_t whysz)
 	default:
 		return RUN32_FAIL;
 	}
-	if (hv_start_argv(v, argv, NULL, why, whysz))
+	if (victim_start_argv(v, argv, NULL, NULL, 0, why, whysz))
 		return RUN32_FAIL;
 	hc_run(&r, NULL, "stats", "-p", v->spid, NULL);
 	if (!refused(&r, "stats on a 32-bit process")) {
@@ -792,12 +677,12 @@ static void fixture(const char *name, const char *expect_in_info, bool prof)
 		t_skip(true, "%s missing (make fixtures)", path);
 		return;
 	}
-	if (hv_start_argv(v, argv, prof ? VCONF : "dirty_decay_ms:-1", why, sizeof(why)) ||
-	    jv_adopt(v, why, sizeof(why))) {
+	if (victim_start_argv(v, argv, prof ? VCONF : "dirty_decay_ms:-1", NULL,
+			      VS_TIDS | VS_JEMALLOC, why, sizeof(why))) {
 		t_fail("%s", why);
-		victim_kill(v);
 		return;
 	}
+	victim_ticker_reset(v);
 	drive(v, expect_in_info, prof);
 	victim_kill(v);
 }
@@ -858,7 +743,7 @@ static void test_namespace(void)
 		t_skip(true, "unshare not found");
 		return;
 	}
-	if (hv_start_argv(v, argv, VCONF, why, sizeof(why))) {
+	if (victim_start_argv(v, argv, VCONF, NULL, 0, why, sizeof(why))) {
 		t_fail("%s", why);
 		return;
 	}
@@ -872,10 +757,12 @@ static void test_namespace(void)
 	/* From here on the victim is the inner process, seen by its host pid. */
 	v->pid = inner;
 	snprintf(v->spid, sizeof(v->spid), "%d", (int)inner);
-	if (jv_adopt(v, why, sizeof(why))) {
+	v->jemalloc = true;
+	if (victim_adopt(v, why, sizeof(why))) {
 		t_fail("%s", why);
 		goto out;
 	}
+	victim_ticker_reset(v);
 	/* tids are the namespace's own: --tid is not for this test */
 	v->t_regs = inner;
 	{

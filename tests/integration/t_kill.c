@@ -401,13 +401,6 @@ static bool stop_eintr_only(struct victim *v, const struct vcount *base, bool in
  * test` would fail on every run that lands in such a window.  A directory
  * in the target's /tmp always fails: heapctl's guardian removes it.
  */
-static bool leftovers_harm(void)
-{
-	const char *e = getenv("ITEST_LEFTOVERS_HARM");
-
-	return e && !strcmp(e, "1");
-}
-
 #define left_behind(...)                                         \
 	do {                                                     \
 		if (leftovers_harm())                            \

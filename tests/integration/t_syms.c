@@ -16,8 +16,6 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,73 +31,11 @@
 #define SYMS_CONF "prof:true,prof_active:false,dirty_decay_ms:-1,muzzy_decay_ms:-1"
 #define SYMS_REPLY_MS 10000
 
-/*
- * Starts argv (the victim gets fds 3, 4, 5: ready, ctl, reply) with the
- * jemalloc_victim protocol, waits for 'R' and takes the baselines.
- */
+/* Starts argv (a victim_start_argv() one), its tickers reset: start-up is not under test. */
 static int syms_start(struct victim *v, const char *const *argv, char *why, size_t whysz)
 {
-	static char env[] = "MALLOC_CONF=" SYMS_CONF;
-	const char *setenv_kv[] = { env, NULL };
-	static const char *const unset[] = { "MALLOC_CONF", "LD_PRELOAD", NULL };
-	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
-	int ready[2], ctl[2], rep[2], pass[3];
-	struct pollfd p;
-	char c = 0, l[1024];
-
-	memset(v, 0, sizeof(*v));
-	v->pid = -1;
-	v->ctl = v->rep = -1;
-	if (pipe2(ready, O_CLOEXEC) || pipe2(ctl, O_CLOEXEC) || pipe2(rep, O_CLOEXEC)) {
-		snprintf(why, whysz, "pipe: %s", strerror(errno));
+	if (victim_start_argv(v, argv, SYMS_CONF, NULL, VS_TIDS | VS_JEMALLOC, why, whysz))
 		return -1;
-	}
-	pass[0] = ready[1];
-	pass[1] = ctl[0];
-	pass[2] = rep[1];
-	o.pass_fds = pass;
-	o.npass = 3;
-	o.unsetenv_names = unset;
-	o.setenv_kv = setenv_kv;
-	v->pid = spawn(argv, &o, why, whysz);
-	close(ready[1]);
-	close(ctl[0]);
-	close(rep[1]);
-	v->ctl = ctl[1];
-	v->rep = rep[0];
-	if (v->pid < 0) {
-		close(ready[0]);
-		victim_kill(v);
-		return -1;
-	}
-	snprintf(v->spid, sizeof(v->spid), "%d", (int)v->pid);
-	p.fd = ready[0];
-	p.events = POLLIN;
-	if (poll(&p, 1, 15000) <= 0 || read(ready[0], &c, 1) != 1 || c != 'R') {
-		snprintf(why, whysz, "%s did not get ready", argv[0]);
-		close(ready[0]);
-		victim_kill(v);
-		return -1;
-	}
-	close(ready[0]);
-	if (victim_cmd(v, "tids", l, sizeof(l), SYMS_REPLY_MS) || strncmp(l, "tids ", 5)) {
-		snprintf(why, whysz, "tids: %s", l);
-		victim_kill(v);
-		return -1;
-	}
-	v->jemalloc = true;
-	v->t_main = (pid_t)kv_long(l, "main", 0);
-	v->t_read = (pid_t)kv_long(l, "read", 0);
-	v->t_sleep = (pid_t)kv_long(l, "sleep", 0);
-	v->t_epoll = (pid_t)kv_long(l, "epoll", 0);
-	v->t_futex = (pid_t)kv_long(l, "futex", 0);
-	v->t_regs = (pid_t)kv_long(l, "regs", 0);
-	v->t_hammer = (pid_t)kv_long(l, "hammer", 0);
-	v->t_ticker = (pid_t)kv_long(l, "ticker", 0);
-	v->t_sig = (pid_t)kv_long(l, "sig", 0);
-	kv_str(l, "regs_mode", v->regs_mode, sizeof(v->regs_mode));
-	victim_baseline(v);
-	victim_rebase_counters(v);
 	victim_ticker_reset(v); /* and the control's: it tells machine-wide stalls apart */
 	return 0;
 }

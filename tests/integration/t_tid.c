@@ -20,30 +20,6 @@
 
 #include "itest.h"
 
-/* Syscalls a parked thread may legitimately be seen in; -2 ends a list. */
-#ifdef SYS_epoll_wait
-#define NR_EPOLL_WAIT SYS_epoll_wait
-#else
-#define NR_EPOLL_WAIT (-3L)
-#endif
-#ifdef SYS_nanosleep
-#define NR_NANOSLEEP SYS_nanosleep
-#else
-#define NR_NANOSLEEP (-3L)
-#endif
-static const long k_read[] = { SYS_read, -2 };
-static const long k_sleep[] = { NR_NANOSLEEP, SYS_clock_nanosleep, -2 };
-static const long k_epoll[] = { NR_EPOLL_WAIT, SYS_epoll_pwait, 441 /* epoll_pwait2 */, -2 };
-static const long k_futex[] = { SYS_futex, -2 };
-
-static bool nr_in(long nr, const long *set)
-{
-	for (; *set != -2; set++)
-		if (nr == *set)
-			return true;
-	return false;
-}
-
 /*
  * After heapctl let go, the thread must be back in the syscall it was
  * borrowed from (the kernel restarted it), not returned to user space.
@@ -51,14 +27,10 @@ static bool nr_in(long nr, const long *set)
  */
 static int back_in_syscall(struct victim *v, pid_t tid, const long *set, const char *what)
 {
-	long end = now_ms() + 3000, nr = -1;
+	long nr;
 
-	while (now_ms() < end) {
-		nr = proc_task_syscall(v->pid, tid);
-		if (nr_in(nr, set))
-			return 0;
-		sleep_ms(2);
-	}
+	if (!proc_wait_syscall(v->pid, tid, set, 3000, &nr))
+		return 0;
 	t_fail("%s thread %d is not back in its syscall after heapctl (now in %ld)", what,
 	       (int)tid, nr);
 	return -1;
@@ -168,13 +140,13 @@ static void test_tid_read(void)
 	char reply[256];
 
 	if (!v || borrow(v, v->t_read, "stats", "--json") ||
-	    back_in_syscall(v, v->t_read, k_read, "read"))
+	    back_in_syscall(v, v->t_read, nrs_read, "read"))
 		return;
 	/* The read() must now return exactly the bytes we send, once. */
 	if (victim_expect(v, "feed 1234", "read ok 1234", reply, sizeof(reply)) ||
 	    victim_expect(v, "feed 1", "read ok 1", reply, sizeof(reply)))
 		return;
-	if (prove_borrow(v, v->t_read, "read", "feed 99", k_read))
+	if (prove_borrow(v, v->t_read, "read", "feed 99", nrs_read))
 		return;
 	victim_check(v, 0);
 }
@@ -185,12 +157,12 @@ static void test_tid_nanosleep(void)
 	char reply[256];
 
 	if (!v || borrow(v, v->t_sleep, "prof", "status") ||
-	    back_in_syscall(v, v->t_sleep, k_sleep, "sleep"))
+	    back_in_syscall(v, v->t_sleep, nrs_sleep, "sleep"))
 		return;
 	/* Each sleep checks its own length and return value. */
 	if (victim_expect(v, "sleepwait 2", "sleep ok", reply, sizeof(reply)))
 		return;
-	if (prove_borrow(v, v->t_sleep, "sleep", NULL, k_sleep))
+	if (prove_borrow(v, v->t_sleep, "sleep", NULL, nrs_sleep))
 		return;
 	victim_check(v, 0);
 }
@@ -201,11 +173,11 @@ static void test_tid_epoll(void)
 	char reply[256];
 
 	if (!v || borrow(v, v->t_epoll, "stats", NULL) ||
-	    back_in_syscall(v, v->t_epoll, k_epoll, "epoll"))
+	    back_in_syscall(v, v->t_epoll, nrs_epoll, "epoll"))
 		return;
 	if (victim_expect(v, "epoll 777", "epoll ok 777", reply, sizeof(reply)))
 		return;
-	if (prove_borrow(v, v->t_epoll, "epoll", "epoll 5", k_epoll))
+	if (prove_borrow(v, v->t_epoll, "epoll", "epoll 5", nrs_epoll))
 		return;
 	victim_check(v, 0);
 }
@@ -216,11 +188,11 @@ static void test_tid_futex(void)
 	char reply[256];
 
 	if (!v || borrow(v, v->t_futex, "get", "opt.prof") ||
-	    back_in_syscall(v, v->t_futex, k_futex, "futex"))
+	    back_in_syscall(v, v->t_futex, nrs_futex, "futex"))
 		return;
 	if (victim_expect(v, "futex", "futex ok", reply, sizeof(reply)))
 		return;
-	if (prove_borrow(v, v->t_futex, "futex", "futex", k_futex))
+	if (prove_borrow(v, v->t_futex, "futex", "futex", nrs_futex))
 		return;
 	victim_check(v, 0);
 }
@@ -230,9 +202,9 @@ static void test_tid_main(void)
 	struct victim *v = shared_victim();
 
 	if (!v || borrow(v, v->t_main, "stats", "--json") ||
-	    back_in_syscall(v, v->t_main, k_read, "main"))
+	    back_in_syscall(v, v->t_main, nrs_read, "main"))
 		return;
-	if (prove_borrow(v, v->t_main, "main", NULL, k_read))
+	if (prove_borrow(v, v->t_main, "main", NULL, nrs_read))
 		return;
 	victim_check(v, 0);
 }
@@ -242,9 +214,9 @@ static void test_tid_sig(void)
 	struct victim *v = shared_victim();
 
 	if (!v || borrow(v, v->t_sig, "info", NULL) ||
-	    back_in_syscall(v, v->t_sig, k_read, "sig"))
+	    back_in_syscall(v, v->t_sig, nrs_read, "sig"))
 		return;
-	if (prove_borrow(v, v->t_sig, "sig", "sigpoke", k_read))
+	if (prove_borrow(v, v->t_sig, "sig", "sigpoke", nrs_read))
 		return;
 	victim_check(v, 0);
 }
@@ -277,7 +249,7 @@ static void test_tid_regs(void)
 	t_note("register sentinel mode: %s", v->regs_mode);
 	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
 		if (borrow(v, v->t_regs, calls[i][0], calls[i][1]) ||
-		    back_in_syscall(v, v->t_regs, k_read, "regs"))
+		    back_in_syscall(v, v->t_regs, nrs_read, "regs"))
 			return;
 		if (victim_cmd(v, "regs", reply, sizeof(reply), 15000) ||
 		    strcmp(reply, "regs ok")) {
@@ -287,7 +259,7 @@ static void test_tid_regs(void)
 		}
 	}
 	/* "regs" wakes it and reports bad registers from the round too. */
-	if (prove_borrow(v, v->t_regs, "regs", "regs", k_read))
+	if (prove_borrow(v, v->t_regs, "regs", "regs", nrs_read))
 		return;
 	victim_check(v, 0);
 }
@@ -504,7 +476,7 @@ static void test_signals_burst(void)
 		t_fail("set thread.arena --tid %s did not reach the sig thread: %s", t_sig, reply);
 		return;
 	}
-	arena_round(v, v->t_sig, "sig", "sigpoke", k_read, orig, v->xarena);
+	arena_round(v, v->t_sig, "sig", "sigpoke", nrs_read, orig, v->xarena);
 }
 
 /* ---- job-control stop ------------------------------------------------- */

@@ -162,12 +162,24 @@ static void parse_tids(struct victim *v, const char *l)
 		v->regs_mode[0] = '\0';
 }
 
-/* victim_start() with one more "NAME=VALUE" in the environment (or NULL). */
-int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
-			    const char *extra_env, char *why, size_t whysz)
+int victim_adopt(struct victim *v, char *why, size_t whysz)
 {
-	char path[512], conf[256], line[1024];
-	const char *argv[] = { path, "3", "4", "5", NULL };
+	char line[1024];
+
+	if (victim_cmd(v, "tids", line, sizeof(line), REPLY_MS) || strncmp(line, "tids ", 5)) {
+		snprintf(why, whysz, "victim %d: 'tids' failed: %s", (int)v->pid, line);
+		return -1;
+	}
+	parse_tids(v, line);
+	victim_baseline(v);
+	return 0;
+}
+
+int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
+		      const char *extra_env, unsigned int flags, char *why, size_t whysz)
+{
+	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	char conf[256];
 	const char *setenv_kv[3] = { NULL, NULL, NULL };
 	int nenv = 0;
 	static const char *const unset[] = { "MALLOC_CONF", "LD_PRELOAD", NULL };
@@ -175,19 +187,13 @@ int victim_start_env(struct victim *v, const char *name, const char *malloc_conf
 	int ready[2], ctl[2], rep[2], pass[3], errfd;
 	struct pollfd p;
 	char c = 0;
-	ssize_t n;
 
 	memset(v, 0, sizeof(*v));
 	v->pid = -1;
 	v->ctl = v->rep = -1;
-	v->jemalloc = strstr(name, "jemalloc") != NULL;
-	snprintf(path, sizeof(path), "%s/%s", cfg.victim_dir, name);
-	if (access(path, X_OK)) {
-		snprintf(why, whysz, "victim %s: %s", path, strerror(errno));
-		return -1;
-	}
+	v->jemalloc = flags & VS_JEMALLOC;
 	victim_seq++;
-	snprintf(v->cwd, sizeof(v->cwd), "%s/v%u-%s", cfg.tmpdir, victim_seq, name);
+	snprintf(v->cwd, sizeof(v->cwd), "%s/v%u-%.40s", cfg.tmpdir, victim_seq, name);
 	mkdir(v->cwd, 0755);
 	snprintf(v->errpath, sizeof(v->errpath), "%s/stderr", v->cwd);
 	errfd = open(v->errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -233,7 +239,7 @@ int victim_start_env(struct victim *v, const char *name, const char *malloc_conf
 
 	p.fd = ready[0];
 	p.events = POLLIN;
-	if (poll(&p, 1, 15000) <= 0 || (n = read(ready[0], &c, 1)) != 1 || c != 'R') {
+	if (poll(&p, 1, 15000) <= 0 || read(ready[0], &c, 1) != 1 || c != 'R') {
 		char *err = read_file_str(v->errpath);
 
 		snprintf(why, whysz, "victim %s did not get ready%s%.200s", name,
@@ -244,14 +250,26 @@ int victim_start_env(struct victim *v, const char *name, const char *malloc_conf
 		return -1;
 	}
 	close(ready[0]);
-	if (victim_cmd(v, "tids", line, sizeof(line), REPLY_MS) || strncmp(line, "tids ", 5)) {
-		snprintf(why, whysz, "victim %s: 'tids' failed: %s", name, line);
+	if ((flags & VS_TIDS) && victim_adopt(v, why, whysz)) {
 		victim_kill(v);
 		return -1;
 	}
-	parse_tids(v, line);
-	victim_baseline(v);
 	return 0;
+}
+
+int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
+		     const char *extra_env, char *why, size_t whysz)
+{
+	char path[512];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+
+	snprintf(path, sizeof(path), "%s/%s", cfg.victim_dir, name);
+	if (access(path, X_OK)) {
+		snprintf(why, whysz, "victim %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return victim_start_argv(v, argv, malloc_conf, extra_env,
+				 VS_TIDS | (strstr(name, "jemalloc") ? VS_JEMALLOC : 0), why, whysz);
 }
 
 int victim_start(struct victim *v, const char *name, const char *malloc_conf, char *why,
@@ -289,7 +307,8 @@ void victim_ticker_reset(struct victim *v)
 	struct victim *c = control_victim();
 	char reply[64];
 
-	victim_cmd(v, "tickreset", reply, sizeof(reply), REPLY_MS);
+	if (v)
+		victim_cmd(v, "tickreset", reply, sizeof(reply), REPLY_MS);
 	if (c)
 		victim_cmd(c, "tickreset", reply, sizeof(reply), REPLY_MS);
 }
