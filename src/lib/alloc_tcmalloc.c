@@ -20,7 +20,6 @@
  * "prof off" puts the intervals back as the target's environment set them.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include "alloc.h"
 #include "call.h"
 #include "log.h"
+#include "procfs.h"
 #include "target.h"
 #include "troot.h"
 
@@ -348,35 +348,21 @@ static int tc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct 
 }
 
 /*
- * The value gperftools gave flag i at start: EnvToInt64(NAME, default),
- * i.e. strtoll of the initial environment's NAME, else the default.
+ * The values gperftools gave the interval flags at start: EnvToInt64(NAME,
+ * default), i.e. strtoll of the initial environment's NAME, else the
+ * default.  Read before the thread is stopped.
  */
-static int64_t interval_at_start(struct hc_target *t, size_t i)
+static void intervals_at_start(struct hc_target *t, int64_t v[4])
 {
-	size_t cap = 1 << 20, n = 0, el = strlen(intervals[i].env);
-	int64_t v = intervals[i].dflt;
-	char path[96], *buf;
-	ssize_t r;
-	int fd;
+	size_t len;
+	char *env = procfs_environ(t->proc, &len);
 
-	snprintf(path, sizeof(path), "%s/environ", t->proc);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return v;
-	buf = malloc(cap + 1);
-	while (buf && n < cap && (r = read(fd, buf + n, cap - n)) > 0)
-		n += (size_t)r;
-	close(fd);
-	if (!buf)
-		return v;
-	buf[n] = 0;
-	for (size_t at = 0; at < n; at += strlen(buf + at) + 1)
-		if (!strncmp(buf + at, intervals[i].env, el) && buf[at + el] == '=') {
-			v = strtoll(buf + at + el + 1, NULL, 10);
-			break; /* getenv() takes the first */
-		}
-	free(buf);
-	return v;
+	for (size_t i = 0; i < 4; i++) {
+		const char *s = procfs_env_get(env, len, intervals[i].env);
+
+		v[i] = s ? strtoll(s, NULL, 10) : intervals[i].dflt;
+	}
+	free(env);
 }
 
 /* Is every automatic dump interval 0 (as heapctl's "prof on" leaves them)? */
@@ -394,19 +380,18 @@ static int intervals_zero(struct hc_target *t, bool *zero, struct hc_err *err)
 	return 0;
 }
 
-static int intervals_set(struct hc_target *t, bool restore, struct hc_err *err)
+static int intervals_set(struct hc_target *t, const int64_t v[4], struct hc_err *err)
 {
-	for (size_t i = 0; i < 4; i++) {
-		int64_t v = restore ? interval_at_start(t, i) : 0;
-
-		if (call_write(t, tc_of(t)->interval[i], &v, sizeof(v), err) < 0)
+	for (size_t i = 0; i < 4; i++)
+		if (call_write(t, tc_of(t)->interval[i], &v[i], sizeof(v[i]), err) < 0)
 			return -1;
-	}
 	return 0;
 }
 
-static int start_quietly(struct hc_target *t, const char *prefix, struct hc_err *err)
+static int start_quietly(struct hc_target *t, const char *prefix, const int64_t start[4],
+			 struct hc_err *err)
 {
+	static const int64_t zero[4];
 	struct tc *c = tc_of(t);
 	int32_t verbose = 0, quiet = -1;
 	uint64_t p, ret;
@@ -415,7 +400,7 @@ static int start_quietly(struct hc_target *t, const char *prefix, struct hc_err 
 	if (call_read(t, c->verbose, &verbose, sizeof(verbose), err) < 0)
 		return -1;
 	/* no automatic dumps into a prefix that is gone when this command ends */
-	if (intervals_set(t, false, err) < 0)
+	if (intervals_set(t, zero, err) < 0)
 		goto restore;
 	/* RAW_VLOG(0) prints while FLAGS_verbose >= 0; a lower setting stays as it is */
 	if (verbose >= 0 && call_write(t, c->verbose, &quiet, sizeof(quiet), err) < 0)
@@ -435,7 +420,7 @@ restore:
 	if (err_isset(err)) {
 		struct hc_err e = { 0 };
 
-		intervals_set(t, true, &e);
+		intervals_set(t, start, &e);
 	}
 	return -1;
 }
@@ -445,13 +430,14 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 	char prefix[PATH_MAX + 16];
 	struct troot_dir dir = { .parent = -1, .guard = -1 };
 	struct tc *c = tc_of(t);
+	bool flags = c->interval[0] && c->interval[1] && c->interval[2] && c->interval[3];
+	int64_t start[4];
 	uint64_t ret;
 	bool on = false, zero = false;
 
 	if (need_profiler(t, err) < 0)
 		return -1;
-	if (active && (!c->verbose || !c->interval[0] || !c->interval[1] || !c->interval[2] ||
-		       !c->interval[3]))
+	if (active && (!c->verbose || !flags))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "start the process with HEAPPROFILE=PREFIX to profile from the "
 				   "start, or use gperftools' libtcmalloc.so.4 with its dynamic symbols",
@@ -467,20 +453,21 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 	 */
 	if (active && troot_mkdir(t->pid, &dir, err) < 0)
 		return -1;
+	if (flags)
+		intervals_at_start(t, start);
 	if (call_begin(t, err) < 0)
 		goto out;
 	if (running(t, &on, err) < 0)
 		goto end;
 	if (active && !on) {
 		snprintf(prefix, sizeof(prefix), "%s/heapctl", dir.path);
-		start_quietly(t, prefix, err);
+		start_quietly(t, prefix, start, err);
 	} else if (!active) {
 		if (on)
 			call_fn(t, c->prof_stop, NULL, 0, &ret, NULL, NULL, err);
 		/* heapctl's "prof on" zeroed the automatic dumps: give them back */
-		if (!err_isset(err) && c->interval[0] && c->interval[1] && c->interval[2] &&
-		    c->interval[3] && intervals_zero(t, &zero, err) == 0 && zero)
-			intervals_set(t, true, err);
+		if (!err_isset(err) && flags && intervals_zero(t, &zero, err) == 0 && zero)
+			intervals_set(t, start, err);
 	}
 	if (!err_isset(err) && running(t, &on, err) == 0 && on != active)
 		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->pid,
