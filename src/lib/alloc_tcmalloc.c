@@ -388,14 +388,20 @@ static int intervals_set(struct hc_target *t, const int64_t v[4], struct hc_err 
 	return 0;
 }
 
+/*
+ * HeapProfilerStart(prefix) with the automatic dumps off and FLAGS_verbose
+ * lowered for the call; *on: whether the profiler runs now.  Unless it
+ * does, on any path, the intervals go back to start[].
+ */
 static int start_quietly(struct hc_target *t, const char *prefix, const int64_t start[4],
-			 struct hc_err *err)
+			 bool *on, struct hc_err *err)
 {
 	static const int64_t zero[4];
 	struct tc *c = tc_of(t);
 	int32_t verbose = 0, quiet = -1;
+	struct hc_err e = { 0 };
+	bool called = false;
 	uint64_t p, ret;
-	int r = -1;
 
 	if (call_read(t, c->verbose, &verbose, sizeof(verbose), err) < 0)
 		return -1;
@@ -405,24 +411,23 @@ static int start_quietly(struct hc_target *t, const char *prefix, const int64_t 
 	/* RAW_VLOG(0) prints while FLAGS_verbose >= 0; a lower setting stays as it is */
 	if (verbose >= 0 && call_write(t, c->verbose, &quiet, sizeof(quiet), err) < 0)
 		goto restore;
-	if ((p = call_strdup(t, prefix, err)))
-		r = call_fn(t, c->prof_start, &p, 1, &ret, NULL, NULL, err);
-	pr_info("HeapProfilerStart(\"%s\")", prefix);
-	if (verbose >= 0) {
-		struct hc_err e = { 0 };
-
-		/* undone on every path, even after a failed call */
-		if (call_write(t, c->verbose, &verbose, sizeof(verbose), &e) < 0 && !err_isset(err))
-			*err = e;
+	p = call_strdup(t, prefix, err);
+	if (!p && !err_isset(err))
+		err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
+	if (p) {
+		pr_info("HeapProfilerStart(\"%s\")", prefix);
+		called = call_fn(t, c->prof_start, &p, 1, &ret, NULL, NULL, err) == 0;
 	}
-	return err_isset(err) ? -1 : r;
+	/* undone on every path, even after a failed call */
+	if (verbose >= 0 && call_write(t, c->verbose, &verbose, sizeof(verbose), &e) < 0 &&
+	    !err_isset(err))
+		*err = e;
+	/* it runs, or cannot be asked: the automatic dumps must stay off */
+	if (called && (running(t, on, err) < 0 || *on))
+		return err_isset(err) ? -1 : 0;
 restore:
-	if (err_isset(err)) {
-		struct hc_err e = { 0 };
-
-		intervals_set(t, start, &e);
-	}
-	return -1;
+	intervals_set(t, start, &(struct hc_err){ 0 });
+	return err_isset(err) ? -1 : 0;
 }
 
 static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
@@ -461,15 +466,17 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 		goto end;
 	if (active && !on) {
 		snprintf(prefix, sizeof(prefix), "%s/heapctl", dir.path);
-		start_quietly(t, prefix, start, err);
+		start_quietly(t, prefix, start, &on, err);
 	} else if (!active) {
 		if (on)
 			call_fn(t, c->prof_stop, NULL, 0, &ret, NULL, NULL, err);
 		/* heapctl's "prof on" zeroed the automatic dumps: give them back */
 		if (!err_isset(err) && flags && intervals_zero(t, &zero, err) == 0 && zero)
 			intervals_set(t, start, err);
+		if (!err_isset(err))
+			running(t, &on, err);
 	}
-	if (!err_isset(err) && running(t, &on, err) == 0 && on != active)
+	if (!err_isset(err) && on != active)
 		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->pid,
 			on ? "running" : "stopped");
 end:
