@@ -37,7 +37,7 @@
 struct tc {
 	struct obj *obj;
 	uint64_t lo, hi; /* allocator code, when it is a DSO of its own */
-	uint64_t get_num, get_stats, release, version, malloc, free;
+	uint64_t get_num, set_num, get_stats, release, version, malloc, free;
 	uint64_t prof_start, prof_stop, prof_running, prof_get; /* 0 in tcmalloc_minimal */
 	uint64_t prof_get_end; /* end of GetHeapProfile's code */
 	uint64_t verbose;      /* int32 FLAGS_verbose, or 0 */
@@ -83,6 +83,7 @@ static int tc_detect(struct hc_target *t, struct hc_err *err)
 	if (!own || !(c.get_num = addr_of(own, "MallocExtension_GetNumericProperty")))
 		return 0;
 	c.obj = own;
+	c.set_num = addr_of(own, "MallocExtension_SetNumericProperty");
 	c.get_stats = addr_of(own, "MallocExtension_GetStats");
 	c.release = addr_of(own, "MallocExtension_ReleaseFreeMemory");
 	c.version = addr_of(own, "tc_version");
@@ -138,14 +139,17 @@ static bool tc_contains(struct hc_target *t, uint64_t raddr)
 
 /* ---- remote helpers (inside a session) ------------------------------------------- */
 
-/* MallocExtension_GetNumericProperty(name, &value): 1 if the property exists. */
-static int get_num(struct hc_target *t, const char *name, uint64_t *v, bool *found,
-		   struct hc_err *err)
+/*
+ * MallocExtension_GetNumericProperty(name, &value): 1 if the property
+ * exists.  name_raddr: name already in the target, or 0 to copy it there.
+ */
+static int get_num(struct hc_target *t, const char *name, uint64_t name_raddr, uint64_t *v,
+		   bool *found, struct hc_err *err)
 {
 	uint64_t a[2], ret = 0;
 
 	*v = 0;
-	a[0] = call_strdup(t, name, err);
+	a[0] = name_raddr ? name_raddr : call_strdup(t, name, err);
 	a[1] = call_scratch(t, 8);
 	if (!a[0] || !a[1])
 		return err_isset(err) ? -1 : err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
@@ -156,8 +160,11 @@ static int get_num(struct hc_target *t, const char *name, uint64_t *v, bool *fou
 	if (found)
 		*found = (ret & 0xff) != 0; /* C++ bool in al */
 	else if (!(ret & 0xff))
-		return err_set(err, HC_E_NO_CTL, 0, "tcmalloc in pid %d has no property '%s'", t->pid,
-			       name);
+		return err_sethint(err, HC_E_NO_CTL, 0,
+				   "names: generic.current_allocated_bytes, generic.heap_size, "
+				   "tcmalloc.pageheap_free_bytes, "
+				   "tcmalloc.max_total_thread_cache_bytes ...",
+				   "tcmalloc in pid %d has no property '%s'", t->pid, name);
 	return 0;
 }
 
@@ -240,7 +247,7 @@ static int tc_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 		struct hc_figure *f = &st->fig[st->nfig];
 		bool found;
 
-		if (get_num(t, props[i].name, &f->value, &found, err) < 0)
+		if (get_num(t, props[i].name, 0, &f->value, &found, err) < 0)
 			break;
 		if (!found)
 			continue;
@@ -674,10 +681,7 @@ static int tc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 		return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a tcmalloc property", name);
 	if (call_begin(t, err) < 0)
 		return -1;
-	if (get_num(t, name, &v->u, NULL, err) < 0 && err->code == HC_E_NO_CTL)
-		snprintf(err->hint, sizeof(err->hint),
-			 "names: generic.current_allocated_bytes, generic.heap_size, "
-			 "tcmalloc.pageheap_free_bytes, tcmalloc.max_total_thread_cache_bytes ...");
+	get_num(t, name, 0, &v->u, NULL, err);
 	return call_end(t, err);
 }
 
@@ -686,35 +690,38 @@ static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
 {
 	uint64_t a[2], ret = 0;
 	struct hc_value nv;
+	bool found = false;
 
-	old->type = now->type = HC_T_VOID;
+	if (!tc_of(t)->set_num)
+		return err_set(err, HC_E_NO_SYM, 0, "MallocExtension_SetNumericProperty not found in %s",
+			       tc_of(t)->obj->path);
 	if (hc_value_parse(name, HC_T_SIZE, value, &nv, err) < 0)
 		return -1;
 	if (call_begin(t, err) < 0)
 		return -1;
-	{
-		const struct sym *s = sym_by_name(tc_of(t)->obj, "MallocExtension_SetNumericProperty");
-
-		if (!s) {
-			err_set(err, HC_E_NO_SYM, 0, "MallocExtension_SetNumericProperty not found");
-			goto end;
-		}
-		if (get_num(t, name, &old->u, NULL, err) < 0)
-			goto end;
-		old->type = HC_T_SIZE;
-		a[0] = call_strdup(t, name, err);
-		a[1] = nv.u;
-		if (!a[0] || call_fn(t, s->raddr, a, 2, &ret, NULL, NULL, err) < 0)
-			goto end;
-		if (!(ret & 0xff)) {
-			err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->pid,
-				name);
-			goto end;
-		}
-		/* what tcmalloc holds now (it may round or clamp), in the same borrow */
-		if (get_num(t, name, &now->u, NULL, err) == 0)
-			now->type = HC_T_SIZE;
+	a[0] = call_strdup(t, name, err);
+	a[1] = nv.u;
+	if (!a[0]) {
+		if (!err_isset(err))
+			err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
+		goto end;
 	}
+	if (get_num(t, name, a[0], &old->u, NULL, err) < 0)
+		goto end;
+	old->type = HC_T_SIZE;
+	if (call_fn(t, tc_of(t)->set_num, a, 2, &ret, NULL, NULL, err) < 0)
+		goto end;
+	if (!(ret & 0xff)) {
+		err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->pid, name);
+		goto end;
+	}
+	/* what tcmalloc holds now (it may round or clamp), in the same borrow */
+	if (get_num(t, name, a[0], &now->u, &found, err) == 0 && found)
+		now->type = HC_T_SIZE;
+	else if (!err_isset(err))
+		snprintf(now->note, sizeof(now->note),
+			 "written, but reading it back failed: tcmalloc has no getter for '%s'",
+			 name);
 end:
 	return call_end(t, err);
 }
@@ -740,7 +747,7 @@ static int tc_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 		uint64_t v;
 		bool found;
 
-		if (get_num(t, keys[i], &v, &found, err) == 0 && found)
+		if (get_num(t, keys[i], 0, &v, &found, err) == 0 && found)
 			snprintf(info->conf[info->nconf++], sizeof(info->conf[0]), "%s=%" PRIu64,
 				 keys[i], v);
 	}
