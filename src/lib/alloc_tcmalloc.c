@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "alloc_tcmalloc.h"
 #include "call.h"
 #include "log.h"
 #include "procfs.h"
@@ -497,29 +498,36 @@ out:
 #define MAX_PROFILE (1ull << 30)
 
 /* Is raddr inside some object's executable mappings? */
-static bool in_text(const struct hc_target *t, uint64_t raddr)
+static bool in_text(void *arg, uint64_t raddr)
 {
+	const struct hc_target *t = arg;
+
 	for (size_t i = 0; i < t->nobjs; i++)
 		if (raddr >= t->objs[i].text_lo && raddr < t->objs[i].text_hi)
 			return true;
 	return false;
 }
 
-/* Is any frame of " 0x.. 0x.." heapctl's own (see filter_profile)? */
-static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
+/* Is any frame of " 0x.. 0x.." (up to end, its line's end) heapctl's own? */
+static bool heapctl_stack(const struct tc_frames *f, const char *s, const char *end)
 {
-	const struct tc *c = tc_of(t);
 	bool first = true;
 
-	while (s < end) {
+	for (;;) {
+		uint64_t a;
 		char *e;
-		uint64_t a = strtoull(s, &e, 16);
 
-		if (e == s)
+		/* strtoull() would skip the newline too, into the next bucket's counts */
+		while (s < end && (*s == ' ' || *s == '\t'))
+			s++;
+		if (s >= end)
+			break;
+		a = strtoull(s, &e, 16);
+		if (e == s || e > end)
 			break;
 		s = e;
 		/* return addresses point after the call, so one past the start is inside */
-		if (a > c->prof_get && a <= c->prof_get_end)
+		if (a > f->get_lo && a <= f->get_hi)
 			return true;
 		/*
 		 * heapctl's calls return to offset 0 of its code page: a
@@ -528,7 +536,7 @@ static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
 		 * object": on arm64 the page can land in the hole a 64 KiB-aligned
 		 * library leaves between its text and its data.
 		 */
-		if (first && !(a & 4095) && !in_text(t, a))
+		if (first && !(a & 4095) && !f->in_text(f->arg, a))
 			return true;
 		first = false;
 	}
@@ -542,7 +550,7 @@ static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
  * stacks are heapctl's, and take their counts out of the header's totals.
  * Anything not in the expected shape is passed through unchanged.
  */
-static char *filter_profile(struct hc_target *t, char *text, size_t *len)
+char *tc_profile_filter(char *text, size_t *len, const struct tc_frames *f)
 {
 	int64_t tot[4], drop[4] = { 0, 0, 0, 0 };
 	char *out, *o, *s = text, *end = text + *len, *hdr_at;
@@ -570,7 +578,7 @@ static char *filter_profile(struct hc_target *t, char *text, size_t *len)
 
 		if (sscanf(s, "%" SCNd64 ": %" SCNd64 " [%" SCNd64 ": %" SCNd64 "] @%n", &b[0], &b[1],
 			   &b[2], &b[3], &m) == 4 && m && s + m <= le &&
-		    heapctl_stack(t, s + m, nl ? nl : end)) {
+		    heapctl_stack(f, s + m, nl ? nl : end)) {
 			for (int i = 0; i < 4; i++)
 				drop[i] += b[i];
 			s = le;
@@ -651,7 +659,9 @@ static int tc_prof_dump(struct hc_target *t, const char *out, struct hc_err *err
 end:
 	call_end(t, err);
 	if (text && !err_isset(err)) {
-		text = filter_profile(t, text, &len);
+		struct tc_frames fr = { tc_of(t)->prof_get, tc_of(t)->prof_get_end, in_text, t };
+
+		text = tc_profile_filter(text, &len, &fr);
 		f = fopen(out, "we");
 		if (!f) {
 			err_errno(err, errno, "write %s", out);
