@@ -100,9 +100,9 @@ static int tc_detect(struct hc_target *t, struct hc_err *err)
 		const struct sym *g = sym_by_name(own, "GetHeapProfile");
 
 		c.prof_get_end = c.prof_get + (g && g->size ? g->size : 1);
-		c.verbose = sym_data(own, TC_FLAG("int32", 61, "13FLAGS_verbose"), NULL);
+		c.verbose = sym_data(own, TC_FLAG("int32", 61, "13FLAGS_verbose"));
 		for (size_t i = 0; i < 4; i++)
-			c.interval[i] = sym_data(own, intervals[i].sym, NULL);
+			c.interval[i] = sym_data(own, intervals[i].sym);
 	}
 	if (!own->is_exe) {
 		c.lo = own->text_lo;
@@ -452,8 +452,8 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 		return -1;
 	if (active && (!c->verbose || !flags))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
-				   "start the process with HEAPPROFILE=PREFIX to profile from the "
-				   "start, or use gperftools' libtcmalloc.so.4 with its dynamic symbols",
+				   "give its symbols with --debug-file FILE, start the process with "
+				   "HEAPPROFILE=PREFIX, or use gperftools' libtcmalloc.so.4",
 				   "%s does not export the flags heapctl must set to start its heap "
 				   "profiler without writing to the process's stderr or files",
 				   c->obj->path);
