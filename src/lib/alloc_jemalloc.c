@@ -1038,7 +1038,8 @@ struct lister {
 	struct hc_target *t;
 	struct hc_ctl_entry *ents;
 	size_t n, cap;
-	bool ranges_read, counting;
+	bool ranges_read, init_read, counting;
+	bool stats, fresh; /* a listing with stats.* names; epoch was written */
 	size_t counted;
 	uint64_t narenas, nbins, nlextents, npsizes;
 	bool arena_init[1024];
@@ -1070,18 +1071,45 @@ static int count_psizes(struct lister *l, const char *arena, uint64_t *out)
 	return 0;
 }
 
+/*
+ * The stats are a snapshot, and so is ctl's idea of which arenas exist: a
+ * listing with stats.* names writes epoch once, before the first read that
+ * depends on it (arena indices, extents buckets, or the names themselves).
+ */
+static int refresh(struct lister *l)
+{
+	if (!l->stats || l->fresh)
+		return 0;
+	l->fresh = true;
+	return je_refresh(l->t, l->err);
+}
+
 static int read_ranges(struct lister *l)
 {
-	char name[64];
-	struct hc_value v;
-	int rc;
-
 	if (l->ranges_read)
 		return 0;
 	l->ranges_read = true;
 	if (je_read_u64(l->t, "arenas.narenas", &l->narenas, l->err) < 0 ||
 	    je_read_u64(l->t, "arenas.nbins", &l->nbins, l->err) < 0 ||
 	    je_read_u64(l->t, "arenas.nlextents", &l->nlextents, l->err) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Which arenas were ever used (one never used has no stats): read once, and
+ * only by a listing that expands arena indices.
+ */
+static int read_arena_init(struct lister *l)
+{
+	char name[64];
+	struct hc_value v;
+	int rc;
+
+	if (l->init_read)
+		return 0;
+	l->init_read = true;
+	if (refresh(l) < 0)
 		return -1;
 	for (uint64_t i = 0; i < l->narenas && i < 1024; i++) {
 		snprintf(name, sizeof(name), "arena.%llu.initialized", (unsigned long long)i);
@@ -1164,7 +1192,7 @@ static int expand(struct lister *l, const struct ctl_def *d, const char *pat, ch
 		uint64_t count;
 		bool arenas = !strcmp(prev, "arena") || !strcmp(prev, "arenas");
 
-		if (read_ranges(l) < 0)
+		if (read_ranges(l) < 0 || (arenas && read_arena_init(l) < 0))
 			return -1;
 		if (arenas)
 			count = l->narenas;
@@ -1181,7 +1209,7 @@ static int expand(struct lister *l, const struct ctl_def *d, const char *pat, ch
 			while (b > at && b[-1] != '.')
 				b--;
 			snprintf(arena, sizeof(arena), "%.*s", (int)(e - b), b);
-			if (!l->npsizes && count_psizes(l, arena, &l->npsizes) < 0)
+			if (!l->npsizes && (refresh(l) < 0 || count_psizes(l, arena, &l->npsizes) < 0))
 				return -1;
 			count = l->npsizes;
 		}
@@ -1222,7 +1250,7 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 	char pre[208], parts[16][64];
 	const char *fixed[24];
 	unsigned np = 0;
-	bool stats = false, any = false;
+	bool any = false;
 	size_t sk = 0;
 
 	snprintf(pre, sizeof(pre), "%s", prefix);
@@ -1253,7 +1281,7 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 			continue;
 		any = true;
 		if (is_stats(d->pat))
-			stats = true;
+			l->stats = true;
 	}
 	if (!any) {
 		free(l);
@@ -1269,14 +1297,14 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 		free(l);
 		return -1;
 	}
-	if (stats && je_refresh(t, err) < 0)
-		goto end;
 	/*
 	 * Two walks: the first counts (reading only the index ranges), so an
 	 * oversized listing is refused before thousands of reads.
 	 */
 	for (int pass = 0; pass < 2; pass++) {
 		l->counting = pass == 0;
+		if (!l->counting && refresh(l) < 0)
+			goto end;
 		for (size_t i = 0; i < NDEFS; i++) {
 			const struct ctl_def *d = &ctl_defs[i];
 			const char *p = d->pat;
