@@ -287,6 +287,40 @@ static size_t type_size(enum hc_type type)
 	}
 }
 
+/* The bytes mallctl takes for v, and back: type_size() of them (strings are pointers). */
+static void value_bytes(const struct hc_value *v, uint8_t *buf, size_t *len)
+{
+	*len = type_size(v->type);
+	memset(buf, 0, 8);
+	if (v->type == HC_T_BOOL) {
+		buf[0] = v->b;
+	} else if (*len == 4) {
+		uint32_t u = (uint32_t)v->u;
+
+		memcpy(buf, &u, 4);
+	} else {
+		memcpy(buf, &v->u, 8);
+	}
+}
+
+static void value_from_bytes(enum hc_type type, const uint8_t *buf, struct hc_value *v)
+{
+	v->type = type;
+	if (type == HC_T_BOOL) {
+		v->b = buf[0] != 0;
+	} else if (type_size(type) == 4) {
+		uint32_t u;
+
+		memcpy(&u, buf, 4);
+		if (type == HC_T_INT)
+			v->i = (int32_t)u;
+		else
+			v->u = u;
+	} else {
+		memcpy(&v->u, buf, 8);
+	}
+}
+
 /* ---- remote mallctl -------------------------------------------------------------- */
 
 static const char *mallctl_strerror(int rc)
@@ -391,34 +425,19 @@ static int je_read(struct hc_target *t, const char *name, enum hc_type type, str
 		*rcp = rc;
 	if (rc)
 		return rcp ? 0 : ctl_fail(t, name, rc, err);
-	switch (type) {
-	case HC_T_BOOL:
-		v->b = buf[0] != 0;
-		break;
-	case HC_T_UNSIGNED:
-	case HC_T_U32: {
-		uint32_t u;
-
-		memcpy(&u, buf, 4);
-		v->u = u;
-		break;
+	if (type != HC_T_STRING) {
+		value_from_bytes(type, buf, v);
+		return 0;
 	}
-	case HC_T_SSIZE:
-	case HC_T_I64:
-		memcpy(&v->i, buf, 8);
-		break;
-	case HC_T_STRING: {
+	{
 		uint64_t p;
 
+		/* a const char *: the string is the target's */
 		memcpy(&p, buf, 8);
 		if (!p)
 			snprintf(v->str, sizeof(v->str), "(null)");
 		else if (call_read_str(t, p, v->str, sizeof(v->str), err) < 0)
 			return -1;
-		break;
-	}
-	default:
-		memcpy(&v->u, buf, 8);
 	}
 	return 0;
 }
@@ -902,22 +921,6 @@ static int je_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 	return call_end(t, err);
 }
 
-/* The bytes mallctl takes for v. */
-static void value_bytes(const struct hc_value *v, uint8_t *buf, size_t *len)
-{
-	*len = type_size(v->type);
-	memset(buf, 0, 8);
-	if (v->type == HC_T_BOOL) {
-		buf[0] = v->b;
-	} else if (*len == 4) {
-		uint32_t u = (uint32_t)v->u;
-
-		memcpy(buf, &u, 4);
-	} else {
-		memcpy(buf, &v->u, 8);
-	}
-}
-
 static int set_refused(struct hc_target *t, const char *name, int rc, struct hc_err *err)
 {
 	char hint[256];
@@ -957,7 +960,6 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 	if (d->acc != C_VOID && d->acc != C_MAKE &&
 	    hc_value_parse(name, d->type, value, &nv, err) < 0)
 		return -1;
-	old->type = now->type = HC_T_VOID;
 	if (call_begin(t, err) < 0)
 		return -1;
 	if (d->acc == C_VOID) {
@@ -986,19 +988,8 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 		if (je_call(t, name, d->acc == C_RW ? ob : NULL, d->acc == C_RW ? &olen : NULL, nb,
 			    len, &rc, err) < 0)
 			goto end;
-		if (rc == 0 && d->acc == C_RW) {
-			old->type = d->type;
-			if (d->type == HC_T_BOOL)
-				old->b = ob[0] != 0;
-			else if (len == 4) {
-				uint32_t u;
-
-				memcpy(&u, ob, 4);
-				old->u = u;
-			} else {
-				memcpy(&old->u, ob, 8);
-			}
-		}
+		if (rc == 0 && d->acc == C_RW)
+			value_from_bytes(d->type, ob, old);
 	}
 	if (rc)
 		goto end;
