@@ -262,9 +262,7 @@ struct symvec {
 static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name,
 		      bool global, bool data)
 {
-	size_t at = sv->n;
-
-	size_t l = strlen(name) + 1;
+	size_t l = strlen(name) + 1, at = sv->n;
 
 	if (sv->n == sv->cap) {
 		size_t cap = sv->cap ? sv->cap * 2 : 1024;
