@@ -293,7 +293,7 @@ FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
 	$(B)/victims/fx_jemalloc_plain $(B)/victims/fx_jemalloc_rjem_stripped \
 	$(B)/victims/fx_jemalloc_static_stripped $(B)/victims/fx_jemalloc_plain_stripped \
 	$(B)/victims/fx_tcmalloc_static $(B)/victims/fx_tcmalloc_static_stripped \
-	$(B)/victims/fx_jemalloc_rjem_noshdr
+	$(B)/victims/fx_tcmalloc_prof_stripped $(B)/victims/fx_jemalloc_rjem_noshdr
 # `make torture` knobs: TORTURE_OPS operations per allocator driver (jemalloc, glibc,
 # tcmalloc), KILLS random kills of heapctl (TORTURE_KILL_RUNS is the old name).
 # The per-test watchdog grows with them (about a second per operation or kill, at least).
@@ -398,6 +398,19 @@ $(B)/victims/fx_tcmalloc_static: tests/victims/tcmalloc_victim.c tests/victims/a
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(TC_MIN_STATIC) -lstdc++ -lm -ldl
+
+# The full tcmalloc (heap profiler kept with -u) linked in, stripped: its symbols, the
+# profiler's FLAGS_* variables among them, only in fx_tcmalloc_prof_stripped.debug.
+TC_STATIC ?= /usr/lib/x86_64-linux-gnu/libtcmalloc.a
+TC_PROF_FNS := -Wl,-u,HeapProfilerStart,-u,HeapProfilerStop,-u,IsHeapProfilerRunning,-u,GetHeapProfile
+$(B)/victims/fx_tcmalloc_prof_stripped: tests/victims/tcmalloc_victim.c tests/victims/alloc_victim.c \
+		tests/victims/plain_victim.c tests/victims/vcommon.h $(TC_STATIC)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@.full $< $(TC_PROF_FNS) $(TC_STATIC) -lunwind -lstdc++ -lm -ldl
+	$(Q)objcopy --only-keep-debug $@.full $@.debug
+	$(Q)objcopy --strip-all $@.full $@
+	$(Q)rm -f $@.full
 
 torture: deps
 	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest

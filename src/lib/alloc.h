@@ -35,6 +35,7 @@ struct alloc_ops {
 	int (*purge)(struct hc_target *t, int arena, struct hc_err *err);
 	int (*ctl_get)(struct hc_target *t, const char *name, struct hc_value *v,
 		       struct hc_err *err);
+	/* old and now come zeroed (HC_T_VOID: no value) from hc_ctl_set() */
 	int (*ctl_set)(struct hc_target *t, const char *name, const char *value,
 		       struct hc_value *old, struct hc_value *now, struct hc_err *err);
 	/* NULL: the allocator has no names to list. */

@@ -14,14 +14,12 @@
  * to; a preloaded allocator that shadows it is not glibc's business.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include <expat.h>
 
@@ -29,6 +27,7 @@
 #include "alloc_glibc.h"
 #include "call.h"
 #include "log.h"
+#include "procfs.h"
 #include "target.h"
 
 struct gl {
@@ -84,51 +83,27 @@ static const struct gl_param *param_of(const char *name)
 	return NULL;
 }
 
-/* NAME=VALUE in the target's initial environment, or in GLIBC_TUNABLES. */
-static bool env_value(struct hc_target *t, const struct gl_param *p, char *out, size_t len,
-		      const char **src)
+/*
+ * NAME=VALUE in the target's initial environment env (procfs_environ()),
+ * or in GLIBC_TUNABLES, which wins over the old variables.
+ */
+static bool env_value(const char *env, size_t envlen, const struct gl_param *p, char *out,
+		      size_t len, const char **src)
 {
-	char path[96], *buf;
-	size_t cap = 1 << 20, n = 0;
-	bool found = false;
-	ssize_t r;
-	int fd;
+	const char *tv = procfs_env_get(env, envlen, "GLIBC_TUNABLES");
+	const char *v = p->env ? procfs_env_get(env, envlen, p->env) : NULL;
 
-	snprintf(path, sizeof(path), "%s/environ", t->proc);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		return false;
+	if (tv && p->tunable && (tv = strstr(tv, p->tunable)) && tv[strlen(p->tunable)] == '=') {
+		tv += strlen(p->tunable) + 1;
+		snprintf(out, len, "%.*s", (int)strcspn(tv, ":"), tv);
+		*src = "GLIBC_TUNABLES";
+		return true;
 	}
-	while (n < cap && (r = read(fd, buf + n, cap - n)) > 0)
-		n += (size_t)r;
-	close(fd);
-	buf[n] = 0;
-	for (size_t at = 0; at < n; at += strlen(buf + at) + 1) {
-		const char *e = buf + at;
-		size_t el = p->env ? strlen(p->env) : 0;
-
-		if (el && !strncmp(e, p->env, el) && e[el] == '=') {
-			snprintf(out, len, "%s", e + el + 1);
-			*src = p->env;
-			found = true;
-		} else if (!strncmp(e, "GLIBC_TUNABLES=", 15) && p->tunable) {
-			const char *tv = strstr(e + 15, p->tunable);
-			size_t tl = strlen(p->tunable);
-
-			if (tv && tv[tl] == '=') {
-				snprintf(out, len, "%.*s", (int)strcspn(tv + tl + 1, ":"), tv + tl + 1);
-				*src = "GLIBC_TUNABLES";
-				found = true;
-				break; /* tunables win over the old variables */
-			}
-		}
-	}
-	free(buf);
-	return found;
+	if (!v)
+		return false;
+	snprintf(out, len, "%s", v);
+	*src = p->env;
+	return true;
 }
 
 /* ---- detection -------------------------------------------------------------------- */
@@ -571,8 +546,12 @@ static int unknown_name(struct hc_target *t, const char *name, struct hc_err *er
 			   t->pid);
 }
 
-/* A parameter's value as the process started with it; the caveat goes in v->note. */
-static void param_value(struct hc_target *t, const struct gl_param *p, struct hc_value *v)
+/*
+ * A parameter's value as the process started with it (env: its initial
+ * environment); the caveat goes in v->note.
+ */
+static void param_value(const char *env, size_t envlen, const struct gl_param *p,
+			struct hc_value *v)
 {
 	const char *src = NULL;
 	char val[64], *end;
@@ -580,7 +559,7 @@ static void param_value(struct hc_target *t, const struct gl_param *p, struct hc
 
 	memset(v, 0, sizeof(*v));
 	/* glibc keeps these in a private struct with no getter: report the start value */
-	if (env_value(t, p, val, sizeof(val), &src))
+	if (env_value(env, envlen, p, val, sizeof(val), &src))
 		snprintf(v->note, sizeof(v->note),
 			 "from %s at start; a later mallopt() is not seen", src);
 	else {
@@ -619,7 +598,13 @@ static int gl_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 	}
 	if (!p)
 		return unknown_name(t, name, err);
-	param_value(t, p, v);
+	{
+		size_t len;
+		char *env = procfs_environ(t->proc, &len);
+
+		param_value(env, len, p, v);
+		free(env);
+	}
 	return 0;
 }
 
@@ -630,7 +615,7 @@ static int gl_ctl_set(struct hc_target *t, const char *name, const char *value,
 	uint64_t a[2], ret = 0;
 	struct hc_value v;
 
-	old->type = now->type = HC_T_VOID;
+	(void)old; /* glibc has no getter: no old value */
 	if (!p)
 		return unknown_name(t, name, err);
 	if (hc_value_parse(p->name, HC_T_INT, value, &v, err) < 0)
@@ -657,7 +642,8 @@ static int gl_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 		       size_t *n, char *skipped, size_t skipped_len, struct hc_err *err)
 {
 	const size_t np = sizeof(params) / sizeof(params[0]);
-	size_t pl = strlen(prefix);
+	size_t pl = strlen(prefix), len;
+	char *env;
 
 	(void)skipped;
 	(void)skipped_len;
@@ -665,13 +651,15 @@ static int gl_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 	if (!*out)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	*n = 0;
+	env = procfs_environ(t->proc, &len);
 	for (size_t i = 0; i < np; i++) {
 		if (strncasecmp(params[i].name, prefix, pl) &&
 		    strncasecmp(params[i].name + 2, prefix, pl))
 			continue;
 		snprintf((*out)[*n].name, sizeof((*out)[*n].name), "%s", params[i].name);
-		param_value(t, &params[i], &(*out)[(*n)++].v);
+		param_value(env, len, &params[i], &(*out)[(*n)++].v);
 	}
+	free(env);
 	if (!*n) {
 		free(*out);
 		*out = NULL;
@@ -682,21 +670,26 @@ static int gl_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 
 static int gl_info(struct hc_target *t, struct hc_info *info, struct hc_err *err)
 {
+	size_t len;
+	char *env;
+
 	memset(info, 0, sizeof(*info));
 	if (call_begin(t, err) < 0)
 		return -1;
 	version_of(t, info->version, sizeof(info->version));
 	if (call_end(t, err) < 0)
 		return -1;
+	env = procfs_environ(t->proc, &len);
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]) && info->nconf < 32; i++) {
 		const char *src = NULL;
 		char val[64];
 
-		if (!env_value(t, &params[i], val, sizeof(val), &src))
+		if (!env_value(env, len, &params[i], val, sizeof(val), &src))
 			snprintf(val, sizeof(val), "%s", params[i].dflt);
 		snprintf(info->conf[info->nconf++], sizeof(info->conf[0]), "%s=%s", params[i].name,
 			 val);
 	}
+	free(env);
 	return 0;
 }
 

@@ -287,6 +287,40 @@ static size_t type_size(enum hc_type type)
 	}
 }
 
+/* The bytes mallctl takes for v, and back: type_size() of them (strings are pointers). */
+static void value_bytes(const struct hc_value *v, uint8_t *buf, size_t *len)
+{
+	*len = type_size(v->type);
+	memset(buf, 0, 8);
+	if (v->type == HC_T_BOOL) {
+		buf[0] = v->b;
+	} else if (*len == 4) {
+		uint32_t u = (uint32_t)v->u;
+
+		memcpy(buf, &u, 4);
+	} else {
+		memcpy(buf, &v->u, 8);
+	}
+}
+
+static void value_from_bytes(enum hc_type type, const uint8_t *buf, struct hc_value *v)
+{
+	v->type = type;
+	if (type == HC_T_BOOL) {
+		v->b = buf[0] != 0;
+	} else if (type_size(type) == 4) {
+		uint32_t u;
+
+		memcpy(&u, buf, 4);
+		if (type == HC_T_INT)
+			v->i = (int32_t)u;
+		else
+			v->u = u;
+	} else {
+		memcpy(&v->u, buf, 8);
+	}
+}
+
 /* ---- remote mallctl -------------------------------------------------------------- */
 
 static const char *mallctl_strerror(int rc)
@@ -391,34 +425,19 @@ static int je_read(struct hc_target *t, const char *name, enum hc_type type, str
 		*rcp = rc;
 	if (rc)
 		return rcp ? 0 : ctl_fail(t, name, rc, err);
-	switch (type) {
-	case HC_T_BOOL:
-		v->b = buf[0] != 0;
-		break;
-	case HC_T_UNSIGNED:
-	case HC_T_U32: {
-		uint32_t u;
-
-		memcpy(&u, buf, 4);
-		v->u = u;
-		break;
+	if (type != HC_T_STRING) {
+		value_from_bytes(type, buf, v);
+		return 0;
 	}
-	case HC_T_SSIZE:
-	case HC_T_I64:
-		memcpy(&v->i, buf, 8);
-		break;
-	case HC_T_STRING: {
+	{
 		uint64_t p;
 
+		/* a const char *: the string is the target's */
 		memcpy(&p, buf, 8);
 		if (!p)
 			snprintf(v->str, sizeof(v->str), "(null)");
 		else if (call_read_str(t, p, v->str, sizeof(v->str), err) < 0)
 			return -1;
-		break;
-	}
-	default:
-		memcpy(&v->u, buf, 8);
 	}
 	return 0;
 }
@@ -902,22 +921,6 @@ static int je_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 	return call_end(t, err);
 }
 
-/* The bytes mallctl takes for v. */
-static void value_bytes(const struct hc_value *v, uint8_t *buf, size_t *len)
-{
-	*len = type_size(v->type);
-	memset(buf, 0, 8);
-	if (v->type == HC_T_BOOL) {
-		buf[0] = v->b;
-	} else if (*len == 4) {
-		uint32_t u = (uint32_t)v->u;
-
-		memcpy(buf, &u, 4);
-	} else {
-		memcpy(buf, &v->u, 8);
-	}
-}
-
 static int set_refused(struct hc_target *t, const char *name, int rc, struct hc_err *err)
 {
 	char hint[256];
@@ -957,7 +960,6 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 	if (d->acc != C_VOID && d->acc != C_MAKE &&
 	    hc_value_parse(name, d->type, value, &nv, err) < 0)
 		return -1;
-	old->type = now->type = HC_T_VOID;
 	if (call_begin(t, err) < 0)
 		return -1;
 	if (d->acc == C_VOID) {
@@ -986,19 +988,8 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 		if (je_call(t, name, d->acc == C_RW ? ob : NULL, d->acc == C_RW ? &olen : NULL, nb,
 			    len, &rc, err) < 0)
 			goto end;
-		if (rc == 0 && d->acc == C_RW) {
-			old->type = d->type;
-			if (d->type == HC_T_BOOL)
-				old->b = ob[0] != 0;
-			else if (len == 4) {
-				uint32_t u;
-
-				memcpy(&u, ob, 4);
-				old->u = u;
-			} else {
-				memcpy(&old->u, ob, 8);
-			}
-		}
+		if (rc == 0 && d->acc == C_RW)
+			value_from_bytes(d->type, ob, old);
 	}
 	if (rc)
 		goto end;
@@ -1038,7 +1029,8 @@ struct lister {
 	struct hc_target *t;
 	struct hc_ctl_entry *ents;
 	size_t n, cap;
-	bool ranges_read, counting;
+	bool ranges_read, init_read, counting;
+	bool stats, fresh; /* a listing with stats.* names; epoch was written */
 	size_t counted;
 	uint64_t narenas, nbins, nlextents, npsizes;
 	bool arena_init[1024];
@@ -1070,18 +1062,45 @@ static int count_psizes(struct lister *l, const char *arena, uint64_t *out)
 	return 0;
 }
 
+/*
+ * The stats are a snapshot, and so is ctl's idea of which arenas exist: a
+ * listing with stats.* names writes epoch once, before the first read that
+ * depends on it (arena indices, extents buckets, or the names themselves).
+ */
+static int refresh(struct lister *l)
+{
+	if (!l->stats || l->fresh)
+		return 0;
+	l->fresh = true;
+	return je_refresh(l->t, l->err);
+}
+
 static int read_ranges(struct lister *l)
 {
-	char name[64];
-	struct hc_value v;
-	int rc;
-
 	if (l->ranges_read)
 		return 0;
 	l->ranges_read = true;
 	if (je_read_u64(l->t, "arenas.narenas", &l->narenas, l->err) < 0 ||
 	    je_read_u64(l->t, "arenas.nbins", &l->nbins, l->err) < 0 ||
 	    je_read_u64(l->t, "arenas.nlextents", &l->nlextents, l->err) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Which arenas were ever used (one never used has no stats): read once, and
+ * only by a listing that expands arena indices.
+ */
+static int read_arena_init(struct lister *l)
+{
+	char name[64];
+	struct hc_value v;
+	int rc;
+
+	if (l->init_read)
+		return 0;
+	l->init_read = true;
+	if (refresh(l) < 0)
 		return -1;
 	for (uint64_t i = 0; i < l->narenas && i < 1024; i++) {
 		snprintf(name, sizeof(name), "arena.%llu.initialized", (unsigned long long)i);
@@ -1164,7 +1183,7 @@ static int expand(struct lister *l, const struct ctl_def *d, const char *pat, ch
 		uint64_t count;
 		bool arenas = !strcmp(prev, "arena") || !strcmp(prev, "arenas");
 
-		if (read_ranges(l) < 0)
+		if (read_ranges(l) < 0 || (arenas && read_arena_init(l) < 0))
 			return -1;
 		if (arenas)
 			count = l->narenas;
@@ -1181,7 +1200,7 @@ static int expand(struct lister *l, const struct ctl_def *d, const char *pat, ch
 			while (b > at && b[-1] != '.')
 				b--;
 			snprintf(arena, sizeof(arena), "%.*s", (int)(e - b), b);
-			if (!l->npsizes && count_psizes(l, arena, &l->npsizes) < 0)
+			if (!l->npsizes && (refresh(l) < 0 || count_psizes(l, arena, &l->npsizes) < 0))
 				return -1;
 			count = l->npsizes;
 		}
@@ -1222,7 +1241,7 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 	char pre[208], parts[16][64];
 	const char *fixed[24];
 	unsigned np = 0;
-	bool stats = false, any = false;
+	bool any = false;
 	size_t sk = 0;
 
 	snprintf(pre, sizeof(pre), "%s", prefix);
@@ -1253,7 +1272,7 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 			continue;
 		any = true;
 		if (is_stats(d->pat))
-			stats = true;
+			l->stats = true;
 	}
 	if (!any) {
 		free(l);
@@ -1269,14 +1288,14 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 		free(l);
 		return -1;
 	}
-	if (stats && je_refresh(t, err) < 0)
-		goto end;
 	/*
 	 * Two walks: the first counts (reading only the index ranges), so an
 	 * oversized listing is refused before thousands of reads.
 	 */
 	for (int pass = 0; pass < 2; pass++) {
 		l->counting = pass == 0;
+		if (!l->counting && refresh(l) < 0)
+			goto end;
 		for (size_t i = 0; i < NDEFS; i++) {
 			const struct ctl_def *d = &ctl_defs[i];
 			const char *p = d->pat;

@@ -20,24 +20,24 @@
  * "prof off" puts the intervals back as the target's environment set them.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "alloc.h"
+#include "alloc_tcmalloc.h"
 #include "call.h"
 #include "log.h"
+#include "procfs.h"
 #include "target.h"
 #include "troot.h"
 
 struct tc {
 	struct obj *obj;
 	uint64_t lo, hi; /* allocator code, when it is a DSO of its own */
-	uint64_t get_num, get_stats, release, version, malloc, free;
+	uint64_t get_num, set_num, get_stats, release, version, malloc, free;
 	uint64_t prof_start, prof_stop, prof_running, prof_get; /* 0 in tcmalloc_minimal */
 	uint64_t prof_get_end; /* end of GetHeapProfile's code */
 	uint64_t verbose;      /* int32 FLAGS_verbose, or 0 */
@@ -83,6 +83,7 @@ static int tc_detect(struct hc_target *t, struct hc_err *err)
 	if (!own || !(c.get_num = addr_of(own, "MallocExtension_GetNumericProperty")))
 		return 0;
 	c.obj = own;
+	c.set_num = addr_of(own, "MallocExtension_SetNumericProperty");
 	c.get_stats = addr_of(own, "MallocExtension_GetStats");
 	c.release = addr_of(own, "MallocExtension_ReleaseFreeMemory");
 	c.version = addr_of(own, "tc_version");
@@ -98,9 +99,9 @@ static int tc_detect(struct hc_target *t, struct hc_err *err)
 		const struct sym *g = sym_by_name(own, "GetHeapProfile");
 
 		c.prof_get_end = c.prof_get + (g && g->size ? g->size : 1);
-		c.verbose = sym_data(own, TC_FLAG("int32", 61, "13FLAGS_verbose"), NULL);
+		c.verbose = sym_data(own, TC_FLAG("int32", 61, "13FLAGS_verbose"));
 		for (size_t i = 0; i < 4; i++)
-			c.interval[i] = sym_data(own, intervals[i].sym, NULL);
+			c.interval[i] = sym_data(own, intervals[i].sym);
 	}
 	if (!own->is_exe) {
 		c.lo = own->text_lo;
@@ -138,14 +139,17 @@ static bool tc_contains(struct hc_target *t, uint64_t raddr)
 
 /* ---- remote helpers (inside a session) ------------------------------------------- */
 
-/* MallocExtension_GetNumericProperty(name, &value): 1 if the property exists. */
-static int get_num(struct hc_target *t, const char *name, uint64_t *v, bool *found,
-		   struct hc_err *err)
+/*
+ * MallocExtension_GetNumericProperty(name, &value): 1 if the property
+ * exists.  name_raddr: name already in the target, or 0 to copy it there.
+ */
+static int get_num(struct hc_target *t, const char *name, uint64_t name_raddr, uint64_t *v,
+		   bool *found, struct hc_err *err)
 {
 	uint64_t a[2], ret = 0;
 
 	*v = 0;
-	a[0] = call_strdup(t, name, err);
+	a[0] = name_raddr ? name_raddr : call_strdup(t, name, err);
 	a[1] = call_scratch(t, 8);
 	if (!a[0] || !a[1])
 		return err_isset(err) ? -1 : err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
@@ -156,8 +160,11 @@ static int get_num(struct hc_target *t, const char *name, uint64_t *v, bool *fou
 	if (found)
 		*found = (ret & 0xff) != 0; /* C++ bool in al */
 	else if (!(ret & 0xff))
-		return err_set(err, HC_E_NO_CTL, 0, "tcmalloc in pid %d has no property '%s'", t->pid,
-			       name);
+		return err_sethint(err, HC_E_NO_CTL, 0,
+				   "names: generic.current_allocated_bytes, generic.heap_size, "
+				   "tcmalloc.pageheap_free_bytes, "
+				   "tcmalloc.max_total_thread_cache_bytes ...",
+				   "tcmalloc in pid %d has no property '%s'", t->pid, name);
 	return 0;
 }
 
@@ -240,7 +247,7 @@ static int tc_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 		struct hc_figure *f = &st->fig[st->nfig];
 		bool found;
 
-		if (get_num(t, props[i].name, &f->value, &found, err) < 0)
+		if (get_num(t, props[i].name, 0, &f->value, &found, err) < 0)
 			break;
 		if (!found)
 			continue;
@@ -348,35 +355,21 @@ static int tc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct 
 }
 
 /*
- * The value gperftools gave flag i at start: EnvToInt64(NAME, default),
- * i.e. strtoll of the initial environment's NAME, else the default.
+ * The values gperftools gave the interval flags at start: EnvToInt64(NAME,
+ * default), i.e. strtoll of the initial environment's NAME, else the
+ * default.  Read before the thread is stopped.
  */
-static int64_t interval_at_start(struct hc_target *t, size_t i)
+static void intervals_at_start(struct hc_target *t, int64_t v[4])
 {
-	size_t cap = 1 << 20, n = 0, el = strlen(intervals[i].env);
-	int64_t v = intervals[i].dflt;
-	char path[96], *buf;
-	ssize_t r;
-	int fd;
+	size_t len;
+	char *env = procfs_environ(t->proc, &len);
 
-	snprintf(path, sizeof(path), "%s/environ", t->proc);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return v;
-	buf = malloc(cap + 1);
-	while (buf && n < cap && (r = read(fd, buf + n, cap - n)) > 0)
-		n += (size_t)r;
-	close(fd);
-	if (!buf)
-		return v;
-	buf[n] = 0;
-	for (size_t at = 0; at < n; at += strlen(buf + at) + 1)
-		if (!strncmp(buf + at, intervals[i].env, el) && buf[at + el] == '=') {
-			v = strtoll(buf + at + el + 1, NULL, 10);
-			break; /* getenv() takes the first */
-		}
-	free(buf);
-	return v;
+	for (size_t i = 0; i < 4; i++) {
+		const char *s = procfs_env_get(env, len, intervals[i].env);
+
+		v[i] = s ? strtoll(s, NULL, 10) : intervals[i].dflt;
+	}
+	free(env);
 }
 
 /* Is every automatic dump interval 0 (as heapctl's "prof on" leaves them)? */
@@ -394,50 +387,54 @@ static int intervals_zero(struct hc_target *t, bool *zero, struct hc_err *err)
 	return 0;
 }
 
-static int intervals_set(struct hc_target *t, bool restore, struct hc_err *err)
+static int intervals_set(struct hc_target *t, const int64_t v[4], struct hc_err *err)
 {
-	for (size_t i = 0; i < 4; i++) {
-		int64_t v = restore ? interval_at_start(t, i) : 0;
-
-		if (call_write(t, tc_of(t)->interval[i], &v, sizeof(v), err) < 0)
+	for (size_t i = 0; i < 4; i++)
+		if (call_write(t, tc_of(t)->interval[i], &v[i], sizeof(v[i]), err) < 0)
 			return -1;
-	}
 	return 0;
 }
 
-static int start_quietly(struct hc_target *t, const char *prefix, struct hc_err *err)
+/*
+ * HeapProfilerStart(prefix) with the automatic dumps off and FLAGS_verbose
+ * lowered for the call; *on: whether the profiler runs now.  Unless it
+ * does, on any path, the intervals go back to start[].
+ */
+static int start_quietly(struct hc_target *t, const char *prefix, const int64_t start[4],
+			 bool *on, struct hc_err *err)
 {
+	static const int64_t zero[4];
 	struct tc *c = tc_of(t);
 	int32_t verbose = 0, quiet = -1;
+	struct hc_err e = { 0 };
+	bool called = false;
 	uint64_t p, ret;
-	int r = -1;
 
 	if (call_read(t, c->verbose, &verbose, sizeof(verbose), err) < 0)
 		return -1;
 	/* no automatic dumps into a prefix that is gone when this command ends */
-	if (intervals_set(t, false, err) < 0)
+	if (intervals_set(t, zero, err) < 0)
 		goto restore;
 	/* RAW_VLOG(0) prints while FLAGS_verbose >= 0; a lower setting stays as it is */
 	if (verbose >= 0 && call_write(t, c->verbose, &quiet, sizeof(quiet), err) < 0)
 		goto restore;
-	if ((p = call_strdup(t, prefix, err)))
-		r = call_fn(t, c->prof_start, &p, 1, &ret, NULL, NULL, err);
-	pr_info("HeapProfilerStart(\"%s\")", prefix);
-	if (verbose >= 0) {
-		struct hc_err e = { 0 };
-
-		/* undone on every path, even after a failed call */
-		if (call_write(t, c->verbose, &verbose, sizeof(verbose), &e) < 0 && !err_isset(err))
-			*err = e;
+	p = call_strdup(t, prefix, err);
+	if (!p && !err_isset(err))
+		err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
+	if (p) {
+		pr_info("HeapProfilerStart(\"%s\")", prefix);
+		called = call_fn(t, c->prof_start, &p, 1, &ret, NULL, NULL, err) == 0;
 	}
-	return err_isset(err) ? -1 : r;
+	/* undone on every path, even after a failed call */
+	if (verbose >= 0 && call_write(t, c->verbose, &verbose, sizeof(verbose), &e) < 0 &&
+	    !err_isset(err))
+		*err = e;
+	/* it runs, or cannot be asked: the automatic dumps must stay off */
+	if (called && (running(t, on, err) < 0 || *on))
+		return err_isset(err) ? -1 : 0;
 restore:
-	if (err_isset(err)) {
-		struct hc_err e = { 0 };
-
-		intervals_set(t, true, &e);
-	}
-	return -1;
+	intervals_set(t, start, &(struct hc_err){ 0 });
+	return err_isset(err) ? -1 : 0;
 }
 
 static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
@@ -445,16 +442,17 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 	char prefix[PATH_MAX + 16];
 	struct troot_dir dir = { .parent = -1, .guard = -1 };
 	struct tc *c = tc_of(t);
+	bool flags = c->interval[0] && c->interval[1] && c->interval[2] && c->interval[3];
+	int64_t start[4];
 	uint64_t ret;
 	bool on = false, zero = false;
 
 	if (need_profiler(t, err) < 0)
 		return -1;
-	if (active && (!c->verbose || !c->interval[0] || !c->interval[1] || !c->interval[2] ||
-		       !c->interval[3]))
+	if (active && (!c->verbose || !flags))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
-				   "start the process with HEAPPROFILE=PREFIX to profile from the "
-				   "start, or use gperftools' libtcmalloc.so.4 with its dynamic symbols",
+				   "give its symbols with --debug-file FILE, start the process with "
+				   "HEAPPROFILE=PREFIX, or use gperftools' libtcmalloc.so.4",
 				   "%s does not export the flags heapctl must set to start its heap "
 				   "profiler without writing to the process's stderr or files",
 				   c->obj->path);
@@ -467,22 +465,25 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 	 */
 	if (active && troot_mkdir(t->pid, &dir, err) < 0)
 		return -1;
+	if (flags)
+		intervals_at_start(t, start);
 	if (call_begin(t, err) < 0)
 		goto out;
 	if (running(t, &on, err) < 0)
 		goto end;
 	if (active && !on) {
 		snprintf(prefix, sizeof(prefix), "%s/heapctl", dir.path);
-		start_quietly(t, prefix, err);
+		start_quietly(t, prefix, start, &on, err);
 	} else if (!active) {
 		if (on)
 			call_fn(t, c->prof_stop, NULL, 0, &ret, NULL, NULL, err);
 		/* heapctl's "prof on" zeroed the automatic dumps: give them back */
-		if (!err_isset(err) && c->interval[0] && c->interval[1] && c->interval[2] &&
-		    c->interval[3] && intervals_zero(t, &zero, err) == 0 && zero)
-			intervals_set(t, true, err);
+		if (!err_isset(err) && flags && intervals_zero(t, &zero, err) == 0 && zero)
+			intervals_set(t, start, err);
+		if (!err_isset(err))
+			running(t, &on, err);
 	}
-	if (!err_isset(err) && running(t, &on, err) == 0 && on != active)
+	if (!err_isset(err) && on != active)
 		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->pid,
 			on ? "running" : "stopped");
 end:
@@ -496,29 +497,36 @@ out:
 #define MAX_PROFILE (1ull << 30)
 
 /* Is raddr inside some object's executable mappings? */
-static bool in_text(const struct hc_target *t, uint64_t raddr)
+static bool in_text(void *arg, uint64_t raddr)
 {
+	const struct hc_target *t = arg;
+
 	for (size_t i = 0; i < t->nobjs; i++)
 		if (raddr >= t->objs[i].text_lo && raddr < t->objs[i].text_hi)
 			return true;
 	return false;
 }
 
-/* Is any frame of " 0x.. 0x.." heapctl's own (see filter_profile)? */
-static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
+/* Is any frame of " 0x.. 0x.." (up to end, its line's end) heapctl's own? */
+static bool heapctl_stack(const struct tc_frames *f, const char *s, const char *end)
 {
-	const struct tc *c = tc_of(t);
 	bool first = true;
 
-	while (s < end) {
+	for (;;) {
+		uint64_t a;
 		char *e;
-		uint64_t a = strtoull(s, &e, 16);
 
-		if (e == s)
+		/* strtoull() would skip the newline too, into the next bucket's counts */
+		while (s < end && (*s == ' ' || *s == '\t'))
+			s++;
+		if (s >= end)
+			break;
+		a = strtoull(s, &e, 16);
+		if (e == s || e > end)
 			break;
 		s = e;
 		/* return addresses point after the call, so one past the start is inside */
-		if (a > c->prof_get && a <= c->prof_get_end)
+		if (a > f->get_lo && a <= f->get_hi)
 			return true;
 		/*
 		 * heapctl's calls return to offset 0 of its code page: a
@@ -527,7 +535,7 @@ static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
 		 * object": on arm64 the page can land in the hole a 64 KiB-aligned
 		 * library leaves between its text and its data.
 		 */
-		if (first && !(a & 4095) && !in_text(t, a))
+		if (first && !(a & 4095) && !f->in_text(f->arg, a))
 			return true;
 		first = false;
 	}
@@ -541,7 +549,7 @@ static bool heapctl_stack(struct hc_target *t, const char *s, const char *end)
  * stacks are heapctl's, and take their counts out of the header's totals.
  * Anything not in the expected shape is passed through unchanged.
  */
-static char *filter_profile(struct hc_target *t, char *text, size_t *len)
+char *tc_profile_filter(char *text, size_t *len, const struct tc_frames *f)
 {
 	int64_t tot[4], drop[4] = { 0, 0, 0, 0 };
 	char *out, *o, *s = text, *end = text + *len, *hdr_at;
@@ -569,7 +577,7 @@ static char *filter_profile(struct hc_target *t, char *text, size_t *len)
 
 		if (sscanf(s, "%" SCNd64 ": %" SCNd64 " [%" SCNd64 ": %" SCNd64 "] @%n", &b[0], &b[1],
 			   &b[2], &b[3], &m) == 4 && m && s + m <= le &&
-		    heapctl_stack(t, s + m, nl ? nl : end)) {
+		    heapctl_stack(f, s + m, nl ? nl : end)) {
 			for (int i = 0; i < 4; i++)
 				drop[i] += b[i];
 			s = le;
@@ -650,7 +658,9 @@ static int tc_prof_dump(struct hc_target *t, const char *out, struct hc_err *err
 end:
 	call_end(t, err);
 	if (text && !err_isset(err)) {
-		text = filter_profile(t, text, &len);
+		struct tc_frames fr = { tc_of(t)->prof_get, tc_of(t)->prof_get_end, in_text, t };
+
+		text = tc_profile_filter(text, &len, &fr);
 		f = fopen(out, "we");
 		if (!f) {
 			err_errno(err, errno, "write %s", out);
@@ -680,10 +690,7 @@ static int tc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 		return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a tcmalloc property", name);
 	if (call_begin(t, err) < 0)
 		return -1;
-	if (get_num(t, name, &v->u, NULL, err) < 0 && err->code == HC_E_NO_CTL)
-		snprintf(err->hint, sizeof(err->hint),
-			 "names: generic.current_allocated_bytes, generic.heap_size, "
-			 "tcmalloc.pageheap_free_bytes, tcmalloc.max_total_thread_cache_bytes ...");
+	get_num(t, name, 0, &v->u, NULL, err);
 	return call_end(t, err);
 }
 
@@ -692,35 +699,38 @@ static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
 {
 	uint64_t a[2], ret = 0;
 	struct hc_value nv;
+	bool found = false;
 
-	old->type = now->type = HC_T_VOID;
+	if (!tc_of(t)->set_num)
+		return err_set(err, HC_E_NO_SYM, 0, "MallocExtension_SetNumericProperty not found in %s",
+			       tc_of(t)->obj->path);
 	if (hc_value_parse(name, HC_T_SIZE, value, &nv, err) < 0)
 		return -1;
 	if (call_begin(t, err) < 0)
 		return -1;
-	{
-		const struct sym *s = sym_by_name(tc_of(t)->obj, "MallocExtension_SetNumericProperty");
-
-		if (!s) {
-			err_set(err, HC_E_NO_SYM, 0, "MallocExtension_SetNumericProperty not found");
-			goto end;
-		}
-		if (get_num(t, name, &old->u, NULL, err) < 0)
-			goto end;
-		old->type = HC_T_SIZE;
-		a[0] = call_strdup(t, name, err);
-		a[1] = nv.u;
-		if (!a[0] || call_fn(t, s->raddr, a, 2, &ret, NULL, NULL, err) < 0)
-			goto end;
-		if (!(ret & 0xff)) {
-			err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->pid,
-				name);
-			goto end;
-		}
-		/* what tcmalloc holds now (it may round or clamp), in the same borrow */
-		if (get_num(t, name, &now->u, NULL, err) == 0)
-			now->type = HC_T_SIZE;
+	a[0] = call_strdup(t, name, err);
+	a[1] = nv.u;
+	if (!a[0]) {
+		if (!err_isset(err))
+			err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
+		goto end;
 	}
+	if (get_num(t, name, a[0], &old->u, NULL, err) < 0)
+		goto end;
+	old->type = HC_T_SIZE;
+	if (call_fn(t, tc_of(t)->set_num, a, 2, &ret, NULL, NULL, err) < 0)
+		goto end;
+	if (!(ret & 0xff)) {
+		err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->pid, name);
+		goto end;
+	}
+	/* what tcmalloc holds now (it may round or clamp), in the same borrow */
+	if (get_num(t, name, a[0], &now->u, &found, err) == 0 && found)
+		now->type = HC_T_SIZE;
+	else if (!err_isset(err))
+		snprintf(now->note, sizeof(now->note),
+			 "written, but reading it back failed: tcmalloc has no getter for '%s'",
+			 name);
 end:
 	return call_end(t, err);
 }
@@ -746,7 +756,7 @@ static int tc_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 		uint64_t v;
 		bool found;
 
-		if (get_num(t, keys[i], &v, &found, err) == 0 && found)
+		if (get_num(t, keys[i], 0, &v, &found, err) == 0 && found)
 			snprintf(info->conf[info->nconf++], sizeof(info->conf[0]), "%s=%" PRIu64,
 				 keys[i], v);
 	}

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "procfs.h"
 
@@ -83,6 +85,53 @@ int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard)
 	}
 	fclose(f);
 	return ret;
+}
+
+#define ENVIRON_MAX (1u << 20)
+
+char *procfs_environ(const char *proc, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char path[96], *buf;
+	ssize_t r;
+	int fd;
+
+	*len = 0;
+	snprintf(path, sizeof(path), "%s/environ", proc);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap + 1);
+	while (buf) {
+		if (n == cap) {
+			char *nb = cap < ENVIRON_MAX ? realloc(buf, 2 * cap + 1) : NULL;
+
+			if (!nb)
+				break; /* what was read is all there is */
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf) {
+		buf[n] = 0;
+		*len = n;
+	}
+	return buf;
+}
+
+const char *procfs_env_get(const char *env, size_t len, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t at = 0; env && at < len; at += strlen(env + at) + 1)
+		if (!strncmp(env + at, name, nl) && env[at + nl] == '=')
+			return env + at + nl + 1;
+	return NULL;
 }
 
 void procfs_comm(pid_t pid, char *out, size_t len)

@@ -41,6 +41,14 @@ struct procfs_stat {
 int procfs_stat(const char *path, struct procfs_stat *st);
 /* The parser alone: comm (field 2) may hold spaces and ')', fields follow the last ')'. */
 int procfs_stat_parse(const char *text, struct procfs_stat *st);
+/*
+ * The initial environment, proc/environ (proc: /proc/PID or /proc/PID/task/TID):
+ * "NAME=value" strings, each NUL-terminated, in a malloc'ed buffer of *len
+ * bytes plus a final NUL; at most 1 MiB.  NULL (and *len 0) if unreadable.
+ */
+char *procfs_environ(const char *proc, size_t *len);
+/* NAME's value in such a buffer, the first one as getenv() finds it, or NULL. */
+const char *procfs_env_get(const char *env, size_t len, const char *name);
 /* /proc/PID/comm without its newline, or "?". */
 void procfs_comm(pid_t pid, char *out, size_t len);
 /* A termination signal (INT, TERM, HUP) heapctl blocked is pending: returns it, or 0. */

@@ -251,18 +251,18 @@ struct obj *obj_at(struct hc_target *t, uint64_t raddr)
 	return NULL;
 }
 
-/* Growable symbol list while loading. */
+/* Growable symbol list while loading: nf function symbols, then the data symbols. */
 struct symvec {
 	struct sym *v;
-	size_t n, cap;
+	size_t n, nf, cap;
 	char *strs;
 	size_t slen, scap;
 };
 
 static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name,
-		      bool global)
+		      bool global, bool data)
 {
-	size_t l = strlen(name) + 1;
+	size_t l = strlen(name) + 1, at = sv->n;
 
 	if (sv->n == sv->cap) {
 		size_t cap = sv->cap ? sv->cap * 2 : 1024;
@@ -286,13 +286,22 @@ static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const ch
 		sv->scap = cap;
 	}
 	memcpy(sv->strs + sv->slen, name, l);
+	if (!data && sv->nf < sv->n) {
+		sv->v[sv->n] = sv->v[sv->nf]; /* the first data symbol moves to the end */
+		at = sv->nf;
+	}
 	/* store the offset now; pointers are fixed up once strs stops moving */
-	sv->v[sv->n++] = (struct sym){ raddr, size, (const char *)(uintptr_t)sv->slen, global };
+	sv->v[at] = (struct sym){ raddr, size, (const char *)(uintptr_t)sv->slen, global };
+	sv->n++;
+	sv->nf += !data;
 	sv->slen += l;
 	return 0;
 }
 
-/* Add FUNC symbols of one section type.  Returns how many were added. */
+/*
+ * Add the FUNC and OBJECT symbols of one section type.  Returns how many
+ * function symbols were added.
+ */
 static long add_syms(Elf *elf, Elf64_Word type, uint64_t bias, struct symvec *sv)
 {
 	Elf_Scn *scn = NULL;
@@ -315,16 +324,16 @@ static long add_syms(Elf *elf, Elf64_Word type, uint64_t bias, struct symvec *sv
 			if (!gelf_getsym(d, (int)i, &s))
 				break;
 			st = GELF_ST_TYPE(s.st_info);
-			if ((st != STT_FUNC && st != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF ||
-			    !s.st_value)
+			if ((st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_OBJECT) ||
+			    s.st_shndx == SHN_UNDEF || !s.st_value)
 				continue;
 			name = elf_strptr(elf, sh.sh_link, s.st_name);
 			if (!name || !*name)
 				continue;
 			if (symvec_add(sv, s.st_value + bias, s.st_size, name,
-				       GELF_ST_BIND(s.st_info) != STB_LOCAL) < 0)
+				       GELF_ST_BIND(s.st_info) != STB_LOCAL, st == STT_OBJECT) < 0)
 				return -1;
-			added++;
+			added += st != STT_OBJECT;
 		}
 	}
 	return added;
@@ -612,7 +621,7 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 		free(o->strs);
 		o->syms = NULL;
 		o->strs = NULL;
-		o->nsyms = 0;
+		o->nsyms = o->ndata = 0;
 	}
 	o->syms_loaded = true;
 	o->debug_tried = debug;
@@ -653,7 +662,8 @@ int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struc
 		sv.v[i].name = sv.strs + (uintptr_t)sv.v[i].name;
 	o->sorted = false; /* sorted on first address lookup: detection only needs names */
 	o->syms = sv.v;
-	o->nsyms = sv.n;
+	o->nsyms = sv.nf;
+	o->ndata = sv.n - sv.nf;
 	o->strs = sv.strs;
 	sv.v = NULL;
 	sv.strs = NULL;
@@ -673,54 +683,15 @@ const struct sym *sym_by_name(const struct obj *o, const char *name)
 }
 
 /*
- * The runtime address of a data symbol (STT_OBJECT) of o's .dynsym or
- * .symtab, or 0.  Only function symbols are kept in o->syms, where they
- * answer "which function holds this address"; data symbols are looked up
- * one at a time, by the few drivers that need a library's global flag.
+ * The runtime address of a data symbol (STT_OBJECT), or 0: from wherever
+ * o's function symbols came (.dynsym and .symtab, or the debug symbols).
  */
-uint64_t sym_data(const struct obj *o, const char *name, uint64_t *size)
+uint64_t sym_data(const struct obj *o, const char *name)
 {
-	Elf_Scn *scn = NULL;
-	uint64_t addr = 0;
-	Elf *elf;
-	int fd;
-
-	if (o->is_vdso || !o->open_path)
-		return 0;
-	elf_version(EV_CURRENT);
-	fd = open(o->open_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	while (elf && !addr && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *n;
-
-			if (!gelf_getsym(d, (int)i, &s))
-				break;
-			if (GELF_ST_TYPE(s.st_info) != STT_OBJECT || s.st_shndx == SHN_UNDEF ||
-			    !s.st_value)
-				continue;
-			n = elf_strptr(elf, sh.sh_link, s.st_name);
-			if (n && !strcmp(n, name)) {
-				addr = s.st_value + o->bias;
-				if (size)
-					*size = s.st_size;
-				break;
-			}
-		}
-	}
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return addr;
+	for (size_t i = o->nsyms; i < o->nsyms + o->ndata; i++)
+		if (!strcmp(o->syms[i].name, name))
+			return o->syms[i].raddr;
+	return 0;
 }
 
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)

@@ -33,9 +33,10 @@ struct obj {
 	bool syms_loaded;
 	bool malloc_checked; /* alloc_owner() looked for malloc here */
 	bool debug_tried;
-	struct sym *syms; /* sorted by raddr once sorted is set */
+	struct sym *syms; /* nsyms functions, sorted by raddr once sorted is set */
 	bool sorted;
 	size_t nsyms;
+	size_t ndata;     /* data symbols (STT_OBJECT), after them: syms[nsyms + i] */
 	char *strs;
 	/* ".dynsym", ".symtab", ".gnu_debugdata", or "debug file PATH",
 	 * "debuginfod PATH", "--debug-file PATH" (then it is debug_path) */
@@ -114,8 +115,8 @@ int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
 int sym_debug_file_check(struct hc_target *t, struct hc_err *err);
 /* Exact name; returns the symbol or NULL. */
 const struct sym *sym_by_name(const struct obj *o, const char *name);
-/* Runtime address (and size) of data symbol name in o, or 0. */
-uint64_t sym_data(const struct obj *o, const char *name, uint64_t *size);
+/* Runtime address of data symbol name in o (from o's symbol source), or 0. */
+uint64_t sym_data(const struct obj *o, const char *name);
 /* Function containing raddr, or NULL. */
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op);
 /* The nearest global function below (dir < 0) or above (dir > 0) s in its object, or NULL. */

@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.bias = 0x1000;
 	if (sym_load_elf(&t, &o, elf, true, &err) == 0) {
 		sym_by_name(&o, "mallctl");
-		for (size_t i = 0; i < o.nsyms; i++)
+		for (size_t i = 0; i < o.nsyms + o.ndata; i++)
 			if (!o.syms[i].name || !memchr(o.syms[i].name, 0, 4096))
 				__builtin_trap();
 	}

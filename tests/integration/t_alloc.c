@@ -322,6 +322,29 @@ static void test_tcmalloc(void)
 	if (t_failed())
 		goto out;
 
+	/* set: the old value and what tcmalloc holds now; an unknown name is refused */
+	if (hc_expect(&r, 0, "get", "-p", v.spid, "tcmalloc.max_total_thread_cache_bytes", NULL))
+		goto out_r;
+	snprintf(reply, sizeof(reply), "tcmalloc.max_total_thread_cache_bytes: %.*s -> 67108864",
+		 (int)strcspn(r.out, "\n"), r.out);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "set", "-p", v.spid, "tcmalloc.max_total_thread_cache_bytes",
+		      "67108864", NULL))
+		goto out_r;
+	if (!strstr(r.out, reply))
+		t_fail("set: want '%s', got: %.200s", reply, r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "get", "-p", v.spid, "tcmalloc.max_total_thread_cache_bytes", NULL) &&
+	    strtoull(r.out, NULL, 10) != 67108864)
+		t_fail("get after set: %.100s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 1, "set", "-p", v.spid, "tcmalloc.no_such_property", "1", NULL) &&
+	    (!strstr(r.err, "no property") || !strstr(r.err, "hint: names: generic.")))
+		t_fail("set of an unknown property: %.300s", r.err);
+	hres_free(&r);
+	if (t_failed())
+		goto out;
+
 	/* heap profiling, started at runtime */
 	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
 		goto out_r;

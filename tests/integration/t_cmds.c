@@ -1104,6 +1104,14 @@ static void test_get_prefix(void)
 		goto out;
 	}
 	hres_free(&r);
+	/* no arena index in arenas.: no arena.<i>.initialized read, and no stats: no epoch */
+	if (hc_expect(&r, 0, "-vv", "get", "-p", v->spid, "arenas.", NULL))
+		goto out;
+	if (strstr(r.err, ".initialized\")") || strstr(r.err, "mallctl(\"epoch\")")) {
+		t_fail("get arenas. read arena.<i>.initialized or wrote epoch");
+		goto out;
+	}
+	hres_free(&r);
 	/* opt. with --json: an array of {"name","value"} */
 	if (hc_expect(&r, 0, "get", "-p", v->spid, "opt.", "--json", NULL))
 		goto out;

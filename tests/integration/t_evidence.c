@@ -9,6 +9,7 @@
  *   fx_jemalloc_plain   jemalloc linked in unprefixed: the executable serves malloc
  *   fx_jemalloc_static  -static, unprefixed
  * and fx_tcmalloc_static (tcmalloc_victim with gperftools' libtcmalloc_minimal.a);
+ * fx_tcmalloc_prof_stripped (the full libtcmalloc.a, stripped, with a debug file);
  * and each of them as fx_..._stripped (strip --strip-all, no debug file);
  * fx_jemalloc_rjem_noshdr is the stripped one without section headers.
  * Unstripped: info names jemalloc and its evidence, stats agrees with the
@@ -326,6 +327,47 @@ static void test_tcmalloc_stripped(void)
 	stripped("fx_tcmalloc_static_stripped", "tcmalloc");
 }
 
+/*
+ * The full tcmalloc linked in and stripped, its symbols given with
+ * --debug-file: the profiler's flags (data symbols) come from there too, so
+ * prof on, dump and prof off work as with the shared library.
+ */
+static void test_tcmalloc_prof_debug_file(void)
+{
+	struct victim vv, *v = &vv;
+	char dbg[512], heap[512], want[600];
+	bool active = false;
+	struct hres r;
+
+	snprintf(dbg, sizeof(dbg), "%s/fx_tcmalloc_prof_stripped.debug", cfg.victim_dir);
+	snprintf(heap, sizeof(heap), "%s/tcprof-%d.heap", cfg.tmpdir, (int)getpid());
+	if (start(v, "fx_tcmalloc_prof_stripped", false))
+		return;
+	snprintf(want, sizeof(want), "symbols       --debug-file %s", dbg);
+	if (hc_expect(&r, 0, "info", "-p", v->spid, "--debug-file", dbg, NULL) == 0 &&
+	    (!strstr(r.out, "allocator     tcmalloc gperftools") || !strstr(r.out, want)))
+		t_fail("info: not the full tcmalloc, or no '%s': %.500s", want, r.out);
+	hres_free(&r);
+	if (!t_failed())
+		hc_expect(&r, 0, "prof", "on", "-p", v->spid, "--debug-file", dbg, NULL);
+	hres_free(&r);
+	if (!t_failed() &&
+	    hc_expect(&r, 0, "prof", "status", "--json", "-p", v->spid, "--debug-file", dbg,
+		      NULL) == 0 &&
+	    (json_get_bool(r.out, "active", &active) || !active))
+		t_fail("prof status after prof on: not active: %.300s", r.out);
+	hres_free(&r);
+	if (!t_failed())
+		hc_expect(&r, 0, "dump", "-o", heap, "-p", v->spid, "--debug-file", dbg, NULL);
+	hres_free(&r);
+	unlink(heap);
+	hc_expect(&r, 0, "prof", "off", "-p", v->spid, "--debug-file", dbg, NULL);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(v, 0);
+	victim_kill(v);
+}
+
 /* A program that only mentions MALLOC_CONF (a glibc one) is still glibc's. */
 static void test_glibc_plain(void)
 {
@@ -357,6 +399,7 @@ const struct itest t_evidence_tests[] = {
 	{ "evidence-static-stripped", test_static_stripped, 0 },
 	{ "evidence-tcmalloc-static", test_tcmalloc, 0 },
 	{ "evidence-tcmalloc-static-stripped", test_tcmalloc_stripped, 0 },
+	{ "evidence-tcmalloc-prof-debug-file", test_tcmalloc_prof_debug_file, 0 },
 	{ "evidence-glibc", test_glibc_plain, 0 },
 	{ NULL, NULL, 0 },
 };
