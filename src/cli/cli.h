@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -98,6 +99,14 @@ void cli_timing(const struct cli_env *env, const struct hc_target *t);
 int cli_flush(void);
 void cli_stdout_failed(int err);
 int cli_stdout_errno(void);
+
+/*
+ * util.c: the signals that end heapctl (a terminal's, a supervisor's): INT,
+ * TERM, HUP, QUIT.  The one list that holding, catching and cleaning up use.
+ */
+#define CLI_NTERM 4
+extern const int cli_term_sigs[CLI_NTERM];
+void cli_term_sigaddset(sigset_t *set);
 
 /* util.c: target lifetime; signals that would kill heapctl are held meanwhile */
 struct hc_target *cli_open(const struct cli_env *env, pid_t pid, struct hc_err *err);

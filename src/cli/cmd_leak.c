@@ -9,7 +9,7 @@
  *   5. print the top growing functions and stacks, write the flamegraph.
  *
  * The target is attached only for each step, never during the wait.  A
- * SIGINT/SIGTERM/SIGHUP during the wait ends it early: the second profile
+ * SIGINT/SIGTERM/SIGHUP/SIGQUIT during the wait ends it early: the second profile
  * is taken at once, prof.active restored, and the growth so far reported.
  */
 #include <errno.h>
@@ -64,9 +64,8 @@ int cli_parse_duration(const char *s, unsigned int *ms)
  * with prof.active left on.  While a thread is borrowed they are held
  * (cli_open), and the library finishes its call and restores the target.
  */
-static const int stop_sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 static volatile sig_atomic_t stop_sig;
-static struct sigaction old_sa[3];
+static struct sigaction old_sa[CLI_NTERM];
 
 static void on_stop(int sig)
 {
@@ -81,16 +80,16 @@ static void catch_stops(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < 3; i++)
-		sigaction(stop_sigs[i], &sa, &old_sa[i]);
+	for (i = 0; i < CLI_NTERM; i++)
+		sigaction(cli_term_sigs[i], &sa, &old_sa[i]);
 }
 
 static void release_stops(void)
 {
 	int i;
 
-	for (i = 0; i < 3; i++)
-		sigaction(stop_sigs[i], &old_sa[i], NULL);
+	for (i = 0; i < CLI_NTERM; i++)
+		sigaction(cli_term_sigs[i], &old_sa[i], NULL);
 }
 
 static double now_s(void)

@@ -200,6 +200,14 @@ int cli_stdout_errno(void)
 static sigset_t saved_mask;
 static int held;
 
+const int cli_term_sigs[CLI_NTERM] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+void cli_term_sigaddset(sigset_t *set)
+{
+	for (int i = 0; i < CLI_NTERM; i++)
+		sigaddset(set, cli_term_sigs[i]);
+}
+
 static void hold_signals(void)
 {
 	sigset_t set;
@@ -207,10 +215,7 @@ static void hold_signals(void)
 	if (held++)
 		return;
 	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
+	cli_term_sigaddset(&set);
 	sigaddset(&set, SIGTSTP);
 	sigaddset(&set, SIGTTOU);
 	sigprocmask(SIG_BLOCK, &set, &saved_mask);
@@ -218,17 +223,16 @@ static void hold_signals(void)
 
 static void release_signals(void)
 {
-	static const int term[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	sigset_t pending;
 
 	if (held <= 0 || --held)
 		return;
 	if (sigpending(&pending) == 0)
-		for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
-			if (sigismember(&pending, term[i]) == 1) {
+		for (int i = 0; i < CLI_NTERM; i++)
+			if (sigismember(&pending, cli_term_sigs[i]) == 1) {
 				fflush(stdout);
 				fprintf(stderr, "heapctl: stopping on SIG%s; the target was left as it was\n",
-					sigabbrev_np(term[i]));
+					sigabbrev_np(cli_term_sigs[i]));
 				break;
 			}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);

@@ -1391,7 +1391,12 @@ out:
  * prof.active is put back as it was found.  The signal is sent once heapctl
  * has said on stderr that the wait began.
  */
-static void test_leak_sigint(void)
+/*
+ * A termination signal during the wait ends it early: the second profile is
+ * taken, prof.active restored, the growth reported.  SIGQUIT too: it once
+ * killed heapctl with prof.active left on.
+ */
+static void leak_signal(int sig)
 {
 	struct victim *v = shared_victim();
 	char svg[400], err[4096] = "", val[64], why[512];
@@ -1406,7 +1411,7 @@ static void test_leak_sigint(void)
 		t_fail("the shared victim should start with prof.active=false, reads %s", val);
 		return;
 	}
-	snprintf(svg, sizeof(svg), "%s/leak-int.svg", cfg.tmpdir);
+	snprintf(svg, sizeof(svg), "%s/leak-%s.svg", cfg.tmpdir, sigabbrev_np(sig));
 	unlink(svg);
 	args[0] = "leak";
 	args[1] = "-p";
@@ -1429,29 +1434,42 @@ static void test_leak_sigint(void)
 		hres_free(&r);
 		return;
 	}
-	kill(hp.pid, SIGINT);
+	kill(hp.pid, sig);
 	hc_finish(&hp, &r, HC_TIMEOUT_S);
 	if (hres_crash(&r) || hres_exit(&r) != 0) {
-		t_fail("leak after SIGINT: %s (wanted exit 0); before: %.200s", hres_desc(&r), err);
+		t_fail("leak after SIG%s: %s (wanted exit 0); before: %.200s", sigabbrev_np(sig),
+		       hres_desc(&r), err);
 		goto out;
 	}
 	if (!strstr(r.out, "pid ") || !strstr(r.out, " in ")) {
-		t_fail("leak after SIGINT reported nothing: %.300s", r.out);
+		t_fail("leak after SIG%s reported nothing: %.300s", sigabbrev_np(sig), r.out);
 		goto out;
 	}
-	if (!strstr(r.err, "SIGINT")) {
-		t_fail("leak after SIGINT did not say it ended early: %.300s", r.err);
+	snprintf(why, sizeof(why), "SIG%s", sigabbrev_np(sig));
+	if (!strstr(r.err, why)) {
+		t_fail("leak after %s did not say it ended early: %.300s", why, r.err);
 		goto out;
 	}
 	if (!file_starts_with(svg, "<?xml", why, sizeof(why)) &&
 	    !file_starts_with(svg, "<svg", why, sizeof(why))) {
-		t_fail("leak after SIGINT: %s", why);
+		t_fail("leak after SIG%s: %s", sigabbrev_np(sig), why);
 		goto out;
 	}
-	if (!expect_ctl(v, "prof.active", "false", "leak ended by SIGINT"))
+	snprintf(why, sizeof(why), "leak ended by SIG%s", sigabbrev_np(sig));
+	if (!expect_ctl(v, "prof.active", "false", why))
 		victim_check(v, 0);
 out:
 	hres_free(&r);
+}
+
+static void test_leak_sigint(void)
+{
+	leak_signal(SIGINT);
+}
+
+static void test_leak_sigquit(void)
+{
+	leak_signal(SIGQUIT);
 }
 
 /* -p NAME, like pidof: one match drives it, several are listed and refused. */
@@ -1566,6 +1584,7 @@ const struct itest t_cmds_tests[] = {
 	{ "tcmalloc-set", test_tcmalloc_set, 0 },
 	{ "output-stdout", test_output_stdout, 0 },
 	{ "leak-sigint", test_leak_sigint, 0 },
+	{ "leak-sigquit", test_leak_sigquit, 0 },
 	{ "pid-by-name", test_pid_by_name, 0 },
 	{ NULL, NULL, 0 },
 };
