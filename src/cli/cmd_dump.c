@@ -148,8 +148,14 @@ int cmd_dump(struct cli_env *env)
 		if (rc)
 			goto keep; /* the profile itself is still worth keeping */
 	}
+	/* Every output is in place before anything is said about any of them. */
 	if (cli_out_commit(&heap, &err))
 		goto fail;
+	if ((env->svg && cli_out_commit(&svg, &err)) ||
+	    (env->folded && cli_out_commit(&folded, &err))) {
+		rc = cli_fail(env, &err);
+		goto kept;
+	}
 	if (env->json) {
 		bool have = !cli_out_is_stdout(path) && stat(path, &st) == 0;
 
@@ -171,16 +177,10 @@ int cmd_dump(struct cli_env *env)
 		else
 			fprintf(msg, "wrote %s\n", path);
 	}
-	if (env->svg) {
-		if (cli_out_commit(&svg, &err))
-			goto fail;
+	if (env->svg)
 		cli_report_wrote(msg, env->svg, HC_FMT_SVG, r, env->objects);
-	}
-	if (env->folded) {
-		if (cli_out_commit(&folded, &err))
-			goto fail;
+	if (env->folded)
 		cli_report_wrote(msg, env->folded, HC_FMT_FOLDED, r, env->objects);
-	}
 	hc_report_free(r);
 	hc_prof_free(prof);
 	if (env->svg || env->folded)
@@ -189,8 +189,14 @@ int cmd_dump(struct cli_env *env)
 		print_next(env, msg, allocator, cli_out_is_stdout(path) ? "FILE" : path);
 	return CLI_EXIT_OK;
 keep:
-	if (!cli_out_commit(&heap, &err) && !cli_out_is_stdout(path))
+	if (cli_out_commit(&heap, &err)) {
+		cli_fail(env, &err);
+		goto out;
+	}
+kept:
+	if (!cli_out_is_stdout(path))
 		fprintf(stderr, "heapctl: the profile itself was written to %s\n", path);
+out:
 	cli_out_discard(&svg);
 	cli_out_discard(&folded);
 	hc_report_free(r);

@@ -197,6 +197,62 @@ static void test_output_paths(void)
 }
 
 /*
+ * An output that fails only when it is put in place (/dev/full is writable
+ * until written): the failure is reported, no success is claimed (no
+ * "wrote", no --json object on stdout), and the profile that did get
+ * written is said to be there.
+ */
+static void test_dump_commit_fails(void)
+{
+	struct victim *v = shared_victim();
+	char dir[400], file[480];
+	struct stat st;
+	struct hres r;
+
+	if (!v)
+		return;
+	if (access("/dev/full", W_OK)) {
+		t_note("no writable /dev/full here: not run");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/commitfail", cfg.tmpdir);
+	mkdir(dir, 0755);
+	snprintf(file, sizeof(file), "%s/ok.heap", dir);
+	unlink(file);
+	hc_run(&r, NULL, "dump", "-p", v->spid, "-o", file, "--svg", "/dev/full", "--json", NULL);
+	if (!expect_failure(&r, "dump --svg /dev/full --json") && !strstr(r.err, "/dev/full"))
+		t_fail("%s: stderr does not name /dev/full: %.300s", "dump --svg /dev/full --json", r.err);
+	if (!t_failed() && r.out[0])
+		t_fail("dump --svg /dev/full --json failed but printed on stdout: %.300s", r.out);
+	if (!t_failed() && stat(file, &st))
+		t_fail("dump --svg /dev/full: the profile %s is missing: %s", file, strerror(errno));
+	if (!t_failed() && !strstr(r.err, "the profile itself was written to"))
+		t_fail("dump --svg /dev/full: not said where the profile is: %.300s", r.err);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	unlink(file);
+	hc_run(&r, NULL, "dump", "-p", v->spid, "-o", file, "--svg", "/dev/full", NULL);
+	if (!expect_failure(&r, "dump --svg /dev/full") && !strstr(r.err, "/dev/full"))
+		t_fail("%s: stderr does not name /dev/full: %.300s", "dump --svg /dev/full", r.err);
+	if (!t_failed() && strstr(r.out, "wrote "))
+		t_fail("dump --svg /dev/full failed but said it wrote it: %.300s", r.out);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	hc_run(&r, NULL, "dump", "-p", v->spid, "-o", "/dev/full", "--json", NULL);
+	if (!expect_failure(&r, "dump -o /dev/full --json") && !strstr(r.err, "/dev/full"))
+		t_fail("%s: stderr does not name /dev/full: %.300s", "dump -o /dev/full --json", r.err);
+	if (!t_failed() && r.out[0])
+		t_fail("dump -o /dev/full --json failed but printed on stdout: %.300s", r.out);
+	hres_free(&r);
+	unlink(file);
+	rmdir(dir);
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
+/*
  * leak checks its arguments before it starts: a mistake is not found
  * after --for has been waited out, and the target is left as it was.
  */
@@ -1026,6 +1082,7 @@ const struct itest t_err_tests[] = {
 	{ "error-interrupted", test_interrupted, 0 },
 	{ "error-not-permitted", test_not_permitted, 0 },
 	{ "error-output-paths", test_output_paths, 0 },
+	{ "error-dump-commit-fails", test_dump_commit_fails, 0 },
 	{ "error-leak-validates", test_leak_validates, 0 },
 	{ "error-odd-pids", test_odd_pids, 0 },
 	{ "error-interrupted-dump", test_interrupted_dump, 0 },
