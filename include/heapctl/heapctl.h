@@ -114,6 +114,30 @@ HC_API HC_MUST_CHECK struct hc_target *hc_target_open(pid_t pid, const struct hc
 						      struct hc_err *err);
 HC_API void hc_target_close(struct hc_target *t);
 
+/*
+ * Whether pid (and tid, unless 0) can be inspected at all, from /proc alone
+ * (nothing is stopped).  Fails, each with its own message and hint, for no
+ * such process (HC_E_NO_PROC), a thread id given as a pid (HC_E_USAGE), a
+ * kernel thread (HC_E_UNSUPPORTED), a zombie, naming its parent
+ * (HC_E_NO_PROC), a tid of another process, naming it (HC_E_USAGE).
+ * hc_target_open() makes the same checks; this is for callers that only
+ * read /proc (hc_maps_read()).
+ */
+HC_API HC_MUST_CHECK int hc_pid_check(pid_t pid, pid_t tid, struct hc_err *err);
+
+/* What /proc/PID/status and stat say of a process; nothing is stopped. */
+struct hc_proc {
+	char name[64]; /* comm */
+	char state;    /* R, S, D, T, t, Z, X */
+	pid_t tgid;    /* the process a thread id belongs to */
+	pid_t ppid;
+	long euid;     /* effective uid (not the owner of /proc/PID), -1 if unknown */
+	uint64_t rss;  /* VmRSS in bytes */
+	bool kthread;  /* a kernel thread (PF_KTHREAD): no user memory */
+};
+/* Fills p; fails with HC_E_NO_PROC if there is no such pid. */
+HC_API HC_MUST_CHECK int hc_proc_read(pid_t pid, struct hc_proc *p, struct hc_err *err);
+
 /* Where things were found: for `heapctl info`. */
 struct hc_where {
 	const char *allocator;  /* "jemalloc" */

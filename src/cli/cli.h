@@ -156,16 +156,20 @@ void cli_out_discard(struct cli_out *o);
 const char *cli_format_suffix(int fmt);
 
 /*
- * pid.c: -p PID or -p NAME (like pidof) into env->pid, refusing with its
- * own message a kernel thread, a zombie, a thread id, a --tid of another
- * process.  Returns CLI_EXIT_OK, or the exit status after saying why.
+ * pid.c: -p PID or -p NAME (like pidof) into env->pid.  Whether the process
+ * can be inspected is hc_target_open()'s (or hc_pid_check()'s) to say; an
+ * optional -p (CLI_O_PIDOPT) that names no live process is dropped with a
+ * warning.  Returns CLI_EXIT_OK, or the exit status after saying why.
  */
 int cli_resolve_pid(struct cli_env *env);
 /* A pid or tid: digits, 1 to pid_max - 1; else -1 with why ("what" names it). */
 int cli_parse_id(const char *s, const char *what, pid_t *out, char *why, size_t len);
+/* pid.c: the numeric entries of /proc, sorted; NULL with errno set on failure. */
+pid_t *cli_scan_proc(size_t *count);
+/* pid.c: the user name of uid (struct hc_proc's euid), its number if unnamed, "?" if < 0. */
+const char *cli_uid_name(long uid, char *buf, size_t len);
 
 /* util.c: parsing and formatting */
-int cli_parse_pid(const char *s, pid_t *out);
 int cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
 int cli_parse_seconds(const char *s, unsigned int *ms);
 /* cmd_leak.c: "30", "1.5", "500ms", "30s", "2m", "1h" -> ms */
@@ -174,8 +178,6 @@ void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
 const char *cli_size(uint64_t n, char *buf, size_t len);
 /* A small file (/proc) read whole, NUL-terminated; -1 on error. */
 ssize_t cli_read_small(const char *path, char *buf, size_t len);
-/* pid.c: a kernel thread (PF_KTHREAD in field 9 of /proc/PID/stat, proc(5))? */
-bool cli_is_kthread(pid_t pid);
 int cli_read_comm(pid_t pid, char *buf, size_t len);
 int cli_read_exe(pid_t pid, char *buf, size_t len);
 void cli_shell_quote(FILE *f, const char *s);

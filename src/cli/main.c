@@ -185,7 +185,8 @@ static const char report_opts[] =
 	"  --lines             add file:line to frames\n"
 	"  --no-inline         do not show inlined functions as frames\n"
 	"  -p, --pid PID|NAME  also find files through /proc/PID (containers,\n"
-	"                      binaries replaced since start)\n"
+	"                      binaries replaced since start); a process that\n"
+	"                      has exited is no error\n"
 	"  --sysroot DIR       look for files and debug files under DIR first\n";
 static const char report_examples[] =
 	"    heapctl report heapctl.1234.0.heap\n"

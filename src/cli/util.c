@@ -275,16 +275,6 @@ int cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-int cli_parse_pid(const char *s, pid_t *out)
-{
-	unsigned long v;
-
-	if (cli_parse_uint(s, INT_MAX, &v) || v == 0)
-		return -1;
-	*out = (pid_t)v;
-	return 0;
-}
-
 /* Seconds, fractions allowed ("0.5"); at least 1 ms, at most UINT_MAX ms. */
 int cli_parse_seconds(const char *s, unsigned int *ms)
 {

@@ -1062,12 +1062,59 @@ out:
 	hres_free(&b);
 }
 
+/*
+ * report's -p only helps find the binary and libraries: a process that has
+ * exited since the profile was taken still gets its report (as without -p),
+ * while a -p that is no pid at all is still a usage error.
+ */
+static void test_report_pid_exited(void)
+{
+	char path[512], spid[16], *slash;
+	struct hres a, b;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s", cfg.heapctl);
+	for (int i = 0; i < 2; i++) {
+		slash = strrchr(path, '/');
+		if (slash)
+			*slash = '\0';
+	}
+	strncat(path, "/tests/data/prof/leaker-5.3.heap", sizeof(path) - strlen(path) - 1);
+	if (access(path, R_OK)) {
+		t_skip(false, "%s not found next to the build", path);
+		return;
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0) {
+		t_fail("fork: %s", strerror(errno));
+		return;
+	}
+	waitpid(pid, NULL, 0);
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	memset(&b, 0, sizeof(b));
+	if (hc_expect(&a, 0, "report", path, "--format", "folded", NULL) ||
+	    hc_expect(&b, 0, "report", path, "--format", "folded", "-p", spid, NULL))
+		goto out;
+	if (strcmp(a.out, b.out))
+		t_fail("report -p EXITED differs from report without -p: %.200s", b.out);
+	hres_free(&a);
+	memset(&a, 0, sizeof(a));
+	hc_run(&a, NULL, "report", path, "-p", "0", NULL);
+	expect_usage(&a, "report -p 0", "invalid pid");
+out:
+	hres_free(&a);
+	hres_free(&b);
+}
+
 const struct itest t_err_tests[] = {
 	{ "usage-bundle-unknown-letter", test_usage_bundle, 0 },
 	{ "usage-not-applicable-as-typed", test_usage_not_applicable, 0 },
 	{ "usage-help-command", test_help_command, 0 },
 	{ "usage-did-you-mean", test_usage_did_you_mean, 0 },
 	{ "report-json-switch", test_report_json_switch, 0 },
+	{ "report-pid-exited", test_report_pid_exited, 0 },
 	{ "error-pid-nonexistent", test_pid_nonexistent, 0 },
 	{ "error-pid-not-numeric", test_pid_not_numeric, 0 },
 	{ "error-not-jemalloc", test_not_jemalloc, 0 },
