@@ -169,6 +169,14 @@ pid_t *cli_scan_proc(size_t *count);
 /* pid.c: the user name of uid (struct hc_proc's euid), its number if unnamed, "?" if < 0. */
 const char *cli_uid_name(long uid, char *buf, size_t len);
 
+/*
+ * util.c: the heap profiler an allocator (struct hc_where's name) has:
+ * jemalloc's, gperftools' (the full libtcmalloc), none in tcmalloc_minimal
+ * (the full library has one), none at all (glibc).  The one table of it.
+ */
+enum cli_prof_kind { CLI_PROF_JEMALLOC, CLI_PROF_GPERF, CLI_PROF_MINIMAL, CLI_PROF_NONE };
+enum cli_prof_kind cli_prof_kind(const char *allocator);
+
 /* util.c: parsing and formatting */
 int cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
 int cli_parse_seconds(const char *s, unsigned int *ms);

@@ -30,7 +30,7 @@ static void print_next(const struct cli_env *env, FILE *msg, const char *allocat
 		       const char *path)
 {
 	char exe[PATH_MAX];
-	bool gperf = allocator && !strncmp(allocator, "tcmalloc", 8);
+	bool gperf = cli_prof_kind(allocator) == CLI_PROF_GPERF;
 
 	/*
 	 * Both want the binary for symbols.  If it was replaced on disk since
@@ -115,7 +115,7 @@ int cmd_dump(struct cli_env *env)
 	 * it was turned off: say so.  Only jemalloc dumps then; tcmalloc
 	 * refuses when its profiler is stopped, glibc has none.
 	 */
-	if (strcmp(allocator, "jemalloc")) {
+	if (cli_prof_kind(allocator) != CLI_PROF_JEMALLOC) {
 		active = true; /* if the dump below succeeds */
 	} else if (hc_prof_get(t, &enabled, &active, &err) == 0) {
 		cli_timing(env, t);
@@ -168,7 +168,7 @@ int cmd_dump(struct cli_env *env)
 		fputs(",\"allocator\":", stdout);
 		cli_json_str(stdout, allocator);
 		printf(",\"format\":\"%s\",\"active\":%s}\n",
-		       strncmp(allocator, "tcmalloc", 8) ? "jemalloc" : "gperftools",
+		       cli_prof_kind(allocator) == CLI_PROF_GPERF ? "gperftools" : "jemalloc",
 		       cli_bool(active));
 	} else if (!cli_out_is_stdout(path)) {
 		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))

@@ -120,8 +120,8 @@ static int probe(const struct cli_env *env, pid_t pid, const struct hc_proc *p, 
 	snprintf(r->allocator, sizeof(r->allocator), "%s",
 		 w.allocator && w.allocator[0] ? w.allocator : "?");
 
-	if (w.allocator &&
-	    (!strcmp(w.allocator, "glibc") || !strcmp(w.allocator, "tcmalloc_minimal"))) {
+	if (cli_prof_kind(w.allocator) == CLI_PROF_NONE ||
+	    cli_prof_kind(w.allocator) == CLI_PROF_MINIMAL) {
 		/* No heap profiler in these: known without asking. */
 		r->prof = "n/a";
 		cli_close(t);
@@ -137,8 +137,6 @@ static int probe(const struct cli_env *env, pid_t pid, const struct hc_proc *p, 
 		cli_timing(env, t);
 		r->known = true;
 		r->prof = r->active ? "active" : r->enabled ? "enabled" : "off";
-	} else if (err.code == HC_E_UNSUPPORTED && w.allocator && !strcmp(w.allocator, "glibc")) {
-		r->prof = "n/a"; /* glibc has no heap profiler; nothing was called */
 	} else if (err.code == HC_E_GONE || err.code == HC_E_NO_PROC) {
 		cli_close(t);
 		return 0; /* exited under us */

@@ -257,6 +257,19 @@ void cli_close(struct hc_target *t)
 	release_signals();
 }
 
+enum cli_prof_kind cli_prof_kind(const char *allocator)
+{
+	if (!allocator)
+		return CLI_PROF_NONE;
+	if (!strcmp(allocator, "jemalloc"))
+		return CLI_PROF_JEMALLOC;
+	if (!strcmp(allocator, "tcmalloc"))
+		return CLI_PROF_GPERF;
+	if (!strcmp(allocator, "tcmalloc_minimal"))
+		return CLI_PROF_MINIMAL;
+	return CLI_PROF_NONE;
+}
+
 /* ---- parsing ---------------------------------------------------------- */
 
 /* Plain decimal only: no sign, no blanks, no 0x; strtoul would take all three. */
