@@ -89,6 +89,7 @@ typedef void (*hc_log_fn)(enum hc_log_level level, const char *msg);
 HC_API void hc_log_set(hc_log_fn fn, enum hc_log_level level);
 
 struct hc_target;
+struct hc_evidence;
 
 struct hc_target_opts {
 	pid_t tid;          /* 0: pick a thread at a safe point; else force this one */
@@ -103,6 +104,12 @@ struct hc_target_opts {
 	 * process of the machine in turn.
 	 */
 	bool no_debuginfod;
+	/*
+	 * If not NULL: when hc_target_open() fails with HC_E_NO_SYM or
+	 * HC_E_NO_ALLOC, what hc_evidence_read() would say, from the objects
+	 * it has just read (zeroed otherwise).  Used by hc_target_open() only.
+	 */
+	struct hc_evidence *evidence;
 };
 
 /*

@@ -94,18 +94,16 @@ static int probe(const struct cli_env *env, pid_t pid, const struct hc_proc *p, 
 	fill_proc(r, p);
 
 	t = cli_open(env, pid, &err);
-	if (!t && (err.code == HC_E_NO_SYM || err.code == HC_E_NO_ALLOC)) {
-		struct hc_evidence ev;
-		struct hc_err e2 = { 0 };
-
-		/* An allocator seen by its strings but not drivable: say so, never glibc. */
-		if (hc_evidence_read(pid, &ev, &e2) > 0 && !ev.has_symbols) {
-			cli_log(HC_LOG_DEBUG, "pid %d (%s): %s", (int)pid, r->name, err.msg);
-			snprintf(r->allocator, sizeof(r->allocator), "%s (no symbols)",
-				 ev.allocator);
-			r->prof = "?";
-			return 1;
-		}
+	/*
+	 * An allocator seen by its strings but not drivable: say so, never
+	 * glibc.  The refusal carries what the objects showed (topts.evidence).
+	 */
+	if (!t && env->topts.evidence->allocator[0] && !env->topts.evidence->has_symbols) {
+		cli_log(HC_LOG_DEBUG, "pid %d (%s): %s", (int)pid, r->name, err.msg);
+		snprintf(r->allocator, sizeof(r->allocator), "%s (no symbols)",
+			 env->topts.evidence->allocator);
+		r->prof = "?";
+		return 1;
 	}
 	if (!t) {
 		if (err.code == HC_E_PERM)
@@ -152,12 +150,14 @@ static int probe(const struct cli_env *env, pid_t pid, const struct hc_proc *p, 
 int cmd_list(struct cli_env *env)
 {
 	unsigned int shown = 0, denied = 0;
+	struct hc_evidence ev;
 	pid_t self = getpid();
 	size_t i, n = 0;
 	pid_t *pids;
 
 	/* a look around the machine must not send one query per stripped program */
 	env->topts.no_debuginfod = true;
+	env->topts.evidence = &ev;
 	pids = cli_scan_proc(&n);
 	if (!pids) {
 		struct hc_err err = { .code = HC_E_IO, .sys_errno = errno };

@@ -268,6 +268,8 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	struct hc_target *t;
 	char path[96], proc[64];
 
+	if (o && o->evidence)
+		memset(o->evidence, 0, sizeof(*o->evidence));
 	if (pid == getpid())
 		return err_set(err, HC_E_UNSUPPORTED, 0, "heapctl cannot drive itself"), NULL;
 	if (pid_check(pid, o ? o->tid : 0, &ps, proc, sizeof(proc), err) < 0)
@@ -388,6 +390,9 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	}
 	return t;
 fail:
+	/* the objects were read: their signs come with the refusal, not from a second read */
+	if (o && o->evidence && t->nobjs && (err->code == HC_E_NO_SYM || err->code == HC_E_NO_ALLOC))
+		evidence_first(t, o->evidence);
 	hc_target_close(t);
 	return NULL;
 }
