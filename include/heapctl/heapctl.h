@@ -77,6 +77,8 @@ struct hc_err {
 	int sys_errno;  /* local errno behind the failure, or 0 */
 	char msg[256];  /* what failed, naming the pid/tid/symbol */
 	char hint[256]; /* what the user can do about it */
+	/* the failure is the caller's own file's (hc_prof_dump()'s out_path), not the target's */
+	bool local;
 };
 
 /* Name of a code ("HC_E_PERM") and its default hint. */

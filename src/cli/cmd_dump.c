@@ -130,7 +130,7 @@ int cmd_dump(struct cli_env *env)
 	if (hc_prof_dump(t, tmp, &err)) {
 		cli_close(t);
 		/* Writing the local copy failed (a full disk): say it of the file asked for. */
-		if (strstr(err.msg, tmp))
+		if (err.local)
 			cli_out_fail(&heap, err.sys_errno, &err);
 		goto fail;
 	}
