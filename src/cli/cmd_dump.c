@@ -76,8 +76,6 @@ int cmd_dump(struct cli_env *env)
 		return cli_usage(env, "only one of -o, --svg and --folded can be '-' (stdout)");
 	/* Whatever goes to stdout is the data alone; what was written is said on stderr. */
 	msg = nstdout || env->json ? stderr : stdout;
-	if (env->json && cli_out_is_stdout(env->output))
-		return cli_usage(env, "dump --json prints its summary on stdout; give -o a file name");
 	if (env->output) {
 		snprintf(path, sizeof(path), "%s", env->output);
 	} else if (default_path(env->pid, path, sizeof(path))) {

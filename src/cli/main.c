@@ -862,10 +862,11 @@ static int check_env(struct cli_env *env, const struct parse_state *ps)
 					 env->format);
 		env->format = "json";
 	}
-	/* leak --json prints its summary on stdout: the report goes to a file. */
-	if (env->json && c->fn == cmd_leak && env->output && !strcmp(env->output, "-"))
-		return cli_usage(env, "leak --json prints its summary on stdout; "
-				 "give -o a file name");
+	/* --json's summary is stdout: what -o names goes to a file (report's -o is its JSON) */
+	if (env->json && (c->opts & CLI_O_OUTPUT) && c->fn != cmd_report &&
+	    cli_out_is_stdout(env->output))
+		return cli_usage(env, "%s --json prints its summary on stdout; give -o a file name",
+				 c->name);
 	if (!(env->seen & CLI_O_TIMEOUT))
 		env->topts.timeout_ms = c->fn == cmd_list ? CLI_LIST_TIMEOUT_MS : CLI_TIMEOUT_MS;
 	return cli_resolve_pid(env);

@@ -1029,6 +1029,23 @@ static void test_usage_did_you_mean(void)
 	hres_free(&r);
 }
 
+/* --json's summary goes to stdout: dump and leak refuse -o - with it, in the same words. */
+static void test_json_output_stdout(void)
+{
+	static const char *const cmds[] = { "dump", "leak" };
+	struct hres r;
+
+	for (size_t i = 0; i < 2 && !t_failed(); i++) {
+		char want[64];
+
+		hc_run(&r, NULL, cmds[i], "-p", "1", "-o", "-", "--json", NULL);
+		snprintf(want, sizeof(want), "%s --json prints its summary on stdout", cmds[i]);
+		if (!expect_usage(&r, cmds[i], want) && !strstr(r.err, "give -o a file name"))
+			t_fail("%s -o - --json: no hint to name a file: %.300s", cmds[i], r.err);
+		hres_free(&r);
+	}
+}
+
 /* report --json is report --format json; asking for two formats is an error. */
 static void test_report_json_switch(void)
 {
@@ -1114,6 +1131,7 @@ const struct itest t_err_tests[] = {
 	{ "usage-help-command", test_help_command, 0 },
 	{ "usage-did-you-mean", test_usage_did_you_mean, 0 },
 	{ "report-json-switch", test_report_json_switch, 0 },
+	{ "usage-json-output-stdout", test_json_output_stdout, 0 },
 	{ "report-pid-exited", test_report_pid_exited, 0 },
 	{ "error-pid-nonexistent", test_pid_nonexistent, 0 },
 	{ "error-pid-not-numeric", test_pid_not_numeric, 0 },
