@@ -93,6 +93,8 @@ int cli_usage(const struct cli_env *env, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* The same with a hint of the caller's instead of "see 'heapctl CMD --help'". */
 int cli_usage_hint(const char *hint, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The standard hint, "see 'heapctl CMD --help'" (cmd NULL: the main help), after pre if any. */
+const char *cli_help_hint(const struct cli_cmd *cmd, const char *pre, char *buf, size_t len);
 void cli_timing(const struct cli_env *env, const struct hc_target *t);
 
 /* util.c: stdout, whose first write error is kept for the exit status */

@@ -496,12 +496,13 @@ static const char *suggest_long(const char *tok)
 static int unknown_command(const char *word)
 {
 	const char *s = suggest_cmd(word);
-	char hint[128];
+	char pre[96], hint[160];
 
 	if (!s)
 		return cli_usage(NULL, "unknown command '%s'", word);
-	snprintf(hint, sizeof(hint), "did you mean 'heapctl %s'? see 'heapctl --help'", s);
-	return cli_usage_hint(hint, "unknown command '%s'", word);
+	snprintf(pre, sizeof(pre), "did you mean 'heapctl %s'?", s);
+	return cli_usage_hint(cli_help_hint(NULL, pre, hint, sizeof(hint)), "unknown command '%s'",
+			      word);
 }
 
 /* "-x" or "--xyz", but not "-" alone nor a negative number such as "-1" or "-.5". */
@@ -950,9 +951,8 @@ int main(int argc, char **argv)
 	} else if (ps.err[0] && ps.hint[0]) {
 		char hint[256];
 
-		snprintf(hint, sizeof(hint), "%s see 'heapctl %s%s--help'", ps.hint,
-			 env.cmd ? env.cmd->name : "", env.cmd ? " " : "");
-		rc = cli_usage_hint(hint, "%s", ps.err);
+		rc = cli_usage_hint(cli_help_hint(env.cmd, ps.hint, hint, sizeof(hint)), "%s",
+				    ps.err);
 	} else if (ps.err[0]) {
 		rc = cli_usage(&env, "%s", ps.err);
 	} else if (!env.cmd) {

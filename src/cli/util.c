@@ -93,9 +93,11 @@ int cli_fail(const struct cli_env *env, const struct hc_err *err)
 	cli_flush();
 	fprintf(stderr, "heapctl: error: %s\n", msg);
 	/* The library refusing what the user typed is a usage error: point at the command. */
-	if (usage && env && env->cmd && (!hint || !strcmp(hint, hc_err_default_hint(err->code))))
-		fprintf(stderr, "hint: see 'heapctl %s --help'\n", env->cmd->name);
-	else if (hint && hint[0])
+	if (usage && env && env->cmd && (!hint || !strcmp(hint, hc_err_default_hint(err->code)))) {
+		char buf[96];
+
+		fprintf(stderr, "hint: %s\n", cli_help_hint(env->cmd, NULL, buf, sizeof(buf)));
+	} else if (hint && hint[0])
 		fprintf(stderr, "hint: %s\n", hint);
 	cli_log(HC_LOG_DEBUG, "error code %s, errno %d%s%s", hc_err_name(err->code),
 		err->sys_errno, err->sys_errno ? " " : "",
@@ -112,16 +114,20 @@ static int vusage(const char *hint, const char *fmt, va_list ap)
 	return CLI_EXIT_USAGE;
 }
 
+const char *cli_help_hint(const struct cli_cmd *cmd, const char *pre, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%ssee 'heapctl %s%s--help'", pre ? pre : "", pre ? " " : "",
+		 cmd ? cmd->name : "", cmd ? " " : "");
+	return buf;
+}
+
 int cli_usage(const struct cli_env *env, const char *fmt, ...)
 {
 	char hint[96];
 	va_list ap;
 	int rc;
 
-	if (env && env->cmd)
-		snprintf(hint, sizeof(hint), "see 'heapctl %s --help'", env->cmd->name);
-	else
-		snprintf(hint, sizeof(hint), "see 'heapctl --help'");
+	cli_help_hint(env ? env->cmd : NULL, NULL, hint, sizeof(hint));
 	va_start(ap, fmt);
 	rc = vusage(hint, fmt, ap);
 	va_end(ap);
