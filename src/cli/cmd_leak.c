@@ -201,10 +201,6 @@ fail:
 static int print_json(struct cli_env *env, struct hc_report *r, double secs, bool was_active,
 		      const char *out, int fmt, struct hc_err *err)
 {
-	static const char *const fmt_names[] = {
-		[HC_FMT_FOLDED] = "folded", [HC_FMT_SVG] = "svg", [HC_FMT_PPROF] = "pprof",
-		[HC_FMT_TEXT] = "text",	    [HC_FMT_JSON] = "json",
-	};
 	struct hc_report_totals tot;
 	struct hc_write_opts wo;
 	struct hc_report_opts ro;
@@ -222,7 +218,7 @@ static int print_json(struct cli_env *env, struct hc_report *r, double secs, boo
 	       tot.objects, tot.base_objects, change, change / secs,
 	       (unsigned long long)tot.period, cli_bool(was_active));
 	cli_json_str(stdout, out);
-	printf(",\"format\":\"%s\"},", fmt >= 0 && fmt <= HC_FMT_JSON ? fmt_names[fmt] : "?");
+	printf(",\"format\":\"%s\"},", hc_report_format_name(fmt));
 	if (hc_report_write_top_json(r, &wo, stdout, err))
 		return -1;
 	fputs("}\n", stdout);
