@@ -138,6 +138,8 @@ struct cli_out {
 };
 
 bool cli_out_is_stdout(const char *path);
+/* Where heapctl's own scratch files go: $TMPDIR, else /tmp. */
+const char *cli_tmpdir(void);
 /*
  * opt: the option that named path ("-o"), NULL if heapctl chose the name;
  * fmt: an HC_FMT_* for the hint's example suffix, or -1 for a heap profile.

@@ -221,7 +221,7 @@ static int print_json(const struct cli_env *env, struct hc_report *r,
 int cmd_leak(struct cli_env *env)
 {
 	unsigned int for_ms = env->for_ms ? env->for_ms : 30000;
-	char dir[] = "/tmp/heapctl-leak.XXXXXX", a[64], b[64], outbuf[64];
+	char dir[PATH_MAX], a[PATH_MAX + 16], b[PATH_MAX + 16], outbuf[64];
 	const char *path = env->output;
 	struct hc_prof *pa = NULL, *pb = NULL;
 	struct hc_report *r = NULL;
@@ -253,12 +253,15 @@ int cmd_leak(struct cli_env *env)
 	}
 	if (cli_out_open(&out, path, env->output ? "-o" : NULL, fmt, &err))
 		return cli_fail(env, &err);
+	/* the two profiles: where out.c puts its scratch files too */
+	snprintf(dir, sizeof(dir), "%.4000s/heapctl-leak.XXXXXX", cli_tmpdir());
 	if (!mkdtemp(dir)) {
 		cli_out_discard(&out);
 		err.code = HC_E_IO;
-		snprintf(err.msg, sizeof(err.msg), "cannot create a directory in /tmp: %s",
-			 strerror(errno));
-		snprintf(err.hint, sizeof(err.hint), "heapctl needs a writable /tmp");
+		err.sys_errno = errno;
+		snprintf(err.msg, sizeof(err.msg), "cannot create a directory in %.200s: %s",
+			 cli_tmpdir(), strerror(errno));
+		snprintf(err.hint, sizeof(err.hint), "set TMPDIR to a writable directory");
 		return cli_fail(env, &err);
 	}
 	snprintf(a, sizeof(a), "%s/base.heap", dir);

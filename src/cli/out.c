@@ -157,13 +157,17 @@ int cli_out_fail(const struct cli_out *o, int e, struct hc_err *err)
 	return file_error(o, o->how == CLI_OUT_STDOUT ? "stdout" : o->path, e ? e : EIO, err);
 }
 
-/* A private file in $TMPDIR (or /tmp) for data that is copied somewhere at the end. */
-static int tmp_elsewhere(struct cli_out *o, struct hc_err *err)
+const char *cli_tmpdir(void)
 {
 	const char *dir = getenv("TMPDIR");
 
-	if (!dir || !dir[0])
-		dir = "/tmp";
+	return dir && dir[0] ? dir : "/tmp";
+}
+
+/* A private file in $TMPDIR (or /tmp) for data that is copied somewhere at the end. */
+static int tmp_elsewhere(struct cli_out *o, struct hc_err *err)
+{
+	const char *dir = cli_tmpdir();
 	snprintf(o->tmp, sizeof(o->tmp), "%s/heapctl-out.XXXXXX", dir);
 	o->fd = mktemp_tracked(o->tmp);
 	if (o->fd < 0) {

@@ -1472,6 +1472,42 @@ static void test_leak_sigquit(void)
 	leak_signal(SIGQUIT);
 }
 
+/* leak's two profiles go under $TMPDIR, as every scratch file of heapctl does. */
+static void test_leak_tmpdir(void)
+{
+	struct victim *v = shared_victim();
+	char tmp[400], svg[480], want[480], cmd[1000];
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? strdup(old) : NULL;
+	struct hres r;
+
+	if (!v)
+		goto out_env;
+	snprintf(tmp, sizeof(tmp), "%s/leak-tmpdir", cfg.tmpdir);
+	mkdir(tmp, 0700);
+	snprintf(svg, sizeof(svg), "%s/leak-tmpdir.svg", cfg.tmpdir);
+	setenv("TMPDIR", tmp, 1);
+	/* -v keeps the profiles and says where */
+	hc_run(&r, NULL, "-v", "leak", "-p", v->spid, "--for", "0.2", "-o", svg, NULL);
+	if (old)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	snprintf(want, sizeof(want), "profiles kept in %s/heapctl-leak.", tmp);
+	if (hres_crash(&r) || hres_exit(&r) != 0)
+		t_fail("leak with TMPDIR=%s: %s", tmp, hres_desc(&r));
+	else if (!strstr(r.err, want))
+		t_fail("leak did not keep its profiles under TMPDIR (%s): %.400s", want, r.err);
+	hres_free(&r);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", tmp, svg);
+	if (system(cmd))
+		t_note("could not remove %s", tmp);
+	if (!t_failed())
+		expect_ctl(v, "prof.active", "false", "leak with TMPDIR");
+out_env:
+	free(saved);
+}
+
 /* -p NAME, like pidof: one match drives it, several are listed and refused. */
 static void test_pid_by_name(void)
 {
@@ -1585,6 +1621,7 @@ const struct itest t_cmds_tests[] = {
 	{ "output-stdout", test_output_stdout, 0 },
 	{ "leak-sigint", test_leak_sigint, 0 },
 	{ "leak-sigquit", test_leak_sigquit, 0 },
+	{ "leak-tmpdir", test_leak_tmpdir, 0 },
 	{ "pid-by-name", test_pid_by_name, 0 },
 	{ NULL, NULL, 0 },
 };
