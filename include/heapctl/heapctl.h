@@ -116,7 +116,8 @@ struct hc_target_opts {
 
 /*
  * Inspect pid: maps, objects, symbols, allocator.  Does not stop anything.
- * Fails with HC_E_NO_PROC, HC_E_PERM, HC_E_NO_ALLOC.  Free with
+ * Fails with HC_E_NO_PROC, HC_E_PERM, HC_E_NO_ALLOC, and whatever
+ * hc_pid_check() refuses (o->tid is checked too).  Free with
  * hc_target_close().
  */
 HC_API HC_MUST_CHECK struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o,
