@@ -77,6 +77,8 @@ struct hc_err {
 	int sys_errno;  /* local errno behind the failure, or 0 */
 	char msg[256];  /* what failed, naming the pid/tid/symbol */
 	char hint[256]; /* what the user can do about it */
+	/* the failure is the caller's own file's (hc_prof_dump()'s out_path), not the target's */
+	bool local;
 };
 
 /* Name of a code ("HC_E_PERM") and its default hint. */
@@ -89,6 +91,7 @@ typedef void (*hc_log_fn)(enum hc_log_level level, const char *msg);
 HC_API void hc_log_set(hc_log_fn fn, enum hc_log_level level);
 
 struct hc_target;
+struct hc_evidence;
 
 struct hc_target_opts {
 	pid_t tid;          /* 0: pick a thread at a safe point; else force this one */
@@ -103,16 +106,47 @@ struct hc_target_opts {
 	 * process of the machine in turn.
 	 */
 	bool no_debuginfod;
+	/*
+	 * If not NULL: when hc_target_open() fails with HC_E_NO_SYM or
+	 * HC_E_NO_ALLOC, what hc_evidence_read() would say, from the objects
+	 * it has just read (zeroed otherwise).  Used by hc_target_open() only.
+	 */
+	struct hc_evidence *evidence;
 };
 
 /*
  * Inspect pid: maps, objects, symbols, allocator.  Does not stop anything.
- * Fails with HC_E_NO_PROC, HC_E_PERM, HC_E_NO_ALLOC.  Free with
+ * Fails with HC_E_NO_PROC, HC_E_PERM, HC_E_NO_ALLOC, and whatever
+ * hc_pid_check() refuses (o->tid is checked too).  Free with
  * hc_target_close().
  */
 HC_API HC_MUST_CHECK struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o,
 						      struct hc_err *err);
 HC_API void hc_target_close(struct hc_target *t);
+
+/*
+ * Whether pid (and tid, unless 0) can be inspected at all, from /proc alone
+ * (nothing is stopped).  Fails, each with its own message and hint, for no
+ * such process (HC_E_NO_PROC), a thread id given as a pid (HC_E_USAGE), a
+ * kernel thread (HC_E_UNSUPPORTED), a zombie, naming its parent
+ * (HC_E_NO_PROC), a tid of another process, naming it (HC_E_USAGE).
+ * hc_target_open() makes the same checks; this is for callers that only
+ * read /proc (hc_maps_read()).
+ */
+HC_API HC_MUST_CHECK int hc_pid_check(pid_t pid, pid_t tid, struct hc_err *err);
+
+/* What /proc/PID/status and stat say of a process; nothing is stopped. */
+struct hc_proc {
+	char name[64]; /* comm */
+	char state;    /* R, S, D, T, t, Z, X */
+	pid_t tgid;    /* the process a thread id belongs to */
+	pid_t ppid;
+	long euid;     /* effective uid (not the owner of /proc/PID), -1 if unknown */
+	uint64_t rss;  /* VmRSS in bytes */
+	bool kthread;  /* a kernel thread (PF_KTHREAD): no user memory */
+};
+/* Fills p; fails with HC_E_NO_PROC if there is no such pid. */
+HC_API HC_MUST_CHECK int hc_proc_read(pid_t pid, struct hc_proc *p, struct hc_err *err);
 
 /* Where things were found: for `heapctl info`. */
 struct hc_where {

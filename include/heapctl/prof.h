@@ -141,6 +141,8 @@ HC_API void hc_report_totals(const struct hc_report *r, struct hc_report_totals 
 
 /* "folded" -> HC_FMT_FOLDED ...; -1 if unknown. */
 HC_API int hc_report_format_parse(const char *name);
+/* HC_FMT_FOLDED -> "folded" ...; "?" if unknown. */
+HC_API const char *hc_report_format_name(int fmt);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -92,12 +93,22 @@ int cli_usage(const struct cli_env *env, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* The same with a hint of the caller's instead of "see 'heapctl CMD --help'". */
 int cli_usage_hint(const char *hint, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The standard hint, "see 'heapctl CMD --help'" (cmd NULL: the main help), after pre if any. */
+const char *cli_help_hint(const struct cli_cmd *cmd, const char *pre, char *buf, size_t len);
 void cli_timing(const struct cli_env *env, const struct hc_target *t);
 
 /* util.c: stdout, whose first write error is kept for the exit status */
 int cli_flush(void);
 void cli_stdout_failed(int err);
 int cli_stdout_errno(void);
+
+/*
+ * util.c: the signals that end heapctl (a terminal's, a supervisor's): INT,
+ * TERM, HUP, QUIT.  The one list that holding, catching and cleaning up use.
+ */
+#define CLI_NTERM 4
+extern const int cli_term_sigs[CLI_NTERM];
+void cli_term_sigaddset(sigset_t *set);
 
 /* util.c: target lifetime; signals that would kill heapctl are held meanwhile */
 struct hc_target *cli_open(const struct cli_env *env, pid_t pid, struct hc_err *err);
@@ -127,6 +138,8 @@ struct cli_out {
 };
 
 bool cli_out_is_stdout(const char *path);
+/* Where heapctl's own scratch files go: $TMPDIR, else /tmp. */
+const char *cli_tmpdir(void);
 /*
  * opt: the option that named path ("-o"), NULL if heapctl chose the name;
  * fmt: an HC_FMT_* for the hint's example suffix, or -1 for a heap profile.
@@ -147,16 +160,28 @@ void cli_out_discard(struct cli_out *o);
 const char *cli_format_suffix(int fmt);
 
 /*
- * pid.c: -p PID or -p NAME (like pidof) into env->pid, refusing with its
- * own message a kernel thread, a zombie, a thread id, a --tid of another
- * process.  Returns CLI_EXIT_OK, or the exit status after saying why.
+ * pid.c: -p PID or -p NAME (like pidof) into env->pid.  Whether the process
+ * can be inspected is hc_target_open()'s (or hc_pid_check()'s) to say; an
+ * optional -p (CLI_O_PIDOPT) that names no live process is dropped with a
+ * warning.  Returns CLI_EXIT_OK, or the exit status after saying why.
  */
 int cli_resolve_pid(struct cli_env *env);
 /* A pid or tid: digits, 1 to pid_max - 1; else -1 with why ("what" names it). */
 int cli_parse_id(const char *s, const char *what, pid_t *out, char *why, size_t len);
+/* pid.c: the numeric entries of /proc, sorted; NULL with errno set on failure. */
+pid_t *cli_scan_proc(size_t *count);
+/* pid.c: the user name of uid (struct hc_proc's euid), its number if unnamed, "?" if < 0. */
+const char *cli_uid_name(long uid, char *buf, size_t len);
+
+/*
+ * util.c: the heap profiler an allocator (struct hc_where's name) has:
+ * jemalloc's, gperftools' (the full libtcmalloc), none in tcmalloc_minimal
+ * (the full library has one), none at all (glibc).  The one table of it.
+ */
+enum cli_prof_kind { CLI_PROF_JEMALLOC, CLI_PROF_GPERF, CLI_PROF_MINIMAL, CLI_PROF_NONE };
+enum cli_prof_kind cli_prof_kind(const char *allocator);
 
 /* util.c: parsing and formatting */
-int cli_parse_pid(const char *s, pid_t *out);
 int cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
 int cli_parse_seconds(const char *s, unsigned int *ms);
 /* cmd_leak.c: "30", "1.5", "500ms", "30s", "2m", "1h" -> ms */
@@ -165,8 +190,6 @@ void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
 const char *cli_size(uint64_t n, char *buf, size_t len);
 /* A small file (/proc) read whole, NUL-terminated; -1 on error. */
 ssize_t cli_read_small(const char *path, char *buf, size_t len);
-/* pid.c: a kernel thread (PF_KTHREAD in field 9 of /proc/PID/stat, proc(5))? */
-bool cli_is_kthread(pid_t pid);
 int cli_read_comm(pid_t pid, char *buf, size_t len);
 int cli_read_exe(pid_t pid, char *buf, size_t len);
 void cli_shell_quote(FILE *f, const char *s);

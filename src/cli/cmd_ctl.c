@@ -32,6 +32,27 @@ static void print_note(const struct hc_value *v)
 		cli_log(HC_LOG_WARN, "%s", v->note);
 }
 
+/*
+ * One entry as JSON: {"name":..,"value":..} for get, {"name":..,"old":..,
+ * "new":..} for set (old given); "note" when the value has one.
+ */
+static void json_entry(const char *name, const struct hc_value *old, const struct hc_value *v)
+{
+	fputs("{\"name\":", stdout);
+	cli_json_str(stdout, name);
+	if (old) {
+		fputs(",\"old\":", stdout);
+		json_value(stdout, old);
+	}
+	fputs(old ? ",\"new\":" : ",\"value\":", stdout);
+	json_value(stdout, v);
+	if (v->note[0]) {
+		fputs(",\"note\":", stdout);
+		cli_json_str(stdout, v->note);
+	}
+	fputc('}', stdout);
+}
+
 /* "arenas." (jemalloc) or "M_" (glibc): every name under it. */
 static bool is_prefix(const char *name)
 {
@@ -62,15 +83,9 @@ static int get_list(struct cli_env *env, const char *prefix)
 		fputs("[", stdout);
 	for (size_t i = 0; i < n; i++) {
 		if (env->json) {
-			fputs(i ? ",\n {\"name\":" : "{\"name\":", stdout);
-			cli_json_str(stdout, ents[i].name);
-			fputs(",\"value\":", stdout);
-			json_value(stdout, &ents[i].v);
-			if (ents[i].v.note[0]) {
-				fputs(",\"note\":", stdout);
-				cli_json_str(stdout, ents[i].v.note);
-			}
-			fputs("}", stdout);
+			if (i)
+				fputs(",\n ", stdout);
+			json_entry(ents[i].name, NULL, &ents[i].v);
 		} else {
 			hc_value_format(&ents[i].v, out, sizeof(out));
 			printf("%s %s\n", ents[i].name, out);
@@ -115,15 +130,8 @@ int cmd_get(struct cli_env *env)
 	cli_timing(env, t);
 	cli_close(t);
 	if (env->json) {
-		fputs("{\"name\":", stdout);
-		cli_json_str(stdout, name);
-		fputs(",\"value\":", stdout);
-		json_value(stdout, &v);
-		if (v.note[0]) {
-			fputs(",\"note\":", stdout);
-			cli_json_str(stdout, v.note);
-		}
-		fputs("}\n", stdout);
+		json_entry(name, NULL, &v);
+		putchar('\n');
 	} else {
 		/* The value alone: scripts do $(heapctl get -p PID NAME). */
 		hc_value_format(&v, out, sizeof(out));
@@ -155,17 +163,8 @@ int cmd_set(struct cli_env *env)
 	cli_close(t);
 
 	if (env->json) {
-		fputs("{\"name\":", stdout);
-		cli_json_str(stdout, name);
-		fputs(",\"old\":", stdout);
-		json_value(stdout, &old);
-		fputs(",\"new\":", stdout);
-		json_value(stdout, &now);
-		if (now.note[0]) {
-			fputs(",\"note\":", stdout);
-			cli_json_str(stdout, now.note);
-		}
-		fputs("}\n", stdout);
+		json_entry(name, &old, &now);
+		putchar('\n');
 		return CLI_EXIT_OK;
 	}
 	/* NEW is what the allocator holds after the write, not what was typed. */

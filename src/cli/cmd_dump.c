@@ -30,7 +30,7 @@ static void print_next(const struct cli_env *env, FILE *msg, const char *allocat
 		       const char *path)
 {
 	char exe[PATH_MAX];
-	bool gperf = allocator && !strncmp(allocator, "tcmalloc", 8);
+	bool gperf = cli_prof_kind(allocator) == CLI_PROF_GPERF;
 
 	/*
 	 * Both want the binary for symbols.  If it was replaced on disk since
@@ -76,8 +76,6 @@ int cmd_dump(struct cli_env *env)
 		return cli_usage(env, "only one of -o, --svg and --folded can be '-' (stdout)");
 	/* Whatever goes to stdout is the data alone; what was written is said on stderr. */
 	msg = nstdout || env->json ? stderr : stdout;
-	if (env->json && cli_out_is_stdout(env->output))
-		return cli_usage(env, "dump --json prints its summary on stdout; give -o a file name");
 	if (env->output) {
 		snprintf(path, sizeof(path), "%s", env->output);
 	} else if (default_path(env->pid, path, sizeof(path))) {
@@ -115,7 +113,7 @@ int cmd_dump(struct cli_env *env)
 	 * it was turned off: say so.  Only jemalloc dumps then; tcmalloc
 	 * refuses when its profiler is stopped, glibc has none.
 	 */
-	if (strcmp(allocator, "jemalloc")) {
+	if (cli_prof_kind(allocator) != CLI_PROF_JEMALLOC) {
 		active = true; /* if the dump below succeeds */
 	} else if (hc_prof_get(t, &enabled, &active, &err) == 0) {
 		cli_timing(env, t);
@@ -130,7 +128,7 @@ int cmd_dump(struct cli_env *env)
 	if (hc_prof_dump(t, tmp, &err)) {
 		cli_close(t);
 		/* Writing the local copy failed (a full disk): say it of the file asked for. */
-		if (strstr(err.msg, tmp))
+		if (err.local)
 			cli_out_fail(&heap, err.sys_errno, &err);
 		goto fail;
 	}
@@ -148,8 +146,14 @@ int cmd_dump(struct cli_env *env)
 		if (rc)
 			goto keep; /* the profile itself is still worth keeping */
 	}
+	/* Every output is in place before anything is said about any of them. */
 	if (cli_out_commit(&heap, &err))
 		goto fail;
+	if ((env->svg && cli_out_commit(&svg, &err)) ||
+	    (env->folded && cli_out_commit(&folded, &err))) {
+		rc = cli_fail(env, &err);
+		goto kept;
+	}
 	if (env->json) {
 		bool have = !cli_out_is_stdout(path) && stat(path, &st) == 0;
 
@@ -162,7 +166,7 @@ int cmd_dump(struct cli_env *env)
 		fputs(",\"allocator\":", stdout);
 		cli_json_str(stdout, allocator);
 		printf(",\"format\":\"%s\",\"active\":%s}\n",
-		       strncmp(allocator, "tcmalloc", 8) ? "jemalloc" : "gperftools",
+		       cli_prof_kind(allocator) == CLI_PROF_GPERF ? "gperftools" : "jemalloc",
 		       cli_bool(active));
 	} else if (!cli_out_is_stdout(path)) {
 		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
@@ -171,16 +175,10 @@ int cmd_dump(struct cli_env *env)
 		else
 			fprintf(msg, "wrote %s\n", path);
 	}
-	if (env->svg) {
-		if (cli_out_commit(&svg, &err))
-			goto fail;
+	if (env->svg)
 		cli_report_wrote(msg, env->svg, HC_FMT_SVG, r, env->objects);
-	}
-	if (env->folded) {
-		if (cli_out_commit(&folded, &err))
-			goto fail;
+	if (env->folded)
 		cli_report_wrote(msg, env->folded, HC_FMT_FOLDED, r, env->objects);
-	}
 	hc_report_free(r);
 	hc_prof_free(prof);
 	if (env->svg || env->folded)
@@ -189,8 +187,14 @@ int cmd_dump(struct cli_env *env)
 		print_next(env, msg, allocator, cli_out_is_stdout(path) ? "FILE" : path);
 	return CLI_EXIT_OK;
 keep:
-	if (!cli_out_commit(&heap, &err) && !cli_out_is_stdout(path))
+	if (cli_out_commit(&heap, &err)) {
+		cli_fail(env, &err);
+		goto out;
+	}
+kept:
+	if (!cli_out_is_stdout(path))
 		fprintf(stderr, "heapctl: the profile itself was written to %s\n", path);
+out:
 	cli_out_discard(&svg);
 	cli_out_discard(&folded);
 	hc_report_free(r);

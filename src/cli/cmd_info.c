@@ -85,23 +85,30 @@ static void print_json(pid_t pid, const char *name, const struct hc_where *w,
 /* The heap profiler in the allocator's own terms. */
 static void print_prof(const char *allocator, const struct hc_info *in)
 {
-	if (allocator && !strcmp(allocator, "tcmalloc")) {
+	switch (cli_prof_kind(allocator)) {
+	case CLI_PROF_GPERF:
 		printf("profiling     gperftools heap profiler: available; running: %s\n",
 		       cli_yesno(in->prof_active));
 		printf("              start it with 'heapctl prof on', or at start with "
 		       "HEAPPROFILE=PREFIX\n");
-	} else if (allocator && !strcmp(allocator, "tcmalloc_minimal")) {
+		break;
+	case CLI_PROF_MINIMAL:
 		printf("profiling     unavailable: tcmalloc_minimal has no heap profiler\n");
 		printf("              use the full libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, or link "
 		       "-ltcmalloc instead of -ltcmalloc_minimal)\n");
-	} else if (allocator && !strcmp(allocator, "glibc")) {
-		printf("profiling     unavailable: glibc malloc has no heap profiler "
-		       "('heapctl maps' shows where the RSS is)\n");
-	} else {
+		break;
+	case CLI_PROF_NONE:
+		printf("profiling     unavailable: %s%s has no heap profiler "
+		       "('heapctl maps' shows where the RSS is)\n",
+		       allocator ? allocator : "the allocator",
+		       allocator && !strcmp(allocator, "glibc") ? " malloc" : "");
+		break;
+	case CLI_PROF_JEMALLOC:
 		printf("profiling     built: %s; enabled at start (opt.prof): %s; "
 		       "active (prof.active): %s\n",
 		       cli_yesno(in->prof_built), cli_yesno(in->prof_enabled),
 		       cli_yesno(in->prof_active));
+		break;
 	}
 }
 

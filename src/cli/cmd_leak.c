@@ -9,7 +9,7 @@
  *   5. print the top growing functions and stacks, write the flamegraph.
  *
  * The target is attached only for each step, never during the wait.  A
- * SIGINT/SIGTERM/SIGHUP during the wait ends it early: the second profile
+ * SIGINT/SIGTERM/SIGHUP/SIGQUIT during the wait ends it early: the second profile
  * is taken at once, prof.active restored, and the growth so far reported.
  */
 #include <errno.h>
@@ -64,9 +64,8 @@ int cli_parse_duration(const char *s, unsigned int *ms)
  * with prof.active left on.  While a thread is borrowed they are held
  * (cli_open), and the library finishes its call and restores the target.
  */
-static const int stop_sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 static volatile sig_atomic_t stop_sig;
-static struct sigaction old_sa[3];
+static struct sigaction old_sa[CLI_NTERM];
 
 static void on_stop(int sig)
 {
@@ -81,16 +80,16 @@ static void catch_stops(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < 3; i++)
-		sigaction(stop_sigs[i], &sa, &old_sa[i]);
+	for (i = 0; i < CLI_NTERM; i++)
+		sigaction(cli_term_sigs[i], &sa, &old_sa[i]);
 }
 
 static void release_stops(void)
 {
 	int i;
 
-	for (i = 0; i < 3; i++)
-		sigaction(stop_sigs[i], &old_sa[i], NULL);
+	for (i = 0; i < CLI_NTERM; i++)
+		sigaction(cli_term_sigs[i], &old_sa[i], NULL);
 }
 
 static double now_s(void)
@@ -199,32 +198,21 @@ fail:
  * "functions" and "stacks".  The -o file is written as without --json.
  * Schema in docs/cli.md.
  */
-static int print_json(struct cli_env *env, struct hc_report *r, double secs, bool was_active,
-		      const char *out, int fmt, struct hc_err *err)
+static int print_json(const struct cli_env *env, struct hc_report *r,
+		      const struct hc_write_opts *wo, const struct hc_report_totals *tot,
+		      double change, double secs, bool was_active, const char *out, int fmt,
+		      struct hc_err *err)
 {
-	static const char *const fmt_names[] = {
-		[HC_FMT_FOLDED] = "folded", [HC_FMT_SVG] = "svg", [HC_FMT_PPROF] = "pprof",
-		[HC_FMT_TEXT] = "text",	    [HC_FMT_JSON] = "json",
-	};
-	struct hc_report_totals tot;
-	struct hc_write_opts wo;
-	struct hc_report_opts ro;
-	double change;
-
-	hc_report_totals(r, &tot);
-	change = env->objects ? tot.objects - tot.base_objects : tot.bytes - tot.base_bytes;
-	cli_report_opts(env, env->pid, &ro, &wo);
-	wo.top = env->top ? (unsigned)env->top : 10;
 	printf("{\"pid\":%d,\"seconds\":%.3f,\"weight\":\"%s\",\"bytes\":%.0f,"
 	       "\"base_bytes\":%.0f,\"objects\":%.0f,\"base_objects\":%.0f,\"change\":%.0f,"
 	       "\"per_second\":%.0f,\"period\":%llu,\"profiling_was_active\":%s,\"output\":{"
 	       "\"path\":",
-	       (int)env->pid, secs, env->objects ? "objects" : "bytes", tot.bytes, tot.base_bytes,
-	       tot.objects, tot.base_objects, change, change / secs,
-	       (unsigned long long)tot.period, cli_bool(was_active));
+	       (int)env->pid, secs, env->objects ? "objects" : "bytes", tot->bytes,
+	       tot->base_bytes, tot->objects, tot->base_objects, change, change / secs,
+	       (unsigned long long)tot->period, cli_bool(was_active));
 	cli_json_str(stdout, out);
-	printf(",\"format\":\"%s\"},", fmt >= 0 && fmt <= HC_FMT_JSON ? fmt_names[fmt] : "?");
-	if (hc_report_write_top_json(r, &wo, stdout, err))
+	printf(",\"format\":\"%s\"},", hc_report_format_name(fmt));
+	if (hc_report_write_top_json(r, wo, stdout, err))
 		return -1;
 	fputs("}\n", stdout);
 	return 0;
@@ -233,17 +221,17 @@ static int print_json(struct cli_env *env, struct hc_report *r, double secs, boo
 int cmd_leak(struct cli_env *env)
 {
 	unsigned int for_ms = env->for_ms ? env->for_ms : 30000;
-	char dir[] = "/tmp/heapctl-leak.XXXXXX", a[64], b[64], outbuf[64];
+	char dir[PATH_MAX], a[PATH_MAX + 16], b[PATH_MAX + 16], outbuf[64];
 	const char *path = env->output;
 	struct hc_prof *pa = NULL, *pb = NULL;
 	struct hc_report *r = NULL;
 	struct hc_report_opts ro;
-	struct hc_write_opts wo;
+	struct hc_write_opts wo, all;
 	struct hc_report_totals tot;
 	struct cli_out out;
 	struct hc_err err;
 	bool activated = false, was_off, to_stdout = cli_out_is_stdout(env->output);
-	double t0, t1;
+	double t0, t1, secs, grew;
 	int fmt, rc;
 	char gb[32], nb[32];
 	FILE *msg = to_stdout ? stderr : stdout;
@@ -265,12 +253,15 @@ int cmd_leak(struct cli_env *env)
 	}
 	if (cli_out_open(&out, path, env->output ? "-o" : NULL, fmt, &err))
 		return cli_fail(env, &err);
+	/* the two profiles: where out.c puts its scratch files too */
+	snprintf(dir, sizeof(dir), "%.4000s/heapctl-leak.XXXXXX", cli_tmpdir());
 	if (!mkdtemp(dir)) {
 		cli_out_discard(&out);
 		err.code = HC_E_IO;
-		snprintf(err.msg, sizeof(err.msg), "cannot create a directory in /tmp: %s",
-			 strerror(errno));
-		snprintf(err.hint, sizeof(err.hint), "heapctl needs a writable /tmp");
+		err.sys_errno = errno;
+		snprintf(err.msg, sizeof(err.msg), "cannot create a directory in %.200s: %s",
+			 cli_tmpdir(), strerror(errno));
+		snprintf(err.hint, sizeof(err.hint), "set TMPDIR to a writable directory");
 		return cli_fail(env, &err);
 	}
 	snprintf(a, sizeof(a), "%s/base.heap", dir);
@@ -311,38 +302,34 @@ int cmd_leak(struct cli_env *env)
 	r = hc_report_build(pb, pa, &ro, &err);
 	if (!r)
 		goto fail;
+	hc_report_totals(r, &tot);
+	grew = env->objects ? tot.objects - tot.base_objects : tot.bytes - tot.base_bytes;
+	secs = t1 - t0 > 0.001 ? t1 - t0 : 0.001;
+	all = wo;
+	all.top = 0; /* the output holds every stack; the summary only the top */
 	if (env->json) {
-		wo.top = 0;
-		if (cli_report_out(r, fmt, &wo, &out, &err) || cli_out_commit(&out, &err) ||
-		    print_json(env, r, t1 - t0 > 0.001 ? t1 - t0 : 0.001, !was_off, path, fmt,
-			       &err))
+		if (cli_report_out(r, fmt, &all, &out, &err) || cli_out_commit(&out, &err) ||
+		    print_json(env, r, &wo, &tot, grew, secs, !was_off, path, fmt, &err))
 			goto fail;
 		rc = CLI_EXIT_OK;
 		goto out;
 	}
-	hc_report_totals(r, &tot);
-	{
-		double grew = env->objects ? tot.objects - tot.base_objects : tot.bytes - tot.base_bytes;
-		double secs = t1 - t0 > 0.001 ? t1 - t0 : 0.001;
-
-		if (env->objects) {
-			fprintf(msg, "pid %d: %+.0f objects in %.1f s (%.1f objects/s)\n",
-				(int)env->pid, grew, secs, grew / secs);
-		} else {
-			cli_size(grew > 0 ? (uint64_t)grew : (uint64_t)-grew, gb, sizeof(gb));
-			cli_size(grew > 0 ? (uint64_t)(grew / secs) : (uint64_t)(-grew / secs), nb,
-				 sizeof(nb));
-			fprintf(msg, "pid %d: heap %s by %s in %.1f s (%s/s)%s\n", (int)env->pid,
-				grew >= 0 ? "grew" : "shrank", gb, secs, nb,
-				was_off ? "; profiling was off before" : "");
-		}
+	if (env->objects) {
+		fprintf(msg, "pid %d: %+.0f objects in %.1f s (%.1f objects/s)\n", (int)env->pid,
+			grew, secs, grew / secs);
+	} else {
+		cli_size(grew > 0 ? (uint64_t)grew : (uint64_t)-grew, gb, sizeof(gb));
+		cli_size(grew > 0 ? (uint64_t)(grew / secs) : (uint64_t)(-grew / secs), nb,
+			 sizeof(nb));
+		fprintf(msg, "pid %d: heap %s by %s in %.1f s (%s/s)%s\n", (int)env->pid,
+			grew >= 0 ? "grew" : "shrank", gb, secs, nb,
+			was_off ? "; profiling was off before" : "");
 	}
 	fputc('\n', msg);
 	if (cli_report_to(r, HC_FMT_TEXT, &wo, msg, &err))
 		goto fail;
 	fputc('\n', msg);
-	wo.top = 0;
-	if (cli_report_out(r, fmt, &wo, &out, &err) || cli_out_commit(&out, &err))
+	if (cli_report_out(r, fmt, &all, &out, &err) || cli_out_commit(&out, &err))
 		goto fail;
 	cli_report_wrote(msg, path, fmt, r, env->objects);
 	rc = CLI_EXIT_OK;

@@ -11,65 +11,12 @@
  * /proc/PID/environ) is not used instead: it is the start-up request, not
  * what prof.active is now, and a program may set it at build time.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-/* include/linux/sched.h; not exported to user space. */
-
-static int cmp_pid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Numeric entries of /proc, sorted; NULL with errno set on failure. */
-static pid_t *scan_proc(size_t *count)
-{
-	pid_t *pids = NULL, *p;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d;
-
-	d = opendir("/proc");
-	if (!d)
-		return NULL;
-	while ((de = readdir(d))) {
-		pid_t pid;
-
-		if (!isdigit((unsigned char)de->d_name[0]) || cli_parse_pid(de->d_name, &pid))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			p = realloc(pids, cap * sizeof(*pids));
-			if (!p) {
-				free(pids);
-				closedir(d);
-				errno = ENOMEM;
-				return NULL;
-			}
-			pids = p;
-		}
-		pids[n++] = pid;
-	}
-	closedir(d);
-	if (!pids) {
-		/* An empty /proc: give the caller a valid, empty array. */
-		pids = malloc(sizeof(*pids));
-		if (!pids)
-			return NULL;
-	}
-	qsort(pids, n, sizeof(*pids), cmp_pid);
-	*count = n;
-	return pids;
-}
 
 /* Open failures that just mean "not one of ours": not worth a line. */
 static bool quiet_failure(enum hc_errc code)
@@ -89,46 +36,12 @@ struct row {
 	bool known, enabled, active;
 };
 
-/*
- * RSS (VmRSS) and the effective uid from /proc/PID/status.  Not the owner of
- * /proc/PID: that is root for any process that is not dumpable, proc(5).
- */
-static void read_status(pid_t pid, struct row *r)
+/* USER is the effective uid (not the owner of /proc/PID: root if not dumpable, proc(5)). */
+static void fill_proc(struct row *r, const struct hc_proc *p)
 {
-	static uid_t last_uid = (uid_t)-1;
-	static char last_name[33];
-	char path[64], line[256];
-	unsigned long long kb;
-	unsigned long ruid, euid;
-	struct passwd *pw;
-	FILE *f;
-
-	r->uid = -1;
-	r->rss = 0;
-	snprintf(r->user, sizeof(r->user), "?");
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %lu %lu", &ruid, &euid) == 2)
-			r->uid = (long)euid;
-		else if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
-			r->rss = (uint64_t)kb * 1024;
-	}
-	fclose(f);
-	if (r->uid < 0)
-		return;
-	/* Most processes share a few users: spare a passwd lookup per row. */
-	if ((uid_t)r->uid != last_uid) {
-		pw = getpwuid((uid_t)r->uid);
-		if (pw)
-			snprintf(last_name, sizeof(last_name), "%s", pw->pw_name);
-		else
-			snprintf(last_name, sizeof(last_name), "%ld", r->uid);
-		last_uid = (uid_t)r->uid;
-	}
-	snprintf(r->user, sizeof(r->user), "%s", last_name);
+	r->uid = p->euid;
+	r->rss = p->rss;
+	cli_uid_name(p->euid, r->user, sizeof(r->user));
 }
 
 static void print_row(const struct cli_env *env, const struct row *r, unsigned int index)
@@ -166,7 +79,8 @@ static void print_row(const struct cli_env *env, const struct row *r, unsigned i
  * Returns 1 if a row was filled, 0 to skip the process.  *denied counts the
  * processes skipped for lack of permission, for the hint at the end.
  */
-static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned int *denied)
+static int probe(const struct cli_env *env, pid_t pid, const struct hc_proc *p, struct row *r,
+		 unsigned int *denied)
 {
 	struct hc_target *t;
 	struct hc_where w;
@@ -176,23 +90,20 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 	memset(&err, 0, sizeof(err));
 	memset(r, 0, sizeof(*r));
 	r->pid = pid;
-	if (cli_read_comm(pid, r->name, sizeof(r->name)))
-		return 0; /* gone already */
+	snprintf(r->name, sizeof(r->name), "%s", p->name);
+	fill_proc(r, p);
 
 	t = cli_open(env, pid, &err);
-	if (!t && (err.code == HC_E_NO_SYM || err.code == HC_E_NO_ALLOC)) {
-		struct hc_evidence ev;
-		struct hc_err e2 = { 0 };
-
-		/* An allocator seen by its strings but not drivable: say so, never glibc. */
-		if (hc_evidence_read(pid, &ev, &e2) > 0 && !ev.has_symbols) {
-			cli_log(HC_LOG_DEBUG, "pid %d (%s): %s", (int)pid, r->name, err.msg);
-			snprintf(r->allocator, sizeof(r->allocator), "%s (no symbols)",
-				 ev.allocator);
-			read_status(pid, r);
-			r->prof = "?";
-			return 1;
-		}
+	/*
+	 * An allocator seen by its strings but not drivable: say so, never
+	 * glibc.  The refusal carries what the objects showed (topts.evidence).
+	 */
+	if (!t && env->topts.evidence->allocator[0] && !env->topts.evidence->has_symbols) {
+		cli_log(HC_LOG_DEBUG, "pid %d (%s): %s", (int)pid, r->name, err.msg);
+		snprintf(r->allocator, sizeof(r->allocator), "%s (no symbols)",
+			 env->topts.evidence->allocator);
+		r->prof = "?";
+		return 1;
 	}
 	if (!t) {
 		if (err.code == HC_E_PERM)
@@ -206,10 +117,9 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 	/* The where strings belong to t: copy before closing it. */
 	snprintf(r->allocator, sizeof(r->allocator), "%s",
 		 w.allocator && w.allocator[0] ? w.allocator : "?");
-	read_status(pid, r);
 
-	if (w.allocator &&
-	    (!strcmp(w.allocator, "glibc") || !strcmp(w.allocator, "tcmalloc_minimal"))) {
+	if (cli_prof_kind(w.allocator) == CLI_PROF_NONE ||
+	    cli_prof_kind(w.allocator) == CLI_PROF_MINIMAL) {
 		/* No heap profiler in these: known without asking. */
 		r->prof = "n/a";
 		cli_close(t);
@@ -225,8 +135,6 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 		cli_timing(env, t);
 		r->known = true;
 		r->prof = r->active ? "active" : r->enabled ? "enabled" : "off";
-	} else if (err.code == HC_E_UNSUPPORTED && w.allocator && !strcmp(w.allocator, "glibc")) {
-		r->prof = "n/a"; /* glibc has no heap profiler; nothing was called */
 	} else if (err.code == HC_E_GONE || err.code == HC_E_NO_PROC) {
 		cli_close(t);
 		return 0; /* exited under us */
@@ -242,13 +150,15 @@ static int probe(const struct cli_env *env, pid_t pid, struct row *r, unsigned i
 int cmd_list(struct cli_env *env)
 {
 	unsigned int shown = 0, denied = 0;
+	struct hc_evidence ev;
 	pid_t self = getpid();
 	size_t i, n = 0;
 	pid_t *pids;
 
 	/* a look around the machine must not send one query per stripped program */
 	env->topts.no_debuginfod = true;
-	pids = scan_proc(&n);
+	env->topts.evidence = &ev;
+	pids = cli_scan_proc(&n);
 	if (!pids) {
 		struct hc_err err = { .code = HC_E_IO, .sys_errno = errno };
 
@@ -264,11 +174,14 @@ int cmd_list(struct cli_env *env)
 	cli_flush();
 
 	for (i = 0; i < n; i++) {
+		struct hc_err e = { 0 };
+		struct hc_proc p;
 		struct row r;
 
-		if (pids[i] == self || cli_is_kthread(pids[i]))
+		/* gone already, or a kernel thread: nothing to list */
+		if (pids[i] == self || hc_proc_read(pids[i], &p, &e) || p.kthread)
 			continue;
-		if (!probe(env, pids[i], &r, &denied))
+		if (!probe(env, pids[i], &p, &r, &denied))
 			continue;
 		print_row(env, &r, shown++);
 		/*

@@ -53,7 +53,8 @@ int cmd_maps(struct cli_env *env)
 	char diag[320];
 
 	memset(&err, 0, sizeof(err));
-	if (hc_maps_read(env->pid, &m, &err))
+	/* nothing is opened: the library's checks of the pid are made here */
+	if (hc_pid_check(env->pid, 0, &err) || hc_maps_read(env->pid, &m, &err))
 		return cli_fail(env, &err);
 	hc_maps_diagnose(&m, diag, sizeof(diag));
 	if (env->json)

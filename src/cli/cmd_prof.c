@@ -12,22 +12,8 @@
 
 enum prof_op { PROF_STATUS, PROF_ON, PROF_OFF };
 
-/* What a heap profiler is called, and how to get one, per allocator. */
-enum prof_kind { PK_JEMALLOC, PK_TCMALLOC, PK_TCMALLOC_MINIMAL, PK_NONE };
-
-static enum prof_kind kind_of(const char *allocator)
-{
-	if (!allocator || !strcmp(allocator, "jemalloc"))
-		return PK_JEMALLOC;
-	if (!strcmp(allocator, "tcmalloc"))
-		return PK_TCMALLOC;
-	if (!strcmp(allocator, "tcmalloc_minimal"))
-		return PK_TCMALLOC_MINIMAL;
-	return PK_NONE;
-}
-
 struct prof_state {
-	enum prof_kind kind;
+	enum cli_prof_kind kind;
 	const char *allocator;
 	bool enabled, active, changed, prev;
 	const char *why; /* no profiler: the library's hint, or NULL */
@@ -46,7 +32,7 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 		return;
 	}
 	switch (p->kind) {
-	case PK_JEMALLOC:
+	case CLI_PROF_JEMALLOC:
 		if (p->changed)
 			printf("prof.active: %s -> %s\n", cli_yesno(p->prev), cli_yesno(p->active));
 		printf("profiling: enabled at start (opt.prof): %s; active (prof.active): %s\n",
@@ -55,7 +41,7 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 			printf("note: restart with MALLOC_CONF=prof:true,prof_active:false to allow "
 			       "'heapctl prof on'\n");
 		break;
-	case PK_TCMALLOC:
+	case CLI_PROF_GPERF:
 		if (p->changed)
 			printf("heap profiler: %s -> %s\n", p->prev ? "running" : "stopped",
 			       p->active ? "running" : "stopped");
@@ -66,12 +52,12 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 			printf("note: run 'heapctl prof off -p %d' before the process exits\n",
 			       (int)env->pid);
 		break;
-	case PK_TCMALLOC_MINIMAL:
+	case CLI_PROF_MINIMAL:
 		printf("profiling: unavailable (tcmalloc_minimal has no heap profiler)\n");
 		printf("note: start the process with the full libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, "
 		       "or link -ltcmalloc instead of -ltcmalloc_minimal) to allow 'heapctl prof on'\n");
 		break;
-	case PK_NONE:
+	case CLI_PROF_NONE:
 		printf("profiling: unavailable (%s has no heap profiler)\n",
 		       p->allocator ? p->allocator : "the allocator");
 		if (p->why)
@@ -107,7 +93,7 @@ int cmd_prof(struct cli_env *env)
 		return cli_fail(env, &err);
 	hc_target_where(t, &w);
 	ps.allocator = w.allocator;
-	ps.kind = kind_of(w.allocator);
+	ps.kind = cli_prof_kind(w.allocator);
 	if (hc_prof_get(t, &ps.enabled, &ps.active, &err)) {
 		/* no heap profiler at all (glibc): "status" and "off" hold, "on" fails below */
 		if (err.code != HC_E_UNSUPPORTED)
@@ -115,7 +101,7 @@ int cmd_prof(struct cli_env *env)
 		none = err;
 		memset(&err, 0, sizeof(err));
 		ps.enabled = ps.active = false;
-		ps.kind = PK_NONE;
+		ps.kind = CLI_PROF_NONE;
 		ps.why = none.hint[0] ? none.hint : NULL;
 	}
 	cli_timing(env, t);

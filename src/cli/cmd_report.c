@@ -128,8 +128,6 @@ int cli_report_out(struct hc_report *r, int fmt, const struct hc_write_opts *wo,
 	return f ? cli_report_to(r, fmt, wo, f, err) : -1;
 }
 
-static const char *const fmt_names[] = { "folded", "svg", "pprof", "text", "json" };
-
 void cli_report_wrote(FILE *to, const char *path, int fmt, const struct hc_report *r,
 		      bool objects)
 {
@@ -146,7 +144,7 @@ void cli_report_wrote(FILE *to, const char *path, int fmt, const struct hc_repor
 		cli_size(v > 0 ? (uint64_t)v : (uint64_t)-v, tot, sizeof(tot));
 	if (cli_out_is_stdout(path))
 		return;
-	fprintf(to, "wrote %s (%s", path, fmt_names[fmt]);
+	fprintf(to, "wrote %s (%s", path, hc_report_format_name(fmt));
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 		fprintf(to, ", %s", cli_size((uint64_t)st.st_size, size, sizeof(size)));
 	if (t.diff)

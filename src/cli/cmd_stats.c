@@ -101,42 +101,23 @@ static void print_json(pid_t pid, const struct hc_stats *st)
  * given back: stdout may be a pipe nobody reads yet ("| less"), and a
  * write blocked on it must never keep the target's thread stopped.
  */
-struct full_buf {
-	char *data;
-	size_t len, cap;
-	bool nomem;
-};
-
 static int out_sink(void *arg, const char *buf, size_t len)
 {
-	struct full_buf *b = arg;
-
-	/* Never ask the library to stop: the allocator is mid-report in the target. */
-	if (b->nomem)
-		return 0;
-	if (b->len + len > b->cap) {
-		size_t cap = b->cap ? b->cap : 64 * 1024;
-		char *p;
-
-		while (cap < b->len + len)
-			cap *= 2;
-		p = realloc(b->data, cap);
-		if (!p) {
-			b->nomem = true;
-			return 0;
-		}
-		b->data = p;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, buf, len);
-	b->len += len;
+	/*
+	 * Never ask the library to stop: the allocator is mid-report in the
+	 * target.  A failure to hold it shows in ferror() at the end.
+	 */
+	fwrite(buf, 1, len, arg);
 	return 0;
 }
 
 /* Closes t once the report is in hand. */
 static int print_full(struct cli_env *env, struct hc_target *t, struct hc_err *err)
 {
-	struct full_buf b;
+	char *data = NULL;
+	size_t len = 0;
+	bool lost;
+	FILE *mem;
 	const char *opts = env->stats_opts;
 	struct hc_where w;
 
@@ -155,26 +136,34 @@ static int print_full(struct cli_env *env, struct hc_target *t, struct hc_err *e
 		}
 		opts = "raw";
 	}
-	memset(&b, 0, sizeof(b));
-	if (hc_stats_print(t, opts, out_sink, &b, err)) {
+	mem = open_memstream(&data, &len);
+	if (!mem) {
 		cli_close(t);
-		free(b.data);
+		goto nomem;
+	}
+	if (hc_stats_print(t, opts, out_sink, mem, err)) {
+		cli_close(t);
+		fclose(mem);
+		free(data);
 		return -1;
 	}
 	cli_timing(env, t);
 	cli_close(t);
-	if (b.nomem) {
-		free(b.data);
-		err->code = HC_E_NOMEM;
-		snprintf(err->msg, sizeof(err->msg), "out of memory holding the report");
-		snprintf(err->hint, sizeof(err->hint), "leave out parts with --opts (jemalloc(3))");
-		return -1;
+	lost = ferror(mem);
+	if (fclose(mem) || lost) {
+		free(data);
+		goto nomem;
 	}
 	errno = 0;
-	if (b.len && fwrite(b.data, 1, b.len, stdout) != b.len)
+	if (len && fwrite(data, 1, len, stdout) != len)
 		cli_stdout_failed(errno);
-	free(b.data);
+	free(data);
 	return 0;
+nomem:
+	err->code = HC_E_NOMEM;
+	snprintf(err->msg, sizeof(err->msg), "out of memory holding the report");
+	snprintf(err->hint, sizeof(err->hint), "leave out parts with --opts (jemalloc(3))");
+	return -1;
 }
 
 int cmd_stats(struct cli_env *env)

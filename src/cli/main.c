@@ -185,7 +185,8 @@ static const char report_opts[] =
 	"  --lines             add file:line to frames\n"
 	"  --no-inline         do not show inlined functions as frames\n"
 	"  -p, --pid PID|NAME  also find files through /proc/PID (containers,\n"
-	"                      binaries replaced since start)\n"
+	"                      binaries replaced since start); a process that\n"
+	"                      has exited is no error\n"
 	"  --sysroot DIR       look for files and debug files under DIR first\n";
 static const char report_examples[] =
 	"    heapctl report heapctl.1234.0.heap\n"
@@ -495,12 +496,13 @@ static const char *suggest_long(const char *tok)
 static int unknown_command(const char *word)
 {
 	const char *s = suggest_cmd(word);
-	char hint[128];
+	char pre[96], hint[160];
 
 	if (!s)
 		return cli_usage(NULL, "unknown command '%s'", word);
-	snprintf(hint, sizeof(hint), "did you mean 'heapctl %s'? see 'heapctl --help'", s);
-	return cli_usage_hint(hint, "unknown command '%s'", word);
+	snprintf(pre, sizeof(pre), "did you mean 'heapctl %s'?", s);
+	return cli_usage_hint(cli_help_hint(NULL, pre, hint, sizeof(hint)), "unknown command '%s'",
+			      word);
 }
 
 /* "-x" or "--xyz", but not "-" alone nor a negative number such as "-1" or "-.5". */
@@ -861,10 +863,11 @@ static int check_env(struct cli_env *env, const struct parse_state *ps)
 					 env->format);
 		env->format = "json";
 	}
-	/* leak --json prints its summary on stdout: the report goes to a file. */
-	if (env->json && c->fn == cmd_leak && env->output && !strcmp(env->output, "-"))
-		return cli_usage(env, "leak --json prints its summary on stdout; "
-				 "give -o a file name");
+	/* --json's summary is stdout: what -o names goes to a file (report's -o is its JSON) */
+	if (env->json && (c->opts & CLI_O_OUTPUT) && c->fn != cmd_report &&
+	    cli_out_is_stdout(env->output))
+		return cli_usage(env, "%s --json prints its summary on stdout; give -o a file name",
+				 c->name);
 	if (!(env->seen & CLI_O_TIMEOUT))
 		env->topts.timeout_ms = c->fn == cmd_list ? CLI_LIST_TIMEOUT_MS : CLI_TIMEOUT_MS;
 	return cli_resolve_pid(env);
@@ -948,9 +951,8 @@ int main(int argc, char **argv)
 	} else if (ps.err[0] && ps.hint[0]) {
 		char hint[256];
 
-		snprintf(hint, sizeof(hint), "%s see 'heapctl %s%s--help'", ps.hint,
-			 env.cmd ? env.cmd->name : "", env.cmd ? " " : "");
-		rc = cli_usage_hint(hint, "%s", ps.err);
+		rc = cli_usage_hint(cli_help_hint(env.cmd, ps.hint, hint, sizeof(hint)), "%s",
+				    ps.err);
 	} else if (ps.err[0]) {
 		rc = cli_usage(&env, "%s", ps.err);
 	} else if (!env.cmd) {

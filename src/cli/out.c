@@ -47,7 +47,6 @@ static void on_fatal(int sig)
 static void track(const char *tmp)
 {
 	static bool installed;
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	int i;
 
 	if (!installed) {
@@ -58,10 +57,10 @@ static void track(const char *tmp)
 		sa.sa_handler = on_fatal;
 		sa.sa_flags = SA_RESETHAND;
 		sigemptyset(&sa.sa_mask);
-		for (i = 0; i < (int)(sizeof(sigs) / sizeof(sigs[0])); i++) {
+		for (i = 0; i < CLI_NTERM; i++) {
 			/* an ignored signal stays ignored */
-			if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-				sigaction(sigs[i], &sa, NULL);
+			if (sigaction(cli_term_sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+				sigaction(cli_term_sigs[i], &sa, NULL);
 		}
 	}
 	for (i = 0; i < MAX_TEMPS; i++)
@@ -81,10 +80,7 @@ static int mktemp_tracked(char *tmpl)
 	int fd;
 
 	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
+	cli_term_sigaddset(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	fd = mkostemp(tmpl, O_CLOEXEC);
 	if (fd >= 0)
@@ -161,13 +157,17 @@ int cli_out_fail(const struct cli_out *o, int e, struct hc_err *err)
 	return file_error(o, o->how == CLI_OUT_STDOUT ? "stdout" : o->path, e ? e : EIO, err);
 }
 
-/* A private file in $TMPDIR (or /tmp) for data that is copied somewhere at the end. */
-static int tmp_elsewhere(struct cli_out *o, struct hc_err *err)
+const char *cli_tmpdir(void)
 {
 	const char *dir = getenv("TMPDIR");
 
-	if (!dir || !dir[0])
-		dir = "/tmp";
+	return dir && dir[0] ? dir : "/tmp";
+}
+
+/* A private file in $TMPDIR (or /tmp) for data that is copied somewhere at the end. */
+static int tmp_elsewhere(struct cli_out *o, struct hc_err *err)
+{
+	const char *dir = cli_tmpdir();
 	snprintf(o->tmp, sizeof(o->tmp), "%s/heapctl-out.XXXXXX", dir);
 	o->fd = mktemp_tracked(o->tmp);
 	if (o->fd < 0) {

@@ -1,30 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * pid.c: what -p and --tid name, checked before a command does anything.
+ * pid.c: what -p and --tid name, and the walk over /proc.
  *
- * -p takes a pid or, like pidof, a process name.  Before a command runs,
- * the process is checked for what would otherwise fail later with a
- * message about something else: a kernel thread, a zombie, a thread id
- * given for a process id, a --tid of another process.  Each gets its own
- * message and a hint that names the fix.
+ * -p takes a pid or, like pidof, a process name.  Whether that process can
+ * be inspected (a kernel thread, a zombie, a thread id given for a process
+ * id, a --tid of another process) is the library's to say: hc_target_open()
+ * and hc_pid_check() give each case its own message and hint.
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-/* include/linux/sched.h: the task is a kernel thread. */
-#define PF_KTHREAD 0x00200000ul
 
 static unsigned long pid_max(void)
 {
@@ -64,84 +58,73 @@ int cli_parse_id(const char *s, const char *what, pid_t *out, char *why, size_t 
 	return 0;
 }
 
-static bool all_digits(const char *s)
+static int cmp_pid(const void *a, const void *b)
 {
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return false;
-	return true;
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
 }
 
-/* "Name:", "State:", "Tgid:", "PPid:" of /proc/PATH/status. */
-struct pstatus {
-	char name[64];
-	char state;
-	pid_t tgid, ppid;
-};
-
-static int read_status(const char *dir, struct pstatus *ps)
+pid_t *cli_scan_proc(size_t *count)
 {
-	char path[96], buf[4096], *line;
-
-	memset(ps, 0, sizeof(*ps));
-	snprintf(path, sizeof(path), "%s/status", dir);
-	if (cli_read_small(path, buf, sizeof(buf)) < 0)
-		return -1;
-	for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		if (!strncmp(line, "Name:\t", 6))
-			snprintf(ps->name, sizeof(ps->name), "%.*s", (int)strcspn(line + 6, "\n"),
-				 line + 6);
-		else if (!strncmp(line, "State:\t", 7))
-			ps->state = line[7];
-		else if (!strncmp(line, "Tgid:\t", 6))
-			ps->tgid = (pid_t)atoi(line + 6);
-		else if (!strncmp(line, "PPid:\t", 6))
-			ps->ppid = (pid_t)atoi(line + 6);
-	}
-	return 0;
-}
-
-bool cli_is_kthread(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long flags = 0;
-	int i;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (cli_read_small(path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
-		return false;
-	/* comm may hold anything; after ')': state ppid pgrp session tty_nr tpgid flags */
-	for (i = 0; i < 7 && p; i++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		flags = strtoul(p + 1, NULL, 10);
-	return flags & PF_KTHREAD;
-}
-
-/* A zombie leader whose other threads still run is alive (hc_target_open uses them). */
-static bool has_live_task(pid_t pid)
-{
-	char path[64], tp[384];
+	pid_t *pids = NULL, *p;
+	size_t n = 0, cap = 0;
+	unsigned long v;
 	struct dirent *de;
-	struct pstatus ts;
-	bool live = false;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
+	d = opendir("/proc");
 	if (!d)
-		return false;
-	while (!live && (de = readdir(d))) {
-		if (!all_digits(de->d_name))
-			continue;
-		snprintf(tp, sizeof(tp), "%s/%s", path, de->d_name);
-		if (read_status(tp, &ts) == 0 && ts.state != 'Z' && ts.state != 'X')
-			live = true;
+		return NULL;
+	while ((de = readdir(d))) {
+		if (cli_parse_uint(de->d_name, INT_MAX, &v) || !v)
+			continue; /* not a process: "self", "sys", ... */
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			p = realloc(pids, cap * sizeof(*pids));
+			if (!p) {
+				free(pids);
+				closedir(d);
+				errno = ENOMEM;
+				return NULL;
+			}
+			pids = p;
+		}
+		pids[n++] = (pid_t)v;
 	}
 	closedir(d);
-	return live;
+	if (!pids) {
+		/* An empty /proc: give the caller a valid, empty array. */
+		pids = malloc(sizeof(*pids));
+		if (!pids)
+			return NULL;
+	}
+	qsort(pids, n, sizeof(*pids), cmp_pid);
+	*count = n;
+	return pids;
+}
+
+const char *cli_uid_name(long uid, char *buf, size_t len)
+{
+	/* Most processes share a few users: spare a passwd lookup per process. */
+	static long last_uid = -1;
+	static char last_name[33];
+	struct passwd *pw;
+
+	if (uid < 0) {
+		snprintf(buf, len, "?");
+		return buf;
+	}
+	if (uid != last_uid) {
+		pw = getpwuid((uid_t)uid);
+		if (pw)
+			snprintf(last_name, sizeof(last_name), "%s", pw->pw_name);
+		else
+			snprintf(last_name, sizeof(last_name), "%ld", uid);
+		last_uid = uid;
+	}
+	snprintf(buf, len, "%s", last_name);
+	return buf;
 }
 
 static int fail(const struct cli_env *env, enum hc_errc code, const char *hint, const char *fmt,
@@ -197,28 +180,21 @@ static bool named(pid_t pid, const char *name)
 	return false;
 }
 
-/* One line of the "several processes" table on stderr. */
+/* One line of the "several processes" table on stderr; USER as `list` has it. */
 static void print_candidate(pid_t pid)
 {
-	char comm[64], path[64], cmd[4096], user[32];
-	struct passwd *pw;
-	struct stat st;
+	char path[64], cmd[4096], user[33];
+	struct hc_proc p;
+	struct hc_err err = { 0 };
 	ssize_t n, i;
 
-	cli_read_comm(pid, comm, sizeof(comm));
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	snprintf(user, sizeof(user), "?");
-	if (stat(path, &st) == 0) {
-		pw = getpwuid(st.st_uid);
-		if (pw)
-			snprintf(user, sizeof(user), "%s", pw->pw_name);
-		else
-			snprintf(user, sizeof(user), "%u", (unsigned)st.st_uid);
-	}
+	if (hc_proc_read(pid, &p, &err))
+		snprintf(p.name, sizeof(p.name), "?");
+	cli_uid_name(p.euid, user, sizeof(user));
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	n = cli_read_small(path, cmd, sizeof(cmd));
 	if (n <= 0) {
-		snprintf(cmd, sizeof(cmd), "[%s]", comm);
+		snprintf(cmd, sizeof(cmd), "[%s]", p.name);
 		n = (ssize_t)strlen(cmd);
 	}
 	while (n > 0 && cmd[n - 1] == '\0')
@@ -229,7 +205,7 @@ static void print_candidate(pid_t pid)
 		else if (!isprint((unsigned char)cmd[i]))
 			cmd[i] = '?';
 	cmd[n] = '\0';
-	fprintf(stderr, "  %7d  %-10.10s  %-15.15s  %.60s%s\n", (int)pid, user, comm, cmd,
+	fprintf(stderr, "  %7d  %-10.10s  %-15.15s  %.60s%s\n", (int)pid, user, p.name, cmd,
 		n > 60 ? "..." : "");
 }
 
@@ -237,30 +213,23 @@ static void print_candidate(pid_t pid)
 
 static int resolve_name(const struct cli_env *env, const char *name, pid_t *out)
 {
-	pid_t found[MAX_SHOWN], self = getpid();
-	struct dirent *de;
-	size_t nfound = 0, i;
-	DIR *d;
+	pid_t found[MAX_SHOWN], self = getpid(), *pids;
+	size_t nfound = 0, n = 0, i;
 
 	if (name[0] == '-' || strchr(name, '\n'))
 		return cli_usage(env, "invalid pid '%s' (expected a pid or a process name)", name);
-	d = opendir("/proc");
-	if (!d)
+	pids = cli_scan_proc(&n);
+	if (!pids)
 		return fail(env, HC_E_IO, "heapctl needs /proc mounted", "cannot read /proc: %s",
 			    strerror(errno));
-	while ((de = readdir(d))) {
-		pid_t pid;
-
-		if (!all_digits(de->d_name))
-			continue;
-		pid = (pid_t)atoi(de->d_name);
-		if (pid == self || !named(pid, name))
+	for (i = 0; i < n; i++) {
+		if (pids[i] == self || !named(pids[i], name))
 			continue;
 		if (nfound < MAX_SHOWN)
-			found[nfound] = pid;
+			found[nfound] = pids[i];
 		nfound++;
 	}
-	closedir(d);
+	free(pids);
 	if (nfound == 1) {
 		*out = found[0];
 		cli_log(HC_LOG_INFO, "-p %s: pid %d", name, (int)found[0]);
@@ -282,85 +251,34 @@ static int resolve_name(const struct cli_env *env, const char *name, pid_t *out)
 	return CLI_EXIT_USAGE;
 }
 
-/* ---- checks ------------------------------------------------------------- */
-
-static int check_tid(const struct cli_env *env, pid_t pid, pid_t tid)
-{
-	char path[96];
-	struct pstatus ts;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)tid);
-	if (access(path, F_OK) == 0)
-		return CLI_EXIT_OK;
-	snprintf(path, sizeof(path), "/proc/%d", (int)tid);
-	if (read_status(path, &ts) == 0 && ts.tgid > 0 && ts.tgid != pid) {
-		char hint[200], comm[64];
-
-		cli_read_comm(ts.tgid, comm, sizeof(comm));
-		snprintf(hint, sizeof(hint),
-			 "give -p %d --tid %d, or a tid listed in /proc/%d/task", (int)ts.tgid,
-			 (int)tid, (int)pid);
-		return fail(env, HC_E_USAGE, hint,
-			    "tid %d is not a thread of pid %d: it belongs to pid %d (%s)", (int)tid,
-			    (int)pid, (int)ts.tgid, comm);
-	}
-	snprintf(path, sizeof(path), "pid %d's threads are listed in /proc/%d/task", (int)pid,
-		 (int)pid);
-	return fail(env, HC_E_NO_PROC, path, "no thread %d in pid %d (nor anywhere else)",
-		    (int)tid, (int)pid);
-}
+/* ---- -p ---------------------------------------------------------------- */
 
 int cli_resolve_pid(struct cli_env *env)
 {
-	char why[200], dir[64], hint[200];
-	struct pstatus ps;
+	const char *arg = env->pid_arg;
+	struct hc_err err = { 0 };
+	char why[200];
 	int rc;
 
-	if (!env->pid_arg)
+	if (!arg)
 		return CLI_EXIT_OK;
-	if (all_digits(env->pid_arg)) {
-		if (cli_parse_id(env->pid_arg, "pid", &env->pid, why, sizeof(why)))
+	if (arg[0] && !arg[strspn(arg, "0123456789")]) {
+		if (cli_parse_id(arg, "pid", &env->pid, why, sizeof(why)))
 			return cli_usage(env, "%s", why);
 	} else {
-		rc = resolve_name(env, env->pid_arg, &env->pid);
+		rc = resolve_name(env, arg, &env->pid);
 		if (rc)
 			return rc;
 	}
-	if (env->pid == getpid())
-		return CLI_EXIT_OK; /* hc_target_open() says why not */
-	snprintf(dir, sizeof(dir), "/proc/%d", (int)env->pid);
-	if (read_status(dir, &ps))
-		return fail(env, HC_E_NO_PROC,
-			    "check the pid with ps; 'heapctl list' shows the processes heapctl "
-			    "can drive",
-			    "no process with pid %d", (int)env->pid);
-	/* /proc/TID exists for every thread, though readdir does not show it. */
-	if (ps.tgid > 0 && ps.tgid != env->pid) {
-		char comm[64];
-
-		cli_read_comm(ps.tgid, comm, sizeof(comm));
-		snprintf(hint, sizeof(hint), "give -p %d (with --tid %d to borrow that very thread)",
-			 (int)ps.tgid, (int)env->pid);
-		return fail(env, HC_E_USAGE, hint, "%d is a thread of pid %d (%s), not a process",
-			    (int)env->pid, (int)ps.tgid, comm);
+	/*
+	 * An optional -p (report's) only helps find the files a profile names,
+	 * and the process may well have exited since: without it they are
+	 * looked for by the profile's own paths.
+	 */
+	if ((env->cmd->opts & CLI_O_PIDOPT) && hc_pid_check(env->pid, 0, &err)) {
+		cli_log(HC_LOG_WARN, "%s: -p %d is not used; files are found by the profile's paths",
+			err.msg, (int)env->pid);
+		env->pid = 0;
 	}
-	if (cli_is_kthread(env->pid))
-		return fail(env, HC_E_UNSUPPORTED,
-			    "heapctl drives user processes; 'heapctl list' shows them",
-			    "pid %d (%s) is a kernel thread: it has no user memory, nothing is "
-			    "mapped and there is no allocator", (int)env->pid, ps.name);
-	if ((ps.state == 'Z' || ps.state == 'X') && !has_live_task(env->pid)) {
-		char pcomm[64];
-
-		cli_read_comm(ps.ppid, pcomm, sizeof(pcomm));
-		snprintf(hint, sizeof(hint),
-			 "nothing is left to inspect; its parent, pid %d (%s), has not reaped it yet",
-			 (int)ps.ppid, pcomm);
-		return fail(env, HC_E_NO_PROC, hint,
-			    "pid %d (%s) is a zombie: it has exited and nothing is mapped any more",
-			    (int)env->pid, ps.name);
-	}
-	if (env->topts.tid)
-		return check_tid(env, env->pid, env->topts.tid);
 	return CLI_EXIT_OK;
 }

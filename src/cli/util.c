@@ -93,9 +93,11 @@ int cli_fail(const struct cli_env *env, const struct hc_err *err)
 	cli_flush();
 	fprintf(stderr, "heapctl: error: %s\n", msg);
 	/* The library refusing what the user typed is a usage error: point at the command. */
-	if (usage && env && env->cmd && (!hint || !strcmp(hint, hc_err_default_hint(err->code))))
-		fprintf(stderr, "hint: see 'heapctl %s --help'\n", env->cmd->name);
-	else if (hint && hint[0])
+	if (usage && env && env->cmd && (!hint || !strcmp(hint, hc_err_default_hint(err->code)))) {
+		char buf[96];
+
+		fprintf(stderr, "hint: %s\n", cli_help_hint(env->cmd, NULL, buf, sizeof(buf)));
+	} else if (hint && hint[0])
 		fprintf(stderr, "hint: %s\n", hint);
 	cli_log(HC_LOG_DEBUG, "error code %s, errno %d%s%s", hc_err_name(err->code),
 		err->sys_errno, err->sys_errno ? " " : "",
@@ -112,16 +114,20 @@ static int vusage(const char *hint, const char *fmt, va_list ap)
 	return CLI_EXIT_USAGE;
 }
 
+const char *cli_help_hint(const struct cli_cmd *cmd, const char *pre, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%ssee 'heapctl %s%s--help'", pre ? pre : "", pre ? " " : "",
+		 cmd ? cmd->name : "", cmd ? " " : "");
+	return buf;
+}
+
 int cli_usage(const struct cli_env *env, const char *fmt, ...)
 {
 	char hint[96];
 	va_list ap;
 	int rc;
 
-	if (env && env->cmd)
-		snprintf(hint, sizeof(hint), "see 'heapctl %s --help'", env->cmd->name);
-	else
-		snprintf(hint, sizeof(hint), "see 'heapctl --help'");
+	cli_help_hint(env ? env->cmd : NULL, NULL, hint, sizeof(hint));
 	va_start(ap, fmt);
 	rc = vusage(hint, fmt, ap);
 	va_end(ap);
@@ -200,6 +206,14 @@ int cli_stdout_errno(void)
 static sigset_t saved_mask;
 static int held;
 
+const int cli_term_sigs[CLI_NTERM] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+void cli_term_sigaddset(sigset_t *set)
+{
+	for (int i = 0; i < CLI_NTERM; i++)
+		sigaddset(set, cli_term_sigs[i]);
+}
+
 static void hold_signals(void)
 {
 	sigset_t set;
@@ -207,10 +221,7 @@ static void hold_signals(void)
 	if (held++)
 		return;
 	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
+	cli_term_sigaddset(&set);
 	sigaddset(&set, SIGTSTP);
 	sigaddset(&set, SIGTTOU);
 	sigprocmask(SIG_BLOCK, &set, &saved_mask);
@@ -218,17 +229,16 @@ static void hold_signals(void)
 
 static void release_signals(void)
 {
-	static const int term[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	sigset_t pending;
 
 	if (held <= 0 || --held)
 		return;
 	if (sigpending(&pending) == 0)
-		for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
-			if (sigismember(&pending, term[i]) == 1) {
+		for (int i = 0; i < CLI_NTERM; i++)
+			if (sigismember(&pending, cli_term_sigs[i]) == 1) {
 				fflush(stdout);
 				fprintf(stderr, "heapctl: stopping on SIG%s; the target was left as it was\n",
-					sigabbrev_np(term[i]));
+					sigabbrev_np(cli_term_sigs[i]));
 				break;
 			}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
@@ -253,6 +263,19 @@ void cli_close(struct hc_target *t)
 	release_signals();
 }
 
+enum cli_prof_kind cli_prof_kind(const char *allocator)
+{
+	if (!allocator)
+		return CLI_PROF_NONE;
+	if (!strcmp(allocator, "jemalloc"))
+		return CLI_PROF_JEMALLOC;
+	if (!strcmp(allocator, "tcmalloc"))
+		return CLI_PROF_GPERF;
+	if (!strcmp(allocator, "tcmalloc_minimal"))
+		return CLI_PROF_MINIMAL;
+	return CLI_PROF_NONE;
+}
+
 /* ---- parsing ---------------------------------------------------------- */
 
 /* Plain decimal only: no sign, no blanks, no 0x; strtoul would take all three. */
@@ -268,16 +291,6 @@ int cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
 	if (errno || *end || v > max)
 		return -1;
 	*out = v;
-	return 0;
-}
-
-int cli_parse_pid(const char *s, pid_t *out)
-{
-	unsigned long v;
-
-	if (cli_parse_uint(s, INT_MAX, &v) || v == 0)
-		return -1;
-	*out = (pid_t)v;
 	return 0;
 }
 

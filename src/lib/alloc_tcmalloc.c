@@ -664,6 +664,7 @@ end:
 		f = fopen(out, "we");
 		if (!f) {
 			err_errno(err, errno, "write %s", out);
+			err->local = true;
 		} else {
 			bool ok = fwrite(text, 1, len, f) == len;
 			int e = errno;
@@ -673,8 +674,10 @@ end:
 				ok = false;
 				e = errno;
 			}
-			if (!ok)
+			if (!ok) {
 				err_errno(err, e, "write %s", out);
+				err->local = true;
+			}
 		}
 	}
 	free(text);

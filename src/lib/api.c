@@ -108,7 +108,10 @@ static int read_status(pid_t pid, struct procfs_status *ps, struct hc_err *err)
 	if (read_status_path(path, ps, &e) == 0)
 		return 0;
 	if (e.code == HC_E_NO_PROC)
-		return err_set(err, HC_E_NO_PROC, ENOENT, "no process with pid %d", pid);
+		return err_sethint(err, HC_E_NO_PROC, ENOENT,
+				   "check the pid with ps; 'heapctl list' shows the processes "
+				   "heapctl can drive",
+				   "no process with pid %d", pid);
 	*err = e;
 	return -1;
 }
@@ -146,6 +149,96 @@ static bool live_task(pid_t pid, char *proc, size_t len)
 	return found;
 }
 
+/*
+ * What would otherwise fail later with a message about something else:
+ * each gets its own.  ps: pid's status; proc: the /proc directory to read
+ * its memory through (a live thread's if the leader is a zombie).
+ */
+static int pid_check(pid_t pid, pid_t tid, struct procfs_status *ps, char *proc, size_t len,
+		     struct hc_err *err)
+{
+	struct procfs_status ts;
+	struct procfs_stat st;
+	char path[96], comm[64], hint[200];
+
+	if (pid <= 0)
+		return err_set(err, HC_E_USAGE, 0, "invalid pid %d", pid);
+	snprintf(proc, len, "/proc/%d", pid);
+	if (read_status(pid, ps, err) < 0)
+		return -1;
+	/* /proc/TID exists for every thread, though readdir does not show it. */
+	if (ps->tgid > 0 && ps->tgid != pid) {
+		procfs_comm(ps->tgid, comm, sizeof(comm));
+		snprintf(hint, sizeof(hint), "give -p %d (with --tid %d to borrow that very thread)",
+			 ps->tgid, pid);
+		return err_sethint(err, HC_E_USAGE, 0, hint,
+				   "%d is a thread of pid %d (%s), not a process", pid, ps->tgid,
+				   comm);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (procfs_stat(path, &st) == 0 && (st.flags & PF_KTHREAD))
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "heapctl drives user processes; 'heapctl list' shows them",
+				   "pid %d (%s) is a kernel thread: it has no user memory, nothing "
+				   "is mapped and there is no allocator", pid, ps->name);
+	if ((ps->state == 'Z' || ps->state == 'X') && !live_task(pid, proc, len)) {
+		procfs_comm(ps->ppid, comm, sizeof(comm));
+		snprintf(hint, sizeof(hint),
+			 "nothing is left to inspect; its parent, pid %d (%s), has not reaped it yet",
+			 ps->ppid, comm);
+		return err_sethint(err, HC_E_NO_PROC, 0, hint,
+				   "pid %d (%s) is a zombie: it has exited and nothing is mapped "
+				   "any more", pid, ps->name);
+	}
+	if (!tid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+	if (access(path, F_OK) == 0)
+		return 0;
+	/* not "the process may have exited": the process is there, the tid is wrong */
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	if (procfs_status(path, &ts) == 0 && ts.tgid > 0 && ts.tgid != pid) {
+		procfs_comm(ts.tgid, comm, sizeof(comm));
+		snprintf(hint, sizeof(hint), "give -p %d --tid %d, or a tid listed in /proc/%d/task",
+			 ts.tgid, tid, pid);
+		return err_sethint(err, HC_E_USAGE, 0, hint,
+				   "tid %d is not a thread of pid %d: it belongs to pid %d (%s)",
+				   tid, pid, ts.tgid, comm);
+	}
+	snprintf(hint, sizeof(hint), "pid %d's threads are listed in /proc/%d/task", pid, pid);
+	return err_sethint(err, HC_E_NO_PROC, 0, hint, "no thread %d in pid %d (nor anywhere else)",
+			   tid, pid);
+}
+
+int hc_pid_check(pid_t pid, pid_t tid, struct hc_err *err)
+{
+	struct procfs_status ps;
+	char proc[64];
+
+	return pid_check(pid, tid, &ps, proc, sizeof(proc), err);
+}
+
+int hc_proc_read(pid_t pid, struct hc_proc *p, struct hc_err *err)
+{
+	struct procfs_status ps;
+	struct procfs_stat st;
+	char path[64];
+
+	memset(p, 0, sizeof(*p));
+	p->euid = -1;
+	if (read_status(pid, &ps, err) < 0)
+		return -1;
+	snprintf(p->name, sizeof(p->name), "%s", ps.name);
+	p->state = ps.state;
+	p->tgid = ps.tgid;
+	p->ppid = ps.ppid;
+	p->euid = ps.euid == (uid_t)-1 ? -1 : (long)ps.euid;
+	p->rss = ps.rss;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	p->kthread = procfs_stat(path, &st) == 0 && (st.flags & PF_KTHREAD);
+	return 0;
+}
+
 static int perm_error(pid_t pid, int e, struct hc_err *err)
 {
 	char hint[256];
@@ -175,16 +268,12 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	struct hc_target *t;
 	char path[96], proc[64];
 
-	if (pid <= 0)
-		return err_set(err, HC_E_USAGE, 0, "invalid pid %d", pid), NULL;
+	if (o && o->evidence)
+		memset(o->evidence, 0, sizeof(*o->evidence));
 	if (pid == getpid())
 		return err_set(err, HC_E_UNSUPPORTED, 0, "heapctl cannot drive itself"), NULL;
-	snprintf(proc, sizeof(proc), "/proc/%d", pid);
-	if (read_status(pid, &ps, err) < 0)
+	if (pid_check(pid, o ? o->tid : 0, &ps, proc, sizeof(proc), err) < 0)
 		return NULL;
-	if ((ps.state == 'Z' || ps.state == 'X') && !live_task(pid, proc, sizeof(proc)))
-		return err_set(err, HC_E_NO_PROC, 0, "pid %d (%s) is a zombie: it has exited", pid,
-			       ps.name), NULL;
 	/*
 	 * Traced by a heapctl that holds the target's lock: not an error, the
 	 * first call waits for its turn (tlock_acquire()).  A heapctl only
@@ -242,18 +331,6 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		else
 			err_errno(err, errno, "open %s", path);
 		goto fail;
-	}
-	if (t->opts.tid) {
-		snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, t->opts.tid);
-		if (access(path, F_OK) < 0) {
-			/* not "the process may have exited": the process is there, the tid is wrong */
-			char hint[96];
-
-			snprintf(hint, sizeof(hint), "give a tid listed in /proc/%d/task", pid);
-			err_sethint(err, HC_E_NO_PROC, 0, hint, "thread %d is not a thread of pid %d",
-				    t->opts.tid, pid);
-			goto fail;
-		}
 	}
 	if (maps_load(t, err) < 0 || sym_debug_file_check(t, err) < 0 || where_init(t, err) < 0)
 		goto fail;
@@ -313,6 +390,9 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	}
 	return t;
 fail:
+	/* the objects were read: their signs come with the refusal, not from a second read */
+	if (o && o->evidence && t->nobjs && (err->code == HC_E_NO_SYM || err->code == HC_E_NO_ALLOC))
+		evidence_first(t, o->evidence);
 	hc_target_close(t);
 	return NULL;
 }

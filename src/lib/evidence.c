@@ -324,6 +324,33 @@ static int scan_obj(struct hc_target *t, struct obj *o, struct evidence *ev)
 	return r > 0;
 }
 
+static void evidence_note(struct hc_target *t, struct obj *o, const struct evidence *ev,
+			  struct hc_evidence *out)
+{
+	out->has_symbols = covered(t, o, ev->alloc);
+	snprintf(out->allocator, sizeof(out->allocator), "%s", ev->alloc);
+	snprintf(out->object, sizeof(out->object), "%s", o->path);
+	snprintf(out->found, sizeof(out->found), "%s", ev->found);
+}
+
+int evidence_first(struct hc_target *t, struct hc_evidence *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (t->ev_scanned) {
+		*out = t->ev_first;
+		return out->allocator[0] ? 1 : 0;
+	}
+	for (int pass = 0; pass < 2 && !out->allocator[0]; pass++)
+		for (size_t i = 0; i < t->nobjs && !out->allocator[0]; i++) {
+			struct obj *o = &t->objs[i];
+			struct evidence ev;
+
+			if (o->is_exe == (pass == 0) && scan_obj(t, o, &ev))
+				evidence_note(t, o, &ev, out);
+		}
+	return out->allocator[0] ? 1 : 0;
+}
+
 /*
  * The executable first, then the others in the dynamic linker's order.
  * only: the driver's object, always read to show its evidence in info;
@@ -335,6 +362,8 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 	struct obj **order = calloc(t->nobjs + 1, sizeof(*order));
 	size_t n = 0;
 	int ret = 0;
+
+	t->ev_scanned = true;
 
 	if (!order)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
@@ -355,6 +384,8 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 
 		if (!scan_obj(t, o, &ev))
 			continue;
+		if (!t->ev_first.allocator[0])
+			evidence_note(t, o, &ev, &t->ev_first);
 		same = drv && !strncmp(drv, ev.alloc, strlen(ev.alloc)) && drv_obj &&
 		       !strcmp(drv_obj, o->path);
 		if (same || covered(t, o, ev.alloc)) {
@@ -423,19 +454,7 @@ int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
 		r = -1;
 		goto out;
 	}
-	for (int pass = 0; pass < 2 && !out->allocator[0]; pass++)
-		for (size_t i = 0; i < t->nobjs && !out->allocator[0]; i++) {
-			struct obj *o = &t->objs[i];
-			struct evidence ev;
-
-			if (o->is_exe != (pass == 0) || !scan_obj(t, o, &ev))
-				continue;
-			out->has_symbols = covered(t, o, ev.alloc);
-			snprintf(out->allocator, sizeof(out->allocator), "%s", ev.alloc);
-			snprintf(out->object, sizeof(out->object), "%s", o->path);
-			snprintf(out->found, sizeof(out->found), "%s", ev.found);
-		}
-	r = out->allocator[0] ? 1 : 0;
+	r = evidence_first(t, out);
 out:
 	objs_free(t);
 	if (t->memfd >= 0)

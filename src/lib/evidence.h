@@ -24,5 +24,12 @@ int evidence_file(const char *path, struct evidence *ev);
  * evidence for the driver in t->ev_*.
  */
 int evidence_check(struct hc_target *t, bool all, struct hc_err *err);
+/*
+ * The first object with an allocator's signs, as hc_evidence_read() says:
+ * what evidence_check() found if it ran, else the objects are read now
+ * (the executable first).  1 with out filled, 0 if none.
+ */
+struct hc_evidence;
+int evidence_first(struct hc_target *t, struct hc_evidence *out);
 
 #endif

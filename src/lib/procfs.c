@@ -16,13 +16,17 @@ void procfs_status_parse(FILE *f, struct procfs_status *st)
 
 	memset(st, 0, sizeof(*st));
 	st->seccomp = -1;
-	st->fsuid = (uid_t)-1;
+	st->euid = st->fsuid = (uid_t)-1;
 	st->fsgid = (gid_t)-1;
 	while (fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, "Name:", 5))
 			sscanf(line + 5, " %63[^\n]", st->name);
 		else if (!strncmp(line, "State:", 6))
 			sscanf(line + 6, " %c", &st->state);
+		else if (!strncmp(line, "Tgid:", 5))
+			st->tgid = atoi(line + 5);
+		else if (!strncmp(line, "PPid:", 5))
+			st->ppid = atoi(line + 5);
 		else if (!strncmp(line, "TracerPid:", 10))
 			st->tracer = atoi(line + 10);
 		else if (!strncmp(line, "Seccomp:", 8))
@@ -39,8 +43,10 @@ void procfs_status_parse(FILE *f, struct procfs_status *st)
 			st->rss = strtoull(line + 6, NULL, 10) * 1024;
 		else if (!strncmp(line, "VmSize:", 7))
 			st->vmsize = strtoull(line + 7, NULL, 10) * 1024;
-		else if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
+		else if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4) {
+			st->euid = (uid_t)e;
 			st->fsuid = (uid_t)fs;
+		}
 		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
 			st->fsgid = (gid_t)fs;
 	}
@@ -53,7 +59,7 @@ int procfs_status(const char *path, struct procfs_status *st)
 	if (!f) {
 		memset(st, 0, sizeof(*st));
 		st->seccomp = -1;
-		st->fsuid = (uid_t)-1;
+		st->euid = st->fsuid = (uid_t)-1;
 		st->fsgid = (gid_t)-1;
 		return -1;
 	}

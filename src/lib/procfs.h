@@ -11,10 +11,13 @@
 struct procfs_status {
 	char name[64];
 	char state;      /* R, S, D, T, t, Z, X */
+	pid_t tgid;      /* Tgid: the process a thread belongs to */
+	pid_t ppid;      /* PPid */
 	pid_t tracer;    /* TracerPid */
 	int seccomp;     /* Seccomp: 0, 1 strict, 2 filters; -1 if absent */
 	bool shstk;      /* x86_Thread_features has shstk (CET user shadow stack) */
 	uint64_t sigpnd, shdpnd, sigblk;
+	uid_t euid;      /* effective uid (Uid: field 2); (uid_t)-1 if absent */
 	uid_t fsuid;
 	gid_t fsgid;
 	uint64_t rss;    /* VmRSS in bytes */
@@ -34,8 +37,11 @@ int procfs_limit(pid_t pid, const char *name, uint64_t *soft, uint64_t *hard);
 struct procfs_stat {
 	char state;                /* R, S, D, T, t, Z, X; 0 if unreadable */
 	unsigned long flags;       /* PF_* (field 9): PF_KTHREAD for a kernel thread */
+	/* (a kernel thread's flags, include/linux/sched.h; not exported to user space) */
 	unsigned long long start;  /* start time in clock ticks since boot (field 22) */
 };
+
+#define PF_KTHREAD 0x00200000ul
 
 /* Parse a stat file.  Returns 0, or -1 (st zeroed) if it cannot be read or parsed. */
 int procfs_stat(const char *path, struct procfs_stat *st);

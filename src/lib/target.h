@@ -84,6 +84,9 @@ struct hc_target {
 	char ev_alloc[16];
 	char ev_found[192];
 	const char *ev_obj;
+	/* the first object evidence_check() found signs in, or allocator "" */
+	struct hc_evidence ev_first;
+	bool ev_scanned;
 };
 
 /* maps + symbols (sym.c) */

@@ -232,7 +232,9 @@ int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struc
 	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (out < 0) {
 		close(in);
-		return err_errno(err, errno, "create %s", to);
+		err_errno(err, errno, "create %s", to);
+		err->local = true;
+		return -1;
 	}
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		total += (uint64_t)n;
@@ -243,14 +245,17 @@ int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struc
 		}
 		if (write(out, buf, (size_t)n) != n) {
 			err_errno(err, errno, "write %s", to);
+			err->local = true;
 			break;
 		}
 	}
 	if (n < 0)
 		err_errno(err, errno, "read %s in pid %d's view", path, pid);
 	close(in);
-	if (close(out) < 0 && !err_isset(err))
+	if (close(out) < 0 && !err_isset(err)) {
 		err_errno(err, errno, "write %s", to);
+		err->local = true;
+	}
 	return err_isset(err) ? -1 : 0;
 }
 

@@ -430,16 +430,24 @@ uint64_t *out_weights(const struct hc_report *r, const struct hc_write_opts *w)
 	return v;
 }
 
+static const char *const fmt_names[] = {
+	[HC_FMT_FOLDED] = "folded", [HC_FMT_SVG] = "svg", [HC_FMT_PPROF] = "pprof",
+	[HC_FMT_TEXT] = "text",	    [HC_FMT_JSON] = "json",
+};
+
+const char *hc_report_format_name(int fmt)
+{
+	if (fmt < 0 || (size_t)fmt >= sizeof(fmt_names) / sizeof(fmt_names[0]))
+		return "?";
+	return fmt_names[fmt];
+}
+
 int hc_report_format_parse(const char *name)
 {
-	static const char *const names[] = {
-		[HC_FMT_FOLDED] = "folded", [HC_FMT_SVG] = "svg", [HC_FMT_PPROF] = "pprof",
-		[HC_FMT_TEXT] = "text",	    [HC_FMT_JSON] = "json",
-	};
 	size_t i;
 
-	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
+	for (i = 0; name && i < sizeof(fmt_names) / sizeof(fmt_names[0]); i++)
+		if (!strcmp(name, fmt_names[i]))
 			return (int)i;
 	if (name && (!strcmp(name, "collapsed") || !strcmp(name, "collapse")))
 		return HC_FMT_FOLDED;

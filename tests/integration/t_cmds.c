@@ -1399,7 +1399,12 @@ out:
  * prof.active is put back as it was found.  The signal is sent once heapctl
  * has said on stderr that the wait began.
  */
-static void test_leak_sigint(void)
+/*
+ * A termination signal during the wait ends it early: the second profile is
+ * taken, prof.active restored, the growth reported.  SIGQUIT too: it once
+ * killed heapctl with prof.active left on.
+ */
+static void leak_signal(int sig)
 {
 	struct victim *v = shared_victim();
 	char svg[400], err[4096] = "", val[64], why[512];
@@ -1414,7 +1419,7 @@ static void test_leak_sigint(void)
 		t_fail("the shared victim should start with prof.active=false, reads %s", val);
 		return;
 	}
-	snprintf(svg, sizeof(svg), "%s/leak-int.svg", cfg.tmpdir);
+	snprintf(svg, sizeof(svg), "%s/leak-%s.svg", cfg.tmpdir, sigabbrev_np(sig));
 	unlink(svg);
 	args[0] = "leak";
 	args[1] = "-p";
@@ -1437,29 +1442,78 @@ static void test_leak_sigint(void)
 		hres_free(&r);
 		return;
 	}
-	kill(hp.pid, SIGINT);
+	kill(hp.pid, sig);
 	hc_finish(&hp, &r, HC_TIMEOUT_S);
 	if (hres_crash(&r) || hres_exit(&r) != 0) {
-		t_fail("leak after SIGINT: %s (wanted exit 0); before: %.200s", hres_desc(&r), err);
+		t_fail("leak after SIG%s: %s (wanted exit 0); before: %.200s", sigabbrev_np(sig),
+		       hres_desc(&r), err);
 		goto out;
 	}
 	if (!strstr(r.out, "pid ") || !strstr(r.out, " in ")) {
-		t_fail("leak after SIGINT reported nothing: %.300s", r.out);
+		t_fail("leak after SIG%s reported nothing: %.300s", sigabbrev_np(sig), r.out);
 		goto out;
 	}
-	if (!strstr(r.err, "SIGINT")) {
-		t_fail("leak after SIGINT did not say it ended early: %.300s", r.err);
+	snprintf(why, sizeof(why), "SIG%s", sigabbrev_np(sig));
+	if (!strstr(r.err, why)) {
+		t_fail("leak after %s did not say it ended early: %.300s", why, r.err);
 		goto out;
 	}
 	if (!file_starts_with(svg, "<?xml", why, sizeof(why)) &&
 	    !file_starts_with(svg, "<svg", why, sizeof(why))) {
-		t_fail("leak after SIGINT: %s", why);
+		t_fail("leak after SIG%s: %s", sigabbrev_np(sig), why);
 		goto out;
 	}
-	if (!expect_ctl(v, "prof.active", "false", "leak ended by SIGINT"))
+	snprintf(why, sizeof(why), "leak ended by SIG%s", sigabbrev_np(sig));
+	if (!expect_ctl(v, "prof.active", "false", why))
 		victim_check(v, 0);
 out:
 	hres_free(&r);
+}
+
+static void test_leak_sigint(void)
+{
+	leak_signal(SIGINT);
+}
+
+static void test_leak_sigquit(void)
+{
+	leak_signal(SIGQUIT);
+}
+
+/* leak's two profiles go under $TMPDIR, as every scratch file of heapctl does. */
+static void test_leak_tmpdir(void)
+{
+	struct victim *v = shared_victim();
+	char tmp[400], svg[480], want[480], cmd[1000];
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? strdup(old) : NULL;
+	struct hres r;
+
+	if (!v)
+		goto out_env;
+	snprintf(tmp, sizeof(tmp), "%s/leak-tmpdir", cfg.tmpdir);
+	mkdir(tmp, 0700);
+	snprintf(svg, sizeof(svg), "%s/leak-tmpdir.svg", cfg.tmpdir);
+	setenv("TMPDIR", tmp, 1);
+	/* -v keeps the profiles and says where */
+	hc_run(&r, NULL, "-v", "leak", "-p", v->spid, "--for", "0.2", "-o", svg, NULL);
+	if (old)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	snprintf(want, sizeof(want), "profiles kept in %s/heapctl-leak.", tmp);
+	if (hres_crash(&r) || hres_exit(&r) != 0)
+		t_fail("leak with TMPDIR=%s: %s", tmp, hres_desc(&r));
+	else if (!strstr(r.err, want))
+		t_fail("leak did not keep its profiles under TMPDIR (%s): %.400s", want, r.err);
+	hres_free(&r);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", tmp, svg);
+	if (system(cmd))
+		t_note("could not remove %s", tmp);
+	if (!t_failed())
+		expect_ctl(v, "prof.active", "false", "leak with TMPDIR");
+out_env:
+	free(saved);
 }
 
 /* -p NAME, like pidof: one match drives it, several are listed and refused. */
@@ -1574,6 +1628,8 @@ const struct itest t_cmds_tests[] = {
 	{ "tcmalloc-set", test_tcmalloc_set, 0 },
 	{ "output-stdout", test_output_stdout, 0 },
 	{ "leak-sigint", test_leak_sigint, 0 },
+	{ "leak-sigquit", test_leak_sigquit, 0 },
+	{ "leak-tmpdir", test_leak_tmpdir, 0 },
 	{ "pid-by-name", test_pid_by_name, 0 },
 	{ NULL, NULL, 0 },
 };

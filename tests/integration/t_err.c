@@ -197,6 +197,62 @@ static void test_output_paths(void)
 }
 
 /*
+ * An output that fails only when it is put in place (/dev/full is writable
+ * until written): the failure is reported, no success is claimed (no
+ * "wrote", no --json object on stdout), and the profile that did get
+ * written is said to be there.
+ */
+static void test_dump_commit_fails(void)
+{
+	struct victim *v = shared_victim();
+	char dir[400], file[480];
+	struct stat st;
+	struct hres r;
+
+	if (!v)
+		return;
+	if (access("/dev/full", W_OK)) {
+		t_note("no writable /dev/full here: not run");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/commitfail", cfg.tmpdir);
+	mkdir(dir, 0755);
+	snprintf(file, sizeof(file), "%s/ok.heap", dir);
+	unlink(file);
+	hc_run(&r, NULL, "dump", "-p", v->spid, "-o", file, "--svg", "/dev/full", "--json", NULL);
+	if (!expect_failure(&r, "dump --svg /dev/full --json") && !strstr(r.err, "/dev/full"))
+		t_fail("%s: stderr does not name /dev/full: %.300s", "dump --svg /dev/full --json", r.err);
+	if (!t_failed() && r.out[0])
+		t_fail("dump --svg /dev/full --json failed but printed on stdout: %.300s", r.out);
+	if (!t_failed() && stat(file, &st))
+		t_fail("dump --svg /dev/full: the profile %s is missing: %s", file, strerror(errno));
+	if (!t_failed() && !strstr(r.err, "the profile itself was written to"))
+		t_fail("dump --svg /dev/full: not said where the profile is: %.300s", r.err);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	unlink(file);
+	hc_run(&r, NULL, "dump", "-p", v->spid, "-o", file, "--svg", "/dev/full", NULL);
+	if (!expect_failure(&r, "dump --svg /dev/full") && !strstr(r.err, "/dev/full"))
+		t_fail("%s: stderr does not name /dev/full: %.300s", "dump --svg /dev/full", r.err);
+	if (!t_failed() && strstr(r.out, "wrote "))
+		t_fail("dump --svg /dev/full failed but said it wrote it: %.300s", r.out);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	hc_run(&r, NULL, "dump", "-p", v->spid, "-o", "/dev/full", "--json", NULL);
+	if (!expect_failure(&r, "dump -o /dev/full --json") && !strstr(r.err, "/dev/full"))
+		t_fail("%s: stderr does not name /dev/full: %.300s", "dump -o /dev/full --json", r.err);
+	if (!t_failed() && r.out[0])
+		t_fail("dump -o /dev/full --json failed but printed on stdout: %.300s", r.out);
+	hres_free(&r);
+	unlink(file);
+	rmdir(dir);
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
+/*
  * leak checks its arguments before it starts: a mistake is not found
  * after --for has been waited out, and the target is left as it was.
  */
@@ -973,6 +1029,23 @@ static void test_usage_did_you_mean(void)
 	hres_free(&r);
 }
 
+/* --json's summary goes to stdout: dump and leak refuse -o - with it, in the same words. */
+static void test_json_output_stdout(void)
+{
+	static const char *const cmds[] = { "dump", "leak" };
+	struct hres r;
+
+	for (size_t i = 0; i < 2 && !t_failed(); i++) {
+		char want[64];
+
+		hc_run(&r, NULL, cmds[i], "-p", "1", "-o", "-", "--json", NULL);
+		snprintf(want, sizeof(want), "%s --json prints its summary on stdout", cmds[i]);
+		if (!expect_usage(&r, cmds[i], want) && !strstr(r.err, "give -o a file name"))
+			t_fail("%s -o - --json: no hint to name a file: %.300s", cmds[i], r.err);
+		hres_free(&r);
+	}
+}
+
 /* report --json is report --format json; asking for two formats is an error. */
 static void test_report_json_switch(void)
 {
@@ -1006,12 +1079,60 @@ out:
 	hres_free(&b);
 }
 
+/*
+ * report's -p only helps find the binary and libraries: a process that has
+ * exited since the profile was taken still gets its report (as without -p),
+ * while a -p that is no pid at all is still a usage error.
+ */
+static void test_report_pid_exited(void)
+{
+	char path[512], spid[16], *slash;
+	struct hres a, b;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s", cfg.heapctl);
+	for (int i = 0; i < 2; i++) {
+		slash = strrchr(path, '/');
+		if (slash)
+			*slash = '\0';
+	}
+	strncat(path, "/tests/data/prof/leaker-5.3.heap", sizeof(path) - strlen(path) - 1);
+	if (access(path, R_OK)) {
+		t_skip(false, "%s not found next to the build", path);
+		return;
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0) {
+		t_fail("fork: %s", strerror(errno));
+		return;
+	}
+	waitpid(pid, NULL, 0);
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	memset(&b, 0, sizeof(b));
+	if (hc_expect(&a, 0, "report", path, "--format", "folded", NULL) ||
+	    hc_expect(&b, 0, "report", path, "--format", "folded", "-p", spid, NULL))
+		goto out;
+	if (strcmp(a.out, b.out))
+		t_fail("report -p EXITED differs from report without -p: %.200s", b.out);
+	hres_free(&a);
+	memset(&a, 0, sizeof(a));
+	hc_run(&a, NULL, "report", path, "-p", "0", NULL);
+	expect_usage(&a, "report -p 0", "invalid pid");
+out:
+	hres_free(&a);
+	hres_free(&b);
+}
+
 const struct itest t_err_tests[] = {
 	{ "usage-bundle-unknown-letter", test_usage_bundle, 0 },
 	{ "usage-not-applicable-as-typed", test_usage_not_applicable, 0 },
 	{ "usage-help-command", test_help_command, 0 },
 	{ "usage-did-you-mean", test_usage_did_you_mean, 0 },
 	{ "report-json-switch", test_report_json_switch, 0 },
+	{ "usage-json-output-stdout", test_json_output_stdout, 0 },
+	{ "report-pid-exited", test_report_pid_exited, 0 },
 	{ "error-pid-nonexistent", test_pid_nonexistent, 0 },
 	{ "error-pid-not-numeric", test_pid_not_numeric, 0 },
 	{ "error-not-jemalloc", test_not_jemalloc, 0 },
@@ -1026,6 +1147,7 @@ const struct itest t_err_tests[] = {
 	{ "error-interrupted", test_interrupted, 0 },
 	{ "error-not-permitted", test_not_permitted, 0 },
 	{ "error-output-paths", test_output_paths, 0 },
+	{ "error-dump-commit-fails", test_dump_commit_fails, 0 },
 	{ "error-leak-validates", test_leak_validates, 0 },
 	{ "error-odd-pids", test_odd_pids, 0 },
 	{ "error-interrupted-dump", test_interrupted_dump, 0 },
