@@ -17,7 +17,7 @@
  * library blocks SIGCHLD in the calling thread while it waits for the
  * target; a multi-threaded host must not consume SIGCHLD elsewhere.
  *
- * Cancellation: if the caller blocks SIGINT, SIGTERM or SIGHUP, their arrival
+ * Cancellation: if the caller blocks SIGINT, SIGTERM, SIGHUP or SIGQUIT, their arrival
  * cancels the operation: a call already running in the target is finished
  * (abandoning it could leave an allocator lock held), the target is restored,
  * and the operation fails with HC_E_CANCELLED.  The signal stays pending for

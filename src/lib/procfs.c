@@ -155,16 +155,17 @@ void procfs_comm(pid_t pid, char *out, size_t len)
 	}
 }
 
+const int term_sigs[NTERM_SIGS] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
 int term_pending(void)
 {
-	static const int term[] = { SIGINT, SIGTERM, SIGHUP };
 	sigset_t p, cur;
 
 	if (sigpending(&p) < 0 || pthread_sigmask(SIG_SETMASK, NULL, &cur) != 0)
 		return 0;
-	for (size_t i = 0; i < sizeof(term) / sizeof(term[0]); i++)
-		if (sigismember(&p, term[i]) == 1 && sigismember(&cur, term[i]) == 1)
-			return term[i];
+	for (size_t i = 0; i < NTERM_SIGS; i++)
+		if (sigismember(&p, term_sigs[i]) == 1 && sigismember(&cur, term_sigs[i]) == 1)
+			return term_sigs[i];
 	return 0;
 }
 

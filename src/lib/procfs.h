@@ -57,7 +57,10 @@ char *procfs_environ(const char *proc, size_t *len);
 const char *procfs_env_get(const char *env, size_t len, const char *name);
 /* /proc/PID/comm without its newline, or "?". */
 void procfs_comm(pid_t pid, char *out, size_t len);
-/* A termination signal (INT, TERM, HUP) heapctl blocked is pending: returns it, or 0. */
+/* The signals that cancel an operation when the caller blocks them (heapctl.h). */
+#define NTERM_SIGS 4
+extern const int term_sigs[NTERM_SIGS];
+/* One of them, blocked by the caller, is pending: returns it, or 0. */
 int term_pending(void);
 
 #endif

@@ -117,8 +117,6 @@ int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err)
 	return 0;
 }
 
-static const int term_sigs[] = { SIGINT, SIGTERM, SIGHUP };
-
 /* TracerPid of thread tid, 0 if none, -1 if it is gone. */
 static pid_t tracer_of(pid_t tid)
 {
@@ -165,7 +163,7 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	for (unsigned int i = 0; cancellable && i < 3; i++)
+	for (unsigned int i = 0; cancellable && i < NTERM_SIGS; i++)
 		if (sigismember(&old, term_sigs[i]) == 1)
 			sigaddset(&set, term_sigs[i]);
 	for (;;) {

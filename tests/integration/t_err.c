@@ -660,13 +660,13 @@ static void test_target_killed(void)
 }
 
 /*
- * Ctrl-C, SIGTERM or SIGHUP while heapctl works: the call in flight finishes,
+ * Ctrl-C, SIGTERM, SIGHUP or SIGQUIT while heapctl works: the call in flight finishes,
  * the target is restored, and heapctl says so before the signal ends it.
  * Spread over a whole call, some rounds land mid-operation.
  */
 static void test_interrupted(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	struct victim vv, *v = &vv;
 	int said = 0, finished = 0, early = 0;
 	char why[512];
@@ -684,7 +684,7 @@ static void test_interrupted(void)
 	hres_free(&cal);
 	for (int round = 0; round < 24 && !t_failed(); round++) {
 		const char *args[] = { "stats", "--full", "-p", v->spid, NULL };
-		int sig = sigs[round % 3];
+		int sig = sigs[round % 4];
 		struct hproc hp;
 		struct hres r;
 
