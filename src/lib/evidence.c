@@ -200,7 +200,7 @@ static void cache_add(const struct stat *st, int r, const struct evidence *ev)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-int evidence_file(const char *path, struct evidence *ev)
+int evidence_file(int fd, struct evidence *ev)
 {
 	struct stat st;
 	struct tally ta;
@@ -208,11 +208,10 @@ int evidence_file(const char *path, struct evidence *ev)
 	Elf_Scn *scn = NULL;
 	Elf *elf;
 	bool scanned = false;
-	int fd, r = 0;
+	int r = 0;
 
 	memset(&ta, 0, sizeof(ta));
 	memset(ev, 0, sizeof(*ev));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0)
@@ -305,7 +304,7 @@ static bool out_of_scope(const struct obj *o)
 	const char *b = strrchr(o->path, '/');
 
 	b = b ? b + 1 : o->path;
-	return !o->base || o->is_vdso || o->is_ldso || !o->open_path ||
+	return !o->base || o->is_vdso || o->is_ldso ||
 	       !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "libm.so", 7) ||
 	       !strncmp(b, "libpthread", 10) || !strncmp(b, "libdl.so", 8) ||
 	       !strncmp(b, "librt.so", 8);
@@ -318,7 +317,7 @@ static int scan_obj(struct hc_target *t, struct obj *o, struct evidence *ev)
 	(void)t;
 	if (out_of_scope(o))
 		return 0;
-	r = evidence_file(o->open_path, ev);
+	r = evidence_file(obj_open(o, NULL), ev);
 	if (r > 0)
 		pr_debug("%s: %s (found: %s)", o->path, ev->alloc, ev->found);
 	return r > 0;

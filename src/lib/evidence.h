@@ -14,8 +14,11 @@ struct evidence {
 	char found[192];   /* what was found, for people: "_RJEM_MALLOC_CONF string, ..." */
 };
 
-/* 1 with ev filled if the ELF file at path carries an allocator's signs, 0 if not, -1 unreadable. */
-int evidence_file(const char *path, struct evidence *ev);
+/*
+ * 1 with ev filled if the ELF file open at fd (closed here; -1: none)
+ * carries an allocator's signs, 0 if not, -1 unreadable.
+ */
+int evidence_file(int fd, struct evidence *ev);
 /*
  * After the driver is chosen: refuse (HC_E_NO_SYM, or HC_E_NO_ALLOC for an
  * allocator heapctl does not drive) if an object holds an allocator that

@@ -3,7 +3,8 @@
  * Objects and symbols of a live process, from /proc/PID/maps and libelf.
  *
  * Files are opened the way the target sees them (/proc/PID/map_files, then
- * /proc/PID/root/<path>), so processes in other mount namespaces work.  The
+ * <path> resolved in /proc/PID/root), so processes in other mount namespaces
+ * work, and only as regular files (obj_open(), file_open()).  The
  * load bias comes from the program headers found in the target's memory,
  * not from "start - offset", which is wrong when p_vaddr != p_offset.
  */
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "debuginfo.h"
@@ -23,6 +25,7 @@
 #include "ptrace.h"
 #include "evidence.h"
 #include "target.h"
+#include "troot.h"
 
 int maps_parse_line(const char *line, struct mapline *m)
 {
@@ -92,18 +95,58 @@ int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
 	return 0;
 }
 
+/*
+ * /proc/PID/map_files/LO-HI is the very file mapped there, whatever its name
+ * became since; following it needs CAP_SYS_ADMIN (CAP_CHECKPOINT_RESTORE
+ * since Linux 5.9, fs/proc/base.c).  Without it open_path stays NULL and
+ * the name is looked up in the target's root.  Never as a host path: the
+ * name is the target's.
+ */
 static void set_open_path(struct hc_target *t, struct obj *o, const struct mapline *m)
 {
 	char p[PATH_MAX + 128];
 
 	snprintf(p, sizeof(p), "%s/map_files/%llx-%llx", t->proc, (unsigned long long)m->lo,
 		 (unsigned long long)m->hi);
-	if (access(p, R_OK) == 0) {
+	if (access(p, R_OK) == 0)
 		o->open_path = strdup(p);
-		return;
+}
+
+int file_open(pid_t pid, const char *path, int nofollow, struct stat *st)
+{
+	struct stat sb;
+	char self[64];
+	int fd, rfd;
+
+	if (!st)
+		st = &sb;
+	/* O_PATH first: a FIFO would block open(), a device's open() has effects */
+	fd = pid > 0 ? troot_open(pid, path, O_PATH | nofollow) :
+		       open(path, O_PATH | O_CLOEXEC | nofollow);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
 	}
-	snprintf(p, sizeof(p), "%s/root%s", t->proc, m->path);
-	o->open_path = strdup(access(p, R_OK) == 0 ? p : m->path);
+	/* the same inode, now for reading: nothing can be swapped in between */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	rfd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	close(fd);
+	return rfd;
+}
+
+int obj_open(const struct obj *o, struct stat *st)
+{
+	if (o->is_vdso) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (o->open_path)
+		return file_open(0, o->open_path, 0, st);
+	/* the name maps shows is the mapped file's own, never a link */
+	return file_open(o->pid, o->path, O_NOFOLLOW, st);
 }
 
 static void link_order(struct hc_target *t);
@@ -147,6 +190,7 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 			o = &t->objs[t->nobjs++];
 			memset(o, 0, sizeof(*o));
 			o->path = strdup(m.path);
+			o->pid = t->pid;
 			o->lo = m.lo;
 			o->is_vdso = !strcmp(m.path, "[vdso]");
 			o->is_exe = exe[0] && !strcmp(m.path, exe);
@@ -379,43 +423,38 @@ static const char *debuglink(Elf *elf)
 	return NULL;
 }
 
-/* Separate debug file: by build-id, then .gnu_debuglink, on the host or in the target's root. */
+/*
+ * Separate debug file: by build-id, then .gnu_debuglink, on the host, then
+ * in the target's root (links there stay in it: file_open()).
+ */
 static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp)
 {
+	static const char *const mids[] = { "/usr/lib/debug", "", "" };
+	static const char *const subs[] = { "", "", "/.debug" };
 	char id[128], p[PATH_MAX + 64], dir[PATH_MAX];
-	const char *roots[2] = { "", NULL };
-	char troot[96];
-	const char *link;
+	const char *link = debuglink(elf), *slash = strrchr(o->path, '/');
+	pid_t in = 0;
+	int fd = -1;
 
-	snprintf(troot, sizeof(troot), "%s/root", t->proc);
-	roots[1] = troot;
-	for (int r = 0; r < 2; r++) {
+	if (link && strchr(link, '/'))
+		link = NULL;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash ? slash - o->path : 0), o->path);
+	for (int r = 0; r < 2 && fd < 0; r++) {
+		in = r ? t->pid : 0;
+
 		if (build_id_hex(elf, id, sizeof(id))) {
-			snprintf(p, sizeof(p), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", roots[r],
-				 id, id + 2);
-			if (access(p, R_OK) == 0)
-				goto found;
+			snprintf(p, sizeof(p), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
+			fd = file_open(in, p, 0, NULL);
 		}
-		link = debuglink(elf);
-		if (link && !strchr(link, '/')) {
-			const char *slash = strrchr(o->path, '/');
-			static const char *const mids[] = { "/usr/lib/debug", "", "" };
-			static const char *const subs[] = { "", "", "/.debug" };
-
-			snprintf(dir, sizeof(dir), "%.*s", (int)(slash ? slash - o->path : 0),
-				 o->path);
-			for (int k = 0; k < 3; k++) {
-				snprintf(p, sizeof(p), "%s%s%s%s/%s", roots[r], mids[k], dir, subs[k],
-					 link);
-				if (strcmp(p, o->open_path) && access(p, R_OK) == 0)
-					goto found;
-			}
+		for (int k = 0; link && k < 3 && fd < 0; k++) {
+			snprintf(p, sizeof(p), "%s%s%s/%s", mids[k], dir, subs[k], link);
+			if (strcmp(p, o->path))
+				fd = file_open(in, p, 0, NULL);
 		}
 	}
-	return -1;
-found:
-	*pathp = strdup(p);
-	return open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && asprintf(pathp, "%s%s%s", in ? t->proc : "", in ? "/root" : "", p) < 0)
+		*pathp = NULL;
+	return fd;
 }
 
 static int cmp_sym(const void *a, const void *b)
@@ -465,7 +504,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	int fd;
 
 	if (o->is_exe && t->opts.debug_file) {
-		fd = open(t->opts.debug_file, O_RDONLY | O_CLOEXEC);
+		fd = file_open(0, t->opts.debug_file, 0, NULL);
 		n = fd >= 0 ? syms_from_fd(fd, o->bias, sv) : 0;
 		if (fd >= 0)
 			close(fd);
@@ -512,7 +551,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	{
 		struct evidence ev;
 
-		if (!o->open_path || evidence_file(o->open_path, &ev) <= 0)
+		if (evidence_file(obj_open(o, NULL), &ev) <= 0)
 			return 0;
 	}
 	/* half of --timeout at most: the operation itself needs the rest */
@@ -542,7 +581,7 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 		if (t->objs[i].is_exe)
 			exe = &t->objs[i];
 	elf_version(EV_CURRENT);
-	dfd = open(df, O_RDONLY | O_CLOEXEC);
+	dfd = file_open(0, df, 0, NULL);
 	if (dfd < 0)
 		return err_sethint(err, HC_E_IO, errno,
 				   "give the path of the unstripped executable or its debug file",
@@ -568,12 +607,12 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 			    "--debug-file %s has no symbol table (.symtab)", df);
 		goto out;
 	}
-	if (!exe || !exe->open_path) {
+	if (!exe) {
 		pr_warn("--debug-file %s: the executable of pid %d cannot be read to check it",
 			df, t->pid);
 		goto out;
 	}
-	fd = open(exe->open_path, O_RDONLY | O_CLOEXEC);
+	fd = obj_open(exe, NULL);
 	e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
 	wid = e ? build_id_hex(e, want, sizeof(want)) : NULL;
 	gid = build_id_hex(de, got, sizeof(got));
@@ -616,12 +655,12 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	}
 	o->syms_loaded = true;
 	o->debug_tried = debug;
-	if (o->is_vdso || !o->open_path)
+	if (o->is_vdso)
 		return 0;
 	elf_version(EV_CURRENT);
-	fd = open(o->open_path, O_RDONLY | O_CLOEXEC);
+	fd = obj_open(o, NULL);
 	if (fd < 0)
-		return err_errno(err, errno, "open %s", o->open_path);
+		return err_errno(err, errno, "open %s", o->path);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	sym_load_elf(t, o, elf, debug, err);
 	if (elf)
@@ -685,10 +724,8 @@ uint64_t sym_data(const struct obj *o, const char *name, uint64_t *size)
 	Elf *elf;
 	int fd;
 
-	if (o->is_vdso || !o->open_path)
-		return 0;
 	elf_version(EV_CURRENT);
-	fd = open(o->open_path, O_RDONLY | O_CLOEXEC);
+	fd = obj_open(o, NULL);
 	if (fd < 0)
 		return 0;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

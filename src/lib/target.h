@@ -21,7 +21,8 @@ struct sym {
 /* One mapped ELF object (executable, DSO or the vDSO). */
 struct obj {
 	char *path;      /* as /proc/PID/maps names it */
-	char *open_path; /* what we opened: map_files, /proc/PID/root/..., or path */
+	char *open_path; /* /proc/PID/map_files/..., or NULL: path in pid's root (obj_open()) */
+	pid_t pid;       /* the target */
 	uint64_t lo, hi; /* whole mapped range */
 	uint64_t base;   /* lowest mapping with file offset 0 (ELF header) */
 	uint64_t bias;   /* runtime address - ELF address */
@@ -112,6 +113,16 @@ int sym_load_elf(struct hc_target *t, struct obj *o, struct Elf *elf, bool debug
 int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
 /* --debug-file: an ELF file with .symtab, of the executable's build-id. */
 int sym_debug_file_check(struct hc_target *t, struct hc_err *err);
+/*
+ * A regular file opened for reading (O_NONBLOCK, O_CLOEXEC): path resolved in
+ * pid's root with RESOLVE_IN_ROOT (troot_open()), or in heapctl's when pid is
+ * 0; nofollow is 0 or O_NOFOLLOW.  A FIFO, device or dangling link is never
+ * opened (EINVAL).  Fills st if given.  Returns an fd, or -1 with errno.
+ */
+struct stat;
+int file_open(pid_t pid, const char *path, int nofollow, struct stat *st);
+/* o's file, the one mapped: through map_files, else its name in the target's root. */
+int obj_open(const struct obj *o, struct stat *st);
 /* Exact name; returns the symbol or NULL. */
 const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Runtime address (and size) of data symbol name in o, or 0. */

@@ -70,6 +70,19 @@ static int open_in(int root, const char *path, int flags, mode_t mode)
 	return (int)fd;
 }
 
+int troot_open(pid_t pid, const char *path, int flags)
+{
+	int root = root_fd(pid), fd, e;
+
+	if (root < 0)
+		return -1;
+	fd = open_in(root, path, flags, 0);
+	e = errno;
+	close(root);
+	errno = e;
+	return fd;
+}
+
 static void fs_ids(pid_t pid, uid_t *uid, gid_t *gid)
 {
 	struct procfs_status st;
