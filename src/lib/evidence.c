@@ -220,13 +220,9 @@ int evidence_file(int fd, struct evidence *ev)
 		close(fd);
 		return r;
 	}
-	r = 0;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		r = -1;
-		goto out;
-	}
+	elf = sym_elf_open(fd);
+	if (!elf)
+		return -1;
 	while ((scn = elf_nextscn(elf, scn)) && budget) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -268,10 +264,7 @@ int evidence_file(int fd, struct evidence *ev)
 	r = judge(&ta, ev);
 	if (st.st_ino)
 		cache_add(&st, r, ev);
-out:
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	elf_end(elf);
 	return r;
 }
 

@@ -149,6 +149,27 @@ int obj_open(const struct obj *o, struct stat *st)
 	return file_open(o->pid, o->path, O_NOFOLLOW, st);
 }
 
+Elf *sym_elf_open(int fd)
+{
+	Elf *elf;
+
+	if (fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		elf = NULL;
+	}
+	/* all of it in memory (mapped, or read if mmap failed): the fd is not needed again */
+	if (elf && elf_cntl(elf, ELF_C_FDREAD) < 0) {
+		elf_end(elf);
+		elf = NULL;
+	}
+	close(fd);
+	return elf;
+}
+
 static void link_order(struct hc_target *t);
 
 int maps_load(struct hc_target *t, struct hc_err *err)
@@ -431,7 +452,8 @@ static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp
 {
 	static const char *const mids[] = { "/usr/lib/debug", "", "" };
 	static const char *const subs[] = { "", "", "/.debug" };
-	char id[128], p[PATH_MAX + 64], dir[PATH_MAX];
+	const char *id = o->build_id;
+	char p[PATH_MAX + 64], dir[PATH_MAX];
 	const char *link = debuglink(elf), *slash = strrchr(o->path, '/');
 	pid_t in = 0;
 	int fd = -1;
@@ -442,7 +464,7 @@ static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp
 	for (int r = 0; r < 2 && fd < 0; r++) {
 		in = r ? t->pid : 0;
 
-		if (build_id_hex(elf, id, sizeof(id))) {
+		if (id[0]) {
 			snprintf(p, sizeof(p), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
 			fd = file_open(in, p, 0, NULL);
 		}
@@ -476,11 +498,10 @@ static void set_src(struct obj *o, const char *kind, const char *path)
 	o->symsrc = d;
 }
 
-/* .symtab of an ELF file we open ourselves; >0 if it had function symbols. */
-static long syms_from_fd(int fd, uint64_t bias, struct symvec *sv)
+/* .symtab of e (which is ended here; NULL: none); >0 if it had function symbols. */
+static long symtab_of(Elf *e, uint64_t bias, struct symvec *sv)
 {
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	long n = e && elf_kind(e) == ELF_K_ELF ? add_syms(e, SHT_SYMTAB, bias, sv) : 0;
+	long n = e ? add_syms(e, SHT_SYMTAB, bias, sv) : 0;
 
 	if (e)
 		elf_end(e);
@@ -497,17 +518,14 @@ static long syms_from_fd(int fd, uint64_t bias, struct symvec *sv)
 static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool debug,
 			   struct symvec *sv)
 {
-	char id[128], *path = NULL;
+	char *path = NULL;
 	void *mdi;
 	size_t len;
 	long n;
 	int fd;
 
-	if (o->is_exe && t->opts.debug_file) {
-		fd = file_open(0, t->opts.debug_file, 0, NULL);
-		n = fd >= 0 ? syms_from_fd(fd, o->bias, sv) : 0;
-		if (fd >= 0)
-			close(fd);
+	if (o->is_exe && t->debug_elf) {
+		n = add_syms(t->debug_elf, SHT_SYMTAB, o->bias, sv);
 		if (n > 0)
 			set_src(o, "--debug-file", t->opts.debug_file);
 		if (n != 0)
@@ -517,11 +535,8 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 		return 0;
 	mdi = mdi_decompress(elf, &len);
 	if (mdi) {
-		Elf *m = elf_memory(mdi, len);
-
-		n = m && elf_kind(m) == ELF_K_ELF ? add_syms(m, SHT_SYMTAB, o->bias, sv) : 0;
-		if (m)
-			elf_end(m);
+		/* not ELF: libelf finds no section in it */
+		n = symtab_of(elf_memory(mdi, len), o->bias, sv);
 		free(mdi);
 		if (n > 0)
 			o->symsrc = ".gnu_debugdata";
@@ -530,8 +545,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	}
 	fd = open_debug(t, o, elf, &path);
 	if (fd >= 0) {
-		n = syms_from_fd(fd, o->bias, sv);
-		close(fd);
+		n = symtab_of(sym_elf_open(fd), o->bias, sv);
 		if (n > 0)
 			set_src(o, "debug file", path);
 		if (n != 0) {
@@ -541,7 +555,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	}
 	free(path);
 	path = NULL;
-	if (!o->is_exe || t->opts.no_debuginfod || !build_id_hex(elf, id, sizeof(id)))
+	if (!o->is_exe || t->opts.no_debuginfod || !o->build_id[0])
 		return 0;
 	/*
 	 * Only for an allocator the executable shows signs of: most stripped
@@ -555,11 +569,11 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 			return 0;
 	}
 	/* half of --timeout at most: the operation itself needs the rest */
-	fd = dbgd_find(id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 500000, &path);
+	fd = dbgd_find(o->build_id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 500000,
+		       &path);
 	if (fd < 0)
 		return 0;
-	n = syms_from_fd(fd, o->bias, sv);
-	close(fd);
+	n = symtab_of(sym_elf_open(fd), o->bias, sv);
 	if (n > 0)
 		set_src(o, "debuginfod", path);
 	free(path);
@@ -568,79 +582,58 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 
 int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 {
-	char want[128], got[128];
-	const char *df = t->opts.debug_file, *wid = NULL, *gid = NULL;
+	static const char keep[] = "give the unstripped executable or its debug file (objcopy "
+				   "--only-keep-debug)";
+	char got[128];
+	const char *df = t->opts.debug_file, *gid;
 	struct obj *exe = NULL;
-	Elf *e = NULL, *de = NULL;
-	int fd = -1, dfd = -1;
 	bool symtab = false;
+	int fd;
 
 	if (!df)
 		return 0;
 	for (size_t i = 0; i < t->nobjs; i++)
 		if (t->objs[i].is_exe)
 			exe = &t->objs[i];
-	elf_version(EV_CURRENT);
-	dfd = file_open(0, df, 0, NULL);
-	if (dfd < 0)
+	fd = file_open(0, df, 0, NULL);
+	if (fd < 0)
 		return err_sethint(err, HC_E_IO, errno,
 				   "give the path of the unstripped executable or its debug file",
 				   "cannot open --debug-file %s: %s", df, strerror(errno));
-	de = elf_begin(dfd, ELF_C_READ_MMAP, NULL);
-	if (!de || elf_kind(de) != ELF_K_ELF) {
-		err_sethint(err, HC_E_NO_SYM, 0,
-			    "give the unstripped executable or its debug file (objcopy "
-			    "--only-keep-debug)",
-			    "--debug-file %s is not an ELF file", df);
-		goto out;
-	}
-	for (Elf_Scn *s = NULL; (s = elf_nextscn(de, s));) {
+	/* opened once: the executable's symbols come from here (syms_elsewhere()) */
+	t->debug_elf = sym_elf_open(fd);
+	if (!t->debug_elf)
+		return err_sethint(err, HC_E_NO_SYM, 0, keep, "--debug-file %s is not an ELF file", df);
+	for (Elf_Scn *s = NULL; (s = elf_nextscn(t->debug_elf, s));) {
 		GElf_Shdr sh;
 
 		if (gelf_getshdr(s, &sh) && sh.sh_type == SHT_SYMTAB)
 			symtab = true;
 	}
-	if (!symtab) {
-		err_sethint(err, HC_E_NO_SYM, 0,
-			    "give the unstripped executable or its debug file (objcopy "
-			    "--only-keep-debug)",
-			    "--debug-file %s has no symbol table (.symtab)", df);
-		goto out;
-	}
-	if (!exe) {
+	if (!symtab)
+		return err_sethint(err, HC_E_NO_SYM, 0, keep,
+				   "--debug-file %s has no symbol table (.symtab)", df);
+	if (!exe || sym_load(t, exe, false, &(struct hc_err){ 0 }) < 0) {
 		pr_warn("--debug-file %s: the executable of pid %d cannot be read to check it",
 			df, t->pid);
-		goto out;
+		return 0;
 	}
-	fd = obj_open(exe, NULL);
-	e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-	wid = e ? build_id_hex(e, want, sizeof(want)) : NULL;
-	gid = build_id_hex(de, got, sizeof(got));
-	if (wid && gid && strcmp(wid, gid)) {
+	gid = build_id_hex(t->debug_elf, got, sizeof(got));
+	if (exe->build_id[0] && gid && strcmp(exe->build_id, gid))
 		/* symbols of another build would put every address in the wrong place */
-		err_sethint(err, HC_E_NO_SYM, 0,
-			    "give the debug file of this very build (readelf -n shows build-ids)",
-			    "--debug-file %s is for build-id %s, but %s is build-id %s", df, gid,
-			    exe->path, wid);
-		goto out;
-	}
-	if (!wid || !gid)
+		return err_sethint(err, HC_E_NO_SYM, 0,
+				   "give the debug file of this very build (readelf -n shows build-ids)",
+				   "--debug-file %s is for build-id %s, but %s is build-id %s", df, gid,
+				   exe->path, exe->build_id);
+	if (!exe->build_id[0] || !gid)
 		pr_warn("--debug-file %s: %s has no build-id: it cannot be checked to match %s", df,
-			wid ? "it" : "the executable", exe->path);
-out:
-	if (e)
-		elf_end(e);
-	if (fd >= 0)
-		close(fd);
-	if (de)
-		elf_end(de);
-	close(dfd);
-	return err_isset(err) ? -1 : 0;
+			exe->build_id[0] ? "it" : "the executable", exe->path);
+	return 0;
 }
 
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
-	Elf *elf = NULL;
+	Elf *elf;
 	int fd;
 
 	/* Symbols from elsewhere cost milliseconds or a download: only when asked to. */
@@ -657,15 +650,13 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	o->debug_tried = debug;
 	if (o->is_vdso)
 		return 0;
-	elf_version(EV_CURRENT);
 	fd = obj_open(o, NULL);
 	if (fd < 0)
 		return err_errno(err, errno, "open %s", o->path);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = sym_elf_open(fd);
 	sym_load_elf(t, o, elf, debug, err);
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return err_isset(err) ? -1 : 0;
 }
 
@@ -678,6 +669,8 @@ int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struc
 		err_set(err, HC_E_NO_SYM, 0, "%s: not an ELF file: %s", o->path, elf_errmsg(-1));
 		goto out;
 	}
+	if (!build_id_hex(elf, o->build_id, sizeof(o->build_id)))
+		o->build_id[0] = 0;
 	nd = add_syms(elf, SHT_DYNSYM, o->bias, &sv);
 	if (nd >= 0)
 		ns = add_syms(elf, SHT_SYMTAB, o->bias, &sv);
@@ -721,14 +714,8 @@ uint64_t sym_data(const struct obj *o, const char *name, uint64_t *size)
 {
 	Elf_Scn *scn = NULL;
 	uint64_t addr = 0;
-	Elf *elf;
-	int fd;
+	Elf *elf = sym_elf_open(obj_open(o, NULL));
 
-	elf_version(EV_CURRENT);
-	fd = obj_open(o, NULL);
-	if (fd < 0)
-		return 0;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	while (elf && !addr && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -756,7 +743,6 @@ uint64_t sym_data(const struct obj *o, const char *name, uint64_t *size)
 	}
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return addr;
 }
 
@@ -811,4 +797,7 @@ void objs_free(struct hc_target *t)
 	free(t->objs);
 	t->objs = NULL;
 	t->nobjs = 0;
+	if (t->debug_elf)
+		elf_end(t->debug_elf);
+	t->debug_elf = NULL;
 }

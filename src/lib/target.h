@@ -42,10 +42,12 @@ struct obj {
 	 * "debuginfod PATH", "--debug-file PATH" (then it is debug_path) */
 	const char *symsrc;
 	char *debug_path;
+	char build_id[66]; /* hex, from the file (sym_load()), or "" */
 };
 
 struct alloc_ops;
 struct sess;
+struct Elf;
 
 struct hc_target {
 	pid_t pid;
@@ -56,6 +58,7 @@ struct hc_target {
 	int memfd;
 	struct obj *objs;
 	size_t nobjs;
+	struct Elf *debug_elf; /* --debug-file, opened and checked once (sym_debug_file_check()) */
 	/* anonymous r-x mappings seen by maps_load() */
 #define MAX_ANON_RX 16
 	struct {
@@ -107,7 +110,6 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
  * already handed to libelf (the file's contents are the target's: fuzzed
  * from memory).  elf may be NULL (then: not an ELF file).
  */
-struct Elf;
 int sym_load_elf(struct hc_target *t, struct obj *o, struct Elf *elf, bool debug, struct hc_err *err);
 /* The ELF and program headers read from the target's memory at o->base. */
 int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
@@ -123,6 +125,11 @@ struct stat;
 int file_open(pid_t pid, const char *path, int nofollow, struct stat *st);
 /* o's file, the one mapped: through map_files, else its name in the target's root. */
 int obj_open(const struct obj *o, struct stat *st);
+/*
+ * libelf's view of the ELF file open at fd (fd < 0: none), all of it in
+ * memory; fd is closed.  NULL if it is not an ELF file.  elf_end() ends it.
+ */
+struct Elf *sym_elf_open(int fd);
 /* Exact name; returns the symbol or NULL. */
 const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Runtime address (and size) of data symbol name in o, or 0. */
