@@ -303,17 +303,28 @@ static bool out_of_scope(const struct obj *o)
 	       !strncmp(b, "librt.so", 8);
 }
 
-static int scan_obj(struct hc_target *t, struct obj *o, struct evidence *ev)
+static int scan_obj(const struct obj *o, struct evidence *ev)
 {
 	int r;
 
-	(void)t;
 	if (out_of_scope(o))
 		return 0;
 	r = evidence_file(obj_open(o, NULL), ev);
 	if (r > 0)
 		pr_debug("%s: %s (found: %s)", o->path, ev->alloc, ev->found);
 	return r > 0;
+}
+
+bool evidence_likely(const struct obj *o)
+{
+	const char *b = strrchr(o->path, '/');
+	struct evidence ev;
+
+	b = b ? b + 1 : o->path;
+	for (size_t i = 0; i < NSIGNS; i++)
+		if (strstr(b, signs[i].alloc))
+			return true;
+	return scan_obj(o, &ev);
 }
 
 /*
@@ -345,7 +356,7 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 		struct evidence ev;
 		bool same;
 
-		if (!scan_obj(t, o, &ev))
+		if (!scan_obj(o, &ev))
 			continue;
 		same = drv && !strncmp(drv, ev.alloc, strlen(ev.alloc)) && drv_obj &&
 		       !strcmp(drv_obj, o->path);
@@ -420,7 +431,7 @@ int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
 			struct obj *o = &t->objs[i];
 			struct evidence ev;
 
-			if (o->is_exe != (pass == 0) || !scan_obj(t, o, &ev))
+			if (o->is_exe != (pass == 0) || !scan_obj(o, &ev))
 				continue;
 			out->has_symbols = covered(t, o, ev.alloc);
 			snprintf(out->allocator, sizeof(out->allocator), "%s", ev.alloc);

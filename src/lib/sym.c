@@ -511,9 +511,11 @@ static long symtab_of(Elf *e, uint64_t bias, struct symvec *sv)
 /*
  * An object without .symtab: its symbols from elsewhere, in this order.
  * --debug-file (the executable only, checked by sym_debug_file_check()),
- * then with debug: MiniDebugInfo, a debug file on the host or in the
- * target's root, and debuginfod (the executable only: it is where a stripped
- * program hides a static allocator, and each query may cost a download).
+ * then with debug, for an object that names an allocator or shows its
+ * signs (evidence_likely()): MiniDebugInfo, a debug file on the host or in
+ * the target's root, and debuginfod (the executable only: it is where a
+ * stripped program hides a static allocator, and each query may cost a
+ * download).
  */
 static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool debug,
 			   struct symvec *sv)
@@ -531,8 +533,9 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 		if (n != 0)
 			return n;
 	}
-	if (!debug)
+	if (!debug || !evidence_likely(o))
 		return 0;
+	pr_debug("%s: no .symtab: looking for its symbols elsewhere", o->path);
 	mdi = mdi_decompress(elf, &len);
 	if (mdi) {
 		/* not ELF: libelf finds no section in it */
@@ -557,17 +560,6 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	path = NULL;
 	if (!o->is_exe || t->opts.no_debuginfod || !o->build_id[0])
 		return 0;
-	/*
-	 * Only for an allocator the executable shows signs of: most stripped
-	 * programs use glibc's malloc, and a debuginfod set up for the whole
-	 * machine would otherwise download each one's debug file for nothing.
-	 */
-	{
-		struct evidence ev;
-
-		if (evidence_file(obj_open(o, NULL), &ev) <= 0)
-			return 0;
-	}
 	/* half of --timeout at most: the operation itself needs the rest */
 	fd = dbgd_find(o->build_id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 500000,
 		       &path);
@@ -636,8 +628,12 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	Elf *elf;
 	int fd;
 
-	/* Symbols from elsewhere cost milliseconds or a download: only when asked to. */
-	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc || strcmp(o->symsrc, ".dynsym")))
+	/*
+	 * Symbols from elsewhere cost milliseconds or a download: only when
+	 * asked to, and only where an allocator may be (syms_elsewhere()).
+	 */
+	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc ||
+			       strcmp(o->symsrc, ".dynsym") || !evidence_likely(o)))
 		return 0;
 	if (o->syms_loaded) {
 		free(o->syms);
