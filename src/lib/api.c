@@ -146,6 +146,34 @@ static bool live_task(pid_t pid, char *proc, size_t len)
 	return found;
 }
 
+struct hc_target *target_new(pid_t pid)
+{
+	struct hc_target *t = calloc(1, sizeof(*t));
+	struct procfs_stat st;
+	char path[96];
+
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	t->lockfd = t->memfd = -1;
+	t->arch = hc_arch_host();
+	snprintf(t->proc, sizeof(t->proc), "/proc/%d", pid);
+	snprintf(path, sizeof(path), "%s/stat", t->proc);
+	if (procfs_stat(path, &st) == 0 && (st.state == 'Z' || st.state == 'X'))
+		live_task(pid, t->proc, sizeof(t->proc));
+	return t;
+}
+
+void target_free(struct hc_target *t)
+{
+	if (!t)
+		return;
+	objs_free(t);
+	if (t->memfd >= 0)
+		close(t->memfd);
+	free(t);
+}
+
 static int perm_error(pid_t pid, int e, struct hc_err *err)
 {
 	char hint[256];
@@ -219,19 +247,14 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 			    "pid %d (%s) runs with CET shadow stacks", pid, ps.name);
 		return NULL;
 	}
-	t = calloc(1, sizeof(*t));
+	t = target_new(pid);
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
-	t->pid = pid;
-	t->lockfd = -1;
-	snprintf(t->proc, sizeof(t->proc), "%s", proc);
-	t->memfd = -1;
 	t->seccomp = ps.seccomp;
 	if (o)
 		t->opts = *o;
 	if (!t->opts.timeout_ms)
 		t->opts.timeout_ms = DEFAULT_TIMEOUT_MS;
-	t->arch = hc_arch_host();
 	snprintf(path, sizeof(path), "%s/mem", t->proc);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0) {
@@ -331,10 +354,7 @@ void hc_target_close(struct hc_target *t)
 	if (t->alloc && t->alloc->release)
 		t->alloc->release(t);
 	where_fini(t);
-	objs_free(t);
-	if (t->memfd >= 0)
-		close(t->memfd);
-	free(t);
+	target_free(t);
 }
 
 void hc_target_where(const struct hc_target *t, struct hc_where *w)

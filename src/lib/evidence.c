@@ -328,29 +328,40 @@ bool evidence_likely(const struct obj *o)
 }
 
 /*
- * The executable first, then the others in the dynamic linker's order.
+ * The objects to read, in the order their evidence counts: the executable
+ * (where a program's own allocator is), then the others in the order of
+ * their mappings: every one with all, else only drv_obj (the driver's).
+ * NULL if out of memory.
+ */
+static struct obj **evidence_order(struct hc_target *t, bool all, const char *drv_obj, size_t *n)
+{
+	struct obj **order = calloc(t->nobjs + 1, sizeof(*order));
+
+	*n = 0;
+	for (int pass = 0; order && pass < 2; pass++)
+		for (size_t i = 0; i < t->nobjs; i++) {
+			struct obj *o = &t->objs[i];
+
+			if (o->is_exe == (pass == 0) &&
+			    (o->is_exe || all || (drv_obj && !strcmp(o->path, drv_obj))))
+				order[(*n)++] = o;
+		}
+	return order;
+}
+
+/*
  * only: the driver's object, always read to show its evidence in info;
  * all: every object too (the driver is glibc, or there is none).
  */
 int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 {
 	const char *drv = t->where.allocator, *drv_obj = t->where.object;
-	struct obj **order = calloc(t->nobjs + 1, sizeof(*order));
-	size_t n = 0;
+	size_t n;
+	struct obj **order = evidence_order(t, all, drv_obj, &n);
 	int ret = 0;
 
 	if (!order)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	for (size_t i = 0; i < t->nobjs; i++)
-		if (t->objs[i].is_exe)
-			order[n++] = &t->objs[i];
-	for (size_t i = 0; i < t->nobjs; i++) {
-		struct obj *o = &t->objs[i];
-		bool mine = drv_obj && !strcmp(o->path, drv_obj);
-
-		if (!o->is_exe && (all || mine))
-			order[n++] = o;
-	}
 	for (size_t i = 0; i < n; i++) {
 		struct obj *o = order[i];
 		struct evidence ev;
@@ -405,44 +416,34 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 
 int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
 {
-	struct hc_target *t;
+	struct hc_target *t = target_new(pid);
+	struct obj **order = NULL;
 	char path[96];
-	int r = 0;
+	size_t n = 0;
+	int r = -1;
 
 	memset(out, 0, sizeof(*out));
-	t = calloc(1, sizeof(*t));
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	t->pid = pid;
-	snprintf(t->proc, sizeof(t->proc), "/proc/%d", (int)pid);
-	t->arch = hc_arch_host();
 	snprintf(path, sizeof(path), "%s/mem", t->proc);
 	t->memfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (t->memfd < 0) {
-		r = err_errno(err, errno, "open %s", path);
-		goto out;
-	}
-	if (maps_load(t, err) < 0) {
-		r = -1;
-		goto out;
-	}
-	for (int pass = 0; pass < 2 && !out->allocator[0]; pass++)
-		for (size_t i = 0; i < t->nobjs && !out->allocator[0]; i++) {
-			struct obj *o = &t->objs[i];
-			struct evidence ev;
+	if (t->memfd < 0)
+		err_errno(err, errno, "open %s", path);
+	else if (maps_load(t, err) == 0 && !(order = evidence_order(t, true, NULL, &n)))
+		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	for (size_t i = 0; order && i < n && !out->allocator[0]; i++) {
+		struct evidence ev;
 
-			if (o->is_exe != (pass == 0) || !scan_obj(o, &ev))
-				continue;
-			out->has_symbols = covered(t, o, ev.alloc);
-			snprintf(out->allocator, sizeof(out->allocator), "%s", ev.alloc);
-			snprintf(out->object, sizeof(out->object), "%s", o->path);
-			snprintf(out->found, sizeof(out->found), "%s", ev.found);
-		}
-	r = out->allocator[0] ? 1 : 0;
-out:
-	objs_free(t);
-	if (t->memfd >= 0)
-		close(t->memfd);
-	free(t);
+		if (!scan_obj(order[i], &ev))
+			continue;
+		out->has_symbols = covered(t, order[i], ev.alloc);
+		snprintf(out->allocator, sizeof(out->allocator), "%s", ev.alloc);
+		snprintf(out->object, sizeof(out->object), "%s", order[i]->path);
+		snprintf(out->found, sizeof(out->found), "%s", ev.found);
+	}
+	if (order)
+		r = out->allocator[0] ? 1 : 0;
+	free(order);
+	target_free(t);
 	return r;
 }

@@ -89,6 +89,15 @@ struct hc_target {
 	const char *ev_obj;
 };
 
+/*
+ * A target with nothing open yet (lockfd and memfd -1) whose proc is
+ * /proc/PID, or a live thread's directory when the leader has exited;
+ * NULL if out of memory.  target_free() closes memfd and frees the objects;
+ * hc_target_close() does the rest first (api.c).
+ */
+struct hc_target *target_new(pid_t pid);
+void target_free(struct hc_target *t);
+
 /* maps + symbols (sym.c) */
 int maps_load(struct hc_target *t, struct hc_err *err);
 /* One /proc/PID/maps line; its path is whatever name the target gave a mapping. */
