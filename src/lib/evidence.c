@@ -349,6 +349,16 @@ static struct obj **evidence_order(struct hc_target *t, bool all, const char *dr
 	return order;
 }
 
+/* Note o's evidence in t->ev_*: only the first, unless it is the driver's own (force). */
+static void note_ev(struct hc_target *t, const struct obj *o, const struct evidence *ev, bool force)
+{
+	if (t->ev_alloc[0] && !force)
+		return;
+	snprintf(t->ev_alloc, sizeof(t->ev_alloc), "%s", ev->alloc);
+	snprintf(t->ev_found, sizeof(t->ev_found), "%s", ev->found);
+	t->ev_obj = o->path;
+}
+
 /*
  * only: the driver's object, always read to show its evidence in info;
  * all: every object too (the driver is glibc, or there is none).
@@ -365,33 +375,22 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 	for (size_t i = 0; i < n; i++) {
 		struct obj *o = order[i];
 		struct evidence ev;
-		bool same;
+		bool mine, same;
 
 		if (!scan_obj(o, &ev))
 			continue;
-		same = drv && !strncmp(drv, ev.alloc, strlen(ev.alloc)) && drv_obj &&
-		       !strcmp(drv_obj, o->path);
-		if (same || covered(t, o, ev.alloc)) {
-			/* the driver's own, or an allocator whose symbols are there: shown, no more */
-			if (same || !t->ev_alloc[0]) {
-				snprintf(t->ev_alloc, sizeof(t->ev_alloc), "%s", ev.alloc);
-				snprintf(t->ev_found, sizeof(t->ev_found), "%s", ev.found);
-				t->ev_obj = o->path;
-			}
-			continue;
-		}
+		mine = drv_obj && !strcmp(drv_obj, o->path);
+		same = mine && drv && !strncmp(drv, ev.alloc, strlen(ev.alloc));
 		/*
-		 * A library's own allocator serves the library, not malloc: one
-		 * that replaced malloc would export it in .dynsym, which no strip
-		 * removes, and the link-order search would have found it.  Only
-		 * the executable's can be the program's allocator unseen.
+		 * Shown, no more: the driver's own; a library's own allocator,
+		 * which serves the library, not malloc (one that replaced malloc
+		 * would export it in .dynsym, which no strip removes, and the
+		 * link-order search would have found it: only the executable's
+		 * can be the program's allocator unseen); or an allocator whose
+		 * symbols are there.
 		 */
-		if (!o->is_exe && !(drv_obj && !strcmp(drv_obj, o->path))) {
-			if (!t->ev_alloc[0]) {
-				snprintf(t->ev_alloc, sizeof(t->ev_alloc), "%s", ev.alloc);
-				snprintf(t->ev_found, sizeof(t->ev_found), "%s", ev.found);
-				t->ev_obj = o->path;
-			}
+		if (same || (!o->is_exe && !mine) || covered(t, o, ev.alloc)) {
+			note_ev(t, o, &ev, same);
 			continue;
 		}
 		if (strcmp(ev.alloc, "mimalloc"))
