@@ -509,6 +509,24 @@ static long symtab_of(Elf *e, uint64_t bias, struct symvec *sv)
 }
 
 /*
+ * de if it may be o's debug file: of o's build-id, when both have one.  A
+ * debug link names a file, not a build: a stale one would put every symbol,
+ * and so the functions heapctl calls, in the wrong place.  Else NULL (de is
+ * ended).
+ */
+static Elf *same_build(const struct obj *o, Elf *de, const char *path)
+{
+	char id[128];
+
+	if (!de || !o->build_id[0] || !build_id_hex(de, id, sizeof(id)) || !strcmp(id, o->build_id))
+		return de;
+	pr_info("%s: %s is the debug file of another build (%s): not used", o->path,
+		path ? path : "its debug file", id);
+	elf_end(de);
+	return NULL;
+}
+
+/*
  * An object without .symtab: its symbols from elsewhere, in this order.
  * --debug-file (the executable only, checked by sym_debug_file_check()),
  * then with debug, for an object that names an allocator or shows its
@@ -548,7 +566,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	}
 	fd = open_debug(t, o, elf, &path);
 	if (fd >= 0) {
-		n = symtab_of(sym_elf_open(fd), o->bias, sv);
+		n = symtab_of(same_build(o, sym_elf_open(fd), path), o->bias, sv);
 		if (n > 0)
 			set_src(o, "debug file", path);
 		if (n != 0) {

@@ -524,6 +524,53 @@ static void stripped_glibc_asks_nothing(const char *url, const char *cache)
 	kill_wait(pid);
 }
 
+/*
+ * A debug link names a file, not a build: a stale debug file next to the
+ * program (here another build's, with je_ symbols where this one has none)
+ * must not be taken, or heapctl would call whatever sits at its addresses.
+ * Refused as a jemalloc without symbols, and the program is unharmed.
+ */
+static void test_stale_debuglink(void)
+{
+	static const char *const info[] = { "-v", "info", NULL };
+	char dir[400], src[512], other[512], path[512], dbg[512], why[512];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+	const char *cp1[] = { "cp", src, path, NULL }, *cp2[] = { "cp", other, dbg, NULL };
+	struct victim v;
+	struct hres r;
+
+	syms_path(src, sizeof(src), "fx_jemalloc_dbg");
+	syms_path(other, sizeof(other), "fx_jemalloc_je");
+	if (!have(src) || !have(other))
+		return;
+	snprintf(dir, sizeof(dir), "%s/stale", cfg.tmpdir);
+	snprintf(path, sizeof(path), "%s/fx_jemalloc_dbg", dir);
+	snprintf(dbg, sizeof(dbg), "%s/fx_jemalloc_dbg.debug", dir);
+	mkdir(dir, 0755);
+	run_prog(&r, cp1, 20);
+	if (r.status != 0)
+		t_fail("cp %s %s: %.200s", src, path, r.err);
+	hres_free(&r);
+	run_prog(&r, cp2, 20);
+	if (r.status != 0)
+		t_fail("cp %s %s: %.200s", other, dbg, r.err);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	if (syms_start(&v, argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (run(&r, 1, &v, NULL, info) == 0 &&
+	    (!strstr(r.err, "of another build") || !strstr(r.err, "hint:") ||
+	     strstr(r.out, "allocator")))
+		t_fail("a stale debug file is not refused: %.300s%.500s", r.out, r.err);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_kill(&v);
+}
+
 /* How many "PATH: N function symbols from" lines name an object ending in name. */
 static int loads_of(const char *err, const char *name)
 {
@@ -667,5 +714,6 @@ const struct itest t_syms_tests[] = {
 	{ "syms-debuginfod", test_debuginfod, 0 },
 	{ "syms-debuginfod-timeout", test_debuginfod_timeout, 0 },
 	{ "syms-glibc-no-lookup", test_glibc_no_lookup, 0 },
+	{ "syms-stale-debuglink", test_stale_debuglink, 0 },
 	{ NULL, NULL, 0 },
 };
