@@ -234,7 +234,8 @@ int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struc
 
 	if (root < 0)
 		return err_errno(err, errno, "open /proc/%d/root", pid);
-	in = open_in(root, path, O_RDONLY | O_NOFOLLOW, 0);
+	/* O_NONBLOCK: a FIFO the target put in place of the profile must not block heapctl */
+	in = open_in(root, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 	close(root);
 	if (in < 0)
 		return err_errno(err, errno, "open %s in pid %d's view", path, pid);
