@@ -465,7 +465,8 @@ static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp
 		in = r ? t->pid : 0;
 
 		if (id[0]) {
-			snprintf(p, sizeof(p), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
+			snprintf(p, sizeof(p), "/usr/lib/debug/.build-id/%.2s/%s.debug", id,
+				 id + 2);
 			fd = file_open(in, p, 0, NULL);
 		}
 		for (int k = 0; link && k < 3 && fd < 0; k++) {
@@ -613,7 +614,8 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 	/* opened once: the executable's symbols come from here (syms_elsewhere()) */
 	t->debug_elf = sym_elf_open(fd);
 	if (!t->debug_elf)
-		return err_sethint(err, HC_E_NO_SYM, 0, keep, "--debug-file %s is not an ELF file", df);
+		return err_sethint(err, HC_E_NO_SYM, 0, keep, "--debug-file %s is not an ELF file",
+				   df);
 	for (Elf_Scn *s = NULL; (s = elf_nextscn(t->debug_elf, s));) {
 		GElf_Shdr sh;
 
@@ -632,9 +634,10 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 	if (exe->build_id[0] && gid && strcmp(exe->build_id, gid))
 		/* symbols of another build would put every address in the wrong place */
 		return err_sethint(err, HC_E_NO_SYM, 0,
-				   "give the debug file of this very build (readelf -n shows build-ids)",
-				   "--debug-file %s is for build-id %s, but %s is build-id %s", df, gid,
-				   exe->path, exe->build_id);
+				   "give the debug file of this very build (readelf -n shows "
+				   "build-ids)",
+				   "--debug-file %s is for build-id %s, but %s is build-id %s", df,
+				   gid, exe->path, exe->build_id);
 	if (!exe->build_id[0] || !gid)
 		pr_warn("--debug-file %s: %s has no build-id: it cannot be checked to match %s", df,
 			exe->build_id[0] ? "it" : "the executable", exe->path);

@@ -620,7 +620,8 @@ static void test_glibc_no_lookup(void)
 	else if (!strstr(r.out, "glibc"))
 		t_fail("info on /bin/sleep does not name glibc: %.300s", r.out);
 	else if (strstr(r.err, elsewhere))
-		t_fail("info on a glibc program looked for debug data: %.400s", strstr(r.err, elsewhere));
+		t_fail("info on a glibc program looked for debug data: %.400s",
+		       strstr(r.err, elsewhere));
 	else if (loads_of(r.err, "/libc.so.6") != 1)
 		t_fail("libc's symbols were read %d times, not once: %.600s",
 		       loads_of(r.err, "/libc.so.6"), r.err);

@@ -139,7 +139,8 @@ static void other_root(void)
 		/* an object named by the child's maps, without map_files */
 		o.pid = child;
 		o.path = (char *)"/lib.so";
-		CHECK(obj_open(&o, NULL) < 0, "obj_open() followed /lib.so out of the child's root");
+		CHECK(obj_open(&o, NULL) < 0,
+		      "obj_open() followed /lib.so out of the child's root");
 		o.path = (char *)"/real";
 		fd = obj_open(&o, NULL);
 		CHECK(fd >= 0, "obj_open() of /real in the child's root: %s", strerror(errno));
