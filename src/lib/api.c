@@ -239,6 +239,34 @@ int hc_proc_read(pid_t pid, struct hc_proc *p, struct hc_err *err)
 	return 0;
 }
 
+struct hc_target *target_new(pid_t pid)
+{
+	struct hc_target *t = calloc(1, sizeof(*t));
+	struct procfs_stat st;
+	char path[96];
+
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	t->lockfd = t->memfd = -1;
+	t->arch = hc_arch_host();
+	snprintf(t->proc, sizeof(t->proc), "/proc/%d", pid);
+	snprintf(path, sizeof(path), "%s/stat", t->proc);
+	if (procfs_stat(path, &st) == 0 && (st.state == 'Z' || st.state == 'X'))
+		live_task(pid, t->proc, sizeof(t->proc));
+	return t;
+}
+
+void target_free(struct hc_target *t)
+{
+	if (!t)
+		return;
+	objs_free(t);
+	if (t->memfd >= 0)
+		close(t->memfd);
+	free(t);
+}
+
 static int perm_error(pid_t pid, int e, struct hc_err *err)
 {
 	char hint[256];
@@ -281,8 +309,8 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	 * moment when the lock was free is someone else.
 	 */
 	if (ps.tracer && ps.tracer != getpid() && tlock_busy(pid) == 0 &&
-	    read_status(pid, &ps, err) == 0 && ps.tracer && ps.tracer != getpid() &&
-	    tlock_busy(pid) == 0) {
+	    read_status(pid, &ps, &(struct hc_err){ 0 }) == 0 && ps.tracer &&
+	    ps.tracer != getpid() && tlock_busy(pid) == 0) {
 		char comm[64];
 
 		procfs_comm(ps.tracer, comm, sizeof(comm));
@@ -308,19 +336,14 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 			    "pid %d (%s) runs with CET shadow stacks", pid, ps.name);
 		return NULL;
 	}
-	t = calloc(1, sizeof(*t));
+	t = target_new(pid);
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
-	t->pid = pid;
-	t->lockfd = -1;
-	snprintf(t->proc, sizeof(t->proc), "%s", proc);
-	t->memfd = -1;
 	t->seccomp = ps.seccomp;
 	if (o)
 		t->opts = *o;
 	if (!t->opts.timeout_ms)
 		t->opts.timeout_ms = DEFAULT_TIMEOUT_MS;
-	t->arch = hc_arch_host();
 	snprintf(path, sizeof(path), "%s/mem", t->proc);
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0) {
@@ -411,10 +434,7 @@ void hc_target_close(struct hc_target *t)
 	if (t->alloc && t->alloc->release)
 		t->alloc->release(t);
 	where_fini(t);
-	objs_free(t);
-	if (t->memfd >= 0)
-		close(t->memfd);
-	free(t);
+	target_free(t);
 }
 
 void hc_target_where(const struct hc_target *t, struct hc_where *w)

@@ -21,6 +21,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <lzma.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,6 @@ fail:
 struct dbgd_client;
 typedef int (*dbgd_progress_fn)(struct dbgd_client *, long, long);
 static struct {
-	bool tried;
 	void *lib;
 	struct dbgd_client *(*begin)(void);
 	void (*end)(struct dbgd_client *);
@@ -109,7 +109,13 @@ static struct {
 	void (*set_progressfn)(struct dbgd_client *, dbgd_progress_fn);
 } dbgd;
 
-/* Progress of the transfer in flight: for the line on a terminal and the deadline. */
+/*
+ * Progress of the transfer in flight: for the line on a terminal and the
+ * deadline.  Targets may be opened from several threads at once: one
+ * transfer at a time (dbgd_lock), and the library is loaded once.
+ */
+static pthread_mutex_t dbgd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t dbgd_once = PTHREAD_ONCE_INIT;
 static struct {
 	uint64_t deadline_ns;
 	bool tty, shown, cancelled;
@@ -135,16 +141,13 @@ static int dbgd_progress(struct dbgd_client *c, long a, long b)
 	return 0;
 }
 
-static bool dbgd_load(void)
+static void dbgd_load(void)
 {
-	if (dbgd.tried)
-		return dbgd.lib != NULL;
-	dbgd.tried = true;
 	dbgd.lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!dbgd.lib) {
 		pr_info("debuginfod: DEBUGINFOD_URLS is set but libdebuginfod.so.1 cannot be "
 			"loaded (%s): install libdebuginfod1", dlerror());
-		return false;
+		return;
 	}
 	*(void **)&dbgd.begin = dlsym(dbgd.lib, "debuginfod_begin");
 	*(void **)&dbgd.end = dlsym(dbgd.lib, "debuginfod_end");
@@ -154,20 +157,16 @@ static bool dbgd_load(void)
 		pr_info("debuginfod: libdebuginfod.so.1 lacks debuginfod_find_debuginfo");
 		dlclose(dbgd.lib);
 		dbgd.lib = NULL;
-		return false;
 	}
-	return true;
 }
 
-int dbgd_find(const char *build_id_hex, const char *what, uint64_t deadline_ns, char **path)
+/* dbgd_find() with dbgd_lock held. */
+static int find_locked(const char *urls, const char *build_id_hex, const char *what,
+		       uint64_t deadline_ns, char **path)
 {
-	const char *urls = getenv("DEBUGINFOD_URLS");
 	struct dbgd_client *c;
 	int fd;
 
-	*path = NULL;
-	if (!urls || !*urls || !build_id_hex || !dbgd_load())
-		return -1;
 	c = dbgd.begin();
 	if (!c)
 		return -1;
@@ -193,5 +192,22 @@ int dbgd_find(const char *build_id_hex, const char *what, uint64_t deadline_ns, 
 		*path = NULL;
 		return -1;
 	}
+	return fd;
+}
+
+int dbgd_find(const char *build_id_hex, const char *what, uint64_t deadline_ns, char **path)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	int fd;
+
+	*path = NULL;
+	if (!urls || !*urls || !build_id_hex)
+		return -1;
+	pthread_once(&dbgd_once, dbgd_load);
+	if (!dbgd.lib)
+		return -1;
+	pthread_mutex_lock(&dbgd_lock);
+	fd = find_locked(urls, build_id_hex, what, deadline_ns, path);
+	pthread_mutex_unlock(&dbgd_lock);
 	return fd;
 }

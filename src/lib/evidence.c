@@ -200,7 +200,7 @@ static void cache_add(const struct stat *st, int r, const struct evidence *ev)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-int evidence_file(const char *path, struct evidence *ev)
+int evidence_file(int fd, struct evidence *ev)
 {
 	struct stat st;
 	struct tally ta;
@@ -208,11 +208,10 @@ int evidence_file(const char *path, struct evidence *ev)
 	Elf_Scn *scn = NULL;
 	Elf *elf;
 	bool scanned = false;
-	int fd, r = 0;
+	int r = 0;
 
 	memset(&ta, 0, sizeof(ta));
 	memset(ev, 0, sizeof(*ev));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0)
@@ -221,13 +220,9 @@ int evidence_file(const char *path, struct evidence *ev)
 		close(fd);
 		return r;
 	}
-	r = 0;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		r = -1;
-		goto out;
-	}
+	elf = sym_elf_open(fd);
+	if (!elf)
+		return -1;
 	while ((scn = elf_nextscn(elf, scn)) && budget) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -269,10 +264,7 @@ int evidence_file(const char *path, struct evidence *ev)
 	r = judge(&ta, ev);
 	if (st.st_ino)
 		cache_add(&st, r, ev);
-out:
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	elf_end(elf);
 	return r;
 }
 
@@ -305,20 +297,19 @@ static bool out_of_scope(const struct obj *o)
 	const char *b = strrchr(o->path, '/');
 
 	b = b ? b + 1 : o->path;
-	return !o->base || o->is_vdso || o->is_ldso || !o->open_path ||
+	return !o->base || o->is_vdso || o->is_ldso ||
 	       !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "libm.so", 7) ||
 	       !strncmp(b, "libpthread", 10) || !strncmp(b, "libdl.so", 8) ||
 	       !strncmp(b, "librt.so", 8);
 }
 
-static int scan_obj(struct hc_target *t, struct obj *o, struct evidence *ev)
+static int scan_obj(const struct obj *o, struct evidence *ev)
 {
 	int r;
 
-	(void)t;
 	if (out_of_scope(o))
 		return 0;
-	r = evidence_file(o->open_path, ev);
+	r = evidence_file(obj_open(o, NULL), ev);
 	if (r > 0)
 		pr_debug("%s: %s (found: %s)", o->path, ev->alloc, ev->found);
 	return r > 0;
@@ -333,82 +324,108 @@ static void evidence_note(struct hc_target *t, struct obj *o, const struct evide
 	snprintf(out->found, sizeof(out->found), "%s", ev->found);
 }
 
+bool evidence_likely(const struct obj *o)
+{
+	const char *b = strrchr(o->path, '/');
+	struct evidence ev;
+
+	b = b ? b + 1 : o->path;
+	for (size_t i = 0; i < NSIGNS; i++)
+		if (strstr(b, signs[i].alloc))
+			return true;
+	return scan_obj(o, &ev);
+}
+
+/*
+ * The objects to read, in the order their evidence counts: the executable
+ * (where a program's own allocator is), then the others in the order of
+ * their mappings: every one with all, else only drv_obj (the driver's).
+ * NULL if out of memory.
+ */
+static struct obj **evidence_order(struct hc_target *t, bool all, const char *drv_obj, size_t *n)
+{
+	struct obj **order = calloc(t->nobjs + 1, sizeof(*order));
+
+	*n = 0;
+	for (int pass = 0; order && pass < 2; pass++)
+		for (size_t i = 0; i < t->nobjs; i++) {
+			struct obj *o = &t->objs[i];
+
+			if (o->is_exe == (pass == 0) &&
+			    (o->is_exe || all || (drv_obj && !strcmp(o->path, drv_obj))))
+				order[(*n)++] = o;
+		}
+	return order;
+}
+
+/* Note o's evidence in t->ev_*: only the first, unless it is the driver's own (force). */
+static void note_ev(struct hc_target *t, const struct obj *o, const struct evidence *ev, bool force)
+{
+	if (t->ev_alloc[0] && !force)
+		return;
+	snprintf(t->ev_alloc, sizeof(t->ev_alloc), "%s", ev->alloc);
+	snprintf(t->ev_found, sizeof(t->ev_found), "%s", ev->found);
+	t->ev_obj = o->path;
+}
+
+/* The first evidence in evidence_order(), as evidence_check() saw it if it ran. */
 int evidence_first(struct hc_target *t, struct hc_evidence *out)
 {
+	size_t n;
+	struct obj **order;
+
 	memset(out, 0, sizeof(*out));
 	if (t->ev_scanned) {
 		*out = t->ev_first;
 		return out->allocator[0] ? 1 : 0;
 	}
-	for (int pass = 0; pass < 2 && !out->allocator[0]; pass++)
-		for (size_t i = 0; i < t->nobjs && !out->allocator[0]; i++) {
-			struct obj *o = &t->objs[i];
-			struct evidence ev;
+	order = evidence_order(t, true, NULL, &n);
+	for (size_t i = 0; order && i < n && !out->allocator[0]; i++) {
+		struct evidence ev;
 
-			if (o->is_exe == (pass == 0) && scan_obj(t, o, &ev))
-				evidence_note(t, o, &ev, out);
-		}
+		if (scan_obj(order[i], &ev))
+			evidence_note(t, order[i], &ev, out);
+	}
+	free(order);
 	return out->allocator[0] ? 1 : 0;
 }
 
 /*
- * The executable first, then the others in the dynamic linker's order.
  * only: the driver's object, always read to show its evidence in info;
  * all: every object too (the driver is glibc, or there is none).
  */
 int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 {
 	const char *drv = t->where.allocator, *drv_obj = t->where.object;
-	struct obj **order = calloc(t->nobjs + 1, sizeof(*order));
-	size_t n = 0;
+	size_t n;
+	struct obj **order = evidence_order(t, all, drv_obj, &n);
 	int ret = 0;
 
 	t->ev_scanned = true;
 
 	if (!order)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	for (size_t i = 0; i < t->nobjs; i++)
-		if (t->objs[i].is_exe)
-			order[n++] = &t->objs[i];
-	for (size_t i = 0; i < t->nobjs; i++) {
-		struct obj *o = &t->objs[i];
-		bool mine = drv_obj && !strcmp(o->path, drv_obj);
-
-		if (!o->is_exe && (all || mine))
-			order[n++] = o;
-	}
 	for (size_t i = 0; i < n; i++) {
 		struct obj *o = order[i];
 		struct evidence ev;
-		bool same;
+		bool mine, same;
 
-		if (!scan_obj(t, o, &ev))
+		if (!scan_obj(o, &ev))
 			continue;
 		if (!t->ev_first.allocator[0])
 			evidence_note(t, o, &ev, &t->ev_first);
-		same = drv && !strncmp(drv, ev.alloc, strlen(ev.alloc)) && drv_obj &&
-		       !strcmp(drv_obj, o->path);
-		if (same || covered(t, o, ev.alloc)) {
-			/* the driver's own, or an allocator whose symbols are there: shown, no more */
-			if (same || !t->ev_alloc[0]) {
-				snprintf(t->ev_alloc, sizeof(t->ev_alloc), "%s", ev.alloc);
-				snprintf(t->ev_found, sizeof(t->ev_found), "%s", ev.found);
-				t->ev_obj = o->path;
-			}
-			continue;
-		}
+		mine = drv_obj && !strcmp(drv_obj, o->path);
+		same = mine && drv && !strncmp(drv, ev.alloc, strlen(ev.alloc));
 		/*
-		 * A library's own allocator serves the library, not malloc: one
-		 * that replaced malloc would export it in .dynsym, which no strip
-		 * removes, and the link-order search would have found it.  Only
-		 * the executable's can be the program's allocator unseen.
+		 * Shown, no more: the driver's own; a library's own allocator,
+		 * which serves the library, not malloc (one that replaced malloc
+		 * would export it in .dynsym, which no strip removes, and the
+		 * link-order search would have found it: only the executable's
+		 * can be the program's allocator unseen); or an allocator whose
+		 * symbols are there.
 		 */
-		if (!o->is_exe && !(drv_obj && !strcmp(drv_obj, o->path))) {
-			if (!t->ev_alloc[0]) {
-				snprintf(t->ev_alloc, sizeof(t->ev_alloc), "%s", ev.alloc);
-				snprintf(t->ev_found, sizeof(t->ev_found), "%s", ev.found);
-				t->ev_obj = o->path;
-			}
+		if (same || (!o->is_exe && !mine) || covered(t, o, ev.alloc)) {
+			note_ev(t, o, &ev, same);
 			continue;
 		}
 		if (strcmp(ev.alloc, "mimalloc"))
@@ -433,32 +450,19 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 
 int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
 {
-	struct hc_target *t;
+	struct hc_target *t = target_new(pid);
 	char path[96];
-	int r = 0;
+	int r = -1;
 
 	memset(out, 0, sizeof(*out));
-	t = calloc(1, sizeof(*t));
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	t->pid = pid;
-	snprintf(t->proc, sizeof(t->proc), "/proc/%d", (int)pid);
-	t->arch = hc_arch_host();
 	snprintf(path, sizeof(path), "%s/mem", t->proc);
 	t->memfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (t->memfd < 0) {
-		r = err_errno(err, errno, "open %s", path);
-		goto out;
-	}
-	if (maps_load(t, err) < 0) {
-		r = -1;
-		goto out;
-	}
-	r = evidence_first(t, out);
-out:
-	objs_free(t);
-	if (t->memfd >= 0)
-		close(t->memfd);
-	free(t);
+	if (t->memfd < 0)
+		err_errno(err, errno, "open %s", path);
+	else if (maps_load(t, err) == 0)
+		r = evidence_first(t, out);
+	target_free(t);
 	return r;
 }

@@ -8,14 +8,26 @@
 #include "err.h"
 
 struct hc_target;
+struct obj;
 
 struct evidence {
 	const char *alloc; /* "jemalloc", "tcmalloc", "mimalloc" */
 	char found[192];   /* what was found, for people: "_RJEM_MALLOC_CONF string, ..." */
 };
 
-/* 1 with ev filled if the ELF file at path carries an allocator's signs, 0 if not, -1 unreadable. */
-int evidence_file(const char *path, struct evidence *ev);
+/*
+ * 1 with ev filled if the ELF file open at fd (closed here; -1: none)
+ * carries an allocator's signs, 0 if not, -1 unreadable.
+ */
+int evidence_file(int fd, struct evidence *ev);
+/*
+ * Does o name an allocator (libjemalloc.so.2) or carry one's signs?  Only
+ * then are its symbols worth looking for elsewhere (sym.c): every stripped
+ * library of a glibc program would otherwise have its MiniDebugInfo
+ * decompressed and its debug files looked for, on each open.  glibc's own
+ * objects are never read.
+ */
+bool evidence_likely(const struct obj *o);
 /*
  * After the driver is chosen: refuse (HC_E_NO_SYM, or HC_E_NO_ALLOC for an
  * allocator heapctl does not drive) if an object holds an allocator that

@@ -3,7 +3,8 @@
  * Objects and symbols of a live process, from /proc/PID/maps and libelf.
  *
  * Files are opened the way the target sees them (/proc/PID/map_files, then
- * /proc/PID/root/<path>), so processes in other mount namespaces work.  The
+ * <path> resolved in /proc/PID/root), so processes in other mount namespaces
+ * work, and only as regular files (obj_open(), file_open()).  The
  * load bias comes from the program headers found in the target's memory,
  * not from "start - offset", which is wrong when p_vaddr != p_offset.
  */
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "debuginfo.h"
@@ -23,6 +25,7 @@
 #include "ptrace.h"
 #include "evidence.h"
 #include "target.h"
+#include "troot.h"
 
 int maps_parse_line(const char *line, struct mapline *m)
 {
@@ -92,18 +95,79 @@ int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
 	return 0;
 }
 
+/*
+ * /proc/PID/map_files/LO-HI is the very file mapped there, whatever its name
+ * became since; following it needs CAP_SYS_ADMIN (CAP_CHECKPOINT_RESTORE
+ * since Linux 5.9, fs/proc/base.c).  Without it open_path stays NULL and
+ * the name is looked up in the target's root.  Never as a host path: the
+ * name is the target's.
+ */
 static void set_open_path(struct hc_target *t, struct obj *o, const struct mapline *m)
 {
 	char p[PATH_MAX + 128];
 
 	snprintf(p, sizeof(p), "%s/map_files/%llx-%llx", t->proc, (unsigned long long)m->lo,
 		 (unsigned long long)m->hi);
-	if (access(p, R_OK) == 0) {
+	if (access(p, R_OK) == 0)
 		o->open_path = strdup(p);
-		return;
+}
+
+int file_open(pid_t pid, const char *path, int nofollow, struct stat *st)
+{
+	struct stat sb;
+	char self[64];
+	int fd, rfd;
+
+	if (!st)
+		st = &sb;
+	/* O_PATH first: a FIFO would block open(), a device's open() has effects */
+	fd = pid > 0 ? troot_open(pid, path, O_PATH | nofollow) :
+		       open(path, O_PATH | O_CLOEXEC | nofollow);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
 	}
-	snprintf(p, sizeof(p), "%s/root%s", t->proc, m->path);
-	o->open_path = strdup(access(p, R_OK) == 0 ? p : m->path);
+	/* the same inode, now for reading: nothing can be swapped in between */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	rfd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	close(fd);
+	return rfd;
+}
+
+int obj_open(const struct obj *o, struct stat *st)
+{
+	if (o->is_vdso) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (o->open_path)
+		return file_open(0, o->open_path, 0, st);
+	/* the name maps shows is the mapped file's own, never a link */
+	return file_open(o->pid, o->path, O_NOFOLLOW, st);
+}
+
+Elf *sym_elf_open(int fd)
+{
+	Elf *elf;
+
+	if (fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		elf = NULL;
+	}
+	/* all of it in memory (mapped, or read if mmap failed): the fd is not needed again */
+	if (elf && elf_cntl(elf, ELF_C_FDREAD) < 0) {
+		elf_end(elf);
+		elf = NULL;
+	}
+	close(fd);
+	return elf;
 }
 
 static void link_order(struct hc_target *t);
@@ -147,6 +211,7 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 			o = &t->objs[t->nobjs++];
 			memset(o, 0, sizeof(*o));
 			o->path = strdup(m.path);
+			o->pid = t->pid;
 			o->lo = m.lo;
 			o->is_vdso = !strcmp(m.path, "[vdso]");
 			o->is_exe = exe[0] && !strcmp(m.path, exe);
@@ -388,43 +453,40 @@ static const char *debuglink(Elf *elf)
 	return NULL;
 }
 
-/* Separate debug file: by build-id, then .gnu_debuglink, on the host or in the target's root. */
+/*
+ * Separate debug file: by build-id, then .gnu_debuglink, on the host, then
+ * in the target's root (links there stay in it: file_open()).
+ */
 static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp)
 {
-	char id[128], p[PATH_MAX + 64], dir[PATH_MAX];
-	const char *roots[2] = { "", NULL };
-	char troot[96];
-	const char *link;
+	static const char *const mids[] = { "/usr/lib/debug", "", "" };
+	static const char *const subs[] = { "", "", "/.debug" };
+	const char *id = o->build_id;
+	char p[PATH_MAX + 64], dir[PATH_MAX];
+	const char *link = debuglink(elf), *slash = strrchr(o->path, '/');
+	pid_t in = 0;
+	int fd = -1;
 
-	snprintf(troot, sizeof(troot), "%s/root", t->proc);
-	roots[1] = troot;
-	for (int r = 0; r < 2; r++) {
-		if (build_id_hex(elf, id, sizeof(id))) {
-			snprintf(p, sizeof(p), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", roots[r],
-				 id, id + 2);
-			if (access(p, R_OK) == 0)
-				goto found;
+	if (link && strchr(link, '/'))
+		link = NULL;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash ? slash - o->path : 0), o->path);
+	for (int r = 0; r < 2 && fd < 0; r++) {
+		in = r ? t->pid : 0;
+
+		if (id[0]) {
+			snprintf(p, sizeof(p), "/usr/lib/debug/.build-id/%.2s/%s.debug", id,
+				 id + 2);
+			fd = file_open(in, p, 0, NULL);
 		}
-		link = debuglink(elf);
-		if (link && !strchr(link, '/')) {
-			const char *slash = strrchr(o->path, '/');
-			static const char *const mids[] = { "/usr/lib/debug", "", "" };
-			static const char *const subs[] = { "", "", "/.debug" };
-
-			snprintf(dir, sizeof(dir), "%.*s", (int)(slash ? slash - o->path : 0),
-				 o->path);
-			for (int k = 0; k < 3; k++) {
-				snprintf(p, sizeof(p), "%s%s%s%s/%s", roots[r], mids[k], dir, subs[k],
-					 link);
-				if (strcmp(p, o->open_path) && access(p, R_OK) == 0)
-					goto found;
-			}
+		for (int k = 0; link && k < 3 && fd < 0; k++) {
+			snprintf(p, sizeof(p), "%s%s%s/%s", mids[k], dir, subs[k], link);
+			if (strcmp(p, o->path))
+				fd = file_open(in, p, 0, NULL);
 		}
 	}
-	return -1;
-found:
-	*pathp = strdup(p);
-	return open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && asprintf(pathp, "%s%s%s", in ? t->proc : "", in ? "/root" : "", p) < 0)
+		*pathp = NULL;
+	return fd;
 }
 
 static int cmp_sym(const void *a, const void *b)
@@ -446,11 +508,10 @@ static void set_src(struct obj *o, const char *kind, const char *path)
 	o->symsrc = d;
 }
 
-/* .symtab of an ELF file we open ourselves; >0 if it had function symbols. */
-static long syms_from_fd(int fd, uint64_t bias, struct symvec *sv)
+/* .symtab of e (which is ended here; NULL: none); >0 if it had function symbols. */
+static long symtab_of(Elf *e, uint64_t bias, struct symvec *sv)
 {
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	long n = e && elf_kind(e) == ELF_K_ELF ? add_syms(e, SHT_SYMTAB, bias, sv) : 0;
+	long n = e ? add_syms(e, SHT_SYMTAB, bias, sv) : 0;
 
 	if (e)
 		elf_end(e);
@@ -458,40 +519,55 @@ static long syms_from_fd(int fd, uint64_t bias, struct symvec *sv)
 }
 
 /*
+ * de if it may be o's debug file: of o's build-id, when both have one.  A
+ * debug link names a file, not a build: a stale one would put every symbol,
+ * and so the functions heapctl calls, in the wrong place.  Else NULL (de is
+ * ended).
+ */
+static Elf *same_build(const struct obj *o, Elf *de, const char *path)
+{
+	char id[128];
+
+	if (!de || !o->build_id[0] || !build_id_hex(de, id, sizeof(id)) || !strcmp(id, o->build_id))
+		return de;
+	pr_info("%s: %s is the debug file of another build (%s): not used", o->path,
+		path ? path : "its debug file", id);
+	elf_end(de);
+	return NULL;
+}
+
+/*
  * An object without .symtab: its symbols from elsewhere, in this order.
  * --debug-file (the executable only, checked by sym_debug_file_check()),
- * then with debug: MiniDebugInfo, a debug file on the host or in the
- * target's root, and debuginfod (the executable only: it is where a stripped
- * program hides a static allocator, and each query may cost a download).
+ * then with debug, for an object that names an allocator or shows its
+ * signs (evidence_likely()): MiniDebugInfo, a debug file on the host or in
+ * the target's root, and debuginfod (the executable only: it is where a
+ * stripped program hides a static allocator, and each query may cost a
+ * download).
  */
 static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool debug,
 			   struct symvec *sv)
 {
-	char id[128], *path = NULL;
+	char *path = NULL;
 	void *mdi;
 	size_t len;
 	long n;
 	int fd;
 
-	if (o->is_exe && t->opts.debug_file) {
-		fd = open(t->opts.debug_file, O_RDONLY | O_CLOEXEC);
-		n = fd >= 0 ? syms_from_fd(fd, o->bias, sv) : 0;
-		if (fd >= 0)
-			close(fd);
+	if (o->is_exe && t->debug_elf) {
+		n = add_syms(t->debug_elf, SHT_SYMTAB, o->bias, sv);
 		if (n > 0)
 			set_src(o, "--debug-file", t->opts.debug_file);
 		if (n != 0)
 			return n;
 	}
-	if (!debug)
+	if (!debug || !evidence_likely(o))
 		return 0;
+	pr_debug("%s: no .symtab: looking for its symbols elsewhere", o->path);
 	mdi = mdi_decompress(elf, &len);
 	if (mdi) {
-		Elf *m = elf_memory(mdi, len);
-
-		n = m && elf_kind(m) == ELF_K_ELF ? add_syms(m, SHT_SYMTAB, o->bias, sv) : 0;
-		if (m)
-			elf_end(m);
+		/* not ELF: libelf finds no section in it */
+		n = symtab_of(elf_memory(mdi, len), o->bias, sv);
 		free(mdi);
 		if (n > 0)
 			o->symsrc = ".gnu_debugdata";
@@ -500,8 +576,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	}
 	fd = open_debug(t, o, elf, &path);
 	if (fd >= 0) {
-		n = syms_from_fd(fd, o->bias, sv);
-		close(fd);
+		n = symtab_of(same_build(o, sym_elf_open(fd), path), o->bias, sv);
 		if (n > 0)
 			set_src(o, "debug file", path);
 		if (n != 0) {
@@ -511,25 +586,14 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	}
 	free(path);
 	path = NULL;
-	if (!o->is_exe || t->opts.no_debuginfod || !build_id_hex(elf, id, sizeof(id)))
+	if (!o->is_exe || t->opts.no_debuginfod || !o->build_id[0])
 		return 0;
-	/*
-	 * Only for an allocator the executable shows signs of: most stripped
-	 * programs use glibc's malloc, and a debuginfod set up for the whole
-	 * machine would otherwise download each one's debug file for nothing.
-	 */
-	{
-		struct evidence ev;
-
-		if (!o->open_path || evidence_file(o->open_path, &ev) <= 0)
-			return 0;
-	}
 	/* half of --timeout at most: the operation itself needs the rest */
-	fd = dbgd_find(id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 500000, &path);
+	fd = dbgd_find(o->build_id, o->path, now_ns() + (uint64_t)t->opts.timeout_ms * 500000,
+		       &path);
 	if (fd < 0)
 		return 0;
-	n = syms_from_fd(fd, o->bias, sv);
-	close(fd);
+	n = symtab_of(sym_elf_open(fd), o->bias, sv);
 	if (n > 0)
 		set_src(o, "debuginfod", path);
 	free(path);
@@ -538,83 +602,68 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 
 int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 {
-	char want[128], got[128];
-	const char *df = t->opts.debug_file, *wid = NULL, *gid = NULL;
+	static const char keep[] = "give the unstripped executable or its debug file (objcopy "
+				   "--only-keep-debug)";
+	char got[128];
+	const char *df = t->opts.debug_file, *gid;
 	struct obj *exe = NULL;
-	Elf *e = NULL, *de = NULL;
-	int fd = -1, dfd = -1;
 	bool symtab = false;
+	int fd;
 
 	if (!df)
 		return 0;
 	for (size_t i = 0; i < t->nobjs; i++)
 		if (t->objs[i].is_exe)
 			exe = &t->objs[i];
-	elf_version(EV_CURRENT);
-	dfd = open(df, O_RDONLY | O_CLOEXEC);
-	if (dfd < 0)
+	fd = file_open(0, df, 0, NULL);
+	if (fd < 0)
 		return err_sethint(err, HC_E_IO, errno,
 				   "give the path of the unstripped executable or its debug file",
 				   "cannot open --debug-file %s: %s", df, strerror(errno));
-	de = elf_begin(dfd, ELF_C_READ_MMAP, NULL);
-	if (!de || elf_kind(de) != ELF_K_ELF) {
-		err_sethint(err, HC_E_NO_SYM, 0,
-			    "give the unstripped executable or its debug file (objcopy "
-			    "--only-keep-debug)",
-			    "--debug-file %s is not an ELF file", df);
-		goto out;
-	}
-	for (Elf_Scn *s = NULL; (s = elf_nextscn(de, s));) {
+	/* opened once: the executable's symbols come from here (syms_elsewhere()) */
+	t->debug_elf = sym_elf_open(fd);
+	if (!t->debug_elf)
+		return err_sethint(err, HC_E_NO_SYM, 0, keep, "--debug-file %s is not an ELF file",
+				   df);
+	for (Elf_Scn *s = NULL; (s = elf_nextscn(t->debug_elf, s));) {
 		GElf_Shdr sh;
 
 		if (gelf_getshdr(s, &sh) && sh.sh_type == SHT_SYMTAB)
 			symtab = true;
 	}
-	if (!symtab) {
-		err_sethint(err, HC_E_NO_SYM, 0,
-			    "give the unstripped executable or its debug file (objcopy "
-			    "--only-keep-debug)",
-			    "--debug-file %s has no symbol table (.symtab)", df);
-		goto out;
-	}
-	if (!exe || !exe->open_path) {
+	if (!symtab)
+		return err_sethint(err, HC_E_NO_SYM, 0, keep,
+				   "--debug-file %s has no symbol table (.symtab)", df);
+	if (!exe || sym_load(t, exe, false, &(struct hc_err){ 0 }) < 0) {
 		pr_warn("--debug-file %s: the executable of pid %d cannot be read to check it",
 			df, t->pid);
-		goto out;
+		return 0;
 	}
-	fd = open(exe->open_path, O_RDONLY | O_CLOEXEC);
-	e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-	wid = e ? build_id_hex(e, want, sizeof(want)) : NULL;
-	gid = build_id_hex(de, got, sizeof(got));
-	if (wid && gid && strcmp(wid, gid)) {
+	gid = build_id_hex(t->debug_elf, got, sizeof(got));
+	if (exe->build_id[0] && gid && strcmp(exe->build_id, gid))
 		/* symbols of another build would put every address in the wrong place */
-		err_sethint(err, HC_E_NO_SYM, 0,
-			    "give the debug file of this very build (readelf -n shows build-ids)",
-			    "--debug-file %s is for build-id %s, but %s is build-id %s", df, gid,
-			    exe->path, wid);
-		goto out;
-	}
-	if (!wid || !gid)
+		return err_sethint(err, HC_E_NO_SYM, 0,
+				   "give the debug file of this very build (readelf -n shows "
+				   "build-ids)",
+				   "--debug-file %s is for build-id %s, but %s is build-id %s", df,
+				   gid, exe->path, exe->build_id);
+	if (!exe->build_id[0] || !gid)
 		pr_warn("--debug-file %s: %s has no build-id: it cannot be checked to match %s", df,
-			wid ? "it" : "the executable", exe->path);
-out:
-	if (e)
-		elf_end(e);
-	if (fd >= 0)
-		close(fd);
-	if (de)
-		elf_end(de);
-	close(dfd);
-	return err_isset(err) ? -1 : 0;
+			exe->build_id[0] ? "it" : "the executable", exe->path);
+	return 0;
 }
 
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
-	Elf *elf = NULL;
+	Elf *elf;
 	int fd;
 
-	/* Symbols from elsewhere cost milliseconds or a download: only when asked to. */
-	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc || strcmp(o->symsrc, ".dynsym")))
+	/*
+	 * Symbols from elsewhere cost milliseconds or a download: only when
+	 * asked to, and only where an allocator may be (syms_elsewhere()).
+	 */
+	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc ||
+			       strcmp(o->symsrc, ".dynsym") || !evidence_likely(o)))
 		return 0;
 	if (o->syms_loaded) {
 		free(o->syms);
@@ -625,17 +674,15 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	}
 	o->syms_loaded = true;
 	o->debug_tried = debug;
-	if (o->is_vdso || !o->open_path)
+	if (o->is_vdso)
 		return 0;
-	elf_version(EV_CURRENT);
-	fd = open(o->open_path, O_RDONLY | O_CLOEXEC);
+	fd = obj_open(o, NULL);
 	if (fd < 0)
-		return err_errno(err, errno, "open %s", o->open_path);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		return err_errno(err, errno, "open %s", o->path);
+	elf = sym_elf_open(fd);
 	sym_load_elf(t, o, elf, debug, err);
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return err_isset(err) ? -1 : 0;
 }
 
@@ -648,6 +695,8 @@ int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struc
 		err_set(err, HC_E_NO_SYM, 0, "%s: not an ELF file: %s", o->path, elf_errmsg(-1));
 		goto out;
 	}
+	if (!build_id_hex(elf, o->build_id, sizeof(o->build_id)))
+		o->build_id[0] = 0;
 	nd = add_syms(elf, SHT_DYNSYM, o->bias, &sv);
 	if (nd >= 0)
 		ns = add_syms(elf, SHT_SYMTAB, o->bias, &sv);
@@ -745,4 +794,7 @@ void objs_free(struct hc_target *t)
 	free(t->objs);
 	t->objs = NULL;
 	t->nobjs = 0;
+	if (t->debug_elf)
+		elf_end(t->debug_elf);
+	t->debug_elf = NULL;
 }

@@ -21,7 +21,8 @@ struct sym {
 /* One mapped ELF object (executable, DSO or the vDSO). */
 struct obj {
 	char *path;      /* as /proc/PID/maps names it */
-	char *open_path; /* what we opened: map_files, /proc/PID/root/..., or path */
+	char *open_path; /* /proc/PID/map_files/..., or NULL: path in pid's root (obj_open()) */
+	pid_t pid;       /* the target */
 	uint64_t lo, hi; /* whole mapped range */
 	uint64_t base;   /* lowest mapping with file offset 0 (ELF header) */
 	uint64_t bias;   /* runtime address - ELF address */
@@ -42,10 +43,12 @@ struct obj {
 	 * "debuginfod PATH", "--debug-file PATH" (then it is debug_path) */
 	const char *symsrc;
 	char *debug_path;
+	char build_id[66]; /* hex, from the file (sym_load()), or "" */
 };
 
 struct alloc_ops;
 struct sess;
+struct Elf;
 
 struct hc_target {
 	pid_t pid;
@@ -56,6 +59,7 @@ struct hc_target {
 	int memfd;
 	struct obj *objs;
 	size_t nobjs;
+	struct Elf *debug_elf; /* --debug-file, opened and checked once (sym_debug_file_check()) */
 	/* anonymous r-x mappings seen by maps_load() */
 #define MAX_ANON_RX 16
 	struct {
@@ -89,6 +93,15 @@ struct hc_target {
 	bool ev_scanned;
 };
 
+/*
+ * A target with nothing open yet (lockfd and memfd -1) whose proc is
+ * /proc/PID, or a live thread's directory when the leader has exited;
+ * NULL if out of memory.  target_free() closes memfd and frees the objects;
+ * hc_target_close() does the rest first (api.c).
+ */
+struct hc_target *target_new(pid_t pid);
+void target_free(struct hc_target *t);
+
 /* maps + symbols (sym.c) */
 int maps_load(struct hc_target *t, struct hc_err *err);
 /* One /proc/PID/maps line; its path is whatever name the target gave a mapping. */
@@ -110,12 +123,26 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
  * already handed to libelf (the file's contents are the target's: fuzzed
  * from memory).  elf may be NULL (then: not an ELF file).
  */
-struct Elf;
 int sym_load_elf(struct hc_target *t, struct obj *o, struct Elf *elf, bool debug, struct hc_err *err);
 /* The ELF and program headers read from the target's memory at o->base. */
 int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
 /* --debug-file: an ELF file with .symtab, of the executable's build-id. */
 int sym_debug_file_check(struct hc_target *t, struct hc_err *err);
+/*
+ * A regular file opened for reading (O_NONBLOCK, O_CLOEXEC): path resolved in
+ * pid's root with RESOLVE_IN_ROOT (troot_open()), or in heapctl's when pid is
+ * 0; nofollow is 0 or O_NOFOLLOW.  A FIFO, device or dangling link is never
+ * opened (EINVAL).  Fills st if given.  Returns an fd, or -1 with errno.
+ */
+struct stat;
+int file_open(pid_t pid, const char *path, int nofollow, struct stat *st);
+/* o's file, the one mapped: through map_files, else its name in the target's root. */
+int obj_open(const struct obj *o, struct stat *st);
+/*
+ * libelf's view of the ELF file open at fd (fd < 0: none), all of it in
+ * memory; fd is closed.  NULL if it is not an ELF file.  elf_end() ends it.
+ */
+struct Elf *sym_elf_open(int fd);
 /* Exact name; returns the symbol or NULL. */
 const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Runtime address of data symbol name in o (from o's symbol source), or 0. */

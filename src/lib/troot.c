@@ -70,6 +70,19 @@ static int open_in(int root, const char *path, int flags, mode_t mode)
 	return (int)fd;
 }
 
+int troot_open(pid_t pid, const char *path, int flags)
+{
+	int root = root_fd(pid), fd, e;
+
+	if (root < 0)
+		return -1;
+	fd = open_in(root, path, flags, 0);
+	e = errno;
+	close(root);
+	errno = e;
+	return fd;
+}
+
 static void fs_ids(pid_t pid, uid_t *uid, gid_t *gid)
 {
 	struct procfs_status st;
@@ -221,7 +234,8 @@ int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struc
 
 	if (root < 0)
 		return err_errno(err, errno, "open /proc/%d/root", pid);
-	in = open_in(root, path, O_RDONLY | O_NOFOLLOW, 0);
+	/* O_NONBLOCK: a FIFO the target put in place of the profile must not block heapctl */
+	in = open_in(root, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
 	close(root);
 	if (in < 0)
 		return err_errno(err, errno, "open %s in pid %d's view", path, pid);

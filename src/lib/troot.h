@@ -29,6 +29,13 @@ struct troot_dir {
  * temporary directory took it.
  */
 int troot_mkdir(pid_t pid, struct troot_dir *dir, struct hc_err *err);
+/*
+ * Open path in pid's root (a live thread's when the leader has exited) with
+ * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS): an absolute link the
+ * target planted resolves inside its root, never in heapctl's.  flags as
+ * for open(2), O_CLOEXEC added.  Returns an fd, or -1 with errno.
+ */
+int troot_open(pid_t pid, const char *path, int flags);
 /* Copy the target's regular file path (at most max bytes) to our file to. */
 int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struct hc_err *err);
 /* Remove the directory and everything heapctl or the allocator put in it. */

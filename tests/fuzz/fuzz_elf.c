@@ -4,8 +4,8 @@
  * controls both its files and its memory.  The input is handed to libelf
  * from memory (elf_memory(), no file per input) and read with
  * sym_load_elf(), the part of sym_load() after the file is open: .dynsym,
- * .symtab, and the .gnu_debuglink and build-id lookups of a separate debug
- * file; then looked up with sym_by_name().  The same bytes, placed in this
+ * .symtab, .gnu_debugdata, and the .gnu_debuglink and build-id lookups of a
+ * separate debug file; then looked up with sym_by_name().  The same bytes, placed in this
  * process's memory right before an unmapped page, go through
  * obj_read_phdrs(), which reads the ELF and program headers from the
  * target's memory.
@@ -28,8 +28,11 @@ static int memfd = -2;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	/* nothing under this path exists: the debug file lookups find nothing */
-	static char path[] = "/nonexistent-heapctl-fuzz/obj";
+	/*
+	 * Nothing under this path exists: the debug file lookups find nothing.
+	 * Its name names an allocator, so they and MiniDebugInfo are tried.
+	 */
+	static char path[] = "/nonexistent-heapctl-fuzz/libjemalloc.so";
 	struct hc_target t;
 	struct obj o;
 	struct hc_err err = { 0 };

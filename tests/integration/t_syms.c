@@ -461,6 +461,130 @@ static void stripped_glibc_asks_nothing(const char *url, const char *cache)
 }
 
 /*
+ * A debug link names a file, not a build: a stale debug file next to the
+ * program (here another build's, with je_ symbols where this one has none)
+ * must not be taken, or heapctl would call whatever sits at its addresses.
+ * Refused as a jemalloc without symbols, and the program is unharmed.
+ */
+static void test_stale_debuglink(void)
+{
+	static const char *const info[] = { "-v", "info", NULL };
+	char dir[400], src[512], other[512], path[512], dbg[512], why[512];
+	const char *argv[] = { path, "3", "4", "5", NULL };
+	const char *cp1[] = { "cp", src, path, NULL }, *cp2[] = { "cp", other, dbg, NULL };
+	struct victim v;
+	struct hres r;
+
+	syms_path(src, sizeof(src), "fx_jemalloc_dbg");
+	syms_path(other, sizeof(other), "fx_jemalloc_je");
+	if (!have(src) || !have(other))
+		return;
+	snprintf(dir, sizeof(dir), "%s/stale", cfg.tmpdir);
+	snprintf(path, sizeof(path), "%s/fx_jemalloc_dbg", dir);
+	snprintf(dbg, sizeof(dbg), "%s/fx_jemalloc_dbg.debug", dir);
+	mkdir(dir, 0755);
+	run_prog(&r, cp1, 20);
+	if (r.status != 0)
+		t_fail("cp %s %s: %.200s", src, path, r.err);
+	hres_free(&r);
+	run_prog(&r, cp2, 20);
+	if (r.status != 0)
+		t_fail("cp %s %s: %.200s", other, dbg, r.err);
+	hres_free(&r);
+	if (t_failed())
+		return;
+	if (syms_start(&v, argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (run(&r, 1, &v, NULL, info) == 0 &&
+	    (!strstr(r.err, "of another build") || !strstr(r.err, "hint:") ||
+	     strstr(r.out, "allocator")))
+		t_fail("a stale debug file is not refused: %.300s%.500s", r.out, r.err);
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_kill(&v);
+}
+
+/* How many "PATH: N function symbols from" lines name an object ending in name. */
+static int loads_of(const char *err, const char *name)
+{
+	int n = 0;
+
+	for (const char *p = err; (p = strstr(p, name)); p++) {
+		const char *eol = strchr(p, '\n'), *f = strstr(p, " function symbols from ");
+
+		if (p[strlen(name)] == ':' && f && (!eol || f < eol))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * A stripped program on glibc's malloc (Debian's own sleep, on a stripped
+ * libc): no object of it shows an allocator of its own, so none has its
+ * MiniDebugInfo decompressed or its debug files looked for, nor its
+ * symbols read a second time to do so.  The fixture with MiniDebugInfo
+ * shows the line this test looks for.
+ */
+static void test_glibc_no_lookup(void)
+{
+	static const char elsewhere[] = "looking for its symbols elsewhere";
+	const char *const argv[] = { "/bin/sleep", "60", NULL };
+	struct spawn_opts so = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	char why[256], spid[16], path[512];
+	const char *mdi_argv[] = { path, "3", "4", "5", NULL };
+	struct victim v;
+	struct hres r;
+	pid_t pid;
+
+	pid = spawn(argv, &so, why, sizeof(why));
+	if (pid < 0) {
+		t_fail("%s", why);
+		return;
+	}
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	if (!wait_exec(pid, argv[0], 5000)) {
+		t_fail("%s did not start", argv[0]);
+		kill_wait(pid);
+		return;
+	}
+	hc_run(&r, NULL, "-vv", "info", "-p", spid, NULL);
+	if (hres_crash(&r) || hres_exit(&r) != 0)
+		t_fail("info on a stripped glibc program: %s", hres_desc(&r));
+	else if (!strstr(r.out, "glibc"))
+		t_fail("info on /bin/sleep does not name glibc: %.300s", r.out);
+	else if (strstr(r.err, elsewhere))
+		t_fail("info on a glibc program looked for debug data: %.400s",
+		       strstr(r.err, elsewhere));
+	else if (loads_of(r.err, "/libc.so.6") != 1)
+		t_fail("libc's symbols were read %d times, not once: %.600s",
+		       loads_of(r.err, "/libc.so.6"), r.err);
+	hres_free(&r);
+	kill_wait(pid);
+	syms_path(path, sizeof(path), "fx_jemalloc_mdi");
+	if (t_failed() || !have(path))
+		return;
+	if (syms_start(&v, mdi_argv, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	hc_run(&r, NULL, "-vv", "info", "-p", v.spid, NULL);
+	if (hres_crash(&r) || hres_exit(&r) != 0)
+		t_fail("info on %s: %s", path, hres_desc(&r));
+	else if (!strstr(r.err, elsewhere) || !strstr(r.out, ".gnu_debugdata"))
+		t_fail("-vv info on %s does not say it looked elsewhere: %.600s", path, r.err);
+	else if (loads_of(r.err, "/libc.so.6") != 1)
+		t_fail("libc's symbols were read %d times next to a stripped jemalloc program",
+		       loads_of(r.err, "/libc.so.6"));
+	hres_free(&r);
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_kill(&v);
+}
+
+/*
  * A debuginfod that never answers (a socket that listens and never
  * accepts) costs at most half of --timeout, then heapctl goes on.  The
  * bound is generous: without heapctl's own deadline libdebuginfod waits
@@ -526,5 +650,7 @@ const struct itest t_syms_tests[] = {
 	{ "syms-build-id", test_build_id, 0 },
 	{ "syms-debuginfod", test_debuginfod, 0 },
 	{ "syms-debuginfod-timeout", test_debuginfod_timeout, 0 },
+	{ "syms-glibc-no-lookup", test_glibc_no_lookup, 0 },
+	{ "syms-stale-debuglink", test_stale_debuglink, 0 },
 	{ NULL, NULL, 0 },
 };
