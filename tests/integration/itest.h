@@ -116,6 +116,10 @@ bool wait_exec(pid_t pid, const char *path, long timeout_ms);
 pid_t tracer_start(pid_t tid, int *hold);
 /* Closes hold, so the tracer lets go and exits, and reaps it. */
 void tracer_stop(pid_t pid, int hold);
+/* spawn() with /dev/null for its fds, then wait_exec(): the pid, or -1 with why. */
+pid_t spawn_exec(const char *const argv[], char *why, size_t whysz);
+/* A child that has exited and is not reaped (a zombie of ours), or -1 (t_fail()ed). */
+pid_t fork_exited(void);
 /* Has pid exited (without reaping it)? */
 bool pid_exited(pid_t pid);
 void hres_free(struct hres *r);

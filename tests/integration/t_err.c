@@ -345,15 +345,9 @@ static void test_odd_pids(void)
 		return;
 
 	/* a zombie: a child that exited, not reaped while heapctl looks */
-	z = fork();
-	if (z == 0)
-		_exit(0);
-	if (z < 0) {
-		t_fail("fork: %s", strerror(errno));
+	z = fork_exited();
+	if (z < 0)
 		return;
-	}
-	for (long end = now_ms() + 5000; !proc_has(z, "status", "State:\tZ") && now_ms() < end;)
-		usleep(1000);
 	snprintf(spid, sizeof(spid), "%d", (int)z);
 	{
 		const char *const maps[] = { "maps", "-p", spid, NULL };
@@ -1101,13 +1095,9 @@ static void test_report_pid_exited(void)
 		t_skip(false, "%s not found next to the build", path);
 		return;
 	}
-	pid = fork();
-	if (pid == 0)
-		_exit(0);
-	if (pid < 0) {
-		t_fail("fork: %s", strerror(errno));
+	pid = fork_exited();
+	if (pid < 0)
 		return;
-	}
 	waitpid(pid, NULL, 0);
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	memset(&b, 0, sizeof(b));

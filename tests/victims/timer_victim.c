@@ -160,24 +160,6 @@ static void corrupt_fastbin(void)
 	*(volatile uintptr_t *)last = (last >> 12) ^ 0x10;
 }
 
-static void reply(const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (vwrite_all(1, buf, (size_t)n) < 0)
-		exit(3);
-}
-
 int main(int argc, char **argv)
 {
 	struct vline l = { .len = 0 };
@@ -202,7 +184,7 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&mu);
 	while (vline_read(&l, 0, cmd, sizeof(cmd), NULL) >= 0) {
 		if (!strcmp(cmd, "tids")) {
-			reply("tids epoll=%d poll=%d futex=%d sleep=%d", (int)tids[K_EPOLL],
+			vreply(1, "tids epoll=%d poll=%d futex=%d sleep=%d", (int)tids[K_EPOLL],
 			      (int)tids[K_POLL], (int)tids[K_FUTEX], (int)tids[K_SLEEP]);
 		} else if (!strncmp(cmd, "go", 2) && (!cmd[2] || cmd[2] == ' ')) {
 			long ms = cmd[2] ? strtol(cmd + 3, NULL, 10) : 0;
@@ -216,7 +198,7 @@ int main(int argc, char **argv)
 			while (nstarted < K_N)
 				pthread_cond_wait(&cv, &mu);
 			pthread_mutex_unlock(&mu);
-			reply("started");
+			vreply(1, "started");
 		} else if (!strcmp(cmd, "result")) {
 			char out[768];
 			size_t o = 0;
@@ -230,15 +212,15 @@ int main(int argc, char **argv)
 						      kname[k], res[k].elapsed_us, res[k].eintr,
 						      res[k].early, res[k].err);
 			pthread_mutex_unlock(&mu);
-			reply("%s", out);
+			vreply(1, "%s", out);
 		} else if (!strcmp(cmd, "corrupt")) {
 			corrupt_fastbin();
-			reply("corrupted");
+			vreply(1, "corrupted");
 		} else if (!strcmp(cmd, "quit")) {
-			reply("bye");
+			vreply(1, "bye");
 			return 0;
 		} else {
-			reply("error unknown command");
+			vreply(1, "error unknown command");
 		}
 	}
 	return 0;
