@@ -107,6 +107,8 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 VICTIM_SRCS := $(wildcard tests/victims/*.c)
 VICTIMS := $(patsubst tests/victims/%.c,$(B)/victims/%,$(VICTIM_SRCS))
+# LD_AUDIT modules (tests/victims/lib/X.c -> victims/X.so)
+VICTIMS += $(patsubst tests/victims/lib/%.c,$(B)/victims/%.so,$(wildcard tests/victims/lib/*.c))
 ITEST_SRCS := $(wildcard tests/integration/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
 DEMO_BINS := $(patsubst demo/%.c,$(B)/demo/%,$(wildcard demo/*.c))
@@ -154,6 +156,11 @@ $(B)/victims/%: tests/victims/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $< $(if $(findstring jemalloc,$*),$(JE_CFLAGS) $(JE_LIBS)) \
 		$(if $(findstring tcmalloc,$*),$(TC_LIBS))
+
+$(B)/victims/%.so: tests/victims/lib/%.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -shared -fPIC -o $@ $<
 
 # Victims that #include another victim's source, or the shared header.
 $(B)/victims/tcmalloc_victim $(B)/victims/alloc_victim: tests/victims/alloc_victim.c \

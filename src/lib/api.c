@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -267,6 +268,47 @@ void target_free(struct hc_target *t)
 	free(t);
 }
 
+/*
+ * maps_load(), once the dynamic loader is done.  A process caught while it
+ * starts (or inside dlopen) has libraries mapped but not yet relocated:
+ * calling into them could crash it, and its malloc may not be found yet.
+ * Such a state lasts milliseconds, so heapctl looks again, less and less
+ * often, until --timeout.
+ */
+static int loader_wait(struct hc_target *t, struct hc_err *err)
+{
+	uint64_t end = now_ns() + (uint64_t)t->opts.timeout_ms * 1000000ull;
+
+	for (long pause_ms = 1;; pause_ms = pause_ms < 32 ? pause_ms * 2 : pause_ms) {
+		struct procfs_status ps;
+
+		if (maps_load(t, err) < 0)
+			return -1;
+		if (!t->loading)
+			return 0;
+		if (read_status(t->pid, &ps, err) < 0)
+			return -1;
+		if (ps.state == 'Z' || ps.state == 'X')
+			return err_set(err, HC_E_NO_PROC, 0, "pid %d exited", t->pid);
+		t->cancel_sig = term_pending();
+		if (t->cancel_sig)
+			return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d untouched",
+				       sigabbrev_np(t->cancel_sig), t->pid);
+		if (now_ns() >= end)
+			return err_sethint(err, HC_E_TIMEOUT, 0,
+					   "retry once the process has started, or raise --timeout",
+					   "pid %d (%s) is still loading its libraries: its dynamic "
+					   "loader has not finished, so their code cannot be called yet",
+					   t->pid, ps.name);
+		if (pause_ms == 1)
+			pr_info("pid %d is still loading its libraries; waiting for its dynamic loader",
+				t->pid);
+		objs_free(t);
+		t->nanon_rx = 0;
+		nanosleep(&(struct timespec){ .tv_nsec = pause_ms * 1000000 }, NULL);
+	}
+}
+
 static int perm_error(pid_t pid, int e, struct hc_err *err)
 {
 	char hint[256];
@@ -355,7 +397,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 			err_errno(err, errno, "open %s", path);
 		goto fail;
 	}
-	if (maps_load(t, err) < 0 || sym_debug_file_check(t, err) < 0 || where_init(t, err) < 0)
+	if (loader_wait(t, err) < 0 || sym_debug_file_check(t, err) < 0 || where_init(t, err) < 0)
 		goto fail;
 	const struct alloc_ops *order[NDRIVERS];
 

@@ -265,17 +265,26 @@ int maps_load(struct hc_target *t, struct hc_err *err)
  * list behind the executable's DT_DEBUG entry (struct r_debug, <link.h>).
  * Objects are matched by their dynamic section's address, which is the
  * same however the path was spelled.  Unlisted objects keep UINT_MAX.
+ *
+ * The same entry tells whether the loader is done: it fills DT_DEBUG before
+ * it maps the libraries and sets r_state to RT_CONSISTENT once they are
+ * mapped and relocated (and again after each dlopen).  Until then a
+ * library's functions may not be callable: t->loading.
  */
 static void link_order(struct hc_target *t)
 {
 	struct obj *exe = NULL;
 	uint64_t rdebug = 0, lm;
 	unsigned int idx = 0;
+	bool ldso = false, tag = false;
+	int32_t state = 0;
 
+	t->loading = false;
 	for (size_t i = 0; i < t->nobjs; i++) {
 		t->objs[i].link_idx = UINT32_MAX;
 		if (t->objs[i].is_exe)
 			exe = &t->objs[i];
+		ldso |= t->objs[i].is_ldso;
 	}
 	if (!exe || !exe->dynamic)
 		return; /* static: nothing is searched */
@@ -285,13 +294,23 @@ static void link_order(struct hc_target *t)
 
 		if (mem_read(t->pid, t->memfd, at, &d, sizeof(d), &e) < 0 || d.d_tag == DT_NULL)
 			break;
-		if (d.d_tag == DT_DEBUG)
+		if (d.d_tag == DT_DEBUG) {
 			rdebug = d.d_un.d_ptr;
+			tag = true;
+		}
 		if (at - exe->dynamic > 4096)
 			break;
 	}
-	/* r_debug: int r_version; struct link_map *r_map; ... */
-	if (!rdebug || mem_read(t->pid, t->memfd, rdebug + 8, &lm, 8, &(struct hc_err){ 0 }) < 0)
+	/* a static-pie has DT_DEBUG too, but no loader to wait for */
+	if (!ldso || !tag)
+		return;
+	/* r_debug: int r_version; struct link_map *r_map; ElfW(Addr) r_brk; r_state */
+	if (!rdebug || mem_read(t->pid, t->memfd, rdebug + 24, &state, 4, &(struct hc_err){ 0 }) < 0 ||
+	    state != 0 /* RT_CONSISTENT */) {
+		t->loading = true;
+		return;
+	}
+	if (mem_read(t->pid, t->memfd, rdebug + 8, &lm, 8, &(struct hc_err){ 0 }) < 0)
 		return;
 	while (lm && idx < 4096) {
 		/* link_map: l_addr, l_name, l_ld, l_next, l_prev */

@@ -91,6 +91,8 @@ struct hc_target {
 	/* the first object evidence_check() found signs in, or allocator "" */
 	struct hc_evidence ev_first;
 	bool ev_scanned;
+	/* maps_load(): the dynamic loader has not finished (r_debug not RT_CONSISTENT) */
+	bool loading;
 };
 
 /*

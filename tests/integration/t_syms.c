@@ -16,6 +16,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -573,6 +575,79 @@ static void test_glibc_no_lookup(void)
 }
 
 /*
+ * A process caught inside its dynamic loader (held there by an LD_AUDIT
+ * module, through pipes) has a libc mapped whose code cannot be called yet.
+ * heapctl must not call it and must not name an allocator from half a
+ * process: it waits for the loader, says so, and refuses clearly when
+ * --timeout runs out.  Let go while heapctl waits, it goes on and succeeds.
+ */
+static void test_loader_wait(void)
+{
+	char hold[512], why[256], spid[16], err[4096] = "", c = 'g';
+	const char *const argv[] = { "/bin/sleep", "60", NULL };
+	const char *env[] = { hold, NULL };
+	int go[2], ready[2], pass[2];
+	struct spawn_opts so = { .in_fd = -1, .out_fd = -1, .err_fd = -1, .setenv_kv = env,
+				 .pass_fds = pass, .npass = 2 };
+	struct hproc hp;
+	struct hres r;
+	struct pollfd p;
+	pid_t pid;
+
+	syms_path(why, sizeof(why), "loader_hold.so");
+	if (!have(why))
+		return;
+	snprintf(hold, sizeof(hold), "LD_AUDIT=%s", why);
+	if (pipe2(go, O_CLOEXEC) || pipe2(ready, O_CLOEXEC)) {
+		t_fail("pipe: %s", strerror(errno));
+		return;
+	}
+	pass[0] = go[0];
+	pass[1] = ready[1];
+	pid = spawn(argv, &so, why, sizeof(why));
+	close(go[0]);
+	close(ready[1]);
+	p = (struct pollfd){ .fd = ready[0], .events = POLLIN };
+	if (pid < 0 || poll(&p, 1, 20000) != 1 || read(ready[0], &c, 1) != 1) {
+		t_fail("sleep under LD_AUDIT did not reach its loader: %s",
+		       pid < 0 ? why : "no byte");
+		goto out;
+	}
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	hc_run(&r, NULL, "--timeout", "0.3", "info", "-p", spid, NULL);
+	if (hres_crash(&r) || hres_exit(&r) == 0 || !strstr(r.err, "still loading its libraries") ||
+	    !strstr(r.err, "hint: retry once the process has started"))
+		t_fail("info on a process inside its loader: %s", hres_desc(&r));
+	hres_free(&r);
+	if (pid_exited(pid) || proc_check_tasks(pid, false, why, sizeof(why)) ||
+	    !nr_in(proc_task_syscall(pid, pid), nrs_read)) {
+		t_fail("the held process is no longer waiting in its loader: %s", why);
+		goto out;
+	}
+	if (hc_startv(&hp, NULL, (const char *const[]){ "-v", "info", "-p", spid, NULL })) {
+		t_fail("cannot start heapctl");
+		goto out;
+	}
+	if (!hp_err_until(&hp, "waiting for its dynamic loader", err, sizeof(err), 20000))
+		t_fail("no 'waiting for its dynamic loader' line at -v: %.300s", err);
+	if (write(go[1], &c, 1) != 1)
+		t_fail("cannot let the loader go: %s", strerror(errno));
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (!t_failed() && (hres_crash(&r) || hres_exit(&r) != 0 || !strstr(r.out, "glibc")))
+		t_fail("info once the loader was let go: %s", hres_desc(&r));
+	hres_free(&r);
+	why[0] = 0;
+	if (!t_failed() && (proc_check_tasks(pid, false, why, sizeof(why)) ||
+			    proc_wait_syscall(pid, pid, nrs_sleep, 5000, NULL)))
+		t_fail("sleep did not go on to sleep after heapctl: %s", why);
+out:
+	close(go[1]);
+	close(ready[0]);
+	if (pid > 0)
+		kill_wait(pid);
+}
+
+/*
  * A debuginfod that never answers (a socket that listens and never
  * accepts) costs at most half of --timeout, then heapctl goes on.  The
  * bound is generous: without heapctl's own deadline libdebuginfod waits
@@ -639,6 +714,7 @@ const struct itest t_syms_tests[] = {
 	{ "syms-debuginfod", test_debuginfod, 0 },
 	{ "syms-debuginfod-timeout", test_debuginfod_timeout, 0 },
 	{ "syms-glibc-no-lookup", test_glibc_no_lookup, 0 },
+	{ "loader-wait", test_loader_wait, 0 },
 	{ "syms-stale-debuglink", test_stale_debuglink, 0 },
 	{ NULL, NULL, 0 },
 };
