@@ -28,13 +28,16 @@
  *                           | callee frames grow down      |
  *
  * A call returns into ret_tramp (in heapctl's page), which leaves the
- * result in a register and issues rt_sigreturn: heapctl reads the result at
- * that syscall-entry stop and skips the syscall, because rt_sigreturn would
- * also reset the thread's restart block (a nanosleep would then fail with
- * EINTR).  ret_tramp issues rt_sigreturn a second time right after, so the
- * skipped one still ends in a restore if heapctl dies there.  A remote syscall runs on a "syscall; ret"
- * gadget of the target's own text and returns into the target's own
- * sigreturn restorer (glibc's __restore_rt, the vDSO's on arm64).
+ * result in a register and issues a harmless getpid: heapctl reads the
+ * result at that syscall-entry stop and skips it.  Past it (ret_tramp_stop)
+ * the page cleans up after itself, for when heapctl has died: it unmaps
+ * itself with munmap on the target's own "syscall; ret" gadget, whose ret
+ * goes into the target's own sigreturn restorer (glibc's __restore_rt, the
+ * vDSO's on arm64), and that rt_sigreturn gives the thread back.  Remote
+ * syscalls run on the same gadget and, while heapctl's page exists, return
+ * into that cleanup too; before it exists and for the page's own munmap,
+ * straight into the restorer.  So a SIGKILLed heapctl leaves neither the
+ * thread nor its page behind.
  */
 #ifndef HC_ARCH_H
 #define HC_ARCH_H
@@ -151,8 +154,10 @@ struct hc_arch {
 	int cs_arch, cs_mode;           /* Capstone */
 
 	/* Code heapctl writes into its own page in the target. */
-	struct hc_bytes ret_tramp;      /* result to a register, then rt_sigreturn twice */
-	size_t ret_tramp_stop;          /* pc at the first rt_sigreturn's stops, from its start */
+	struct hc_bytes ret_tramp;      /* result to a register, getpid, then the cleanup */
+	size_t ret_tramp_stop;          /* pc at the getpid's stops: the cleanup's entry */
+	/* Put the target's gadget and restorer into a copy of ret_tramp. */
+	void (*ret_tramp_fill)(uint8_t *tramp, uint64_t gadget, uint64_t restorer);
 	struct hc_bytes notify;         /* callback stub: a harmless syscall, then return */
 	size_t notify_sys_end;          /* pc at the notify syscall's stops, from its start */
 	/* Code heapctl looks for in the target's own text. */
@@ -203,7 +208,7 @@ struct hc_arch {
 	 * handler).
 	 */
 	void (*restart_now)(void *gregs);
-	/* A call's result, read at ret_tramp's rt_sigreturn stop. */
+	/* A call's result, read at ret_tramp's getpid stop. */
 	uint64_t (*get_ret)(const void *gregs);
 	int64_t (*get_syscall_ret)(const void *gregs);
 	/*

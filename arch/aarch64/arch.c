@@ -115,12 +115,40 @@ static const unsigned int a64_extra_regsets[] = {
 	0,
 };
 
+#define A64_WORD(w) (w) & 0xff, ((w) >> 8) & 0xff, ((w) >> 16) & 0xff, (uint8_t)((w) >> 24)
 static const uint8_t a64_ret_tramp[] = {
-	0x68, 0x11, 0x80, 0xd2, /* mov x8, #139: rt_sigreturn (the result stays in x0) */
-	0x01, 0x00, 0x00, 0xd4, /* svc #0: heapctl stops here and skips it */
-	0x68, 0x11, 0x80, 0xd2, /* mov x8, #139: rt_sigreturn again, */
-	0x01, 0x00, 0x00, 0xd4, /* svc #0: for when heapctl died meanwhile */
+	A64_WORD(0xd2801588u), /* mov x8, #172: getpid, harmless (the result stays in x0) */
+	A64_WORD(0xd4000001u), /* svc #0: heapctl stops here and skips it */
+	/* +8: without heapctl, unmap this page, then restore */
+	A64_WORD(0x10ffffc0u), /* adr x0, .-8: the page */
+	A64_WORD(0xd2820001u), /* mov x1, #4096 */
+	A64_WORD(0xd280001eu), /* movz x30, #restorer */
+	A64_WORD(0xf2a0001eu), /* movk x30, #.., lsl #16 */
+	A64_WORD(0xf2c0001eu), /* movk x30, #.., lsl #32 */
+	A64_WORD(0xf2e0001eu), /* movk x30, #.., lsl #48: the gadget's ret goes there */
+	A64_WORD(0xd2800010u), /* movz x16, #gadget */
+	A64_WORD(0xf2a00010u), /* movk x16, #.., lsl #16 */
+	A64_WORD(0xf2c00010u), /* movk x16, #.., lsl #32 */
+	A64_WORD(0xf2e00010u), /* movk x16, #.., lsl #48 */
+	A64_WORD(0xd2801ae8u), /* mov x8, #215: munmap */
+	A64_WORD(0xd65f0200u), /* ret x16: "svc #0; ret" (a ret needs no BTI landing pad) */
 };
+#define A64_TRAMP_RESTORER 16 /* the four moves of the restorer, then the gadget's */
+#define A64_TRAMP_GADGET 32
+
+static void ret_tramp_fill(uint8_t *tramp, uint64_t gadget, uint64_t restorer)
+{
+	for (unsigned int i = 0; i < 4; i++) {
+		uint32_t w;
+
+		memcpy(&w, tramp + A64_TRAMP_RESTORER + 4 * i, 4);
+		w |= (uint32_t)((restorer >> (16 * i)) & 0xffff) << 5;
+		memcpy(tramp + A64_TRAMP_RESTORER + 4 * i, &w, 4);
+		memcpy(&w, tramp + A64_TRAMP_GADGET + 4 * i, 4);
+		w |= (uint32_t)((gadget >> (16 * i)) & 0xffff) << 5;
+		memcpy(tramp + A64_TRAMP_GADGET + 4 * i, &w, 4);
+	}
+}
 static const uint8_t a64_notify[] = {
 	0x88, 0x15, 0x80, 0xd2, /* mov x8, #172: getpid, harmless */
 	0x01, 0x00, 0x00, 0xd4, /* svc #0: heapctl reads x0/x1 here */
@@ -524,6 +552,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.cs_mode = CS_MODE_ARM,
 	.ret_tramp = { a64_ret_tramp, sizeof(a64_ret_tramp) },
 	.ret_tramp_stop = 8,
+	.ret_tramp_fill = ret_tramp_fill,
 	.notify = { a64_notify, sizeof(a64_notify) },
 	.notify_sys_end = 8,
 	.syscall_insn = { a64_syscall_insn, sizeof(a64_syscall_insn) },

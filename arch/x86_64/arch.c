@@ -42,12 +42,27 @@ _Static_assert(offsetof(struct x64_gregs, fs_base) ==
 
 static const uint8_t x64_ret_tramp[] = {
 	0x48, 0x89, 0xc7,             /* mov %rax,%rdi: keep the result */
-	0xb8, 0x0f, 0x00, 0x00, 0x00, /* mov $15,%eax: rt_sigreturn */
+	0xb8, 0x27, 0x00, 0x00, 0x00, /* mov $39,%eax: getpid, harmless */
 	0x0f, 0x05,                   /* syscall: heapctl stops here and skips it */
-	0xb8, 0x0f, 0x00, 0x00, 0x00, /* mov $15,%eax: rt_sigreturn again, */
-	0x0f, 0x05,                   /* syscall: for when heapctl died meanwhile */
+	/* X64_TRAMP_STOP: without heapctl, unmap this page, then restore */
+	0x48, 0x8d, 0x3d, 0xef, 0xff, 0xff, 0xff, /* lea -17(%rip),%rdi: the page */
+	0xbe, 0x00, 0x10, 0x00, 0x00, /* mov $4096,%esi */
+	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $restorer,%rcx */
+	0x51,                         /* push %rcx: for the gadget's ret, rsp = frame */
+	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $gadget,%rcx */
+	0x51,                         /* push %rcx */
+	0xb8, 0x0b, 0x00, 0x00, 0x00, /* mov $11,%eax: munmap */
+	0xc3,                         /* ret: to "syscall; ret", then the restorer */
 };
-#define X64_TRAMP_STOP 10 /* pc at the first rt_sigreturn's stops */
+#define X64_TRAMP_STOP 10 /* pc at the getpid's stops, and where the cleanup starts */
+#define X64_TRAMP_RESTORER 24
+#define X64_TRAMP_GADGET 35
+
+static void ret_tramp_fill(uint8_t *tramp, uint64_t gadget, uint64_t restorer)
+{
+	memcpy(tramp + X64_TRAMP_RESTORER, &restorer, 8);
+	memcpy(tramp + X64_TRAMP_GADGET, &gadget, 8);
+}
 static const uint8_t x64_notify[] = {
 	0xb8, 0x27, 0x00, 0x00, 0x00, /* mov $39,%eax: getpid, harmless */
 	0x0f, 0x05,                   /* syscall: heapctl reads rdi/rsi here */
@@ -134,7 +149,7 @@ static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 
 static uint64_t get_ret(const void *g)
 {
-	/* ret_tramp moved rax to rdi before loading the rt_sigreturn number */
+	/* ret_tramp moved rax to rdi before loading the getpid number */
 	return ((const struct x64_gregs *)g)->rdi;
 }
 
@@ -476,6 +491,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.cs_mode = CS_MODE_64,
 	.ret_tramp = { x64_ret_tramp, sizeof(x64_ret_tramp) },
 	.ret_tramp_stop = X64_TRAMP_STOP,
+	.ret_tramp_fill = ret_tramp_fill,
 	.notify = { x64_notify, sizeof(x64_notify) },
 	.notify_sys_end = 7,
 	.syscall_insn = { x64_syscall, sizeof(x64_syscall) },

@@ -17,8 +17,10 @@
  *     has put back a mask that ppoll/pselect/epoll_pwait/sigsuspend had
  *     swapped in.  Then every asynchronous signal is blocked; they stay
  *     pending and are delivered after the restore, none lost or doubled.
- *  5. Calls return into a trampoline in heapctl's page that issues
- *     rt_sigreturn; heapctl reads the result at that syscall-entry stop.
+ *  5. Calls return into a trampoline in heapctl's page that issues a
+ *     getpid; heapctl reads the result at that syscall-entry stop.  Should
+ *     heapctl die, the trampoline goes on to unmap its own page and
+ *     rt_sigreturn (arch/arch.h): nothing of heapctl's is left behind.
  *     Callbacks are a getpid syscall heapctl watches for.
  *  6. Restore: put back registers, regsets and mask at a stop inside signal
  *     delivery (PTRACE_INTERRUPT), and detach there, so the kernel's restart
@@ -338,11 +340,12 @@ static int skip_syscall(struct hc_target *t, struct hc_err *err)
 }
 
 /*
- * Point the thread at an rt_sigreturn on the frame, which gives it back if
- * heapctl dies.  Preferably ret_tramp's, which heapctl skips like after a
- * call (run() stops there, at restore_pc()): a real rt_sigreturn resets the
- * restart block, and a nanosleep the thread was borrowed from would start
- * over in full.  The target's own restorer before heapctl's page exists.
+ * Point the thread at a way back to the frame, should heapctl die.
+ * Preferably ret_tramp, whose getpid heapctl skips like after a call (run()
+ * stops there): heapctl then restores the thread itself, and a real
+ * rt_sigreturn, which resets the restart block (a nanosleep the thread was
+ * borrowed from would start over in full), is avoided.  The target's own
+ * restorer before heapctl's page exists.
  */
 static uint64_t restore_pc(const struct hc_target *t)
 {
@@ -361,9 +364,9 @@ static int aim_restore(struct hc_target *t, struct hc_err *err)
 /*
  * Run the thread under PTRACE_SYSCALL until the step ends:
  *  STEP_SYSCALL  at the exit stop of the gadget's syscall (*ret = its result);
- *  STEP_CALL     after ret_tramp's rt_sigreturn (*ret = the call's result);
- *  STEP_RESTORE  after the rt_sigreturn aim_restore() chose (ret_tramp's
- *                is skipped, as after a call).
+ *  STEP_CALL     after ret_tramp's getpid (*ret = the call's result);
+ *  STEP_RESTORE  after ret_tramp's getpid (skipped, as after a call), or
+ *                the restorer's rt_sigreturn that aim_restore() chose.
  * In every case the thread is left at a syscall-exit stop from which it
  * restores itself if heapctl dies.  Returns 0, 1 if a signal arrived before
  * the mask was taken (s->pending_sig, thread at that signal stop), or -1.
@@ -404,7 +407,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 			 * The call does not return: it waits, most likely for a lock
 			 * another thread holds.  Abandoning it could leave a lock it
 			 * took on the way held for good.  Instead let it finish on its
-			 * own, untraced: it returns into ret_tramp, whose rt_sigreturn
+			 * own, untraced: it returns into ret_tramp, whose cleanup
 			 * gives the thread back (the same way as when heapctl dies).
 			 */
 			t->deadline_ns = now_ns() + 5000000000ull;
@@ -519,7 +522,7 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 					if (cb && !err_isset(&cberr))
 						cb(cb_arg, t, args, &cberr);
 				} else if (kind == STEP_CALL && pc == done_pc) {
-					/* the result; then skip this rt_sigreturn, see arch/arch.h */
+					/* the result; then skip this getpid, see arch/arch.h */
 					*ret = a->get_ret(s->cur);
 					sigreturned = true;
 					if (skip_syscall(t, err) < 0)
@@ -563,8 +566,10 @@ static int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int
 		int64_t *ret, struct hc_err *err)
 {
 	struct sess *s = t->sess;
-	struct hc_call c = { .pc = t->gadget, .ret_addr = t->restorer, .frame = s->frame, .nr = nr,
-			     .nargs = n };
+	/* if heapctl dies meanwhile: through its page's cleanup, if it has one, to the restorer */
+	struct hc_call c = { .pc = t->gadget,
+			     .ret_addr = s->code ? s->code + t->arch->ret_tramp_stop : t->restorer,
+			     .frame = s->frame, .nr = nr, .nargs = n };
 	uint64_t r = 0;
 	int rc;
 
@@ -1102,6 +1107,8 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	int64_t ret;
 	int r;
 
+	/* the kill tests' mark: a SIGKILL from here to "code page at" may leave the page */
+	pr_debug("pid %d: mapping heapctl's code page", t->pid);
 	/* r-x from the start; written through /proc/PID/mem, never writable */
 	a[0] = 0;
 	a[1] = CODE_LEN;
@@ -1114,14 +1121,27 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 		return r;
 	if (ret < 0 && ret > -4096)
 		return map_failed(t, (int)-ret, err); /* the target's errno, not ours */
-	s->code = (uint64_t)ret;
 	memset(code, 0, sizeof(code));
 	memcpy(code, t->arch->ret_tramp.b, t->arch->ret_tramp.len);
+	t->arch->ret_tramp_fill(code, t->gadget, t->restorer);
 	memcpy(code + NOTIFY_OFF, t->arch->notify.b, t->arch->notify.len);
-	/* The mark lets a later heapctl reclaim the page if this one is killed. */
+	/* The mark lets a later heapctl reclaim a page that outlived its owner. */
 	memcpy(code + MAGIC_OFF, MAGIC, 8);
 	memcpy(code + MAGIC_OFF + 8, &owner, 4);
-	if (mem_write(t->memfd, s->code, code, sizeof(code), err) < 0)
+	if (mem_write(t->memfd, (uint64_t)ret, code, sizeof(code), err) < 0)
+		return -1;
+	s->code = (uint64_t)ret;
+	/*
+	 * The gadget's ret still goes straight to the restorer: aim it at the
+	 * page's cleanup, so that from now on a SIGKILL leaves no page behind.
+	 */
+	struct hc_call c = { .pc = t->gadget + t->arch->syscall_insn.len,
+			     .ret_addr = s->code + t->arch->ret_tramp_stop, .frame = s->frame };
+
+	memcpy(s->cur, s->gregs, t->arch->gregs_len);
+	t->arch->prep_syscall(s->cur, &c);
+	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
+	    set_gregs(t, s->cur, err) < 0)
 		return -1;
 	pr_debug("pid %d: code page at 0x%llx, frame at 0x%llx", t->pid,
 		 (unsigned long long)s->code, (unsigned long long)s->frame);
@@ -1557,6 +1577,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	if (s->code) {
 		a[0] = s->code;
 		a[1] = CODE_LEN;
+		s->code = 0; /* this munmap returns into the target's restorer, not the page */
 		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0 && s->gone)
 			goto out;
 	}

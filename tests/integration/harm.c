@@ -303,6 +303,22 @@ bool leftovers_harm(void)
 	return e && !strcmp(e, "1");
 }
 
+int code_page_step(const char *err)
+{
+	return count_str(err, "mapping heapctl's code page") - count_str(err, "code page at 0x");
+}
+
+int maps_settle(pid_t pid, const char *base, struct leftovers *lo, long ms)
+{
+	for (long end = now_ms() + ms;; sleep_ms(5)) {
+		memset(lo, 0, sizeof(*lo));
+		if (maps_classify(pid, base, lo) < 0)
+			return -1;
+		if (!lo->code || now_ms() >= end)
+			return 0;
+	}
+}
+
 int fds_settle(pid_t pid, const char *base, long ms, char *why, size_t whysz)
 {
 	long end = now_ms() + ms;

@@ -68,12 +68,27 @@ struct leftovers {
 int maps_classify(pid_t pid, const char *base, struct leftovers *lo);
 
 /*
- * Are heapctl's code page and data area, left in a target after heapctl
- * was SIGKILLed, a failure?  Only under ITEST_LEFTOVERS_HARM=1 (`make
- * torture`): heapctl does not yet undo them after its own SIGKILL
- * (TODO(#13)); until then they are counted and noted.
+ * Is an EINTR in epoll_wait, left by a heapctl SIGKILLed between a
+ * thread's stop and its rewind (documented in docs/design.md), a failure?
+ * Only under ITEST_LEFTOVERS_HARM=1 (`make torture`); otherwise counted
+ * and noted.
  */
 bool leftovers_harm(void);
+
+/*
+ * Lines of heapctl's -vv stderr in err that open (+1) and close (-1) the
+ * window between the mmap of its code page and the page's cleanup being
+ * armed ("code page at"), summed.  Summed over all of a killed heapctl's
+ * stderr, > 0 means the kill landed in that window: the one moment a
+ * SIGKILL leaves the page in the target (docs/design.md).
+ */
+int code_page_step(const char *err);
+
+/*
+ * maps_classify(), again until no code page of heapctl's is left or ms
+ * pass: a killed heapctl's page unmaps itself once its thread runs on.
+ */
+int maps_settle(pid_t pid, const char *base, struct leftovers *lo, long ms);
 
 /*
  * What heapctl's dump left in the target's /tmp, /var/tmp or /dev/shm, once

@@ -116,8 +116,6 @@ bool wait_exec(pid_t pid, const char *path, long timeout_ms);
 pid_t tracer_start(pid_t tid, int *hold);
 /* Closes hold, so the tracer lets go and exits, and reaps it. */
 void tracer_stop(pid_t pid, int hold);
-/* spawn() with /dev/null for its fds, then wait_exec(): the pid, or -1 with why. */
-pid_t spawn_exec(const char *const argv[], char *why, size_t whysz);
 /* A child that has exited and is not reaped (a zombie of ours), or -1 (t_fail()ed). */
 pid_t fork_exited(void);
 /* Has pid exited (without reaping it)? */
@@ -170,6 +168,8 @@ char *proc_odd_maps(pid_t pid, bool with_none);
 char *lines_missing(const char *base, const char *now);
 
 long now_ms(void);
+/* Occurrences of needle in s (NULL: 0). */
+int count_str(const char *s, const char *needle);
 void sleep_ms(long ms);
 bool file_starts_with(const char *path, const char *prefix, char *why, size_t whysz);
 bool find_in_path(const char *prog, char *out, size_t outsz);

@@ -987,21 +987,6 @@ bool wait_exec(pid_t pid, const char *path, long timeout_ms)
 	}
 }
 
-pid_t spawn_exec(const char *const argv[], char *why, size_t whysz)
-{
-	struct spawn_opts so = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
-	pid_t pid = spawn(argv, &so, why, whysz);
-
-	if (pid < 0)
-		return -1;
-	if (!wait_exec(pid, argv[0], 5000)) {
-		snprintf(why, whysz, "%s did not start", argv[0]);
-		kill_wait(pid);
-		return -1;
-	}
-	return pid;
-}
-
 pid_t fork_exited(void)
 {
 	pid_t z = fork();
@@ -1014,4 +999,15 @@ pid_t fork_exited(void)
 		for (long end = now_ms() + 5000; !pid_exited(z) && now_ms() < end;)
 			usleep(1000);
 	return z;
+}
+
+int count_str(const char *s, const char *needle)
+{
+	int n = 0;
+
+	while (s && (s = strstr(s, needle))) {
+		n++;
+		s += strlen(needle);
+	}
+	return n;
 }

@@ -1057,17 +1057,6 @@ static const char *line_of(const char *out, const char *name, char *val, size_t 
 	return NULL;
 }
 
-static int count_str(const char *s, const char *needle)
-{
-	int n = 0;
-
-	while ((s = strstr(s, needle))) {
-		n++;
-		s += strlen(needle);
-	}
-	return n;
-}
-
 /* get PREFIX. lists every readable name under it with its value, in one borrow. */
 static void test_get_prefix(void)
 {

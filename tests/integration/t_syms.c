@@ -423,18 +423,54 @@ out:
 }
 
 /*
- * A stripped program on glibc's malloc (Debian's own sleep) shows no
+ * A stripped program on glibc's malloc, idle: Debian's bash, reading a
+ * line from a pipe whose write end (*hold) the test keeps; close it and
+ * kill_wait() the pid.  bash rather than sleep: in the arm64 lane's guest
+ * sleep is busybox, linked statically.  so (or NULL) gives more to
+ * spawn(); wait: return once bash runs, not while it is still exec'ing.
+ */
+static pid_t glibc_idle(struct spawn_opts *so, bool wait, int *hold, char *why, size_t whysz)
+{
+	static const char *const argv[] = { "/bin/bash", "-c", "read -r line", NULL };
+	struct spawn_opts plain = { .out_fd = -1, .err_fd = -1 };
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(why, whysz, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if (!so)
+		so = &plain;
+	so->in_fd = p[0];
+	pid = spawn(argv, so, why, whysz);
+	close(p[0]);
+	if (pid >= 0 && wait && !wait_exec(pid, argv[0], 5000)) {
+		snprintf(why, whysz, "%s did not start", argv[0]);
+		kill_wait(pid);
+		pid = -1;
+	}
+	if (pid < 0) {
+		close(p[1]);
+		return -1;
+	}
+	*hold = p[1];
+	return pid;
+}
+
+/*
+ * A stripped program on glibc's malloc (Debian's bash) shows no
  * allocator of its own: debuginfod, set for the whole machine, is not asked
  * for its debug file, which would be a download for nothing.
  */
 static void stripped_glibc_asks_nothing(const char *url, const char *cache)
 {
-	const char *const argv[] = { "/bin/sleep", "60", NULL };
 	char why[256], spid[16];
 	struct hres r;
+	int hold;
 	pid_t pid;
 
-	pid = spawn_exec(argv, why, sizeof(why));
+	pid = glibc_idle(NULL, true, &hold, why, sizeof(why));
 	if (pid < 0) {
 		t_fail("%s", why);
 		return;
@@ -451,8 +487,9 @@ static void stripped_glibc_asks_nothing(const char *url, const char *cache)
 		t_fail("a stripped program on glibc's malloc made heapctl ask debuginfod: %.300s",
 		       r.err);
 	else if (!strstr(r.out, "glibc"))
-		t_fail("info on /bin/sleep does not name glibc: %.300s", r.out);
+		t_fail("info on bash does not name glibc: %.300s", r.out);
 	hres_free(&r);
+	close(hold);
 	kill_wait(pid);
 }
 
@@ -518,7 +555,7 @@ static int loads_of(const char *err, const char *name)
 }
 
 /*
- * A stripped program on glibc's malloc (Debian's own sleep, on a stripped
+ * A stripped program on glibc's malloc (Debian's bash, on a stripped
  * libc): no object of it shows an allocator of its own, so none has its
  * MiniDebugInfo decompressed or its debug files looked for, nor its
  * symbols read a second time to do so.  The fixture with MiniDebugInfo
@@ -527,14 +564,14 @@ static int loads_of(const char *err, const char *name)
 static void test_glibc_no_lookup(void)
 {
 	static const char elsewhere[] = "looking for its symbols elsewhere";
-	const char *const argv[] = { "/bin/sleep", "60", NULL };
 	char why[256], spid[16], path[512];
 	const char *mdi_argv[] = { path, "3", "4", "5", NULL };
 	struct victim v;
 	struct hres r;
+	int hold;
 	pid_t pid;
 
-	pid = spawn_exec(argv, why, sizeof(why));
+	pid = glibc_idle(NULL, true, &hold, why, sizeof(why));
 	if (pid < 0) {
 		t_fail("%s", why);
 		return;
@@ -544,7 +581,7 @@ static void test_glibc_no_lookup(void)
 	if (hres_crash(&r) || hres_exit(&r) != 0)
 		t_fail("info on a stripped glibc program: %s", hres_desc(&r));
 	else if (!strstr(r.out, "glibc"))
-		t_fail("info on /bin/sleep does not name glibc: %.300s", r.out);
+		t_fail("info on bash does not name glibc: %.300s", r.out);
 	else if (strstr(r.err, elsewhere))
 		t_fail("info on a glibc program looked for debug data: %.400s",
 		       strstr(r.err, elsewhere));
@@ -552,6 +589,7 @@ static void test_glibc_no_lookup(void)
 		t_fail("libc's symbols were read %d times, not once: %.600s",
 		       loads_of(r.err, "/libc.so.6"), r.err);
 	hres_free(&r);
+	close(hold);
 	kill_wait(pid);
 	syms_path(path, sizeof(path), "fx_jemalloc_mdi");
 	if (t_failed() || !have(path))
@@ -575,20 +613,19 @@ static void test_glibc_no_lookup(void)
 }
 
 /*
- * A process caught inside its dynamic loader (held there by an LD_AUDIT
- * module, through pipes) has a libc mapped whose code cannot be called yet.
+ * A process caught inside its dynamic loader (bash, held there by an
+ * LD_AUDIT module, through pipes) has a libc mapped whose code cannot be called yet.
  * heapctl must not call it and must not name an allocator from half a
  * process: it waits for the loader, says so, and refuses clearly when
  * --timeout runs out.  Let go while heapctl waits, it goes on and succeeds.
  */
 static void test_loader_wait(void)
 {
-	char hold[512], why[256], spid[16], err[4096] = "", c = 'g';
-	const char *const argv[] = { "/bin/sleep", "60", NULL };
-	const char *env[] = { hold, NULL };
-	int go[2], ready[2], pass[2];
-	struct spawn_opts so = { .in_fd = -1, .out_fd = -1, .err_fd = -1, .setenv_kv = env,
-				 .pass_fds = pass, .npass = 2 };
+	char hold_so[512], why[256], spid[16], err[4096] = "", c = 'g';
+	const char *env[] = { hold_so, NULL };
+	int go[2], ready[2], pass[2], hold = -1;
+	struct spawn_opts so = { .out_fd = -1, .err_fd = -1, .setenv_kv = env, .pass_fds = pass,
+				 .npass = 2 };
 	struct hproc hp;
 	struct hres r;
 	struct pollfd p;
@@ -597,19 +634,19 @@ static void test_loader_wait(void)
 	syms_path(why, sizeof(why), "loader_hold.so");
 	if (!have(why))
 		return;
-	snprintf(hold, sizeof(hold), "LD_AUDIT=%s", why);
+	snprintf(hold_so, sizeof(hold_so), "LD_AUDIT=%s", why);
 	if (pipe2(go, O_CLOEXEC) || pipe2(ready, O_CLOEXEC)) {
 		t_fail("pipe: %s", strerror(errno));
 		return;
 	}
 	pass[0] = go[0];
 	pass[1] = ready[1];
-	pid = spawn(argv, &so, why, sizeof(why));
+	pid = glibc_idle(&so, false, &hold, why, sizeof(why));
 	close(go[0]);
 	close(ready[1]);
 	p = (struct pollfd){ .fd = ready[0], .events = POLLIN };
 	if (pid < 0 || poll(&p, 1, 20000) != 1 || read(ready[0], &c, 1) != 1) {
-		t_fail("sleep under LD_AUDIT did not reach its loader: %s",
+		t_fail("bash under LD_AUDIT did not reach its loader: %s",
 		       pid < 0 ? why : "no byte");
 		goto out;
 	}
@@ -619,6 +656,7 @@ static void test_loader_wait(void)
 	    !strstr(r.err, "hint: retry once the process has started"))
 		t_fail("info on a process inside its loader: %s", hres_desc(&r));
 	hres_free(&r);
+	why[0] = 0;
 	if (pid_exited(pid) || proc_check_tasks(pid, false, why, sizeof(why)) ||
 	    !nr_in(proc_task_syscall(pid, pid), nrs_read)) {
 		t_fail("the held process is no longer waiting in its loader: %s", why);
@@ -637,12 +675,15 @@ static void test_loader_wait(void)
 		t_fail("info once the loader was let go: %s", hres_desc(&r));
 	hres_free(&r);
 	why[0] = 0;
+	/* then bash runs on, to its read of the line that never comes */
 	if (!t_failed() && (proc_check_tasks(pid, false, why, sizeof(why)) ||
-			    proc_wait_syscall(pid, pid, nrs_sleep, 5000, NULL)))
-		t_fail("sleep did not go on to sleep after heapctl: %s", why);
+			    proc_wait_syscall(pid, pid, nrs_read, 5000, NULL)))
+		t_fail("bash did not go on after heapctl: %s", why);
 out:
 	close(go[1]);
 	close(ready[0]);
+	if (hold >= 0)
+		close(hold);
 	if (pid > 0)
 		kill_wait(pid);
 }

@@ -65,7 +65,7 @@ static void expect(int arch, int mode, const uint8_t *code, size_t len, const ch
 #define WANT(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 /* A decoded byte pattern: mnemonic, operands and end offset of each instruction. */
-#define MAX_INSN 8
+#define MAX_INSN 16
 
 struct dec {
 	size_t n, used;
@@ -187,23 +187,23 @@ static void backend_table(const struct want *w)
 static void backend_ret_tramp(const struct want *w)
 {
 	const struct hc_arch *a = w->a;
-	char name[64];
+	uint8_t filled[128];
+	struct hc_bytes b = { filled, a->ret_tramp.len };
+	char name[64], ops[2048] = "";
 	struct dec d;
 
 	snprintf(name, sizeof(name), "capstone.%s.ret_tramp", w->name);
 	begin(name);
-	if (decode(a, &a->ret_tramp, &d)) {
+	CHECK(a->ret_tramp.len <= sizeof(filled), "ret_tramp is %zu bytes", a->ret_tramp.len);
+	if (a->ret_tramp.len > sizeof(filled))
+		goto out;
+	memcpy(filled, a->ret_tramp.b, a->ret_tramp.len);
+	a->ret_tramp_fill(filled, 0x1111222233334444ull, 0x5555666677778888ull);
+	if (decode(a, &b, &d)) {
 		size_t last = d.n - 1, stop;
-		bool moved = false, kept = true;
+		bool moved = false, kept = true, unmaps = false;
 
-		/* rt_sigreturn is the last thing it does: nothing runs after it */
-		CHECK(!strcmp(d.mn[last], w->sysc), "ends with '%s %s', want %s", d.mn[last],
-		      d.op[last], w->sysc);
-		CHECK(d.n >= 2 && loads_nr(w, &d, last - 1, a->nr_rt_sigreturn),
-		      "'%s %s' before the syscall does not load rt_sigreturn (%ld)",
-		      d.n >= 2 ? d.mn[last - 1] : "", d.n >= 2 ? d.op[last - 1] : "",
-		      a->nr_rt_sigreturn);
-		/* the first rt_sigreturn, the one heapctl stops at and skips */
+		/* the getpid heapctl stops at and skips */
 		for (stop = 0; stop < d.n && d.end[stop] != a->ret_tramp_stop; stop++)
 			;
 		CHECK(stop < last, "no instruction ends at ret_tramp_stop %zu before the last",
@@ -212,21 +212,37 @@ static void backend_ret_tramp(const struct want *w)
 			CHECK(!strcmp(d.mn[stop], w->sysc),
 			      "'%s %s' ends at ret_tramp_stop, want %s", d.mn[stop], d.op[stop],
 			      w->sysc);
-			CHECK(stop >= 1 && loads_nr(w, &d, stop - 1, a->nr_rt_sigreturn),
-			      "the syscall at ret_tramp_stop is not rt_sigreturn");
+			CHECK(stop >= 1 && loads_nr(w, &d, stop - 1, a->nr_getpid),
+			      "the syscall at ret_tramp_stop is not getpid");
 		}
 		for (size_t i = 0; i < d.n; i++) {
 			/* saved before the syscall number overwrites the result */
 			if (w->ret_move && i + 1 < stop && !strcmp(d.op[i], w->ret_move))
 				moved = true;
-			if (w->ret_keep && !strncmp(d.op[i], w->ret_keep, strlen(w->ret_keep)))
+			if (w->ret_keep && i < stop &&
+			    !strncmp(d.op[i], w->ret_keep, strlen(w->ret_keep)))
 				kept = false;
+			/* the cleanup: munmap, no syscall of its own (the gadget's) */
+			if (i > stop && loads_nr(w, &d, i, a->nr_munmap))
+				unmaps = true;
+			CHECK(i <= stop || strcmp(d.mn[i], w->sysc),
+			      "a syscall of its own in the cleanup, at +%zu", d.end[i]);
+			snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%s;", d.op[i]);
 		}
 		if (w->ret_move)
 			CHECK(moved, "no '%s' saving the result for get_ret before ret_tramp_stop",
 			      w->ret_move);
 		CHECK(kept, "writes %s, where get_ret reads the result", w->ret_keep);
+		CHECK(unmaps, "the cleanup does not load munmap (%ld)", a->nr_munmap);
+		/* then leaves for the gadget with a ret, which needs no landing pad */
+		CHECK(!strcmp(d.mn[last], "ret"), "ends with '%s %s', want ret", d.mn[last],
+		      d.op[last]);
+		CHECK(strstr(ops, "1111") && strstr(ops, "4444"),
+		      "the gadget's address is not in it: %s", ops);
+		CHECK(strstr(ops, "5555") && strstr(ops, "8888"),
+		      "the restorer's address is not in it: %s", ops);
 	}
+out:
 	end();
 }
 
