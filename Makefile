@@ -197,11 +197,15 @@ deps:
 # arm64: the suite inside Debian's arm64 cloud kernel under qemu-system-aarch64
 # (docs/aarch64.md).  A64_ARGS go to the guest, e.g. A64_ARGS=ITEST_FILTER=tid.
 A64_B := build-aarch64
+# The fixtures (static, prefixed, stripped, MiniDebugInfo) go into the guest too, made from
+# the sysroot's archives and the lane's own --enable-prof jemalloc; A64_FIXTURES= leaves them
+# out (their tests then skip, saying so), which saves about three minutes under TCG.
+A64_FIXTURES ?= 1
 deps-aarch64:
 	@tools/aarch64-deps.sh $(A64_B)
 
 check-aarch64: deps-aarch64
-	@$(MAKE) --no-print-directory ARCH=aarch64 B=$(A64_B) a64-image
+	@$(MAKE) --no-print-directory ARCH=aarch64 B=$(A64_B) A64_FIXTURES=$(A64_FIXTURES) a64-image
 	@tests/aarch64/run-qemu.sh $(A64_B)/Image $(A64_B)/initramfs.cpio.gz $(A64_B)/console.log \
 		$(A64_ARGS)
 
@@ -292,9 +296,23 @@ report-bench: deps
 # tests/integration/t_hostile.c, t_kill.c, t_torture.c run in `make test` at a
 # bounded size; `make torture` runs the big kill suite and torture.
 DEB_PKGS += gcc-multilib clang libclang-rt-14-dev binutils util-linux groff-base
-JE_PIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc_pic.a
-JE_STATIC ?= /usr/lib/x86_64-linux-gnu/libjemalloc.a
-FIXTURES := $(B)/victims/fx_idle32 $(B)/victims/fx_jemalloc_static \
+# The archives the fixtures link in: Debian's, of the host or of the arm64 sysroot.
+ifdef CROSS_CC
+FX_LIBDIR := $(SYSROOT)/usr/lib/$(MULTIARCH)
+else
+FX_LIBDIR := /usr/lib/$(HOST_ARCH)-linux-gnu
+endif
+# arm64: the lane's own --enable-prof build (tools/aarch64-jemalloc-prof.sh); Debian's has no prof
+JE_PIC ?= $(if $(CROSS_CC),$(B)/jemalloc-prof/libjemalloc_pic.a,$(FX_LIBDIR)/libjemalloc_pic.a)
+JE_STATIC ?= $(FX_LIBDIR)/libjemalloc.a
+NM := $(CROSS_COMPILE)nm
+OBJCOPY := $(CROSS_COMPILE)objcopy
+STRIP := $(CROSS_COMPILE)strip
+READELF := $(CROSS_COMPILE)readelf
+# the arm64 sysroot has Debian's libstdc++6 (the runtime), not its -dev
+FX_CXXLIB := $(if $(CROSS_CC),-l:libstdc++.so.6,-lstdc++)
+# fx_idle32, a 32-bit program, is x86_64's alone
+FIXTURES := $(if $(filter x86_64,$(ARCH)),$(B)/victims/fx_idle32) $(B)/victims/fx_jemalloc_static \
 	$(B)/victims/fx_jemalloc_je $(B)/victims/fx_jemalloc_rjem $(B)/victims/fx_jemalloc_dbg \
 	$(B)/victims/fx_jemalloc_mdi $(B)/victims/fx_jemalloc_nodbg \
 	$(B)/victims/fx_jemalloc_plain $(B)/victims/fx_jemalloc_rjem_stripped \
@@ -310,6 +328,11 @@ TORTURE_OPS ?= 100000
 .PHONY: fixtures torture
 test check-integration: fixtures
 fixtures: $(FIXTURES)
+ifeq ($(ARCH),aarch64)
+ifdef A64_FIXTURES
+a64-image: $(FIXTURES)
+endif
+endif
 
 $(B)/victims/fx_idle32: tests/fixtures/idle32.c
 	$(msg) CC $@
@@ -328,9 +351,9 @@ $(B)/victims/fx_jemalloc_static: tests/victims/jemalloc_victim.c
 $(B)/fixtures/libjemalloc_%.a: $(JE_PIC)
 	$(msg) OBJCOPY $@
 	@mkdir -p $(dir $@)
-	$(Q)nm -g --defined-only $< | awk 'NF == 3 && $$2 ~ /^[TDBRVWiu]$$/ { print $$3 " $*" $$3 }' | \
+	$(Q)$(NM) -g --defined-only $< | awk 'NF == 3 && $$2 ~ /^[TDBRVWiu]$$/ { print $$3 " $*" $$3 }' | \
 		sort -u >$@.map
-	$(Q)objcopy --redefine-syms=$@.map $< $@
+	$(Q)$(OBJCOPY) --redefine-syms=$@.map $< $@
 
 $(B)/victims/fx_jemalloc_%: tests/victims/jemalloc_victim.c tests/fixtures/prefix.h \
 		$(B)/fixtures/libjemalloc_%.a
@@ -346,22 +369,22 @@ $(B)/victims/fx_jemalloc_rjem: $(B)/victims/fx_jemalloc__rjem_
 # Symbols only in a separate file named by .gnu_debuglink, next to the binary.
 $(B)/victims/fx_jemalloc_dbg: $(B)/victims/fx_jemalloc_rjem
 	$(msg) STRIP $@
-	$(Q)objcopy --only-keep-debug $< $@.debug
-	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $< $@
+	$(Q)$(OBJCOPY) --only-keep-debug $< $@.debug
+	$(Q)$(OBJCOPY) --strip-all --add-gnu-debuglink=$@.debug $< $@
 
 # Symbols only in .gnu_debugdata, as Fedora's find-debuginfo makes MiniDebugInfo:
 # the function symbols .dynsym lacks, in an xz-compressed ELF added to the stripped binary.
 $(B)/victims/fx_jemalloc_mdi: $(B)/victims/fx_jemalloc_rjem
 	$(msg) MINIDBG $@
-	$(Q)nm -D --format=posix --defined-only $< | awk '{ print $$1 }' | sort >$@.dynsyms
-	$(Q)nm --format=posix --defined-only $< | awk '$$2 ~ /^[Tt]$$/ { print $$1 }' | sort >$@.funcsyms
+	$(Q)$(NM) -D --format=posix --defined-only $< | awk '{ print $$1 }' | sort >$@.dynsyms
+	$(Q)$(NM) --format=posix --defined-only $< | awk '$$2 ~ /^[Tt]$$/ { print $$1 }' | sort >$@.funcsyms
 	$(Q)comm -13 $@.dynsyms $@.funcsyms >$@.keep
-	$(Q)objcopy --only-keep-debug $< $@.full
-	$(Q)objcopy -S --remove-section .gdb_index --remove-section .comment \
+	$(Q)$(OBJCOPY) --only-keep-debug $< $@.full
+	$(Q)$(OBJCOPY) -S --remove-section .gdb_index --remove-section .comment \
 		--keep-symbols=$@.keep $@.full $@.mini
 	$(Q)rm -f $@.mini.xz && xz $@.mini
-	$(Q)objcopy --strip-all $< $@.tmp
-	$(Q)objcopy --add-section .gnu_debugdata=$@.mini.xz $@.tmp $@
+	$(Q)$(OBJCOPY) --strip-all $< $@.tmp
+	$(Q)$(OBJCOPY) --add-section .gnu_debugdata=$@.mini.xz $@.tmp $@
 	$(Q)rm -f $@.dynsyms $@.funcsyms $@.keep $@.full $@.mini.xz $@.tmp
 
 # Stripped, no link to its symbols: its debug file sits in a build-id tree
@@ -371,12 +394,12 @@ $(B)/victims/fx_jemalloc_nodbg: $(B)/victims/fx_jemalloc_rjem
 	$(msg) STRIP $@
 	$(Q)rm -rf $(B)/fixtures/debugroot $(B)/fixtures/debuginfod
 	$(Q)mkdir -p $(B)/fixtures/debuginfod
-	$(Q)objcopy --only-keep-debug $< $(B)/fixtures/debuginfod/fx_jemalloc_nodbg.debug
-	$(Q)id=$$(readelf -n $< | awk '/Build ID:/ { print $$3 }'); test -n "$$id" && \
+	$(Q)$(OBJCOPY) --only-keep-debug $< $(B)/fixtures/debuginfod/fx_jemalloc_nodbg.debug
+	$(Q)id=$$($(READELF) -n $< | awk '/Build ID:/ { print $$3 }'); test -n "$$id" && \
 		mkdir -p $(B)/fixtures/debugroot/.build-id/$${id%"$${id#??}"} && \
 		cp $(B)/fixtures/debuginfod/fx_jemalloc_nodbg.debug \
 			$(B)/fixtures/debugroot/.build-id/$${id%"$${id#??}"}/$${id#??}.debug
-	$(Q)objcopy --strip-all $< $@
+	$(Q)$(OBJCOPY) --strip-all $< $@
 
 # A dynamic executable with Debian's jemalloc linked in unprefixed: it serves malloc itself.
 $(B)/victims/fx_jemalloc_plain: tests/victims/jemalloc_victim.c $(JE_PIC)
@@ -388,7 +411,7 @@ $(B)/victims/fx_jemalloc_plain: tests/victims/jemalloc_victim.c $(JE_PIC)
 # only the allocator's strings in .rodata are left (tests/integration/t_evidence.c).
 $(B)/victims/fx_%_stripped: $(B)/victims/fx_%
 	$(msg) STRIP $@
-	$(Q)strip --strip-all -o $@ $<
+	$(Q)$(STRIP) --strip-all -o $@ $<
 
 # Stripped, and without section headers as sstrip leaves it: e_shoff, e_shnum, e_shstrndx zeroed.
 $(B)/victims/fx_jemalloc_rjem_noshdr: $(B)/victims/fx_jemalloc_rjem_stripped
@@ -399,24 +422,24 @@ $(B)/victims/fx_jemalloc_rjem_noshdr: $(B)/victims/fx_jemalloc_rjem_stripped
 	$(Q)mv $@.tmp $@
 
 # gperftools' tcmalloc_minimal linked in from its archive: the executable serves malloc.
-TC_MIN_STATIC ?= /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.a
+TC_MIN_STATIC ?= $(FX_LIBDIR)/libtcmalloc_minimal.a
 $(B)/victims/fx_tcmalloc_static: tests/victims/tcmalloc_victim.c tests/victims/alloc_victim.c \
 		tests/victims/plain_victim.c tests/victims/vcommon.h $(TC_MIN_STATIC)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(TC_MIN_STATIC) -lstdc++ -lm -ldl
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(TC_MIN_STATIC) $(FX_CXXLIB) -lm -ldl
 
 # The full tcmalloc (heap profiler kept with -u) linked in, stripped: its symbols, the
 # profiler's FLAGS_* variables among them, only in fx_tcmalloc_prof_stripped.debug.
-TC_STATIC ?= /usr/lib/x86_64-linux-gnu/libtcmalloc.a
+TC_STATIC ?= $(FX_LIBDIR)/libtcmalloc.a
 TC_PROF_FNS := -Wl,-u,HeapProfilerStart,-u,HeapProfilerStop,-u,IsHeapProfilerRunning,-u,GetHeapProfile
 $(B)/victims/fx_tcmalloc_prof_stripped: tests/victims/tcmalloc_victim.c tests/victims/alloc_victim.c \
 		tests/victims/plain_victim.c tests/victims/vcommon.h $(TC_STATIC)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@.full $< $(TC_PROF_FNS) $(TC_STATIC) -lunwind -lstdc++ -lm -ldl
-	$(Q)objcopy --only-keep-debug $@.full $@.debug
-	$(Q)objcopy --strip-all $@.full $@
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@.full $< $(TC_PROF_FNS) $(TC_STATIC) -lunwind $(FX_CXXLIB) -lm -ldl
+	$(Q)$(OBJCOPY) --only-keep-debug $@.full $@.debug
+	$(Q)$(OBJCOPY) --strip-all $@.full $@
 	$(Q)rm -f $@.full
 
 torture: deps

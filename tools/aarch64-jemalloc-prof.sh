@@ -10,7 +10,9 @@
 # there even under MALLOC_CONF=prof:true.  The arm64 suite runs the prof
 # tests against this build (OUTDIR/jemalloc-prof/libjemalloc.so.2, same
 # soname, picked with LD_LIBRARY_PATH) and the "built without profiling"
-# error path against Debian's binary.
+# error path against Debian's binary.  Its PIC archive
+# (OUTDIR/jemalloc-prof/libjemalloc_pic.a) is what the prefixed fixtures
+# link in, as Debian's is on amd64.
 #
 # The source is Debian's own package (`apt-get source jemalloc`, which
 # needs a deb-src entry: make deps-aarch64 adds one), configured the way
@@ -25,7 +27,8 @@ CROSS_COMPILE=${CROSS_COMPILE:-aarch64-linux-gnu-}
 A64_CC=${A64_CC:-clang --target=aarch64-linux-gnu}
 lib=$out/jemalloc-prof/libjemalloc.so.2
 
-if [ -f "$lib" ] && [ -f "$out/jemalloc-prof/.stamp" ]; then
+pic=$out/jemalloc-prof/libjemalloc_pic.a
+if [ -f "$lib" ] && [ -f "$pic" ] && [ -f "$out/jemalloc-prof/.stamp" ]; then
 	exit 0
 fi
 
@@ -56,7 +59,7 @@ mkdir -p "$bld"
 		NM="${CROSS_COMPILE}nm" CFLAGS="-g -O2 -fstack-protector-strong" \
 		--prefix=/usr --with-version=VERSION --with-lg-page=16 --with-lg-hugepage=21 \
 		--disable-cxx --enable-prof
-	make -s -j"$(nproc)" lib/libjemalloc.so.2
+	make -s -j"$(nproc)" lib/libjemalloc.so.2 lib/libjemalloc_pic.a
 ) >"$out/jemalloc-build.log" 2>&1 || {
 	tail -n 30 "$out/jemalloc-build.log" >&2
 	echo "aarch64-jemalloc-prof: build failed, see $out/jemalloc-build.log" >&2
@@ -64,6 +67,8 @@ mkdir -p "$bld"
 }
 mkdir -p "$out/jemalloc-prof"
 "${CROSS_COMPILE}strip" --strip-debug -o "$lib" "$bld/lib/libjemalloc.so.2"
+# the archive the prefixed fixtures are made from (Makefile, JE_PIC)
+cp "$bld/lib/libjemalloc_pic.a" "$pic"
 grep -q '^#define JEMALLOC_PROF ' "$bld/include/jemalloc/internal/jemalloc_internal_defs.h" || {
 	echo "aarch64-jemalloc-prof: configure did not enable profiling" >&2
 	exit 1

@@ -239,9 +239,11 @@ int evidence_file(int fd, struct evidence *ev)
 	}
 	if (!scanned) {
 		/*
-		 * No section headers (removed by sstrip-like tools): the read-only,
-		 * non-code PT_LOAD segments instead.  They hold .dynstr too, but no
-		 * sign matches a mangled or imported name there.
+		 * No section headers (removed by sstrip-like tools): the read-only
+		 * PT_LOAD segments instead, code included, since without -z
+		 * separate-code (arm64's ld default) .rodata shares the text's
+		 * segment.  They hold .dynstr too, but no sign matches a mangled
+		 * or imported name there, nor any run of machine code.
 		 */
 		size_t fsz = 0, nph = 0;
 		const char *raw = elf_rawfile(elf, &fsz);
@@ -251,7 +253,7 @@ int evidence_file(int fd, struct evidence *ev)
 				GElf_Phdr ph;
 
 				if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
-				    (ph.p_flags & (PF_W | PF_X)) || ph.p_offset >= fsz)
+				    (ph.p_flags & PF_W) || ph.p_offset >= fsz)
 					continue;
 				if (ph.p_filesz > fsz - ph.p_offset)
 					ph.p_filesz = fsz - ph.p_offset;

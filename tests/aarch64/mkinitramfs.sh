@@ -43,9 +43,16 @@ for f in "$B"/tests/*; do
 	[ -f "$f" ] && cp "$f" "$root/heapctl/build/tests/$(basename "$f")"
 done
 for f in "$B"/victims/*; do
-	case $f in *.d) continue ;; esac
-	[ -f "$f" ] && put "$f" "$root/heapctl/build/victims/$(basename "$f")"
+	case $f in
+	*.d) continue ;;
+	# the fixtures are what they are: stripped or not, their debug files with their CRCs
+	*/fx_*) [ -f "$f" ] && cp "$f" "$root/heapctl/build/victims/" ;;
+	*) [ -f "$f" ] && put "$f" "$root/heapctl/build/victims/$(basename "$f")" ;;
+	esac
 done
+# the fixtures' debug files: a build-id tree and what a local debuginfod serves
+[ -d "$B/fixtures/debugroot" ] && mkdir -p "$root/heapctl/build/fixtures" &&
+	cp -r "$B/fixtures/debugroot" "$B/fixtures/debuginfod" "$root/heapctl/build/fixtures/"
 cp "$top/tests/run-all.sh" "$top/tests/run-unit.sh" "$root/heapctl/tests/"
 [ -d "$top/tests/data" ] && cp -r "$top/tests/data" "$root/heapctl/tests/"
 # tests/run-all.sh also runs the heap-report end-to-end checks, which need

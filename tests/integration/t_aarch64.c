@@ -81,7 +81,7 @@ static void test_sve_live(void)
 		goto out;
 	for (i = 0; i < sizeof(calls) / sizeof(calls[0]) && !t_failed(); i++) {
 		const char *args[8];
-		struct hres r;
+		struct hres r = { 0 };
 		int n = 0;
 
 		args[n++] = calls[i][0];

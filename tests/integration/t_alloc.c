@@ -75,7 +75,7 @@ static int check_maps(const char *spid, double *rss_out)
 					    "shm" };
 	char why[256], catobj[2048], one[256];
 	double sum = 0, rss, rollup, narenas = -1;
-	struct hres r;
+	struct hres r = { 0 };
 	size_t i;
 
 	if (hc_expect(&r, 0, "maps", "-p", spid, "--json", NULL))
@@ -122,7 +122,7 @@ static void test_glibc_frag(void)
 	struct victim v;
 	char reply[512], arg[32], why[256];
 	long rss0, rss_frag, rss_after;
-	struct hres r;
+	struct hres r = { 0 };
 	int narenas;
 
 	if (!start(&v, "alloc_victim", NULL))
@@ -210,7 +210,7 @@ static bool sym_range(struct victim *v, const char *sym, unsigned long *lo, unsi
 	char path[512], maps[64], line[1024];
 	const char *argv[] = { "nm", "-S", "--defined-only", path, NULL };
 	unsigned long base = 0, val, size;
-	struct hres r;
+	struct hres r = { 0 };
 	const char *p;
 	bool ok = false;
 	FILE *f;
@@ -276,7 +276,7 @@ static void test_tcmalloc(void)
 	char reply[512], why[256], out[400];
 	long rss_before, rss_after, tc_free;
 	unsigned long lo = 0, hi = 0;
-	struct hres r;
+	struct hres r = { 0 };
 	char *prof;
 
 	if (!start(&v, "tcmalloc_victim", NULL))
@@ -418,7 +418,7 @@ static bool clean_step(struct victim *v, const char *errs0, int want, struct hre
 static void clean_cycle(struct victim *v, int on_want)
 {
 	char out[400], *errs0 = read_file_str(v->errpath);
-	struct hres r;
+	struct hres r = { 0 };
 
 	snprintf(out, sizeof(out), "%s/clean.%s.heap", cfg.tmpdir, v->spid);
 	if (!errs0) {
@@ -451,7 +451,7 @@ static void test_clean_tcmalloc(void)
 {
 	char f0[256], f1[256], f2[256];
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!start(&v, "tcmalloc_victim", "HEAP_PROFILE_INUSE_INTERVAL=12345678"))
 		return;
@@ -548,7 +548,7 @@ static void test_tcmalloc_words(void)
 {
 	char out[400], reply[256], s[64];
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 	char *prof;
 
 	if (!start(&v, "tcmalloc_victim", NULL))
@@ -630,7 +630,7 @@ static void test_dump_json(void)
 {
 	char out[400], why[256], s[64];
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 	double bytes = -1;
 	bool active = true;
 
@@ -682,7 +682,7 @@ out_r:
 static void test_prof_glibc(void)
 {
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 	char why[256];
 
 	if (!start(&v, "alloc_victim", NULL))
@@ -710,7 +710,7 @@ static void test_maps_shm(void)
 {
 	char reply[256], catobj[2048], one[256], diag[512];
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 	double shm, file;
 
 	if (!start(&v, "alloc_victim", NULL))
@@ -754,7 +754,7 @@ static void preload_info(const char *lib, const char *alloc)
 {
 	char env[300], path[256];
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 
 	snprintf(path, sizeof(path), LIBDIR "%s", lib);
 	if (access(path, R_OK)) {
@@ -891,7 +891,7 @@ static void test_memcached(void)
 	char why[256];
 	pid_t pid;
 	int fd = -1, i, tries, p;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!find_in_path("memcached", bin, sizeof(bin))) {
 		t_skip(true, "memcached not installed (apt-get install memcached)");

@@ -18,7 +18,7 @@ static void test_binary(void)
 
 static void test_version(void)
 {
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!hc_expect(&r, 0, "--version", NULL) && !strpbrk(r.out, "0123456789"))
 		t_fail("--version printed no version number: '%.80s'", r.out);
@@ -30,7 +30,7 @@ static void test_help(void)
 	static const char *const cmds[] = {
 		"info", "prof", "dump", "stats", "purge", "get", "set",
 	};
-	struct hres r;
+	struct hres r = { 0 };
 	size_t i;
 
 	if (!hc_expect(&r, 0, "--help", NULL)) {
@@ -46,7 +46,7 @@ static void test_help(void)
 
 static void test_usage_no_command(void)
 {
-	struct hres r;
+	struct hres r = { 0 };
 
 	hc_expect(&r, 2, NULL);
 	hres_free(&r);
@@ -54,7 +54,7 @@ static void test_usage_no_command(void)
 
 static void test_usage_bad_command(void)
 {
-	struct hres r;
+	struct hres r = { 0 };
 
 	hc_expect(&r, 2, "frobnicate", "-p", "1", NULL);
 	hres_free(&r);
@@ -62,7 +62,7 @@ static void test_usage_bad_command(void)
 
 static void test_usage_missing_pid(void)
 {
-	struct hres r;
+	struct hres r = { 0 };
 
 	hc_expect(&r, 2, "stats", NULL);
 	hres_free(&r);
@@ -70,7 +70,7 @@ static void test_usage_missing_pid(void)
 
 static void test_usage_bad_prof_action(void)
 {
-	struct hres r;
+	struct hres r = { 0 };
 
 	hc_expect(&r, 2, "prof", "sideways", "-p", "1", NULL);
 	hres_free(&r);

@@ -104,7 +104,7 @@ static void test_list(void)
 {
 	struct victim *v = shared_victim();
 	char line[512];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -138,7 +138,7 @@ static void test_list_probe(void)
 	const char *p;
 	char line[512], task[96];
 	bool ours = false;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -179,7 +179,7 @@ static void test_list_json(void)
 {
 	struct victim *v = shared_victim();
 	char why[256], pidkey[48], uidkey[48];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -211,7 +211,7 @@ out:
 static void test_info(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -228,7 +228,7 @@ static void test_info_json(void)
 {
 	struct victim *v = shared_victim();
 	char why[256];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -248,7 +248,7 @@ static void test_info_json(void)
 static void test_prof_status(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -266,7 +266,7 @@ static int check_status_json(struct victim *v, bool want_active)
 {
 	bool enabled, active;
 	char why[256];
-	struct hres r;
+	struct hres r = { 0 };
 	int ret = -1;
 
 	if (hc_expect(&r, 0, "prof", "status", "-p", v->spid, "--json", NULL))
@@ -303,7 +303,7 @@ static void test_prof_status_json(void)
 static void test_prof_on(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -316,7 +316,7 @@ static void test_prof_on(void)
 static void test_prof_off(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -331,7 +331,7 @@ static void test_dump_o(void)
 	struct victim *v = shared_victim();
 	char path[512], why[600];
 	struct stat stt;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -382,7 +382,7 @@ static void test_dump_default(void)
 	const char *args[] = { "dump", "-p", NULL, NULL };
 	struct victim *v = shared_victim();
 	char dir[300], name[600], why[800];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -413,7 +413,7 @@ out:
 static void test_stats(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -434,7 +434,7 @@ static void test_stats_json(void)
 	struct victim *v = shared_victim();
 	char why[256], s[128], ver[128], alloc_in[64];
 	double val[8];
-	struct hres r;
+	struct hres r = { 0 };
 	double inside;
 	size_t i;
 
@@ -484,7 +484,7 @@ static void test_stats_full(void)
 {
 	struct victim *v = shared_victim();
 	char *before = NULL, *after = NULL;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -520,7 +520,7 @@ static void test_stats_full_blocked_pipe(void)
 	const char *a[5];
 	struct victim *v = shared_victim();
 	struct hproc hp;
-	struct hres r;
+	struct hres r = { 0 };
 	char why[512];
 	long end;
 	bool blocked = false;
@@ -699,7 +699,7 @@ static void get_matches(const char *name, const char *fixed)
 {
 	struct victim *v = shared_victim();
 	char inside[256], got[256];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -747,7 +747,7 @@ static void test_get_string(void)
 static void test_set_bool(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -770,7 +770,7 @@ out:
 static void test_set_ssize_t(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -812,7 +812,7 @@ static int expect_out(const struct hres *r, const char *what, const char *want)
 /* A refused VALUE: exit 1, error and hint on stderr, nothing on stdout. */
 static int expect_refused(struct victim *v, const char *name, const char *value)
 {
-	struct hres r;
+	struct hres r = { 0 };
 	int ret = -1;
 
 	hc_run(&r, NULL, "set", "-p", v->spid, "--", name, value, NULL);
@@ -909,7 +909,7 @@ static void test_set_readback(void)
 	struct victim *v = shared_victim();
 	char want[128], inside[64];
 	const char *arrow;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -1298,7 +1298,7 @@ static void test_output_stdout(void)
 	struct victim *v = shared_victim();
 	char dir[400], dash[480], heap[480];
 	struct stat st;
-	struct hres r;
+	struct hres r = { 0 };
 	FILE *f;
 
 	if (!v)
@@ -1399,7 +1399,7 @@ static void leak_signal(int sig)
 	char svg[400], err[4096] = "", val[64], why[512];
 	const char *args[10];
 	struct hproc hp;
-	struct hres r;
+	struct hres r = { 0 };
 	bool begun = false;
 
 	if (!v)
@@ -1476,7 +1476,7 @@ static void test_leak_tmpdir(void)
 	char tmp[400], svg[480], want[480], cmd[1000];
 	const char *old = getenv("TMPDIR");
 	char *saved = old ? strdup(old) : NULL;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		goto out_env;
@@ -1510,7 +1510,7 @@ static void test_pid_by_name(void)
 {
 	char name[64], link[600], target[600], bad[512];
 	struct victim a, b;
-	struct hres r;
+	struct hres r = { 0 };
 	bool a_up = false, b_up = false;
 
 	/* A name no other process has: a symlink to the victim, so argv[0] and comm carry it. */

@@ -97,7 +97,7 @@ static void test_concurrent(void)
 	}
 	drain_stdout(hp, started, NCONC);
 	for (int i = 0; i < NCONC; i++) {
-		struct hres r;
+		struct hres r = { 0 };
 
 		if (!started[i])
 			continue;
@@ -157,7 +157,7 @@ static void test_lock_wait(void)
 {
 	struct victim v;
 	struct hproc hp;
-	struct hres r;
+	struct hres r = { 0 };
 	char me[32];
 	int fd;
 
@@ -224,7 +224,7 @@ static void test_thread_tracer(void)
 {
 	struct victim v;
 	char stid[16], want[64];
-	struct hres r;
+	struct hres r = { 0 };
 	pid_t tracer;
 	int hold = -1;
 

@@ -42,7 +42,7 @@ static int expect_failure(struct hres *r, const char *what)
 static void test_pid_nonexistent(void)
 {
 	char spid[16];
-	struct hres r;
+	struct hres r = { 0 };
 	pid_t pid;
 	int tries;
 
@@ -69,7 +69,7 @@ static void test_pid_not_numeric(void)
 {
 	/* Usage errors: exit 2.  Other words are process names now (pid-by-name). */
 	static const char *const bad[] = { "", "-5", "0", "99999999999999999999" };
-	struct hres r;
+	struct hres r = { 0 };
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]) && !t_failed(); i++) {
@@ -132,7 +132,7 @@ static void test_output_paths(void)
 {
 	struct victim *v = shared_victim();
 	char dir[400], sub[480], file[480], missing[480];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -207,7 +207,7 @@ static void test_dump_commit_fails(void)
 	struct victim *v = shared_victim();
 	char dir[400], file[480];
 	struct stat st;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -260,7 +260,7 @@ static void test_leak_validates(void)
 {
 	struct victim *v = shared_victim();
 	char dir[400], png[480], val[64];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -307,7 +307,7 @@ static bool proc_has(pid_t pid, const char *file, const char *want)
 static void expect_said(int want_exit, const char *want, const char *unwanted,
 			const char *const args[])
 {
-	struct hres r;
+	struct hres r = { 0 };
 
 	hc_runv(&r, NULL, args);
 	if (hres_crash(&r) || hres_exit(&r) != want_exit)
@@ -415,7 +415,7 @@ static void test_not_jemalloc(void)
 	};
 	struct victim vv, *v = &vv;
 	char why[512], reply[256];
-	struct hres r;
+	struct hres r = { 0 };
 	size_t i;
 
 	if (victim_start(v, "plain_victim", NULL, why, sizeof(why))) {
@@ -503,7 +503,7 @@ out:
 static void test_unknown_mallctl(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -517,7 +517,7 @@ static void test_set_bad_value(void)
 {
 	struct victim *v = shared_victim();
 	char val[64];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -539,7 +539,7 @@ static void test_set_read_only(void)
 {
 	struct victim *v = shared_victim();
 	char val[64];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -557,7 +557,7 @@ static void test_set_read_only(void)
 static void test_purge_bad_arena(void)
 {
 	struct victim *v = shared_victim();
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (!v)
 		return;
@@ -592,7 +592,7 @@ static void test_target_killed(void)
 	int round, ok = 0, failed = 0, rounds = 32;
 	long worst = 0, span_us;
 	struct victim vv, *v = &vv;
-	struct hres r;
+	struct hres r = { 0 };
 	char why[512];
 
 	/* Calibrate: spread the kills over one whole call. */
@@ -680,7 +680,7 @@ static void test_interrupted(void)
 		const char *args[] = { "stats", "--full", "-p", v->spid, NULL };
 		int sig = sigs[round % 4];
 		struct hproc hp;
-		struct hres r;
+		struct hres r = { 0 };
 
 		if (hc_startv(&hp, NULL, args)) {
 			t_fail("cannot start heapctl");
@@ -752,7 +752,7 @@ static void test_interrupted_dump(void)
 		const char *args[] = { "dump", "-p", v->spid, "-o", out, NULL };
 		const char *const keep[] = { "x.heap" };
 		struct hproc hp;
-		struct hres r;
+		struct hres r = { 0 };
 
 		unlink(out);
 		if (hc_startv(&hp, NULL, args)) {
@@ -786,7 +786,7 @@ static void test_not_permitted(void)
 	const char *argv[] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
 			       cfg.heapctl, "stats", "-p", NULL, NULL };
 	char why[512];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (getuid() != 0 || access("/usr/bin/setpriv", X_OK)) {
 		t_skip(false, "needs root and setpriv to run heapctl as another user");
@@ -840,7 +840,7 @@ static void test_as_limit(void)
 	struct rlimit old, low;
 	char why[512], reply[256], num[32];
 	unsigned long long vs;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (victim_start(v, "plain_victim", NULL, why, sizeof(why))) {
 		t_fail("%s", why);
@@ -880,7 +880,7 @@ static void test_zombie_target(void)
 {
 	struct victim vv, *v = &vv;
 	char why[512];
-	struct hres r;
+	struct hres r = { 0 };
 	siginfo_t si;
 
 	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
@@ -926,7 +926,7 @@ static int expect_usage(struct hres *r, const char *what, const char *want)
  */
 static void test_usage_bundle(void)
 {
-	struct hres r;
+	struct hres r = { 0 };
 
 	hc_run(&r, NULL, "report", "-w.heap", NULL);
 	if (expect_usage(&r, "report -w.heap", "unknown option '-w'"))
@@ -955,7 +955,7 @@ static void test_usage_not_applicable(void)
 		{ { "get", "-p", "1", "--svg=x.svg", "opt.prof", NULL }, "'--svg' does not apply",
 		  "--folded" },
 	};
-	struct hres r;
+	struct hres r = { 0 };
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !t_failed(); i++) {
@@ -1008,7 +1008,7 @@ static void test_usage_did_you_mean(void)
 		{ { "stats", "-p", "1", "--jsno", NULL }, "did you mean '--json'" },
 		{ { "purge", "-p", "1", "--arean=0", NULL }, "did you mean '--arena'" },
 	};
-	struct hres r;
+	struct hres r = { 0 };
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !t_failed(); i++) {
@@ -1027,7 +1027,7 @@ static void test_usage_did_you_mean(void)
 static void test_json_output_stdout(void)
 {
 	static const char *const cmds[] = { "dump", "leak" };
-	struct hres r;
+	struct hres r = { 0 };
 
 	for (size_t i = 0; i < 2 && !t_failed(); i++) {
 		char want[64];

@@ -130,7 +130,7 @@ static void test_stopped_every_op(void)
 		for (int withtid = 0; withtid < 2 && !t_failed(); withtid++) {
 			const char *a[12];
 			char tid[16], what[96];
-			struct hres r;
+			struct hres r = { 0 };
 			int n = 0;
 
 			for (int k = 0; k < 3 && ops[i][k]; k++)
@@ -176,7 +176,7 @@ static void test_zombie_leader(void)
 {
 	struct victim vv, *v = &vv;
 	char why[512], reply[256];
-	struct hres r;
+	struct hres r = { 0 };
 	long end;
 	char st = 0;
 
@@ -223,7 +223,7 @@ static void test_exit_during_call(void)
 	for (int i = 0; i < rounds && !t_failed(); i++) {
 		struct victim vv, *v = &vv;
 		char why[512], cmd[64], reply[64];
-		struct hres r;
+		struct hres r = { 0 };
 		int st = 0;
 
 		if (hv_start(v, "threads", why, sizeof(why))) {
@@ -263,7 +263,7 @@ static void test_execve_during_call(void)
 	for (int i = 0; i < rounds && !t_failed(); i++) {
 		struct victim vv, *v = &vv;
 		char why[512], cmd[64], reply[256];
-		struct hres r;
+		struct hres r = { 0 };
 
 		if (hv_start(v, "threads", why, sizeof(why))) {
 			t_fail("%s", why);
@@ -304,7 +304,7 @@ static void test_seccomp_strict(void)
 {
 	struct victim vv, *v = &vv;
 	char why[512], reply[64];
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (hv_start(v, "idle", why, sizeof(why))) {
 		t_fail("%s", why);
@@ -325,7 +325,7 @@ static void seccomp_filter(const char *what, bool must_work)
 {
 	struct victim vv, *v = &vv;
 	char why[512], reply[64], cmd[32], desc[96];
-	struct hres r;
+	struct hres r = { 0 };
 	int e;
 
 	if (hv_start(v, "threads", why, sizeof(why))) {
@@ -387,7 +387,7 @@ static void traced(bool whole)
 {
 	struct victim vv, *v = &vv;
 	char why[512], reply[256], spid[16];
-	struct hres r;
+	struct hres r = { 0 };
 	pid_t tracer, tid;
 	int hold = -1;
 
@@ -509,7 +509,7 @@ static enum run32 run_32bit(const char *path, char *why, size_t whysz)
 	const char *argv[] = { path, "3", "4", "5", NULL };
 	enum run32 ret = RUN32_OK;
 	char reply[64] = "";
-	struct hres r;
+	struct hres r = { 0 };
 
 	switch (probe_exec(path, why, whysz)) {
 	case 0:
@@ -546,13 +546,20 @@ static enum run32 run_32bit(const char *path, char *why, size_t whysz)
 	return ret;
 }
 
+#ifdef __x86_64__
+#define IS_X86_64 1
+#else
+#define IS_X86_64 0
+#endif
+
 static void test_32bit(void)
 {
 	char path[512], why[512] = "";
 
 	fx_path(path, sizeof(path), "fx_idle32");
 	if (access(path, X_OK)) {
-		t_skip(true, "%s missing (make fixtures; needs gcc-multilib)", path);
+		t_skip(true, "%s missing (%s)", path,
+		       IS_X86_64 ? "make fixtures; needs gcc-multilib" : "a 32-bit x86 program: x86_64 only");
 		return;
 	}
 	switch (run_32bit(path, why, sizeof(why))) {
@@ -585,7 +592,8 @@ static void test_32bit_noexec(void)
 
 	fx_path(path, sizeof(path), "fx_idle32");
 	if (access(path, X_OK)) {
-		t_skip(true, "%s missing (make fixtures; needs gcc-multilib)", path);
+		t_skip(true, "%s missing (%s)", path,
+		       IS_X86_64 ? "make fixtures; needs gcc-multilib" : "a 32-bit x86 program: x86_64 only");
 		return;
 	}
 	snprintf(copy, sizeof(copy), "%s/idle32-noexec", cfg.tmpdir);
@@ -631,7 +639,7 @@ static void test_32bit_noexec(void)
 static void drive(struct victim *v, const char *expect_in_info, bool prof)
 {
 	char dump[320], why[256], tid[16];
-	struct hres r;
+	struct hres r = { 0 };
 
 	snprintf(dump, sizeof(dump), "%s/fx-%d.heap", cfg.tmpdir, (int)v->pid);
 	snprintf(tid, sizeof(tid), "%d", (int)v->t_regs);
@@ -801,7 +809,7 @@ static void test_only_thread_in_malloc(void)
 	}
 	before = strtol(reply + 5, NULL, 10);
 	for (int withtid = 0; withtid < 2 && !t_failed(); withtid++) {
-		struct hres r;
+		struct hres r = { 0 };
 		int e;
 
 		if (withtid)
@@ -833,7 +841,7 @@ static void test_handler_over_malloc(void)
 {
 	struct victim vv, *v = &vv;
 	char why[512], reply[256], stid[16], want[48];
-	struct hres r;
+	struct hres r = { 0 };
 	pid_t worker;
 	long end;
 	bool parked = false;

@@ -258,7 +258,7 @@ static void calibrate(struct victim *v, struct calib *c, const char *dump)
 {
 	for (size_t i = 0; i < NOPS; i++) {
 		const char *a[24];
-		struct hres r;
+		struct hres r = { 0 };
 		long t0;
 
 		build_args(a, &ops[i], v, NULL, true, dump);
@@ -532,7 +532,7 @@ static void one_run(struct kstate *k, struct tally *t, long run, size_t oi, int 
 	char what[160], stid[16];
 	const char *tid = NULL;
 	bool held = false, killed, in_window, page_window;
-	struct hres r;
+	struct hres r = { 0 };
 	int rc;
 
 	if (!k->up && kstart(k, t))
@@ -674,7 +674,7 @@ static void test_kill_each_step(void)
 		long lines = 0;
 		const char *a[24];
 		char stid[16];
-		struct hres r;
+		struct hres r = { 0 };
 
 		/* How many lines this thread's borrow prints. */
 		snprintf(stid, sizeof(stid), "%d", (int)tid_of(&k.v, (unsigned int)kinds[i]));
@@ -747,7 +747,7 @@ static void test_kill_dump_dir(void)
 		unsigned int dirs, prof = 0;
 		bool there;
 		struct hproc hp;
-		struct hres r;
+		struct hres r = { 0 };
 
 		if (hc_startv(&hp, NULL, args)) {
 			t_fail("cannot start heapctl");

@@ -82,7 +82,7 @@ static int redis_try(struct redis *rd)
 	snprintf(rd->spid, sizeof(rd->spid), "%d", (int)rd->pid);
 	/* Bounded poll until it answers. */
 	for (i = 0; i < 200; i++) {
-		struct hres r;
+		struct hres r = { 0 };
 		bool up;
 
 		if (waitpid(rd->pid, NULL, WNOHANG) == rd->pid) {
@@ -136,7 +136,7 @@ static int set_keys(struct redis *rd)
 {
 	static char kv[2 * NKEYS][24];
 	const char *args[2 * NKEYS + 2];
-	struct hres r;
+	struct hres r = { 0 };
 	int i, n = 0, ret = 0;
 
 	args[n++] = "MSET";
@@ -161,7 +161,7 @@ static int check_keys(struct redis *rd)
 	static char keys[NKEYS][24];
 	const char *args[NKEYS + 2];
 	const char *p;
-	struct hres r;
+	struct hres r = { 0 };
 	int i, n = 0, ret = -1;
 
 	args[n++] = "MGET";

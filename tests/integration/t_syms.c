@@ -104,7 +104,7 @@ static void drive(struct victim *v, const char *debug_file, const char *src_kind
 	char why[256], s[1024], ver[128], alloc_in[64], line[1100];
 	double allocated, inside;
 	bool active = false;
-	struct hres r;
+	struct hres r = { 0 };
 
 	if (run(&r, 0, v, debug_file, info) == 0) {
 		snprintf(line, sizeof(line), "symbols       %s", src_kind);
@@ -172,7 +172,7 @@ static void report_names(struct victim *v, const char *dbg)
 			  *const prof_off[] = { "prof", "off", NULL };
 	const char *dump[] = { "dump", "-o", NULL, NULL };
 	char heap[400], reply[256];
-	struct hres r;
+	struct hres r = { 0 };
 
 	snprintf(heap, sizeof(heap), "%s/syms-%d.heap", cfg.tmpdir, (int)v->pid);
 	dump[2] = heap;
@@ -224,7 +224,7 @@ static void test_debug_file(void)
 	char path[512], dbg[512], other[512], why[512];
 	const char *argv[] = { path, "3", "4", "5", NULL };
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 
 	syms_path(path, sizeof(path), "fx_jemalloc_nodbg");
 	syms_path(dbg, sizeof(dbg), "../fixtures/debuginfod/fx_jemalloc_nodbg.debug");
@@ -466,7 +466,7 @@ static pid_t glibc_idle(struct spawn_opts *so, bool wait, int *hold, char *why, 
 static void stripped_glibc_asks_nothing(const char *url, const char *cache)
 {
 	char why[256], spid[16];
-	struct hres r;
+	struct hres r = { 0 };
 	int hold;
 	pid_t pid;
 
@@ -506,7 +506,7 @@ static void test_stale_debuglink(void)
 	const char *argv[] = { path, "3", "4", "5", NULL };
 	const char *cp1[] = { "cp", src, path, NULL }, *cp2[] = { "cp", other, dbg, NULL };
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 
 	syms_path(src, sizeof(src), "fx_jemalloc_dbg");
 	syms_path(other, sizeof(other), "fx_jemalloc_je");
@@ -567,7 +567,7 @@ static void test_glibc_no_lookup(void)
 	char why[256], spid[16], path[512];
 	const char *mdi_argv[] = { path, "3", "4", "5", NULL };
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 	int hold;
 	pid_t pid;
 
@@ -627,7 +627,7 @@ static void test_loader_wait(void)
 	struct spawn_opts so = { .out_fd = -1, .err_fd = -1, .setenv_kv = env, .pass_fds = pass,
 				 .npass = 2 };
 	struct hproc hp;
-	struct hres r;
+	struct hres r = { 0 };
 	struct pollfd p;
 	pid_t pid;
 
@@ -701,7 +701,7 @@ static void test_debuginfod_timeout(void)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
 	struct victim v;
-	struct hres r;
+	struct hres r = { 0 };
 	int s;
 
 	syms_path(path, sizeof(path), "fx_jemalloc_nodbg");

@@ -40,7 +40,7 @@ static int back_in_syscall(struct victim *v, pid_t tid, const long *set, const c
 static int borrow(struct victim *v, pid_t tid, const char *cmd, const char *opt)
 {
 	char stid[16];
-	struct hres r;
+	struct hres r = { 0 };
 	int ret;
 
 	snprintf(stid, sizeof(stid), "%d", (int)tid);
@@ -71,7 +71,7 @@ static int arena_round(struct victim *v, pid_t tid, const char *kind, const char
 		       const long *nrs, long to, long others_not)
 {
 	char stid[16], sto[16], reply[512];
-	struct hres r;
+	struct hres r = { 0 };
 	long end, seen = -1;
 	int k;
 	static const char *const kinds[] = {
@@ -273,7 +273,7 @@ static void test_tid_regs(void)
 static int hammer_set(struct victim *v, long arena)
 {
 	char stid[16], sa[16];
-	struct hres r;
+	struct hres r = { 0 };
 	int ret;
 
 	snprintf(stid, sizeof(stid), "%d", (int)v->t_hammer);
@@ -427,7 +427,7 @@ static void test_signals_burst(void)
 
 	/* Mostly borrow the two threads that take the signal. */
 	for (i = 0; i < 12 && !t_failed(); i++) {
-		struct hres r;
+		struct hres r = { 0 };
 
 		switch (i % 4) {
 		case 0:

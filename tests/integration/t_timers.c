@@ -115,7 +115,7 @@ static void test_python_epoll(void)
 	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
 	int out[2] = { -1, -1 };
 	double t0 = 0, elapsed = 0, end = 0, hc_end, slack;
-	struct hres r;
+	struct hres r = { 0 };
 	pid_t pid;
 	long ipid = 0;
 
@@ -181,7 +181,7 @@ out:
 static long wait_ms_for(const char *spid, pid_t tid, long runs)
 {
 	char stid[16];
-	struct hres r;
+	struct hres r = { 0 };
 	long ms;
 
 	snprintf(stid, sizeof(stid), "%d", (int)tid);
@@ -396,7 +396,7 @@ static void test_tid_waits(void)
 	char stid[16];
 	struct wres w[K_N];
 	long held[K_N], margin;
-	struct hres r;
+	struct hres r = { 0 };
 	struct tv v;
 
 	if (tv_start(&v, 12))
@@ -463,7 +463,7 @@ static int kill_while_borrowed(const char *spid, pid_t tid, long *held_us, bool 
 	const char *args[] = { "-vvv", "stats", "-p", spid, "--tid", stid, NULL };
 	const char *saved = cfg.vflag;
 	struct hproc hp;
-	struct hres r;
+	struct hres r = { 0 };
 	long t0 = now_ms();
 	bool killed = false;
 
@@ -572,7 +572,7 @@ static void test_fault_sleep(void)
 {
 	char stid[16];
 	struct wres w[K_N];
-	struct hres r;
+	struct hres r = { 0 };
 	struct tv v;
 	long late, held, margin;
 

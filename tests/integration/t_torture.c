@@ -340,7 +340,7 @@ static void torture(const char *victim, const char *conf, unsigned int drv, long
 		char what[128], stid[16];
 		size_t oi = pick(drv);
 		int kind = -1;
-		struct hres r;
+		struct hres r = { 0 };
 
 		if (rnd_below(20) == 0) {
 			/* two at once, each picking its own thread: they take turns, both succeed */
