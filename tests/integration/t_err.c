@@ -1040,24 +1040,35 @@ static void test_json_output_stdout(void)
 	}
 }
 
+/*
+ * The checked-in jemalloc profile, found from heapctl's path
+ * (BUILD/heapctl -> tests/data/prof/...); false and a skip if it is not there.
+ */
+static bool sample_profile(char *path, size_t len)
+{
+	snprintf(path, len, "%s", cfg.heapctl);
+	for (int i = 0; i < 2; i++) {
+		char *slash = strrchr(path, '/');
+
+		if (slash)
+			*slash = '\0';
+	}
+	strncat(path, "/tests/data/prof/leaker-5.3.heap", len - strlen(path) - 1);
+	if (access(path, R_OK)) {
+		t_skip(false, "%s not found next to the build", path);
+		return false;
+	}
+	return true;
+}
+
 /* report --json is report --format json; asking for two formats is an error. */
 static void test_report_json_switch(void)
 {
-	char path[512], *slash;
+	char path[512];
 	struct hres a, b;
 
-	snprintf(path, sizeof(path), "%s", cfg.heapctl);
-	slash = strrchr(path, '/');
-	if (slash)
-		*slash = '\0';
-	slash = strrchr(path, '/');
-	if (slash)
-		*slash = '\0';
-	strncat(path, "/tests/data/prof/leaker-5.3.heap", sizeof(path) - strlen(path) - 1);
-	if (access(path, R_OK)) {
-		t_skip(false, "%s not found next to the build", path);
+	if (!sample_profile(path, sizeof(path)))
 		return;
-	}
 	memset(&b, 0, sizeof(b));
 	if (hc_expect(&a, 0, "report", path, "--json", NULL) ||
 	    hc_expect(&b, 0, "report", path, "--format", "json", NULL))
@@ -1080,21 +1091,12 @@ out:
  */
 static void test_report_pid_exited(void)
 {
-	char path[512], spid[16], *slash;
+	char path[512], spid[16];
 	struct hres a, b;
 	pid_t pid;
 
-	snprintf(path, sizeof(path), "%s", cfg.heapctl);
-	for (int i = 0; i < 2; i++) {
-		slash = strrchr(path, '/');
-		if (slash)
-			*slash = '\0';
-	}
-	strncat(path, "/tests/data/prof/leaker-5.3.heap", sizeof(path) - strlen(path) - 1);
-	if (access(path, R_OK)) {
-		t_skip(false, "%s not found next to the build", path);
+	if (!sample_profile(path, sizeof(path)))
 		return;
-	}
 	pid = fork_exited();
 	if (pid < 0)
 		return;

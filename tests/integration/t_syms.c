@@ -425,36 +425,40 @@ out:
 /*
  * A stripped program on glibc's malloc, idle: Debian's bash, reading a
  * line from a pipe whose write end (*hold) the test keeps; close it and
- * kill_wait() the pid.  bash rather than sleep: in the arm64 lane's guest
- * sleep is busybox, linked statically.  so (or NULL) gives more to
- * spawn(); wait: return once bash runs, not while it is still exec'ing.
+ * kill_wait() the pid, also in spid.  bash rather than sleep: in the arm64
+ * lane's guest sleep is busybox, linked statically.  so (or NULL) gives
+ * more to spawn(); wait: return once bash runs, not while it is still
+ * exec'ing.  -1 (the test failed) if it cannot be started.
  */
-static pid_t glibc_idle(struct spawn_opts *so, bool wait, int *hold, char *why, size_t whysz)
+static pid_t glibc_idle(struct spawn_opts *so, bool wait, int *hold, char spid[16])
 {
 	static const char *const argv[] = { "/bin/bash", "-c", "read -r line", NULL };
 	struct spawn_opts plain = { .out_fd = -1, .err_fd = -1 };
+	char why[256];
 	int p[2];
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC)) {
-		snprintf(why, whysz, "pipe: %s", strerror(errno));
+		t_fail("pipe: %s", strerror(errno));
 		return -1;
 	}
 	if (!so)
 		so = &plain;
 	so->in_fd = p[0];
-	pid = spawn(argv, so, why, whysz);
+	pid = spawn(argv, so, why, sizeof(why));
 	close(p[0]);
 	if (pid >= 0 && wait && !wait_exec(pid, argv[0], 5000)) {
-		snprintf(why, whysz, "%s did not start", argv[0]);
+		snprintf(why, sizeof(why), "%s did not start", argv[0]);
 		kill_wait(pid);
 		pid = -1;
 	}
 	if (pid < 0) {
+		t_fail("%s", why);
 		close(p[1]);
 		return -1;
 	}
 	*hold = p[1];
+	snprintf(spid, 16, "%d", (int)pid);
 	return pid;
 }
 
@@ -465,17 +469,14 @@ static pid_t glibc_idle(struct spawn_opts *so, bool wait, int *hold, char *why, 
  */
 static void stripped_glibc_asks_nothing(const char *url, const char *cache)
 {
-	char why[256], spid[16];
+	char spid[16];
 	struct hres r = { 0 };
 	int hold;
 	pid_t pid;
 
-	pid = glibc_idle(NULL, true, &hold, why, sizeof(why));
-	if (pid < 0) {
-		t_fail("%s", why);
+	pid = glibc_idle(NULL, true, &hold, spid);
+	if (pid < 0)
 		return;
-	}
-	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	setenv("DEBUGINFOD_URLS", url, 1);
 	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
 	hc_run(&r, NULL, "-v", "info", "-p", spid, "--timeout", "4", NULL);
@@ -571,12 +572,9 @@ static void test_glibc_no_lookup(void)
 	int hold;
 	pid_t pid;
 
-	pid = glibc_idle(NULL, true, &hold, why, sizeof(why));
-	if (pid < 0) {
-		t_fail("%s", why);
+	pid = glibc_idle(NULL, true, &hold, spid);
+	if (pid < 0)
 		return;
-	}
-	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	hc_run(&r, NULL, "-vv", "info", "-p", spid, NULL);
 	if (hres_crash(&r) || hres_exit(&r) != 0)
 		t_fail("info on a stripped glibc program: %s", hres_desc(&r));
@@ -617,7 +615,8 @@ static void test_glibc_no_lookup(void)
  * LD_AUDIT module, through pipes) has a libc mapped whose code cannot be called yet.
  * heapctl must not call it and must not name an allocator from half a
  * process: it waits for the loader, says so, and refuses clearly when
- * --timeout runs out.  Let go while heapctl waits, it goes on and succeeds.
+ * --timeout runs out or at SIGINT.  Let go while heapctl waits, it goes on
+ * and succeeds.
  */
 static void test_loader_wait(void)
 {
@@ -641,20 +640,36 @@ static void test_loader_wait(void)
 	}
 	pass[0] = go[0];
 	pass[1] = ready[1];
-	pid = glibc_idle(&so, false, &hold, why, sizeof(why));
+	pid = glibc_idle(&so, false, &hold, spid);
 	close(go[0]);
 	close(ready[1]);
 	p = (struct pollfd){ .fd = ready[0], .events = POLLIN };
-	if (pid < 0 || poll(&p, 1, 20000) != 1 || read(ready[0], &c, 1) != 1) {
-		t_fail("bash under LD_AUDIT did not reach its loader: %s",
-		       pid < 0 ? why : "no byte");
+	if (pid < 0)
+		goto out;
+	if (poll(&p, 1, 20000) != 1 || read(ready[0], &c, 1) != 1) {
+		t_fail("bash under LD_AUDIT did not reach its loader: no byte");
 		goto out;
 	}
-	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	hc_run(&r, NULL, "--timeout", "0.3", "info", "-p", spid, NULL);
 	if (hres_crash(&r) || hres_exit(&r) == 0 || !strstr(r.err, "still loading its libraries") ||
 	    !strstr(r.err, "hint: retry once the process has started"))
 		t_fail("info on a process inside its loader: %s", hres_desc(&r));
+	hres_free(&r);
+	/* SIGINT while it waits: it stops at once, not at --timeout (30 s) */
+	if (hc_startv(&hp, NULL, (const char *const[]){ "-v", "info", "-p", spid, NULL })) {
+		t_fail("cannot start heapctl");
+		goto out;
+	}
+	if (!hp_err_until(&hp, "waiting for its dynamic loader", err, sizeof(err), 20000))
+		t_fail("no 'waiting for its dynamic loader' line at -v: %.300s", err);
+	kill(hp.pid, SIGINT);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	/* the CLI's own "stopping on", or the library's "interrupted by" */
+	if (!t_failed() && (hres_exit(&r) == 0 || r.ms > 10000 ||
+			    !(strstr(r.err, "stopping on SIGINT; the target was left as it was") ||
+			      strstr(r.err, "interrupted by SIGINT"))))
+		t_fail("SIGINT while heapctl waits for the loader: %s, after %ld ms", hres_desc(&r),
+		       r.ms);
 	hres_free(&r);
 	why[0] = 0;
 	if (pid_exited(pid) || proc_check_tasks(pid, false, why, sizeof(why)) ||
@@ -662,6 +677,7 @@ static void test_loader_wait(void)
 		t_fail("the held process is no longer waiting in its loader: %s", why);
 		goto out;
 	}
+	err[0] = '\0';
 	if (hc_startv(&hp, NULL, (const char *const[]){ "-v", "info", "-p", spid, NULL })) {
 		t_fail("cannot start heapctl");
 		goto out;
