@@ -37,7 +37,8 @@
  * syscalls run on the same gadget and, while heapctl's page exists, return
  * into that cleanup too; before it exists and for the page's own munmap,
  * straight into the restorer.  So a SIGKILLed heapctl leaves neither the
- * thread nor its page behind.
+ * thread nor its page behind, save in the moment between the page's mmap
+ * and heapctl aiming that mmap's return at the cleanup (docs/design.md).
  */
 #ifndef HC_ARCH_H
 #define HC_ARCH_H
