@@ -15,7 +15,9 @@
  *   sighandler  main, plus a worker in a malloc/free loop with a SIGUSR1
  *               handler that parks (read() on a pipe) when the signal
  *               interrupted jemalloc's code, and returns otherwise.
- *               "parked" says whether it is parked; "release" lets it go
+ *               "parked" says whether it is parked; "release" lets it go,
+ *               and so does a SIGUSR2 to the worker, which needs no main
+ *               thread (main may be waiting for a lock the handler holds)
  *   after-exec  what "execsoon" turns the process into (see below)
  *
  * Commands, besides ping/sigblk/quit:
@@ -55,6 +57,7 @@
 static struct vfds fds;
 static atomic_ulong progress, sigsys_count;
 static atomic_int parked_flag;
+static atomic_int release_flag;
 static int park_pipe[2];
 static pid_t tid_main, tid_other;
 static char self_path[PATH_MAX];
@@ -115,9 +118,17 @@ static void on_usr1(int sig, siginfo_t *si, void *ucv)
 		return;
 	atomic_store(&parked_flag, 1);
 	/* parked inside the handler, on top of the allocator's frames */
-	while (read(park_pipe[0], &c, 1) < 0 && errno == EINTR)
+	while (!atomic_load(&release_flag) && read(park_pipe[0], &c, 1) < 0 && errno == EINTR)
 		;
+	atomic_store(&release_flag, 0);
 	atomic_store(&parked_flag, 0);
+}
+
+/* Not SA_RESTART: the parked read() returns EINTR and sees the flag. */
+static void on_usr2(int sig)
+{
+	(void)sig;
+	atomic_store(&release_flag, 1);
 }
 
 static void churn(void)
@@ -141,6 +152,9 @@ static void *worker_thread(void *arg)
 	sa.sa_sigaction = on_usr1;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr2;
+	sigaction(SIGUSR2, &sa, NULL);
 	__atomic_store_n(&tid_other, vgettid(), __ATOMIC_RELEASE);
 	for (;;)
 		churn();
