@@ -125,6 +125,17 @@ HC_API HC_MUST_CHECK struct hc_target *hc_target_open(pid_t pid, const struct hc
 HC_API void hc_target_close(struct hc_target *t);
 
 /*
+ * Each operation below borrows a thread of t for as long as it needs one
+ * (its first remote call to its last) and gives it back.  Between
+ * hc_session_begin() and hc_session_end() the operations share one borrow:
+ * the thread is stopped once, at the first that needs it, and given back
+ * at the end.  Nothing is stopped by a session that makes no call.
+ * hc_session_end() keeps the first error (and returns -1 if err is set).
+ */
+HC_API void hc_session_begin(struct hc_target *t);
+HC_API int hc_session_end(struct hc_target *t, struct hc_err *err);
+
+/*
  * Whether pid (and tid, unless 0) can be inspected at all, from /proc alone
  * (nothing is stopped).  Fails, each with its own message and hint, for no
  * such process (HC_E_NO_PROC), a thread id given as a pid (HC_E_USAGE), a
@@ -236,14 +247,19 @@ HC_API HC_MUST_CHECK int hc_info_get(struct hc_target *t, struct hc_info *info,
 
 HC_API HC_MUST_CHECK int hc_prof_get(struct hc_target *t, bool *enabled, bool *active,
 				     struct hc_err *err);
-/* Fails with HC_E_PROF_OFF (and the right MALLOC_CONF hint) if opt.prof is false. */
-HC_API HC_MUST_CHECK int hc_prof_set(struct hc_target *t, bool active, struct hc_err *err);
+/*
+ * Fails with HC_E_PROF_OFF (and the right MALLOC_CONF hint) if opt.prof is
+ * false.  *was (may be NULL): whether sampling was active before, read in
+ * the same step that changed it (one mallctl for jemalloc).
+ */
+HC_API HC_MUST_CHECK int hc_prof_set(struct hc_target *t, bool active, bool *was,
+				     struct hc_err *err);
 /*
  * Make the allocator write a heap profile inside the target (its mount
  * namespace, its permissions), copy it to out_path on this side, and remove
- * the target-side file.
+ * the target-side file.  *active (may be NULL): whether sampling was on.
  */
-HC_API HC_MUST_CHECK int hc_prof_dump(struct hc_target *t, const char *out_path,
+HC_API HC_MUST_CHECK int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active,
 				      struct hc_err *err);
 
 /* One allocator-specific figure: glibc's mallinfo2 fields, tcmalloc's properties. */
@@ -364,6 +380,7 @@ struct hc_timing {
 	pid_t tid;          /* thread borrowed */
 	uint64_t paused_us; /* how long it was stopped */
 	unsigned attempts;  /* threads/tries until a safe point was found */
+	unsigned stops;     /* ptrace stops heapctl waited for, on every thread it tried */
 };
 HC_API void hc_target_timing(const struct hc_target *t, struct hc_timing *tm);
 

@@ -57,7 +57,7 @@ static void print_next(const struct cli_env *env, FILE *msg, const char *allocat
 int cmd_dump(struct cli_env *env)
 {
 	char path[PATH_MAX], size[32], allocator[32];
-	bool enabled = false, active = false;
+	bool active = false;
 	struct cli_out heap, svg, folded;
 	struct hc_report *r = NULL;
 	struct hc_prof *prof = NULL;
@@ -108,30 +108,24 @@ int cmd_dump(struct cli_env *env)
 	memset(&w, 0, sizeof(w));
 	hc_target_where(t, &w);
 	snprintf(allocator, sizeof(allocator), "%s", w.allocator ? w.allocator : "");
-	/*
-	 * A profile taken while sampling is off holds nothing allocated since
-	 * it was turned off: say so.  Only jemalloc dumps then; tcmalloc
-	 * refuses when its profiler is stopped, glibc has none.
-	 */
-	if (cli_prof_kind(allocator) != CLI_PROF_JEMALLOC) {
-		active = true; /* if the dump below succeeds */
-	} else if (hc_prof_get(t, &enabled, &active, &err) == 0) {
-		cli_timing(env, t);
-		if (enabled && !active)
-			fprintf(stderr,
-				"heapctl: warning: profiling is not active in pid %d: the profile "
-				"holds nothing allocated since it was turned off\n"
-				"hint: 'heapctl prof on -p %d' samples from now on\n",
-				(int)env->pid, (int)env->pid);
-	}
-	memset(&err, 0, sizeof(err));
-	if (hc_prof_dump(t, tmp, &err)) {
+	if (hc_prof_dump(t, tmp, &active, &err)) {
 		cli_close(t);
 		/* Writing the local copy failed (a full disk): say it of the file asked for. */
 		if (err.local)
 			cli_out_fail(&heap, err.sys_errno, &err);
 		goto fail;
 	}
+	/*
+	 * A profile taken while sampling is off holds nothing allocated since
+	 * it was turned off: say so.  Only jemalloc dumps then; tcmalloc
+	 * refuses when its profiler is stopped, glibc has none.
+	 */
+	if (!active)
+		fprintf(stderr,
+			"heapctl: warning: profiling is not active in pid %d: the profile "
+			"holds nothing allocated since it was turned off\n"
+			"hint: 'heapctl prof on -p %d' samples from now on\n",
+			(int)env->pid, (int)env->pid);
 	cli_timing(env, t);
 	cli_close(t);
 

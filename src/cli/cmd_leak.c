@@ -141,7 +141,7 @@ static void restore_inactive(struct cli_env *env)
 
 	memset(&err, 0, sizeof(err));
 	t = cli_open(env, env->pid, &err);
-	if (!t || hc_prof_set(t, false, &err)) {
+	if (!t || hc_prof_set(t, false, NULL, &err)) {
 		fprintf(stderr, "heapctl: warning: could not turn profiling back off: %s\n"
 				"hint: heapctl prof off -p %d\n", err.msg, (int)env->pid);
 	} else {
@@ -159,28 +159,27 @@ static int dump_once(struct cli_env *env, const char *path, bool first, bool *ac
 		     struct hc_err *err)
 {
 	struct hc_target *t;
-	bool enabled = false, active = false;
+	bool was = false;
 
 	t = cli_open(env, env->pid, err);
 	if (!t)
 		return -1;
 	if (first) {
-		if (hc_prof_get(t, &enabled, &active, err))
+		/* on, and whether it was on already, in one step */
+		if (hc_prof_set(t, true, &was, err))
 			goto fail;
-		if (!active) {
-			if (hc_prof_set(t, true, err))
-				goto fail;
+		if (!was) {
 			*activated = true;
 			cli_log(HC_LOG_INFO, "prof.active turned on for the measurement");
 		}
 	}
-	if (hc_prof_dump(t, path, err))
+	if (hc_prof_dump(t, path, NULL, err))
 		goto fail;
 	if (!first && *activated) {
 		struct hc_err e2;
 
 		memset(&e2, 0, sizeof(e2));
-		if (hc_prof_set(t, false, &e2) == 0) {
+		if (hc_prof_set(t, false, NULL, &e2) == 0) {
 			*activated = false;
 			cli_log(HC_LOG_INFO, "prof.active restored to false");
 		}

@@ -16,7 +16,7 @@ struct prof_state {
 	enum cli_prof_kind kind;
 	const char *allocator;
 	bool enabled, active, changed, prev;
-	const char *why; /* no profiler: the library's hint, or NULL */
+	char why[256]; /* no profiler: the library's hint, or "" */
 };
 
 static void print_state(const struct cli_env *env, const struct prof_state *p)
@@ -60,10 +60,27 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 	case CLI_PROF_NONE:
 		printf("profiling: unavailable (%s has no heap profiler)\n",
 		       p->allocator ? p->allocator : "the allocator");
-		if (p->why)
+		if (p->why[0])
 			printf("note: %s\n", p->why);
 		break;
 	}
+}
+
+/*
+ * err says there is no profiler to switch (glibc), or none enabled at start:
+ * then ps says so, with the library's hint, and err is cleared.
+ */
+static bool no_profiler(struct hc_err *err, struct prof_state *ps)
+{
+	if (err->code != HC_E_UNSUPPORTED && err->code != HC_E_PROF_OFF)
+		return false;
+	if (err->code == HC_E_UNSUPPORTED) {
+		snprintf(ps->why, sizeof(ps->why), "%s", err->hint);
+		ps->kind = CLI_PROF_NONE;
+	}
+	memset(err, 0, sizeof(*err));
+	ps->enabled = ps->active = ps->prev = false;
+	return true;
 }
 
 int cmd_prof(struct cli_env *env)
@@ -72,7 +89,7 @@ int cmd_prof(struct cli_env *env)
 	struct prof_state ps = { 0 };
 	struct hc_target *t;
 	struct hc_where w;
-	struct hc_err err, none;
+	struct hc_err err;
 	enum prof_op op;
 
 	if (!strcmp(word, "status"))
@@ -86,7 +103,6 @@ int cmd_prof(struct cli_env *env)
 				 word);
 
 	memset(&err, 0, sizeof(err));
-	memset(&none, 0, sizeof(none));
 	memset(&w, 0, sizeof(w));
 	t = cli_open(env, env->pid, &err);
 	if (!t)
@@ -94,30 +110,21 @@ int cmd_prof(struct cli_env *env)
 	hc_target_where(t, &w);
 	ps.allocator = w.allocator;
 	ps.kind = cli_prof_kind(w.allocator);
-	if (hc_prof_get(t, &ps.enabled, &ps.active, &err)) {
-		/* no heap profiler at all (glibc): "status" and "off" hold, "on" fails below */
-		if (err.code != HC_E_UNSUPPORTED)
-			goto fail;
-		none = err;
-		memset(&err, 0, sizeof(err));
-		ps.enabled = ps.active = false;
-		ps.kind = CLI_PROF_NONE;
-		ps.why = none.hint[0] ? none.hint : NULL;
-	}
-	cli_timing(env, t);
-	ps.prev = ps.active;
-
 	/*
-	 * Without a profiler that can run, "off" already holds: succeed so
-	 * that scripts can always run "prof off" to clean up.  "on" goes to
-	 * the library, whose error carries the hint for this allocator.
+	 * "on" and "off" change the switch and read its old value in one step;
+	 * "status" only reads.  Without a profiler that can run, "off" already
+	 * holds: it succeeds, so that scripts can always run "prof off" to
+	 * clean up.  "on" fails with the library's hint for this allocator.
 	 */
-	if (op != PROF_STATUS && (ps.enabled || op == PROF_ON)) {
-		if (hc_prof_set(t, op == PROF_ON, &err))
+	if (op == PROF_STATUS ? hc_prof_get(t, &ps.enabled, &ps.active, &err) :
+				hc_prof_set(t, op == PROF_ON, &ps.prev, &err)) {
+		if (op == PROF_ON || !no_profiler(&err, &ps))
 			goto fail;
-		cli_timing(env, t);
+	} else if (op != PROF_STATUS) {
+		ps.enabled = true;
 		ps.active = op == PROF_ON;
 	}
+	cli_timing(env, t);
 	ps.changed = op != PROF_STATUS;
 	/* The where strings belong to t: print before closing. */
 	print_state(env, &ps);

@@ -71,14 +71,13 @@ int cmd_purge(struct cli_env *env)
 	t = cli_open(env, env->pid, &err);
 	if (!t)
 		return cli_fail(env, &err);
-	if (hc_stats_get(t, &before, &err))
+	/* before, purge, after: one borrow */
+	hc_session_begin(t);
+	if (hc_stats_get(t, &before, &err) || hc_purge(t, env->arena, &err) ||
+	    hc_stats_get(t, &after, &err) || hc_session_end(t, &err)) {
+		(void)hc_session_end(t, &err);
 		goto fail;
-	cli_timing(env, t);
-	if (hc_purge(t, env->arena, &err))
-		goto fail;
-	cli_timing(env, t);
-	if (hc_stats_get(t, &after, &err))
-		goto fail;
+	}
 	cli_timing(env, t);
 	cli_close(t);
 

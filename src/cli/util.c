@@ -156,8 +156,8 @@ void cli_timing(const struct cli_env *env, const struct hc_target *t)
 	hc_target_timing(t, &tm);
 	if (!tm.tid)
 		return;
-	fprintf(stderr, "heapctl: info: borrowed tid %d for %llu us\n", (int)tm.tid,
-		(unsigned long long)tm.paused_us);
+	fprintf(stderr, "heapctl: info: borrowed tid %d for %llu us (%u ptrace stops)\n",
+		(int)tm.tid, (unsigned long long)tm.paused_us, tm.stops);
 	if (tm.attempts > 1)
 		cli_log(HC_LOG_DEBUG, "safe point found after %u attempts", tm.attempts);
 }

@@ -3,6 +3,11 @@
  * Allocator drivers.  The engine (call.c) knows nothing of any allocator;
  * a driver turns the public operations into remote calls.  jemalloc is the
  * first driver; glibc and tcmalloc slot in as more entries of alloc_drivers[].
+ *
+ * Drivers never open or close a session: the API does (api.c).  The first
+ * remote call, write or scratch request of an operation borrows the
+ * thread; a refusal before that stops nothing.  call_done() lets the
+ * thread go before work that needs it no more.
  */
 #ifndef HC_ALLOC_H
 #define HC_ALLOC_H
@@ -27,8 +32,10 @@ struct alloc_ops {
 	bool (*contains)(struct hc_target *t, uint64_t raddr);
 	int (*info)(struct hc_target *t, struct hc_info *info, struct hc_err *err);
 	int (*prof_get)(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err);
-	int (*prof_set)(struct hc_target *t, bool active, struct hc_err *err);
-	int (*prof_dump)(struct hc_target *t, const char *out, struct hc_err *err);
+	/* *was: whether it was active before, read in the same step */
+	int (*prof_set)(struct hc_target *t, bool active, bool *was, struct hc_err *err);
+	/* *active: whether sampling is on at the dump */
+	int (*prof_dump)(struct hc_target *t, const char *out, bool *active, struct hc_err *err);
 	int (*stats)(struct hc_target *t, struct hc_stats *st, struct hc_err *err);
 	int (*stats_print)(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,
 			   struct hc_err *err);

@@ -182,7 +182,7 @@ struct mi {
 static int remote_mallinfo(struct hc_target *t, struct mi *m, struct hc_err *err)
 {
 	struct gl *g = gl_of(t);
-	uint64_t buf = call_scratch(t, 80), ret;
+	uint64_t buf = call_scratch(t, 80, err), ret;
 
 	memset(m, 0, sizeof(*m));
 	if (!buf)
@@ -213,7 +213,7 @@ static int remote_mallinfo(struct hc_target *t, struct mi *m, struct hc_err *err
 static int remote_malloc_info(struct hc_target *t, char **xml, size_t *len, struct hc_err *err)
 {
 	struct gl *g = gl_of(t);
-	uint64_t cell = call_scratch(t, 16), fp, ret, a[2], bufp = 0, size = 0;
+	uint64_t cell, fp, ret, a[2], bufp = 0, size = 0;
 	char *out;
 
 	*xml = NULL;
@@ -221,6 +221,7 @@ static int remote_malloc_info(struct hc_target *t, char **xml, size_t *len, stru
 		return err_sethint(err, HC_E_NO_SYM, 0, "use 'heapctl stats' without --full",
 				   "pid %d: open_memstream/fclose/free not found in its libc",
 				   t->pid);
+	cell = call_scratch(t, 16, err);
 	if (!cell)
 		return err_set(err, HC_E_INTERNAL, 0, "no scratch space for malloc_info");
 	a[0] = cell;
@@ -414,8 +415,6 @@ static int gl_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 	size_t len = 0;
 
 	snprintf(st->allocator, sizeof(st->allocator), "glibc");
-	if (call_begin(t, err) < 0)
-		return -1;
 	version_of(t, st->version, sizeof(st->version));
 	if (remote_mallinfo(t, &m, err) < 0)
 		goto end;
@@ -423,7 +422,7 @@ static int gl_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 	if (gl_of(t)->open_memstream && remote_malloc_info(t, &xml, &len, err) < 0)
 		goto end;
 end:
-	call_end(t, err);
+	call_done(t, err);
 	if (err_isset(err)) {
 		free(xml);
 		return -1;
@@ -466,10 +465,8 @@ static int gl_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 	if (opts && !raw && *opts)
 		return err_sethint(err, HC_E_USAGE, 0, "use --raw for malloc_info's XML",
 				   "glibc takes no --opts '%s'", opts);
-	if (call_begin(t, err) < 0)
-		return -1;
 	remote_malloc_info(t, &xml, &len, err);
-	call_end(t, err);
+	call_done(t, err);
 	if (err_isset(err)) {
 		free(xml);
 		return -1;
@@ -526,11 +523,9 @@ static int gl_purge(struct hc_target *t, int arena, struct hc_err *err)
 	if (arena >= 0)
 		return err_sethint(err, HC_E_USAGE, 0, "run 'heapctl purge' without --arena",
 				   "glibc's malloc_trim() works on every arena at once");
-	if (call_begin(t, err) < 0)
-		return -1;
 	call_fn(t, gl_of(t)->malloc_trim, &a, 1, &ret, NULL, NULL, err);
 	pr_info("malloc_trim(0) = %" PRIu64 " (1: memory was released)", ret);
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 static const char *const mi_names[] = { "arena",  "ordblks", "smblks",   "hblks",    "hblkhd",
@@ -588,13 +583,11 @@ static int gl_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 
 		if (strcmp(name, mi_names[i]))
 			continue;
-		if (call_begin(t, err) < 0)
-			return -1;
 		if (remote_mallinfo(t, &m, err) == 0) {
 			v->type = HC_T_SIZE;
 			v->u = m.f[i];
 		}
-		return call_end(t, err);
+		return err_isset(err) ? -1 : 0;
 	}
 	if (!p)
 		return unknown_name(t, name, err);
@@ -620,15 +613,13 @@ static int gl_ctl_set(struct hc_target *t, const char *name, const char *value,
 		return unknown_name(t, name, err);
 	if (hc_value_parse(p->name, HC_T_INT, value, &v, err) < 0)
 		return -1;
-	if (call_begin(t, err) < 0)
-		return -1;
 	a[0] = (uint64_t)(int64_t)p->param;
 	a[1] = (uint64_t)v.i;
 	if (call_fn(t, gl_of(t)->mallopt, a, 2, &ret, NULL, NULL, err) == 0 && (int)ret != 1)
 		err_sethint(err, HC_E_REMOTE, 0, "see mallopt(3) for the range of each parameter",
 			    "mallopt(%s, %lld) was refused by pid %d", p->name, (long long)v.i,
 			    t->pid);
-	if (call_end(t, err) < 0)
+	if (err_isset(err))
 		return -1;
 	/* glibc has no getter: the value mallopt() accepted is the best there is */
 	*now = v;
@@ -674,10 +665,8 @@ static int gl_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 	char *env;
 
 	memset(info, 0, sizeof(*info));
-	if (call_begin(t, err) < 0)
-		return -1;
 	version_of(t, info->version, sizeof(info->version));
-	if (call_end(t, err) < 0)
+	if (call_done(t, err) < 0)
 		return -1;
 	env = procfs_environ(t->proc, &len);
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]) && info->nconf < 32; i++) {
@@ -708,15 +697,17 @@ static int gl_prof_get(struct hc_target *t, bool *enabled, bool *active, struct 
 	return no_prof(t, err);
 }
 
-static int gl_prof_set(struct hc_target *t, bool active, struct hc_err *err)
+static int gl_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
 	(void)active;
+	*was = false;
 	return no_prof(t, err);
 }
 
-static int gl_prof_dump(struct hc_target *t, const char *out, struct hc_err *err)
+static int gl_prof_dump(struct hc_target *t, const char *out, bool *active, struct hc_err *err)
 {
 	(void)out;
+	*active = false;
 	return no_prof(t, err);
 }
 

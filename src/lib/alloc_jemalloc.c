@@ -362,15 +362,15 @@ static int je_call(struct hc_target *t, const char *name, void *old, size_t *old
 	if (!a[0])
 		goto out;
 	if (old) {
-		a[1] = call_scratch(t, len);
-		a[2] = call_scratch(t, sizeof(len));
+		a[1] = call_scratch(t, len, err);
+		a[2] = call_scratch(t, sizeof(len), err);
 		if (!a[1] || !a[2] || call_write(t, a[2], &len, sizeof(len), err) < 0) {
 			err_set(err, HC_E_ARGS, 0, "value of %s too large", name);
 			goto out;
 		}
 	}
 	if (newv) {
-		a[3] = call_scratch(t, newlen);
+		a[3] = call_scratch(t, newlen, err);
 		a[4] = newlen;
 		if (!a[3] || call_write(t, a[3], newv, newlen, err) < 0) {
 			err_set(err, HC_E_ARGS, 0, "value for %s too large", name);
@@ -655,34 +655,33 @@ static int je_prof_get(struct hc_target *t, bool *enabled, bool *active, struct 
 	struct hc_value v;
 	int rc;
 
-	if (call_begin(t, err) < 0)
-		return -1;
 	*enabled = *active = false;
 	if (je_read(t, "opt.prof", HC_T_BOOL, &v, &rc, err) == 0 && rc == 0) {
 		*enabled = v.b;
 		if (v.b && je_read(t, "prof.active", HC_T_BOOL, &v, NULL, err) == 0)
 			*active = v.b;
 	}
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
-static int je_prof_set(struct hc_target *t, bool active, struct hc_err *err)
+static int je_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
-	uint8_t nv = active;
+	uint8_t nv = active, old = 0;
+	size_t oldlen = sizeof(old);
 	int rc;
 
-	if (call_begin(t, err) < 0)
-		return -1;
+	/* one mallctl reads the old value and writes the new one */
 	if (need_prof(t, NULL, err) == 0 &&
-	    je_call(t, "prof.active", NULL, NULL, &nv, 1, &rc, err) == 0 && rc)
+	    je_call(t, "prof.active", &old, &oldlen, &nv, 1, &rc, err) == 0 && rc)
 		ctl_fail(t, "prof.active", rc, err);
-	return call_end(t, err);
+	*was = old != 0;
+	return err_isset(err) ? -1 : 0;
 }
 
 /* A heap profile is text of a size that follows the heap; refuse anything absurd. */
 #define MAX_PROFILE (4ull << 30)
 
-static int je_prof_dump(struct hc_target *t, const char *out, struct hc_err *err)
+static int je_prof_dump(struct hc_target *t, const char *out, bool *active, struct hc_err *err)
 {
 	char path[PATH_MAX + 32];
 	struct troot_dir dir;
@@ -697,16 +696,13 @@ static int je_prof_dump(struct hc_target *t, const char *out, struct hc_err *err
 	if (troot_mkdir(t->pid, &dir, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/prof.heap", dir.path);
-	if (call_begin(t, err) < 0)
-		goto out;
-	if (need_prof(t, NULL, err) == 0 && (p = call_strdup(t, path, err)) &&
+	if (need_prof(t, active, err) == 0 && (p = call_strdup(t, path, err)) &&
 	    je_call(t, "prof.dump", NULL, NULL, &p, sizeof(p), &rc, err) == 0 && rc)
 		ctl_fail(t, "prof.dump", rc, err);
 	pr_debug("prof.dump to %s: %d", path, rc);
-	call_end(t, err);
+	call_done(t, err);
 	if (!err_isset(err))
 		troot_fetch(t->pid, path, out, MAX_PROFILE, err);
-out:
 	troot_remove(&dir);
 	return err_isset(err) ? -1 : 0;
 }
@@ -729,8 +725,6 @@ static int je_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 	int rc;
 
 	snprintf(st->allocator, sizeof(st->allocator), "jemalloc");
-	if (call_begin(t, err) < 0)
-		return -1;
 	/* Stats are a snapshot refreshed by writing epoch. */
 	if (je_call(t, "epoch", NULL, NULL, &epoch, sizeof(epoch), &rc, err) < 0)
 		goto end;
@@ -760,7 +754,7 @@ static int je_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 	st->muzzy = pmuzzy * page;
 	st->narenas = (unsigned)narenas;
 end:
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 /* write_cb(void *cbopaque, const char *s): bring s to heapctl, never to the target's fds. */
@@ -791,14 +785,12 @@ static int je_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 	struct je_print_ctx pc = { sink, arg };
 	uint64_t a[3], ret;
 
-	if (call_begin(t, err) < 0)
-		return -1;
-	a[0] = call_cb_raddr(t);
+	a[0] = call_cb_raddr(t, err);
 	a[1] = 0;
 	a[2] = opts ? call_strdup(t, opts, err) : 0;
 	if (!opts || a[2])
 		call_fn(t, je_of(t)->stats_print, a, 3, &ret, je_print_cb, &pc, err);
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 static int je_purge(struct hc_target *t, int arena, struct hc_err *err)
@@ -807,8 +799,6 @@ static int je_purge(struct hc_target *t, int arena, struct hc_err *err)
 	uint64_t narenas = 0;
 	int rc;
 
-	if (call_begin(t, err) < 0)
-		return -1;
 	if (arena >= 0) {
 		if (je_read_u64(t, "arenas.narenas", &narenas, err) < 0)
 			goto end;
@@ -823,7 +813,7 @@ static int je_purge(struct hc_target *t, int arena, struct hc_err *err)
 	if (je_call(t, name, NULL, NULL, NULL, 0, &rc, err) == 0 && rc)
 		ctl_fail(t, name, rc, err);
 end:
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 /* ---- get / set / list ------------------------------------------------------------- */
@@ -913,12 +903,10 @@ static int je_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 	default:
 		break;
 	}
-	if (call_begin(t, err) < 0)
-		return -1;
 	/* In the same borrow: no other thread can see a stale snapshot in between. */
 	if (!is_stats(name) || je_refresh(t, err) == 0)
 		je_read(t, name, d->type, v, NULL, err);
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 static int set_refused(struct hc_target *t, const char *name, int rc, struct hc_err *err)
@@ -959,8 +947,6 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 				   "'%s' is an action and takes no value", name);
 	if (d->acc != C_VOID && d->acc != C_MAKE &&
 	    hc_value_parse(name, d->type, value, &nv, err) < 0)
-		return -1;
-	if (call_begin(t, err) < 0)
 		return -1;
 	if (d->acc == C_VOID) {
 		if (je_call(t, name, NULL, NULL, NULL, 0, &rc, err) < 0)
@@ -1017,7 +1003,7 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 end:
 	if (rc && !err_isset(err))
 		set_refused(t, name, rc, err);
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 /* ---- listing a prefix ------------------------------------------------------------------ */
@@ -1284,10 +1270,6 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 				   "prof. stats. (see jemalloc(3), MALLCTL NAMESPACE)",
 				   "no mallctl names under '%s'", prefix);
 	}
-	if (call_begin(t, err) < 0) {
-		free(l);
-		return -1;
-	}
 	/*
 	 * Two walks: the first counts (reading only the index ranges), so an
 	 * oversized listing is refused before thousands of reads.
@@ -1361,7 +1343,7 @@ static int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 		}
 	}
 end:
-	call_end(t, err);
+	call_done(t, err);
 	if (err_isset(err)) {
 		free(l->ents);
 		free(l);
@@ -1389,8 +1371,6 @@ static int je_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 	int rc;
 
 	memset(info, 0, sizeof(*info));
-	if (call_begin(t, err) < 0)
-		return -1;
 	if (je_read(t, "version", HC_T_STRING, &v, NULL, err) < 0)
 		goto end;
 	snprintf(info->version, sizeof(info->version), "%.63s", v.str);
@@ -1418,7 +1398,7 @@ static int je_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 		snprintf(info->conf[info->nconf++], sizeof(info->conf[0]), "%s=%s", keys[i], val);
 	}
 end:
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 const struct alloc_ops alloc_jemalloc = {

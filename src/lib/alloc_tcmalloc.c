@@ -150,7 +150,7 @@ static int get_num(struct hc_target *t, const char *name, uint64_t name_raddr, u
 
 	*v = 0;
 	a[0] = name_raddr ? name_raddr : call_strdup(t, name, err);
-	a[1] = call_scratch(t, 8);
+	a[1] = call_scratch(t, 8, err);
 	if (!a[0] || !a[1])
 		return err_isset(err) ? -1 : err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
 	if (call_write(t, a[1], v, 8, err) < 0 ||
@@ -239,8 +239,6 @@ static const struct {
 static int tc_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
 {
 	snprintf(st->allocator, sizeof(st->allocator), "%s", t->where.allocator);
-	if (call_begin(t, err) < 0)
-		return -1;
 	version_of(t, st->version, sizeof(st->version));
 	for (size_t i = 0; i < sizeof(props) / sizeof(props[0]) && st->nfig < HC_MAX_FIGURES;
 	     i++) {
@@ -263,7 +261,7 @@ static int tc_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 		else if (i == 3)
 			st->retained = f->value;
 	}
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 #define STATS_BUF (1u << 20)
@@ -281,8 +279,6 @@ static int tc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 	if (!c->get_stats || !c->malloc || !c->free)
 		return err_set(err, HC_E_NO_SYM, 0, "MallocExtension_GetStats not found in %s",
 			       c->obj->path);
-	if (call_begin(t, err) < 0)
-		return -1;
 	/* the text can exceed heapctl's scratch: a buffer of the target's own, freed below */
 	a[0] = STATS_BUF;
 	if (call_fn(t, c->malloc, a, 1, &buf, NULL, NULL, err) < 0)
@@ -299,7 +295,7 @@ static int tc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 	a[0] = buf;
 	call_fn(t, c->free, a, 1, &ret, NULL, NULL, err);
 end:
-	call_end(t, err);
+	call_done(t, err);
 	if (text && !err_isset(err) && sink(arg, text, len) < 0)
 		err_set(err, HC_E_IO, errno, "writing the statistics failed");
 	free(text);
@@ -315,10 +311,8 @@ static int tc_purge(struct hc_target *t, int arena, struct hc_err *err)
 				   "tcmalloc has one page heap: there are no arenas to choose");
 	if (!tc_of(t)->release)
 		return err_set(err, HC_E_NO_SYM, 0, "MallocExtension_ReleaseFreeMemory not found");
-	if (call_begin(t, err) < 0)
-		return -1;
 	call_fn(t, tc_of(t)->release, NULL, 0, &ret, NULL, NULL, err);
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 static int need_profiler(struct hc_target *t, struct hc_err *err)
@@ -348,10 +342,8 @@ static int tc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct 
 	if (!tc_of(t)->prof_start)
 		return 0; /* nothing to ask: tcmalloc_minimal */
 	*enabled = true;
-	if (call_begin(t, err) < 0)
-		return -1;
 	running(t, active, err);
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 /*
@@ -437,7 +429,7 @@ restore:
 	return err_isset(err) ? -1 : 0;
 }
 
-static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
+static int tc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
 	char prefix[PATH_MAX + 16];
 	struct troot_dir dir = { .parent = -1, .guard = -1 };
@@ -467,10 +459,9 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 		return -1;
 	if (flags)
 		intervals_at_start(t, start);
-	if (call_begin(t, err) < 0)
-		goto out;
 	if (running(t, &on, err) < 0)
 		goto end;
+	*was = on;
 	if (active && !on) {
 		snprintf(prefix, sizeof(prefix), "%s/heapctl", dir.path);
 		start_quietly(t, prefix, start, &on, err);
@@ -487,8 +478,7 @@ static int tc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
 		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->pid,
 			on ? "running" : "stopped");
 end:
-	call_end(t, err);
-out:
+	call_done(t, err);
 	if (active)
 		troot_remove(&dir);
 	return err_isset(err) ? -1 : 0;
@@ -626,7 +616,7 @@ char *tc_profile_filter(char *text, size_t *len, const struct tc_frames *f)
 	}
 }
 
-static int tc_prof_dump(struct hc_target *t, const char *out, struct hc_err *err)
+static int tc_prof_dump(struct hc_target *t, const char *out, bool *active, struct hc_err *err)
 {
 	uint64_t p = 0, ret;
 	char *text = NULL;
@@ -636,10 +626,9 @@ static int tc_prof_dump(struct hc_target *t, const char *out, struct hc_err *err
 
 	if (need_profiler(t, err) < 0)
 		return -1;
-	if (call_begin(t, err) < 0)
-		return -1;
 	if (running(t, &on, err) < 0)
 		goto end;
+	*active = on;
 	if (!on) {
 		err_sethint(err, HC_E_PROF_OFF, 0,
 			    "tcmalloc can start profiling now: heapctl prof on -p PID",
@@ -656,7 +645,7 @@ static int tc_prof_dump(struct hc_target *t, const char *out, struct hc_err *err
 	text = read_remote_str(t, p, MAX_PROFILE, &len, err);
 	call_fn(t, tc_of(t)->free, &p, 1, &ret, NULL, NULL, err);
 end:
-	call_end(t, err);
+	call_done(t, err);
 	if (text && !err_isset(err)) {
 		struct tc_frames fr = { tc_of(t)->prof_get, tc_of(t)->prof_get_end, in_text, t };
 
@@ -691,10 +680,8 @@ static int tc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 	v->type = HC_T_SIZE;
 	if (!name[0] || strlen(name) > 200)
 		return err_set(err, HC_E_NO_CTL, 0, "'%s' is not a tcmalloc property", name);
-	if (call_begin(t, err) < 0)
-		return -1;
 	get_num(t, name, 0, &v->u, NULL, err);
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
@@ -708,8 +695,6 @@ static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
 		return err_set(err, HC_E_NO_SYM, 0, "MallocExtension_SetNumericProperty not found in %s",
 			       tc_of(t)->obj->path);
 	if (hc_value_parse(name, HC_T_SIZE, value, &nv, err) < 0)
-		return -1;
-	if (call_begin(t, err) < 0)
 		return -1;
 	a[0] = call_strdup(t, name, err);
 	a[1] = nv.u;
@@ -735,7 +720,7 @@ static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
 			 "written, but reading it back failed: tcmalloc has no getter for '%s'",
 			 name);
 end:
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 static int tc_info(struct hc_target *t, struct hc_info *info, struct hc_err *err)
@@ -750,8 +735,6 @@ static int tc_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 	memset(info, 0, sizeof(*info));
 	info->prof_built = tc_of(t)->prof_start != 0;
 	info->prof_enabled = info->prof_built; /* it can start at any time */
-	if (call_begin(t, err) < 0)
-		return -1;
 	version_of(t, info->version, sizeof(info->version));
 	if (info->prof_built)
 		running(t, &info->prof_active, err);
@@ -763,7 +746,7 @@ static int tc_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 			snprintf(info->conf[info->nconf++], sizeof(info->conf[0]), "%s=%" PRIu64,
 				 keys[i], v);
 	}
-	return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
 }
 
 const struct alloc_ops alloc_tcmalloc = {

@@ -525,28 +525,56 @@ static void arm(struct hc_target *t)
 	t->deadline_ns = now_ns() + (uint64_t)t->opts.timeout_ms * 1000000ull;
 }
 
+/* The end of every operation: the thread goes back unless a session keeps it. */
+static int done(struct hc_target *t, int r, struct hc_err *err)
+{
+	if (call_done(t, err) < 0)
+		return -1;
+	return r < 0 ? -1 : 0;
+}
+
+void hc_session_begin(struct hc_target *t)
+{
+	call_hold(t);
+}
+
+int hc_session_end(struct hc_target *t, struct hc_err *err)
+{
+	return call_release(t, err);
+}
+
 int hc_info_get(struct hc_target *t, struct hc_info *info, struct hc_err *err)
 {
 	arm(t);
-	return t->alloc->info(t, info, err);
+	return done(t, t->alloc->info(t, info, err), err);
 }
 
 int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
 {
 	arm(t);
-	return t->alloc->prof_get(t, enabled, active, err);
+	return done(t, t->alloc->prof_get(t, enabled, active, err), err);
 }
 
-int hc_prof_set(struct hc_target *t, bool active, struct hc_err *err)
+int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
+	bool old = false;
+
 	arm(t);
-	return t->alloc->prof_set(t, active, err);
+	if (!was)
+		was = &old;
+	*was = false;
+	return done(t, t->alloc->prof_set(t, active, was, err), err);
 }
 
-int hc_prof_dump(struct hc_target *t, const char *out_path, struct hc_err *err)
+int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct hc_err *err)
 {
+	bool on = false;
+
 	arm(t);
-	return t->alloc->prof_dump(t, out_path, err);
+	if (!active)
+		active = &on;
+	*active = false;
+	return done(t, t->alloc->prof_dump(t, out_path, active, err), err);
 }
 
 static uint64_t rss_of(pid_t pid)
@@ -562,7 +590,7 @@ int hc_stats_get(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
 {
 	memset(st, 0, sizeof(*st));
 	arm(t);
-	if (t->alloc->stats(t, st, err) < 0)
+	if (done(t, t->alloc->stats(t, st, err), err) < 0)
 		return -1;
 	st->rss = rss_of(t->pid);
 	return 0;
@@ -572,19 +600,19 @@ int hc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink, void 
 		   struct hc_err *err)
 {
 	arm(t);
-	return t->alloc->stats_print(t, opts, sink, arg, err);
+	return done(t, t->alloc->stats_print(t, opts, sink, arg, err), err);
 }
 
 int hc_purge(struct hc_target *t, int arena, struct hc_err *err)
 {
 	arm(t);
-	return t->alloc->purge(t, arena, err);
+	return done(t, t->alloc->purge(t, arena, err), err);
 }
 
 int hc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v, struct hc_err *err)
 {
 	arm(t);
-	return t->alloc->ctl_get(t, name, v, err);
+	return done(t, t->alloc->ctl_get(t, name, v, err), err);
 }
 
 int hc_ctl_set(struct hc_target *t, const char *name, const char *value, struct hc_value *old,
@@ -593,7 +621,7 @@ int hc_ctl_set(struct hc_target *t, const char *name, const char *value, struct 
 	memset(old, 0, sizeof(*old));
 	memset(now, 0, sizeof(*now));
 	arm(t);
-	return t->alloc->ctl_set(t, name, value, old, now, err);
+	return done(t, t->alloc->ctl_set(t, name, value, old, now, err), err);
 }
 
 int hc_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_entry **out, size_t *n,
@@ -607,7 +635,7 @@ int hc_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_entry **o
 		return err_sethint(err, HC_E_NO_CTL, 0, "ask for one name: heapctl get -p PID NAME",
 				   "%s has no list of control names", t->alloc->name);
 	arm(t);
-	return t->alloc->ctl_list(t, prefix, out, n, skipped, skipped_len, err);
+	return done(t, t->alloc->ctl_list(t, prefix, out, n, skipped, skipped_len, err), err);
 }
 
 const char *hc_type_name(enum hc_type type)

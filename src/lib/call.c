@@ -163,6 +163,7 @@ static int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum s
 		return 0;
 	}
 	*sig = WSTOPSIG(status);
+	t->timing.stops++;
 	if ((status >> 16) == PTRACE_EVENT_EXEC) {
 		/*
 		 * Another thread (or this one) ran execve: the old program and
@@ -417,14 +418,37 @@ static int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb
 			for (;;) {
 				siginfo_t si;
 
-				if (wait_stop(t, s->tid, &st, &sig, err) != 0)
+				r = wait_stop(t, s->tid, &st, &sig, err);
+				if (r > 0) {
+					/*
+					 * Not even a stop: let the thread go as it is when
+					 * heapctl exits (exit_ptrace()); the call returns into
+					 * ret_tramp, whose cleanup restores it.
+					 */
+					s->stopped = false;
+					return err_set(err, HC_E_TIMEOUT, 0,
+						       "the call in thread %d did not return in time and "
+						       "the thread did not stop when asked; it is let go "
+						       "when heapctl exits and restores itself when the "
+						       "call returns", s->tid);
+				}
+				if (r < 0)
 					return -1;
 				if (st == ST_EXITED)
 					return gone(t, err);
 				if (st == ST_EVENT || st == ST_GROUP)
 					break;
-				if (st == ST_SYSCALL)
+				if (st == ST_SYSCALL) {
 					in_sys = !in_sys;
+					/*
+					 * The interrupt ended the wait with a syscall-exit
+					 * stop, and a syscall stop uses the trap up
+					 * (ptrace(2), PTRACE_INTERRUPT): the wait would
+					 * restart with nothing left to stop it.  Ask again.
+					 */
+					if (ptrace_interrupt(s->tid, err) < 0)
+						return -1;
+				}
 				if (st == ST_SIGNAL) {
 					if (ptrace_siginfo_get(s->tid, &si, err) < 0)
 						return -1;
@@ -1344,7 +1368,8 @@ static int check_stopped_threads(struct hc_target *t, struct hc_err *err)
 	return ret;
 }
 
-int call_begin(struct hc_target *t, struct hc_err *err)
+/* Pick and stop a thread at a safe point, save it, map heapctl's pages. */
+static int borrow(struct hc_target *t, struct hc_err *err)
 {
 	char why[256] = "no thread found";
 	pid_t *tids = NULL;
@@ -1478,9 +1503,43 @@ fail:
 	return -1;
 }
 
-uint64_t call_cb_raddr(const struct hc_target *t)
+/*
+ * The thread is borrowed at the first thing that needs it (a call, a
+ * write, scratch space), not when a session opens: an operation that
+ * refuses before that never stops anything.  After a failed borrow the
+ * error stands; nothing tries again within the same error.
+ */
+static int need(struct hc_target *t, struct hc_err *err)
 {
-	return t->sess ? t->sess->code + NOTIFY_OFF : 0;
+	if (t->sess)
+		return 0;
+	if (err_isset(err))
+		return -1;
+	return borrow(t, err);
+}
+
+void call_hold(struct hc_target *t)
+{
+	t->held++;
+}
+
+int call_release(struct hc_target *t, struct hc_err *err)
+{
+	if (t->held)
+		t->held--;
+	return call_done(t, err);
+}
+
+int call_done(struct hc_target *t, struct hc_err *err)
+{
+	if (!t->held)
+		return call_end(t, err);
+	return err_isset(err) ? -1 : 0;
+}
+
+uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
+{
+	return need(t, err) == 0 ? t->sess->code + NOTIFY_OFF : 0;
 }
 
 /* Give the callee the FP state the ABI promises; rt_sigreturn brings the real one back. */
@@ -1508,12 +1567,16 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 		    unsigned int nargs, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 		    struct hc_err *err)
 {
-	struct sess *s = t->sess;
-	struct hc_call c = { .pc = fn, .ret_addr = s->code, .frame = s->frame, .nargs = nargs,
-			     .sret = sret };
+	struct sess *s;
+	struct hc_call c = { .pc = fn, .nargs = nargs, .sret = sret };
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
+	if (need(t, err) < 0)
+		return -1;
+	s = t->sess;
+	c.ret_addr = s->code;
+	c.frame = s->frame;
 	if (!t->cancel_sig)
 		t->cancel_sig = term_pending();
 	if (t->cancel_sig)
@@ -1650,13 +1713,16 @@ out:
 	return err_isset(err) ? -1 : 0;
 }
 
-uint64_t call_scratch(struct hc_target *t, size_t len)
+uint64_t call_scratch(struct hc_target *t, size_t len, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s;
 	uint64_t at;
 
+	if (need(t, err) < 0)
+		return 0;
+	s = t->sess;
 	len = (len + 15) & ~(size_t)15;
-	if (!s || s->scratch_used + len > SCRATCH_LEN)
+	if (s->scratch_used + len > SCRATCH_LEN)
 		return 0;
 	at = s->scratch + s->scratch_used;
 	s->scratch_used += len;
@@ -1677,7 +1743,7 @@ void call_scratch_release(struct hc_target *t, size_t mark)
 uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)
 {
 	size_t len = strlen(str) + 1;
-	uint64_t at = call_scratch(t, len);
+	uint64_t at = call_scratch(t, len, err);
 
 	if (!at) {
 		err_set(err, HC_E_ARGS, 0, "string of %zu bytes does not fit heapctl's scratch space", len);
@@ -1691,6 +1757,8 @@ uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)
 int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
 	       struct hc_err *err)
 {
+	if (need(t, err) < 0)
+		return -1;
 	return mem_write(t->memfd, raddr, buf, len, err);
 }
 

@@ -30,9 +30,21 @@ struct hc_err;
 typedef int (*call_cb_fn)(void *arg, struct hc_target *t, const uint64_t *args,
 			  struct hc_err *err);
 
-/* Pick and stop a thread at a safe point, save it, map heapctl's pages. */
-int call_begin(struct hc_target *t, struct hc_err *err);
-/* Unmap, restore everything, detach.  Safe on any path; keeps the first error. */
+/*
+ * Sessions.  A thread is borrowed at the first call, write or scratch
+ * request, and given back by call_done() (or call_end()).  Between
+ * call_hold() and call_release() a call_done() keeps it: the operations in
+ * between share one borrow (the API's hc_session_begin/end).  Drivers
+ * never open or close anything; they call call_done() only to let the
+ * thread go before work of their own that needs it no more (copying a
+ * profile, printing).
+ */
+void call_hold(struct hc_target *t);
+/* The last release gives the thread back; keeps the first error. */
+int call_release(struct hc_target *t, struct hc_err *err);
+/* Give the thread back unless a hold keeps it; keeps the first error. */
+int call_done(struct hc_target *t, struct hc_err *err);
+/* Unmap, restore everything, detach, hold or not.  Safe on any path; keeps the first error. */
 int call_end(struct hc_target *t, struct hc_err *err);
 /* Call fn(args...) in the target; *ret is its integer return value. */
 int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
@@ -44,10 +56,13 @@ int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int
  */
 int call_fn_sret(struct hc_target *t, uint64_t fn, uint64_t sret_raddr, const uint64_t *args,
 		 unsigned int nargs, uint64_t *ret, struct hc_err *err);
-/* Address of the callback stub, to pass as a function pointer. */
-uint64_t call_cb_raddr(const struct hc_target *t);
-/* Bump-allocate len bytes (16-aligned) of scratch; 0 when it is full. */
-uint64_t call_scratch(struct hc_target *t, size_t len);
+/* Address of the callback stub, to pass as a function pointer; 0 on failure (err set). */
+uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err);
+/*
+ * Bump-allocate len bytes (16-aligned) of scratch; 0 when it is full, or
+ * (err set) when no thread could be borrowed.
+ */
+uint64_t call_scratch(struct hc_target *t, size_t len, struct hc_err *err);
 /*
  * How much scratch is in use, and a way back to it: a loop of many calls
  * (listing a few thousand mallctl names) gives back each call's strings.
@@ -56,6 +71,7 @@ size_t call_scratch_mark(const struct hc_target *t);
 void call_scratch_release(struct hc_target *t, size_t mark);
 /* Copy a string into the data area; 0 on failure (err set). */
 uint64_t call_strdup(struct hc_target *t, const char *s, struct hc_err *err);
+/* Writes borrow the thread first, as calls do: nothing is changed before it is stopped. */
 int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
 	       struct hc_err *err);
 int call_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err);

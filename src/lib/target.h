@@ -75,6 +75,7 @@ struct hc_target {
 	char where_others[256];
 	/* the current borrowed thread, while attached */
 	struct sess *sess;
+	unsigned int held; /* call_hold() depth: call_done() keeps the thread */
 	void *unw; /* libunwind address space, created once */
 	struct hc_timing timing;
 	uint64_t deadline_ns;

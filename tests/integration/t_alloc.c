@@ -485,6 +485,111 @@ out:
 	victim_stop(&v);
 }
 
+/*
+ * Every command borrows a thread at most once (-v prints "borrowing tid"
+ * per borrow): prof on/off read the old state in the same step, purge
+ * reads its before and after figures in the same borrow as the purge.  A
+ * refusal may borrow none.  want: the exit status each command must have.
+ */
+struct once_cmd {
+	const char *a[5]; /* "@OUT": a profile path in the scratch directory */
+	int want;         /* exit status: 0, 1 (refused) */
+	int borrows;      /* 1; 0: none, answered without a thread; -1: 0 or 1 (a refusal) */
+};
+
+static void borrow_once(struct victim *v, const struct once_cmd *cmds, size_t n)
+{
+	char out[400];
+
+	snprintf(out, sizeof(out), "%s/once.%s.heap", cfg.tmpdir, v->spid);
+	for (size_t i = 0; i < n && !t_failed(); i++) {
+		const char *a[5];
+		struct hres r = { 0 };
+		int borrows, want = cmds[i].borrows;
+
+		for (size_t k = 0; k < 5; k++)
+			a[k] = cmds[i].a[k] && !strcmp(cmds[i].a[k], "@OUT") ? out : cmds[i].a[k];
+		hc_run(&r, NULL, "-v", a[0], "-p", v->spid, a[1], a[2], a[3], NULL);
+		if (hres_crash(&r) || hres_exit(&r) != cmds[i].want)
+			t_fail("%s %s: %s", a[0], a[1] ? a[1] : "", hres_desc(&r));
+		borrows = count_str(r.err, "borrowing tid");
+		if (want >= 0 ? borrows != want : borrows > 1)
+			t_fail("%s %s %s: borrowed %d times, wanted %s", a[0], a[1] ? a[1] : "",
+			       a[2] ? a[2] : "", borrows,
+			       want < 0 ? "at most once" : want ? "once" : "never");
+		hres_free(&r);
+	}
+	unlink(out);
+	if (!t_failed())
+		victim_check(v, 0);
+}
+
+#define ONCE_COMMON                                                                \
+	{ { "stats" }, 0, 1 }, { { "stats", "--full" }, 0, 1 },                     \
+		{ { "stats", "--json" }, 0, 1 }, { { "info" }, 0, 1 }, { { "purge" }, 0, 1 }
+
+static void test_once_jemalloc(void)
+{
+	static const struct once_cmd cmds[] = {
+		ONCE_COMMON,
+		{ { "prof", "status" }, 0, 1 },
+		{ { "prof", "on" }, 0, 1 },
+		{ { "dump", "-o", "@OUT" }, 0, 1 },
+		{ { "prof", "off" }, 0, 1 },
+		{ { "get", "opt.narenas" }, 0, 1 },
+		{ { "get", "stats.allocated" }, 0, 1 },
+		{ { "set", "prof.active", "false" }, 0, 1 },
+		{ { "set", "no.such.control", "1" }, 1, -1 },
+	};
+	struct victim v;
+	char why[512];
+
+	if (victim_start(&v, "jemalloc_victim", "prof:true,prof_active:false", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	borrow_once(&v, cmds, sizeof(cmds) / sizeof(cmds[0]));
+	victim_stop(&v);
+}
+
+static void test_once_tcmalloc(void)
+{
+	static const struct once_cmd cmds[] = {
+		ONCE_COMMON,
+		{ { "prof", "status" }, 0, 1 },
+		{ { "prof", "on" }, 0, 1 },
+		{ { "dump", "-o", "@OUT" }, 0, 1 },
+		{ { "prof", "off" }, 0, 1 },
+		{ { "dump", "-o", "@OUT" }, 1, -1 }, /* the profiler is stopped */
+		{ { "get", "generic.current_allocated_bytes" }, 0, 1 },
+		{ { "set", "tcmalloc.max_total_thread_cache_bytes", "33554432" }, 0, 1 },
+	};
+	struct victim v;
+
+	if (!start(&v, "tcmalloc_victim", NULL))
+		return;
+	borrow_once(&v, cmds, sizeof(cmds) / sizeof(cmds[0]));
+	victim_stop(&v);
+}
+
+static void test_once_glibc(void)
+{
+	static const struct once_cmd cmds[] = {
+		ONCE_COMMON,
+		{ { "prof", "status" }, 0, 0 }, /* glibc has no profiler to ask */
+		{ { "prof", "on" }, 1, 0 },
+		{ { "prof", "off" }, 0, 0 },
+		{ { "get", "uordblks" }, 0, 1 },
+		{ { "set", "M_TRIM_THRESHOLD", "262144" }, 0, 1 },
+	};
+	struct victim v;
+
+	if (!start(&v, "alloc_victim", NULL))
+		return;
+	borrow_once(&v, cmds, sizeof(cmds) / sizeof(cmds[0]));
+	victim_stop(&v);
+}
+
 static void test_clean_jemalloc(void)
 {
 	struct victim v;
@@ -961,6 +1066,9 @@ const struct itest t_alloc_tests[] = {
 	{ "alloc-clean-tcmalloc", test_clean_tcmalloc, 0 },
 	{ "alloc-clean-jemalloc", test_clean_jemalloc, 0 },
 	{ "alloc-clean-glibc", test_clean_glibc, 0 },
+	{ "borrow-once-jemalloc", test_once_jemalloc, 0 },
+	{ "borrow-once-tcmalloc", test_once_tcmalloc, 0 },
+	{ "borrow-once-glibc", test_once_glibc, 0 },
 	{ "alloc-tcmalloc-words", test_tcmalloc_words, 0 },
 	{ "alloc-dump-json", test_dump_json, 0 },
 	{ "alloc-prof-glibc", test_prof_glibc, 0 },
