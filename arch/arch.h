@@ -138,6 +138,9 @@ static inline enum hc_wait hc_stop_eintr_kind(const struct hc_stop_eintr *tab, s
 	return HC_WAIT_UNDISTURBED;
 }
 
+/* Reads the 16 bytes at addr of the target (a frame record); 0 or -1. */
+typedef int (*hc_rec_read_fn)(void *arg, uint64_t addr, uint64_t rec[2]);
+
 /* A byte pattern in the target's text. */
 struct hc_bytes {
 	const uint8_t *b;
@@ -270,6 +273,29 @@ struct hc_arch {
 	bool (*call_fpstate)(unsigned int nt, void *buf, size_t len);
 	/* Format the general registers for -vvv. */
 	int (*dump_regs)(const void *gregs, char *out, size_t outlen);
+
+	/*
+	 * The unwinder's view of the saved registers, so that it never asks
+	 * the kernel again: libunwind's register number (DWARF's for both
+	 * arches, with the pc as 16 on x86_64 and 32 on arm64) to its value in
+	 * gregs.  -1 for a number the image does not hold.
+	 */
+	int (*unwind_reg)(const void *gregs, unsigned int regnum, uint64_t *val);
+	/*
+	 * arm64 only (NULL elsewhere): the chain of frame records (AAPCS64
+	 * 6.4.6: x29 points at {caller's x29, return address}) from gregs' x29
+	 * upwards, a second opinion for libunwind (src/lib/where.c says why).
+	 * rd reads one 16-byte record.  Fills rets[] with the return addresses,
+	 * pointer authentication bits cleared with pac_mask.  Returns how many,
+	 * once a record with a saved x29 of 0 ends the chain (the outermost
+	 * frame), or -1 with why if the chain breaks first (unreadable,
+	 * misaligned, below sp, not increasing, a step of more than 16 MiB,
+	 * more than max frames).
+	 */
+	int (*frame_walk)(const void *gregs, uint64_t pac_mask, hc_rec_read_fn rd, void *arg,
+			  uint64_t *rets, unsigned int max, char *why, size_t whylen);
+	/* The regset whose second word masks the PAC bits of return addresses, or 0. */
+	unsigned int pac_regset;
 };
 
 extern const struct hc_arch hc_arch_x86_64;

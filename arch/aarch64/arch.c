@@ -536,6 +536,60 @@ static int dump_regs(const void *gregs, char *out, size_t outlen)
 	return (int)total;
 }
 
+/* libunwind's aarch64 numbers: x0-x30 and sp as DWARF has them, then 32 for the pc. */
+static int unwind_reg(const void *gregs, unsigned int regnum, uint64_t *val)
+{
+	const struct a64_gregs *r = gregs;
+
+	if (regnum < 31)
+		*val = r->regs[regnum];
+	else if (regnum == 31)
+		*val = r->sp;
+	else if (regnum == 32)
+		*val = r->pc;
+	else
+		return -1;
+	return 0;
+}
+
+#define A64_MAX_FRAME (16u << 20) /* a larger step between records is no frame */
+
+static int frame_walk(const void *gregs, uint64_t pac_mask, hc_rec_read_fn rd, void *arg,
+		      uint64_t *rets, unsigned int max, char *why, size_t whylen)
+{
+	const struct a64_gregs *r = gregs;
+	uint64_t fp = r->regs[29], sp = r->sp;
+	unsigned int n = 0;
+
+	while (fp) {
+		uint64_t rec[2];
+
+		if ((fp & 7) || fp < sp) {
+			snprintf(why, whylen, "frame record #%u at 0x%llx is not on the stack", n,
+				 (unsigned long long)fp);
+			return -1;
+		}
+		if (rd(arg, fp, rec) < 0) {
+			snprintf(why, whylen, "frame record #%u at 0x%llx is unreadable", n,
+				 (unsigned long long)fp);
+			return -1;
+		}
+		if (rec[1] && n >= max) {
+			snprintf(why, whylen, "more than %u frame records", max);
+			return -1;
+		}
+		if (rec[1])
+			rets[n++] = rec[1] & ~pac_mask;
+		if (rec[0] && (rec[0] <= fp || rec[0] - fp > A64_MAX_FRAME)) {
+			snprintf(why, whylen, "frame record #%u at 0x%llx links to 0x%llx", n,
+				 (unsigned long long)fp, (unsigned long long)rec[0]);
+			return -1;
+		}
+		fp = rec[0];
+	}
+	return (int)n;
+}
+
 const struct hc_arch hc_arch_aarch64 = {
 	.name = "aarch64",
 	.e_machine = EM_AARCH64,
@@ -584,4 +638,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,
 	.dump_regs = dump_regs,
+	.unwind_reg = unwind_reg,
+	.frame_walk = frame_walk,
+	.pac_regset = 0x406, /* NT_ARM_PAC_MASK: struct user_pac_mask { data_mask, insn_mask } */
 };

@@ -475,6 +475,20 @@ static int dump_regs(const void *gv, char *out, size_t n)
 			g->r15, g->fs_base);
 }
 
+/* libunwind's x86_64 numbers: DWARF's rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, then rip. */
+static int unwind_reg(const void *gregs, unsigned int regnum, uint64_t *val)
+{
+	const struct x64_gregs *r = gregs;
+	const uint64_t v[17] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp,
+				 r->r8,  r->r9,  r->r10, r->r11, r->r12, r->r13, r->r14, r->r15,
+				 r->rip };
+
+	if (regnum >= 17)
+		return -1;
+	*val = v[regnum];
+	return 0;
+}
+
 const struct hc_arch hc_arch_x86_64 = {
 	.name = "x86_64",
 	.e_machine = EM_X86_64,
@@ -518,4 +532,5 @@ const struct hc_arch hc_arch_x86_64 = {
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,
 	.dump_regs = dump_regs,
+	.unwind_reg = unwind_reg,
 };

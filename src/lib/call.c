@@ -878,7 +878,7 @@ static int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, siz
 	 */
 	if (picky && t->arch->syscall_nr(s->gregs) == t->arch->nr_restart_syscall)
 		snprintf(why, whylen, "thread %d is resuming an interrupted sleep", tid);
-	else if (where_safe(t, tid, why, whylen) == 1)
+	else if (where_safe(t, tid, s->gregs, why, whylen) == 1)
 		return 1;
 	pr_debug("tid %d is not at a safe point: %s", tid, why);
 	if (ptrace_detach(tid, 0, err) < 0) /* an undone EINTR is already in its registers */

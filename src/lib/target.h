@@ -77,6 +77,8 @@ struct hc_target {
 	struct sess *sess;
 	unsigned int held; /* call_hold() depth: call_done() keeps the thread */
 	void *unw; /* libunwind address space, created once */
+	uint64_t pac_mask; /* PAC bits of return addresses (arm64), once pac_known */
+	bool pac_known;
 	struct hc_timing timing;
 	uint64_t deadline_ns;
 	int seccomp;    /* Seccomp: from /proc/PID/status (2: filters) */

@@ -4,10 +4,13 @@
  * inside the allocator: running the allocator's control functions on top of
  * a thread that holds an allocator lock deadlocks it.
  *
- * Unwinding uses libunwind-ptrace with our own find_proc_info/access_mem:
- * the .eh_frame_hdr tables are read from the target's memory at the
- * addresses sym.c found, so no file is opened while the thread is stopped
- * and objects inside other mount namespaces unwind the same way.
+ * Unwinding uses libunwind with our own accessors: the .eh_frame_hdr
+ * tables are read from the target's memory at the addresses sym.c found,
+ * so no file is opened while the thread is stopped and objects inside
+ * other mount namespaces unwind the same way; registers come from the
+ * image call.c saved at the stop, so libunwind makes no ptrace call of its
+ * own.  libunwind-ptrace's lookup is kept only for an .eh_frame_hdr in an
+ * encoding no linker writes.
  */
 #include <elf.h>
 #include <errno.h>
@@ -33,7 +36,9 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 
 struct uw_arg {
 	struct hc_target *t;
-	void *upt;
+	pid_t tid;
+	const void *gregs; /* the registers call.c saved at the stop */
+	void *upt;         /* _UPT's, made only for its fallback find_proc_info */
 	struct {
 		uint64_t addr;
 		bool valid;
@@ -92,8 +97,11 @@ static int uw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t
 	 * which is what every linker writes; anything else goes to _UPT.
 	 */
 	if (hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b ||
-	    (hdr[1] & 0x0f) != 0x0b /* sdata4 */)
-		return _UPT_find_proc_info(as, ip, pi, need, a->upt);
+	    (hdr[1] & 0x0f) != 0x0b /* sdata4 */) {
+		if (!a->upt)
+			a->upt = _UPT_create(a->tid);
+		return a->upt ? _UPT_find_proc_info(as, ip, pi, need, a->upt) : -UNW_ENOINFO;
+	}
 	if (uw_read(a, o->eh_hdr + 8, &fde_count, sizeof(fde_count)) < 0 || fde_count <= 0)
 		return -UNW_ENOINFO;
 	memset(&di, 0, sizeof(di));
@@ -122,16 +130,30 @@ static int uw_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dil, void 
 	return -UNW_ENOINFO;
 }
 
+/* Registers come from the saved image: no PTRACE_GETREGSET of libunwind's own. */
 static int uw_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
 			 void *arg)
 {
-	return _UPT_access_reg(as, reg, val, write, ((struct uw_arg *)arg)->upt);
+	struct uw_arg *a = arg;
+	uint64_t v;
+
+	(void)as;
+	if (write || reg < 0 || a->t->arch->unwind_reg(a->gregs, (unsigned int)reg, &v) < 0)
+		return -UNW_EBADREG;
+	*val = v;
+	return 0;
 }
 
+/* A walk for return addresses needs no floating-point register. */
 static int uw_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val,
 			   int write, void *arg)
 {
-	return _UPT_access_fpreg(as, reg, val, write, ((struct uw_arg *)arg)->upt);
+	(void)as;
+	(void)reg;
+	(void)val;
+	(void)write;
+	(void)arg;
+	return -UNW_EBADREG;
 }
 
 static unw_accessors_t uw_accessors = {
@@ -230,73 +252,30 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
  * link register once and reports the end of the stack: the unwind stops
  * *cleanly* after about three frames, and a thread four frames deep in
  * the allocator would look safe.  So on arm64 the chain of frame records
- * (AAPCS64 6.4.6: x29 points at {caller's x29, return address}) is walked
- * as well, and a thread is safe only if that chain reaches the outermost
- * frame (a saved x29 of 0: _start and clone's thread_start clear x29) and
- * no address on it, nor pc, nor a live-looking lr, is unsafe.  Return
- * addresses may carry a pointer authentication code; NT_ARM_PAC_MASK says
- * which bits to clear.
+ * is walked as well (the arch's frame_walk), and a thread is safe only if
+ * that chain reaches the outermost frame (a saved x29 of 0: _start and
+ * clone's thread_start clear x29) and no address on it, nor pc, nor a
+ * live-looking lr, is unsafe.  Return addresses may carry a pointer
+ * authentication code; the arch's pac_regset says which bits to clear.
  */
-#define A64_NT_PRSTATUS 1
-#define A64_NT_PAC_MASK 0x406 /* struct user_pac_mask { data_mask, insn_mask } */
-#define A64_MAX_FRAME (16u << 20) /* a larger step between records is no frame */
-
-int where_frame_walk(uint64_t fp, uint64_t sp, uint64_t pac_mask, where_read_fn rd, void *arg,
-		     uint64_t *rets, unsigned int max, char *why, size_t whylen)
-{
-	unsigned int n = 0;
-
-	while (fp) {
-		uint64_t rec[2];
-
-		if ((fp & 7) || fp < sp) {
-			snprintf(why, whylen, "frame record #%u at 0x%llx is not on the stack", n,
-				 (unsigned long long)fp);
-			return -1;
-		}
-		if (rd(arg, fp, rec) < 0) {
-			snprintf(why, whylen, "frame record #%u at 0x%llx is unreadable", n,
-				 (unsigned long long)fp);
-			return -1;
-		}
-		if (rec[1] && n >= max) {
-			snprintf(why, whylen, "more than %u frame records", max);
-			return -1;
-		}
-		if (rec[1])
-			rets[n++] = rec[1] & ~pac_mask;
-		if (rec[0] && (rec[0] <= fp || rec[0] - fp > A64_MAX_FRAME)) {
-			snprintf(why, whylen, "frame record #%u at 0x%llx links to 0x%llx", n,
-				 (unsigned long long)fp, (unsigned long long)rec[0]);
-			return -1;
-		}
-		fp = rec[0];
-	}
-	return (int)n;
-}
-
 static int read_record(void *arg, uint64_t addr, uint64_t rec[2])
 {
 	return uw_read(arg, addr, rec, 2 * sizeof(uint64_t));
 }
 
-/* The thread's pc, sp, x29, x30 (NT_PRSTATUS, struct user_pt_regs) and PAC mask. */
-static int a64_regs(pid_t tid, uint64_t *pc, uint64_t *sp, uint64_t *fp, uint64_t *lr,
-		    uint64_t *pac_mask)
+/* The PAC bits of return addresses: one read per target, the same for every thread. */
+static uint64_t pac_mask(struct hc_target *t, pid_t tid)
 {
-	uint64_t g[34], m[2];
-	size_t glen = sizeof(g), mlen = sizeof(m);
+	uint64_t m[2];
+	size_t mlen = sizeof(m);
 	struct hc_err e = { 0 };
 
-	if (ptrace_regset_get(tid, A64_NT_PRSTATUS, g, &glen, &e) < 0 || glen < sizeof(g))
-		return -1;
-	*fp = g[29];
-	*lr = g[30];
-	*sp = g[31];
-	*pc = g[32];
-	/* No pointer authentication on this CPU or kernel: nothing to strip. */
-	*pac_mask = ptrace_regset_get(tid, A64_NT_PAC_MASK, m, &mlen, &e) < 0 ? 0 : m[1];
-	return 0;
+	if (!t->pac_known && t->arch->pac_regset) {
+		/* No pointer authentication on this CPU or kernel: nothing to strip. */
+		t->pac_mask = ptrace_regset_get(tid, t->arch->pac_regset, m, &mlen, &e) < 0 ? 0 : m[1];
+		t->pac_known = true;
+	}
+	return t->pac_mask;
 }
 
 /*
@@ -306,15 +285,14 @@ static int a64_regs(pid_t tid, uint64_t *pc, uint64_t *sp, uint64_t *fp, uint64_
 static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 			      unsigned int lu_depth, char *reason, size_t len)
 {
-	uint64_t pc, sp, fp, lr, mask, rets[MAX_FRAMES];
+	uint64_t pc = t->arch->get_pc(a->gregs), lr = 0, mask = pac_mask(t, tid);
+	uint64_t rets[MAX_FRAMES];
 	struct obj *o;
 	char why[160];
 	int n;
 
-	if (a64_regs(tid, &pc, &sp, &fp, &lr, &mask) < 0) {
-		snprintf(reason, len, "cannot read the registers of thread %d", tid);
-		return 0;
-	}
+	if (t->arch->unwind_reg(a->gregs, 30, &lr) < 0) /* x30 */
+		lr = 0;
 	if (frame_unsafe(t, pc, 0, reason, len))
 		return 0;
 	/*
@@ -324,7 +302,7 @@ static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 	lr &= ~mask;
 	if (obj_at(t, lr) && frame_unsafe(t, lr - 1, 1, reason, len))
 		return 0;
-	n = where_frame_walk(fp, sp, mask, read_record, a, rets, MAX_FRAMES, why, sizeof(why));
+	n = t->arch->frame_walk(a->gregs, mask, read_record, a, rets, MAX_FRAMES, why, sizeof(why));
 	if (n < 0) {
 		snprintf(reason, len, "incomplete stack: %s", why);
 		return 0;
@@ -350,13 +328,11 @@ static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 	return 1;
 }
 
-int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
+int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len)
 {
 	struct uw_arg *a = malloc(sizeof(*a)); /* 64 KiB of page cache: not worth zeroing */
-	bool a64 = t->arch->e_machine == EM_AARCH64;
-	uint64_t pac_mask = 0, m[2];
-	size_t mlen = sizeof(m);
-	struct hc_err e = { 0 };
+	bool records = t->arch->frame_walk != NULL;
+	uint64_t pac = 0;
 	unw_cursor_t c;
 	unsigned depth = 0;
 	int ret = 0, r;
@@ -369,13 +345,15 @@ int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 		a->cache[i].valid = false;
 	a->next = 0;
 	a->t = t;
-	a->upt = _UPT_create(tid);
-	if (!a->upt || unw_init_remote(&c, t->unw, a) < 0) {
+	a->tid = tid;
+	a->gregs = gregs;
+	a->upt = NULL;
+	if (unw_init_remote(&c, t->unw, a) < 0) {
 		snprintf(reason, len, "cannot start unwinding thread %d", tid);
 		goto out;
 	}
-	if (a64 && ptrace_regset_get(tid, A64_NT_PAC_MASK, m, &mlen, &e) == 0)
-		pac_mask = m[1];
+	if (records)
+		pac = pac_mask(t, tid);
 	for (;;) {
 		unw_word_t ip;
 
@@ -383,7 +361,7 @@ int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 			snprintf(reason, len, "unwind failed at frame #%u", depth);
 			goto out;
 		}
-		ip &= ~pac_mask; /* libunwind 1.6.2 does not strip PAC bits */
+		ip &= ~pac; /* libunwind 1.6.2 does not strip PAC bits */
 		/* Return addresses point after the call: look at the call itself. */
 		if (frame_unsafe(t, depth && !unw_is_signal_frame(&c) ? ip - 1 : ip, depth, reason,
 				 len))
@@ -395,7 +373,7 @@ int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 		r = unw_step(&c);
 		if (r == 0)
 			break;
-		if (r < 0 && a64) {
+		if (r < 0 && records) {
 			/* The frame records decide below. */
 			pr_debug("tid %d: libunwind stopped after frame #%u (%s)", tid, depth - 1,
 				 unw_strerror(r));
@@ -408,7 +386,7 @@ int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len)
 		}
 	}
 	/* On arm64 a clean end of libunwind's walk proves nothing (see above). */
-	if (a64 && !frame_records_safe(t, tid, a, depth, reason, len))
+	if (records && !frame_records_safe(t, tid, a, depth, reason, len))
 		goto out;
 	pr_debug("tid %d: %u frames, none in the allocator", tid, depth);
 	ret = 1;
