@@ -294,7 +294,7 @@ static const char script[] =
 	"}\n"
 	"]]></script>\n";
 
-int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
 	unsigned width = w->width ? w->width : 1200;
 	uint64_t *wt = out_weights(r, w);
@@ -307,6 +307,7 @@ int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 	size_t i;
 	int rc = -2;
 
+	(void)err;
 	if (width < 200)
 		width = 200;
 	if (!wt || !order || build_tree(&t, r, wt, order))

@@ -96,12 +96,13 @@ static void put_frame(FILE *f, const char *s)
 	}
 }
 
-int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
 	uint64_t *wt = out_weights(r, w);
 	uint32_t *idx = out_sorted_stacks(r);
 	size_t i;
 
+	(void)err;
 	if (!wt || !idx) {
 		free(wt);
 		free(idx);
@@ -313,7 +314,7 @@ static void top_stacks(FILE *f, const struct hc_report *r, bool objects, unsigne
 	free(idx);
 }
 
-int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
 	const struct hc_report_totals *t = &r->tot;
 	struct sort_ctx sc = { .r = r, .sign = 1, .objects = w->objects };
@@ -322,6 +323,7 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 	struct fn_table ft;
 	char a[32], b[32], c[32], per[32];
 
+	(void)err;
 	if (fn_build(r, objects, &ft)) {
 		fn_free(&ft);
 		return -2;
@@ -402,13 +404,14 @@ static void json_str(FILE *f, const char *s)
 	putc('"', f);
 }
 
-int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
 	const struct hc_report_totals *t = &r->tot;
 	struct sort_ctx c = { .r = r, .sign = 1 };
 	uint32_t *idx;
 	size_t i;
 
+	(void)err;
 	(void)w;
 	idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
 	if (!idx)

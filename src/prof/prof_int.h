@@ -7,6 +7,7 @@
  *   demangle.c   C++ (libstdc++'s demangler, loaded at run time) and Rust
  *   report.c     samples -> merged symbolized stacks, --base differences
  *   out_*.c      folded, svg, pprof (+ pb.c, a protobuf wire encoder), text, json
+ *   writers.c    format names -> writers: hc_report_write(), the only caller of out_*()
  *   util.c       buffers, interning, hash maps, exp without libm
  */
 #ifndef HC_PROF_INT_H
@@ -201,13 +202,15 @@ struct hc_report {
 double report_delta(const struct hc_report *r, const struct rstack *s, bool objects);
 const char *report_label(const struct hc_report *r, uint32_t id);
 
-/* ---- out_*.c -------------------------------------------------------- */
+/* ---- out_*.c: called from writers.c only ----------------------------- */
 
-int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-int out_pprof(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err);
-int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
+/*
+ * A writer: the built report r to f as one format.  Returns 0, -1 if a
+ * write failed (err may already say why) or -2 out of memory.
+ */
+typedef int out_fn(struct hc_report *r, const struct hc_write_opts *w, FILE *f,
+		   struct hc_err *err);
+out_fn out_folded, out_svg, out_pprof, out_text, out_json;
 int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
 
 /*
