@@ -12,70 +12,12 @@
 
 #include "prof_int.h"
 
-/*
- * Stack order for output: by labels, frame by frame (deterministic,
- * prefix-grouped).  Labels are ranked once by strcmp, so the stack sort
- * compares integers.
- */
+/* Sort order of the text and JSON tables. */
 struct sort_ctx {
 	const struct hc_report *r;
-	const uint32_t *rank;
 	int sign;     /* +1 largest first, -1 smallest first */
 	bool objects;
 };
-
-static int cmp_label_ids(const void *a, const void *b, void *arg)
-{
-	const struct sort_ctx *c = arg;
-
-	return strcmp(report_label(c->r, *(const uint32_t *)a),
-		      report_label(c->r, *(const uint32_t *)b));
-}
-
-static int cmp_stack_labels(const void *a, const void *b, void *arg)
-{
-	const struct sort_ctx *c = arg;
-	const struct rstack *x = &c->r->stacks[*(const uint32_t *)a];
-	const struct rstack *y = &c->r->stacks[*(const uint32_t *)b];
-	uint32_t i, n = x->n < y->n ? x->n : y->n;
-
-	for (i = 0; i < n; i++) {
-		uint32_t rx = c->rank[c->r->frames[x->first + i]];
-		uint32_t ry = c->rank[c->r->frames[y->first + i]];
-
-		if (rx != ry)
-			return rx < ry ? -1 : 1;
-	}
-	return (x->n > y->n) - (x->n < y->n);
-}
-
-/* Indices of the stacks in label order; NULL on oom. */
-uint32_t *out_sorted_stacks(const struct hc_report *r)
-{
-	size_t nl = r->strs.n, i;
-	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
-	uint32_t *ids = malloc((nl ? nl : 1) * sizeof(*ids));
-	uint32_t *rank = malloc((nl ? nl : 1) * sizeof(*rank));
-	struct sort_ctx c = { .r = r, .rank = rank };
-
-	if (!idx || !ids || !rank) {
-		free(idx);
-		free(ids);
-		free(rank);
-		return NULL;
-	}
-	for (i = 0; i < nl; i++)
-		ids[i] = (uint32_t)i;
-	qsort_r(ids, nl, sizeof(*ids), cmp_label_ids, &c);
-	for (i = 0; i < nl; i++)
-		rank[ids[i]] = (uint32_t)i;
-	for (i = 0; i < r->nstacks; i++)
-		idx[i] = (uint32_t)i;
-	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_labels, &c);
-	free(ids);
-	free(rank);
-	return idx;
-}
 
 static void put_frame(FILE *f, const char *s)
 {
@@ -98,8 +40,8 @@ static void put_frame(FILE *f, const char *s)
 
 int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
-	uint64_t *wt = out_weights(r, w);
-	uint32_t *idx = out_sorted_stacks(r);
+	uint64_t *wt = report_weights(r, w);
+	uint32_t *idx = report_sorted_stacks(r);
 	size_t i;
 
 	(void)err;

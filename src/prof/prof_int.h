@@ -201,6 +201,13 @@ struct hc_report {
 /* The weight a writer shows for stack s: new - base, objects or bytes. */
 double report_delta(const struct hc_report *r, const struct rstack *s, bool objects);
 const char *report_label(const struct hc_report *r, uint32_t id);
+/*
+ * The weights folded/svg show, as non-negative integers: new (no base),
+ * growth, or shrinkage.  Returns a malloc'ed array of nstacks, or NULL.
+ */
+uint64_t *report_weights(const struct hc_report *r, const struct hc_write_opts *w);
+/* Stack indices in label order (root first, frame by frame); malloc'ed, or NULL. */
+uint32_t *report_sorted_stacks(const struct hc_report *r);
 
 /* ---- out_*.c: called from writers.c only ----------------------------- */
 
@@ -212,14 +219,6 @@ typedef int out_fn(struct hc_report *r, const struct hc_write_opts *w, FILE *f,
 		   struct hc_err *err);
 out_fn out_folded, out_svg, out_pprof, out_text, out_json;
 int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-
-/*
- * The weights folded/svg show, as non-negative integers: new (no base),
- * growth, or shrinkage.  Returns a malloc'ed array of nstacks, or NULL.
- */
-uint64_t *out_weights(const struct hc_report *r, const struct hc_write_opts *w);
-/* Stack indices in label order (root first, frame by frame); malloc'ed, or NULL. */
-uint32_t *out_sorted_stacks(const struct hc_report *r);
 
 /* ---- pb.c: protobuf wire format ---------------------------------------- */
 

@@ -411,7 +411,7 @@ double report_delta(const struct hc_report *r, const struct rstack *s, bool obje
 	return s->v[0][k] - s->v[1][k];
 }
 
-uint64_t *out_weights(const struct hc_report *r, const struct hc_write_opts *w)
+uint64_t *report_weights(const struct hc_report *r, const struct hc_write_opts *w)
 {
 	uint64_t *v = calloc(r->nstacks ? r->nstacks : 1, sizeof(*v));
 	size_t i;
@@ -428,4 +428,66 @@ uint64_t *out_weights(const struct hc_report *r, const struct hc_write_opts *w)
 		v[i] = x > 0 ? (uint64_t)x : 0;
 	}
 	return v;
+}
+
+/*
+ * Stack order for folded and svg: by labels, frame by frame (deterministic,
+ * prefix-grouped).  Labels are ranked once by strcmp, so the stack sort
+ * compares integers.
+ */
+struct label_order {
+	const struct hc_report *r;
+	const uint32_t *rank;
+};
+
+static int cmp_label_ids(const void *a, const void *b, void *arg)
+{
+	const struct label_order *c = arg;
+
+	return strcmp(report_label(c->r, *(const uint32_t *)a),
+		      report_label(c->r, *(const uint32_t *)b));
+}
+
+static int cmp_stack_labels(const void *a, const void *b, void *arg)
+{
+	const struct label_order *c = arg;
+	const struct rstack *x = &c->r->stacks[*(const uint32_t *)a];
+	const struct rstack *y = &c->r->stacks[*(const uint32_t *)b];
+	uint32_t i, n = x->n < y->n ? x->n : y->n;
+
+	for (i = 0; i < n; i++) {
+		uint32_t rx = c->rank[c->r->frames[x->first + i]];
+		uint32_t ry = c->rank[c->r->frames[y->first + i]];
+
+		if (rx != ry)
+			return rx < ry ? -1 : 1;
+	}
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+uint32_t *report_sorted_stacks(const struct hc_report *r)
+{
+	size_t nl = r->strs.n, i;
+	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
+	uint32_t *ids = malloc((nl ? nl : 1) * sizeof(*ids));
+	uint32_t *rank = malloc((nl ? nl : 1) * sizeof(*rank));
+	struct label_order c = { .r = r, .rank = rank };
+
+	if (!idx || !ids || !rank) {
+		free(idx);
+		free(ids);
+		free(rank);
+		return NULL;
+	}
+	for (i = 0; i < nl; i++)
+		ids[i] = (uint32_t)i;
+	qsort_r(ids, nl, sizeof(*ids), cmp_label_ids, &c);
+	for (i = 0; i < nl; i++)
+		rank[ids[i]] = (uint32_t)i;
+	for (i = 0; i < r->nstacks; i++)
+		idx[i] = (uint32_t)i;
+	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_labels, &c);
+	free(ids);
+	free(rank);
+	return idx;
 }
