@@ -22,6 +22,13 @@ void where_fini(struct hc_target *t);
  */
 int where_safe(struct hc_target *t, pid_t tid, char *reason, size_t len);
 /*
+ * Is a frame in the function name (an ELF symbol) inside the allocator for
+ * where_safe()?  An entry point of allocfn.c, anything in the allocator's
+ * own namespace (prefix, e.g. "je_"; "" or NULL for none), or a glibc
+ * malloc internal.  Pure.
+ */
+bool where_malloc_family(const char *name, const char *prefix);
+/*
  * arm64 frame-record walk, pure (unit-tested on every host).  From fp
  * (x29), follow {saved x29, return address} records upwards from sp; rd
  * reads one 16-byte record.  Fills rets[] with the return addresses, PAC

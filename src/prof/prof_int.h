@@ -201,6 +201,8 @@ struct hc_report {
 /* The weight a writer shows for stack s: new - base, objects or bytes. */
 double report_delta(const struct hc_report *r, const struct rstack *s, bool objects);
 const char *report_label(const struct hc_report *r, uint32_t id);
+/* Is a frame of this (demangled) name the allocator's, to be dropped? */
+bool report_alloc_frame(const char *name);
 /*
  * The weights folded/svg show, as non-negative integers: new (no base),
  * growth, or shrinkage.  Returns a malloc'ed array of nstacks, or NULL.

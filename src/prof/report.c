@@ -10,8 +10,9 @@
  *
  * Allocator frames: like jeprof's RemoveUninterestingFrames, everything up
  * to the outermost allocation entry point (malloc, calloc, ..., operator
- * new, the je_/_rjem_ prefixed forms, Rust's __rust_alloc) is dropped, so
- * the leaf is the caller that allocated.  jemalloc 5.3's malloc tail-calls
+ * new, the je_/_rjem_ prefixed forms, Rust's __rust_alloc: allocfn.c, the
+ * list the safe-point check uses too) is dropped, so the leaf is the
+ * caller that allocated.  jemalloc 5.3's malloc tail-calls
  * its slow path, so the entry point itself is often not on the stack: the
  * innermost run of frames inside the allocator's own shared object (one
  * that defines mallctl, or is named *jemalloc*) is dropped too.
@@ -20,62 +21,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocfn.h"
 #include "prof_int.h"
 
 /* Longest frame label: a C++ name can be long, but not this long. */
 #define PATH_MAX_LABEL 2048
 
-static const char *const alloc_funcs[] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free", "cfree", "memalign",
-	"posix_memalign", "aligned_alloc", "valloc", "pvalloc", "mallocx", "rallocx", "xallocx",
-	"dallocx", "sdallocx", "sdallocx_noflags", "nallocx", "malloc_default", "newImpl",
-	"do_malloc", "do_malloc_or_cpp_alloc", "DoSampledAllocation", "__builtin_new",
-	"__builtin_vec_new", "operator new", "operator new[]", "__rust_alloc",
-	"__rust_alloc_zeroed", "__rust_realloc", "__rdl_alloc", "__rdl_alloc_zeroed",
-	"__rdl_realloc", "__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc", "tc_malloc",
-	"tc_calloc", "tc_realloc", "tc_new", "tc_newarray", "tc_memalign", "tc_posix_memalign",
-	"simple_alloc::allocate", "__malloc_alloc_template::allocate",
-};
-
-static const char *const alloc_prefixes[] = {
-	"_rjem_je_", "_rjem_", "__je_", "je_", "__libc_", "_",
-};
-
+/*
+ * Namespaces whose every function is the allocator's, in demangled names
+ * (where.c, which sees ELF symbols, has no use for them); the entry points
+ * themselves are allocfn.c's.
+ */
 static const char *const alloc_scopes[] = {
 	"alloc::alloc::", "<alloc::alloc::Global as core::alloc::",
 	"<tikv_jemallocator::Jemalloc as core::alloc::", "<jemallocator::Jemalloc as core::alloc::",
 	"TCMalloc", "tcmalloc::",
 };
 
-/* Is name an allocator entry point (after stripping je_-style prefixes)? */
-static bool is_alloc_func(const char *name)
+bool report_alloc_frame(const char *name)
 {
-	size_t i, j;
+	size_t i;
 
 	if (!name)
 		return false;
 	for (i = 0; i < sizeof(alloc_scopes) / sizeof(alloc_scopes[0]); i++)
 		if (!strncmp(name, alloc_scopes[i], strlen(alloc_scopes[i])))
 			return true;
-	for (j = 0; j <= sizeof(alloc_prefixes) / sizeof(alloc_prefixes[0]); j++) {
-		const char *n = name;
-
-		if (j) {
-			size_t pl = strlen(alloc_prefixes[j - 1]);
-
-			if (strncmp(name, alloc_prefixes[j - 1], pl))
-				continue;
-			n = name + pl;
-		}
-		for (i = 0; i < sizeof(alloc_funcs) / sizeof(alloc_funcs[0]); i++) {
-			size_t l = strlen(alloc_funcs[i]);
-
-			/* "newImpl<false>" is newImpl; "malloc_usable_size" is not malloc. */
-			if (!strncmp(n, alloc_funcs[i], l) && (n[l] == '\0' || n[l] == '<'))
-				return true;
-		}
-	}
-	return false;
+	return allocfn_is_entry(name);
 }
 
 const char *report_label(const struct hc_report *r, uint32_t id)
@@ -213,7 +185,7 @@ static int loc_cache_fill(struct hc_report *r, struct loc_cache *c, int32_t idx)
 		return -1;
 	c->alloc[idx] = 0;
 	for (k = 0; k < l->n; k++)
-		if (is_alloc_func(f[k].func))
+		if (report_alloc_frame(f[k].func))
 			c->alloc[idx] = 1;
 	c->first[idx] = (uint32_t)c->npool;
 	for (k = l->n; k-- > 0;) {
