@@ -328,23 +328,7 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct
 	return ferror(f) ? -1 : 0;
 }
 
-/* ---- JSON ------------------------------------------------------------ */
-
-static void json_str(FILE *f, const char *s)
-{
-	putc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			putc(c, f);
-	}
-	putc('"', f);
-}
+/* ---- JSON: strings through hc_json_str() (src/lib/json.c) ---------------- */
 
 int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
@@ -378,7 +362,7 @@ int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct
 		for (k = 0; k < s->n; k++) {
 			if (k)
 				putc(',', f);
-			json_str(f, report_label(r, r->frames[s->first + k]));
+			hc_json_str(f, report_label(r, r->frames[s->first + k]));
 		}
 		fprintf(f, "],\"bytes\":%lld,\"objects\":%lld", (long long)prof_round(s->v[0][1]),
 			(long long)prof_round(s->v[0][0]));
@@ -425,7 +409,7 @@ int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		if (fl <= 0 && cu <= 0)
 			break;
 		fputs(n++ ? ",{\"name\":" : "{\"name\":", f);
-		json_str(f, report_label(r, row->label));
+		hc_json_str(f, report_label(r, row->label));
 		fprintf(f, ",\"flat\":%lld,\"cum\":%lld}", (long long)prof_round(fl),
 			(long long)prof_round(cu));
 	}
@@ -444,7 +428,7 @@ int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		for (k = 0; k < s->n; k++) {
 			if (k)
 				putc(',', f);
-			json_str(f, report_label(r, r->frames[s->first + k]));
+			hc_json_str(f, report_label(r, r->frames[s->first + k]));
 		}
 		fprintf(f, "],\"change\":%lld}", (long long)prof_round(d));
 	}
