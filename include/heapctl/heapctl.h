@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -383,6 +384,15 @@ struct hc_timing {
 	unsigned stops;     /* ptrace stops heapctl waited for, on every thread it tried */
 };
 HC_API void hc_target_timing(const struct hc_target *t, struct hc_timing *tm);
+
+/*
+ * Write s as a JSON string, quotes included, as all of heapctl's JSON is
+ * written: '"' and '\\' escaped, control characters and DEL as \u00XX,
+ * valid UTF-8 as it is, and each byte of anything else (a stray
+ * continuation byte, a truncated or overlong sequence, a surrogate) as
+ * \ufffd, so the document is valid whatever bytes s holds.  NULL is "".
+ */
+HC_API void hc_json_str(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

@@ -193,7 +193,6 @@ ssize_t cli_read_small(const char *path, char *buf, size_t len);
 int cli_read_comm(pid_t pid, char *buf, size_t len);
 int cli_read_exe(pid_t pid, char *buf, size_t len);
 void cli_shell_quote(FILE *f, const char *s);
-void cli_json_str(FILE *f, const char *s);
 const char *cli_yesno(bool b);
 const char *cli_bool(bool b);
 

@@ -17,7 +17,7 @@ static void json_value(FILE *f, const struct hc_value *v)
 		fputs("null", f);
 		break;
 	case HC_T_STRING:
-		cli_json_str(f, v->str);
+		hc_json_str(f, v->str);
 		break;
 	default:
 		hc_value_format(v, buf, sizeof(buf));
@@ -39,7 +39,7 @@ static void print_note(const struct hc_value *v)
 static void json_entry(const char *name, const struct hc_value *old, const struct hc_value *v)
 {
 	fputs("{\"name\":", stdout);
-	cli_json_str(stdout, name);
+	hc_json_str(stdout, name);
 	if (old) {
 		fputs(",\"old\":", stdout);
 		json_value(stdout, old);
@@ -48,7 +48,7 @@ static void json_entry(const char *name, const struct hc_value *old, const struc
 	json_value(stdout, v);
 	if (v->note[0]) {
 		fputs(",\"note\":", stdout);
-		cli_json_str(stdout, v->note);
+		hc_json_str(stdout, v->note);
 	}
 	fputc('}', stdout);
 }

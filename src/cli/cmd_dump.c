@@ -152,13 +152,13 @@ int cmd_dump(struct cli_env *env)
 		bool have = !cli_out_is_stdout(path) && stat(path, &st) == 0;
 
 		printf("{\"pid\":%d,\"path\":", (int)env->pid);
-		cli_json_str(stdout, path);
+		hc_json_str(stdout, path);
 		if (have)
 			printf(",\"bytes\":%llu", (unsigned long long)st.st_size);
 		else
 			fputs(",\"bytes\":null", stdout);
 		fputs(",\"allocator\":", stdout);
-		cli_json_str(stdout, allocator);
+		hc_json_str(stdout, allocator);
 		printf(",\"format\":\"%s\",\"active\":%s}\n",
 		       cli_prof_kind(allocator) == CLI_PROF_GPERF ? "gperftools" : "jemalloc",
 		       cli_bool(active));

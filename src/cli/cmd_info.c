@@ -35,12 +35,12 @@ static void json_conf(const char *kv)
 	char key[96];
 
 	snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - kv) : (int)strlen(kv), kv);
-	cli_json_str(stdout, key);
+	hc_json_str(stdout, key);
 	putchar(':');
 	if (!strcmp(val, "true") || !strcmp(val, "false") || is_json_int(val))
 		fputs(val, stdout);
 	else
-		cli_json_str(stdout, val);
+		hc_json_str(stdout, val);
 }
 
 static void print_json(pid_t pid, const char *name, const struct hc_where *w,
@@ -49,29 +49,29 @@ static void print_json(pid_t pid, const char *name, const struct hc_where *w,
 	unsigned int i;
 
 	printf("{\"pid\":%d,\"name\":", (int)pid);
-	cli_json_str(stdout, name);
+	hc_json_str(stdout, name);
 	fputs(",\"allocator\":", stdout);
-	cli_json_str(stdout, w->allocator);
+	hc_json_str(stdout, w->allocator);
 	fputs(",\"version\":", stdout);
-	cli_json_str(stdout, in->version);
+	hc_json_str(stdout, in->version);
 	fputs(",\"object\":", stdout);
-	cli_json_str(stdout, w->object);
+	hc_json_str(stdout, w->object);
 	fputs(",\"prefix\":", stdout);
-	cli_json_str(stdout, w->prefix);
+	hc_json_str(stdout, w->prefix);
 	fputs(",\"symtab\":", stdout);
-	cli_json_str(stdout, w->symtab);
+	hc_json_str(stdout, w->symtab);
 	printf(",\"mallctl\":\"0x%" PRIx64 "\",\"malloc_stats_print\":\"0x%" PRIx64 "\"",
 	       w->ctl_raddr, w->stats_raddr);
 	fputs(",\"malloc_object\":", stdout);
-	cli_json_str(stdout, w->malloc_object ? w->malloc_object : "");
+	hc_json_str(stdout, w->malloc_object ? w->malloc_object : "");
 	fputs(",\"evidence\":", stdout);
-	cli_json_str(stdout, w->evidence ? w->evidence : "");
+	hc_json_str(stdout, w->evidence ? w->evidence : "");
 	fputs(",\"evidence_object\":", stdout);
-	cli_json_str(stdout, w->evidence_object ? w->evidence_object : "");
+	hc_json_str(stdout, w->evidence_object ? w->evidence_object : "");
 	fputs(",\"evidence_found\":", stdout);
-	cli_json_str(stdout, w->evidence_found ? w->evidence_found : "");
+	hc_json_str(stdout, w->evidence_found ? w->evidence_found : "");
 	printf(",\"candidates\":%u,\"others\":", w->ncandidates);
-	cli_json_str(stdout, w->others);
+	hc_json_str(stdout, w->others);
 	printf(",\"prof_built\":%s,\"prof_enabled\":%s,\"prof_active\":%s,\"conf\":{",
 	       cli_bool(in->prof_built), cli_bool(in->prof_enabled), cli_bool(in->prof_active));
 	for (i = 0; i < in->nconf && i < 32; i++) {

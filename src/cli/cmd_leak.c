@@ -209,7 +209,7 @@ static int print_json(const struct cli_env *env, struct hc_report *r,
 	       (int)env->pid, secs, env->objects ? "objects" : "bytes", tot->bytes,
 	       tot->base_bytes, tot->objects, tot->base_objects, change, change / secs,
 	       (unsigned long long)tot->period, cli_bool(was_active));
-	cli_json_str(stdout, out);
+	hc_json_str(stdout, out);
 	printf(",\"format\":\"%s\"},", hc_report_format_name(fmt));
 	if (hc_report_write_top_json(r, wo, stdout, err))
 		return -1;

@@ -55,15 +55,15 @@ static void print_row(const struct cli_env *env, const struct row *r, unsigned i
 	}
 	fputs(index ? ",\n  {" : "\n  {", stdout);
 	printf("\"pid\":%d,\"name\":", (int)r->pid);
-	cli_json_str(stdout, r->name);
+	hc_json_str(stdout, r->name);
 	fputs(",\"user\":", stdout);
-	cli_json_str(stdout, r->user);
+	hc_json_str(stdout, r->user);
 	if (r->uid >= 0)
 		printf(",\"uid\":%ld", r->uid);
 	else
 		fputs(",\"uid\":null", stdout);
 	printf(",\"rss\":%llu,\"allocator\":", (unsigned long long)r->rss);
-	cli_json_str(stdout, r->allocator);
+	hc_json_str(stdout, r->allocator);
 	if (r->prof[0] == '-')
 		fputs(",\"prof\":null", stdout);
 	else

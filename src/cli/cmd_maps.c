@@ -20,7 +20,7 @@ static void print_json(pid_t pid, const struct hc_maps *m, const char *diag)
 		       hc_map_cat_key(c), (unsigned long long)m->cat[c].rss,
 		       (unsigned long long)m->cat[c].size, m->cat[c].nmaps);
 	printf("},\"diagnosis\":");
-	cli_json_str(stdout, diag);
+	hc_json_str(stdout, diag);
 	printf("}\n");
 }
 

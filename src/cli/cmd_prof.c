@@ -23,7 +23,7 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 {
 	if (env->json) {
 		printf("{\"pid\":%d,\"allocator\":", (int)env->pid);
-		cli_json_str(stdout, p->allocator ? p->allocator : "");
+		hc_json_str(stdout, p->allocator ? p->allocator : "");
 		printf(",\"available\":%s,\"enabled\":%s,\"active\":%s", cli_bool(p->enabled),
 		       cli_bool(p->enabled), cli_bool(p->active));
 		if (p->changed)

@@ -24,7 +24,7 @@ static void json_side(const char *key, const struct hc_stats *st)
 		if (!is_size(&st->fig[i]) || !strcmp(st->fig[i].name, "dirty"))
 			continue;
 		putchar(',');
-		cli_json_str(stdout, st->fig[i].name);
+		hc_json_str(stdout, st->fig[i].name);
 		printf(":%llu", (unsigned long long)st->fig[i].value);
 	}
 	putchar('}');
@@ -38,7 +38,7 @@ static void print_json(const struct cli_env *env, const struct hc_stats *before,
 		       const struct hc_stats *after)
 {
 	printf("{\"pid\":%d,\"allocator\":", (int)env->pid);
-	cli_json_str(stdout, before->allocator);
+	hc_json_str(stdout, before->allocator);
 	printf(",\"narenas\":%u,\"arena\":", before->narenas);
 	if (env->arena < 0)
 		fputs("null", stdout);

@@ -75,19 +75,19 @@ static void print_json(pid_t pid, const struct hc_stats *st)
 	size_t i;
 
 	printf("{\"pid\":%d,\"allocator\":", (int)pid);
-	cli_json_str(stdout, st->allocator);
+	hc_json_str(stdout, st->allocator);
 	fputs(",\"version\":", stdout);
-	cli_json_str(stdout, st->version);
+	hc_json_str(stdout, st->version);
 	if (st->nfig) {
 		for (i = 0; i < st->nfig; i++) {
 			putchar(',');
-			cli_json_str(stdout, st->fig[i].name);
+			hc_json_str(stdout, st->fig[i].name);
 			printf(":%llu", (unsigned long long)st->fig[i].value);
 		}
 		printf(",\"rss\":%llu", (unsigned long long)st->rss);
 		if (st->warning[0]) {
 			fputs(",\"warning\":", stdout);
-			cli_json_str(stdout, st->warning);
+			hc_json_str(stdout, st->warning);
 		}
 	} else {
 		for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)

@@ -21,6 +21,7 @@
 #include <libunwind-ptrace.h>
 
 #include "alloc.h"
+#include "allocfn.h"
 #include "ptrace.h"
 #include "target.h"
 #include "where.h"
@@ -183,34 +184,24 @@ void where_fini(struct hc_target *t)
 	t->unw = NULL;
 }
 
-/* malloc-family entry points, matched after the allocator's prefix is removed. */
-static const char *const malloc_family[] = {
-	"malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
-	"aligned_alloc", "valloc", "pvalloc", "malloc_usable_size", "malloc_trim", "mallinfo",
-	"mallinfo2", "malloc_stats", "malloc_info", "mallopt", "cfree", "mallocx", "rallocx",
-	"xallocx", "sallocx", "dallocx", "sdallocx", "nallocx", "mallctl", "mallctlnametomib",
-	"mallctlbymib", "malloc_stats_print", "sysmalloc", "tcache_init", "arena_get2",
-};
-
-static bool is_malloc_family(const char *name, const char *prefix)
+bool where_malloc_family(const char *name, const char *prefix)
 {
 	size_t pl = prefix ? strlen(prefix) : 0;
 
 	if (pl && !strncmp(name, prefix, pl))
 		return true; /* the allocator's own namespace, e.g. je_ */
-	/* glibc internals and aliases: __libc_malloc, __libc_free, _int_free, arena_get2 */
+	/*
+	 * glibc internals the entry point list does not name (_int_free,
+	 * malloc_consolidate, __libc_alloc_buffer_*).  Substrings also take
+	 * a program's own xmalloc(): here that costs a short wait, in the
+	 * report it would hide the frame that allocated, so this rule is
+	 * where.c's only.
+	 */
 	if (strstr(name, "malloc") || !strncmp(name, "_int_", 5) ||
 	    (!strncmp(name, "__libc_", 7) &&
 	     (strstr(name, "alloc") || strstr(name, "free") || strstr(name, "memalign"))))
 		return true;
-	/* operator new/delete and their aligned/nothrow/sized variants */
-	if (!strncmp(name, "_Znw", 4) || !strncmp(name, "_Zna", 4) || !strncmp(name, "_Zdl", 4) ||
-	    !strncmp(name, "_Zda", 4))
-		return true;
-	for (size_t i = 0; i < sizeof(malloc_family) / sizeof(malloc_family[0]); i++)
-		if (!strcmp(name, malloc_family[i]))
-			return true;
-	return false;
+	return allocfn_is_entry(name);
 }
 
 /* 0 if the frame at ip is fine, else 1 with reason. */
@@ -235,7 +226,7 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
 		snprintf(reason, len, "frame #%u is inside the dynamic linker (%s)", depth, fn);
 		return 1;
 	}
-	if (s && is_malloc_family(s->name, t->where.prefix)) {
+	if (s && where_malloc_family(s->name, t->where.prefix)) {
 		snprintf(reason, len, "frame #%u is inside %s() in %s", depth, s->name, o->path);
 		return 1;
 	}

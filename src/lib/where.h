@@ -22,6 +22,13 @@ void where_fini(struct hc_target *t);
  * says why), never fails: an error means unsafe.
  */
 int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len);
+/*
+ * Is a frame in the function name (an ELF symbol) inside the allocator for
+ * where_safe()?  An entry point of allocfn.c, anything in the allocator's
+ * own namespace (prefix, e.g. "je_"; "" or NULL for none), or a glibc
+ * malloc internal.  Pure.
+ */
+bool where_malloc_family(const char *name, const char *prefix);
 /* Does the instruction at raddr decode as the syscall instruction? */
 bool where_is_syscall(struct hc_target *t, uint64_t raddr);
 /* Log a few instructions at pc (for -vvv). */

@@ -294,11 +294,11 @@ static const char script[] =
 	"}\n"
 	"]]></script>\n";
 
-int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
 	unsigned width = w->width ? w->width : 1200;
-	uint64_t *wt = out_weights(r, w);
-	uint32_t *order = out_sorted_stacks(r);
+	uint64_t *wt = report_weights(r, w);
+	uint32_t *order = report_sorted_stacks(r);
 	struct tree t = { 0 };
 	double scale;
 	unsigned height;
@@ -307,6 +307,7 @@ int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 	size_t i;
 	int rc = -2;
 
+	(void)err;
 	if (width < 200)
 		width = 200;
 	if (!wt || !order || build_tree(&t, r, wt, order))

@@ -12,70 +12,12 @@
 
 #include "prof_int.h"
 
-/*
- * Stack order for output: by labels, frame by frame (deterministic,
- * prefix-grouped).  Labels are ranked once by strcmp, so the stack sort
- * compares integers.
- */
+/* Sort order of the text and JSON tables. */
 struct sort_ctx {
 	const struct hc_report *r;
-	const uint32_t *rank;
 	int sign;     /* +1 largest first, -1 smallest first */
 	bool objects;
 };
-
-static int cmp_label_ids(const void *a, const void *b, void *arg)
-{
-	const struct sort_ctx *c = arg;
-
-	return strcmp(report_label(c->r, *(const uint32_t *)a),
-		      report_label(c->r, *(const uint32_t *)b));
-}
-
-static int cmp_stack_labels(const void *a, const void *b, void *arg)
-{
-	const struct sort_ctx *c = arg;
-	const struct rstack *x = &c->r->stacks[*(const uint32_t *)a];
-	const struct rstack *y = &c->r->stacks[*(const uint32_t *)b];
-	uint32_t i, n = x->n < y->n ? x->n : y->n;
-
-	for (i = 0; i < n; i++) {
-		uint32_t rx = c->rank[c->r->frames[x->first + i]];
-		uint32_t ry = c->rank[c->r->frames[y->first + i]];
-
-		if (rx != ry)
-			return rx < ry ? -1 : 1;
-	}
-	return (x->n > y->n) - (x->n < y->n);
-}
-
-/* Indices of the stacks in label order; NULL on oom. */
-uint32_t *out_sorted_stacks(const struct hc_report *r)
-{
-	size_t nl = r->strs.n, i;
-	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
-	uint32_t *ids = malloc((nl ? nl : 1) * sizeof(*ids));
-	uint32_t *rank = malloc((nl ? nl : 1) * sizeof(*rank));
-	struct sort_ctx c = { .r = r, .rank = rank };
-
-	if (!idx || !ids || !rank) {
-		free(idx);
-		free(ids);
-		free(rank);
-		return NULL;
-	}
-	for (i = 0; i < nl; i++)
-		ids[i] = (uint32_t)i;
-	qsort_r(ids, nl, sizeof(*ids), cmp_label_ids, &c);
-	for (i = 0; i < nl; i++)
-		rank[ids[i]] = (uint32_t)i;
-	for (i = 0; i < r->nstacks; i++)
-		idx[i] = (uint32_t)i;
-	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_labels, &c);
-	free(ids);
-	free(rank);
-	return idx;
-}
 
 static void put_frame(FILE *f, const char *s)
 {
@@ -96,12 +38,13 @@ static void put_frame(FILE *f, const char *s)
 	}
 }
 
-int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
-	uint64_t *wt = out_weights(r, w);
-	uint32_t *idx = out_sorted_stacks(r);
+	uint64_t *wt = report_weights(r, w);
+	uint32_t *idx = report_sorted_stacks(r);
 	size_t i;
 
+	(void)err;
 	if (!wt || !idx) {
 		free(wt);
 		free(idx);
@@ -313,7 +256,7 @@ static void top_stacks(FILE *f, const struct hc_report *r, bool objects, unsigne
 	free(idx);
 }
 
-int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
 	const struct hc_report_totals *t = &r->tot;
 	struct sort_ctx sc = { .r = r, .sign = 1, .objects = w->objects };
@@ -322,6 +265,7 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 	struct fn_table ft;
 	char a[32], b[32], c[32], per[32];
 
+	(void)err;
 	if (fn_build(r, objects, &ft)) {
 		fn_free(&ft);
 		return -2;
@@ -384,31 +328,16 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 	return ferror(f) ? -1 : 0;
 }
 
-/* ---- JSON ------------------------------------------------------------ */
+/* ---- JSON: strings through hc_json_str() (src/lib/json.c) ---------------- */
 
-static void json_str(FILE *f, const char *s)
-{
-	putc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			putc(c, f);
-	}
-	putc('"', f);
-}
-
-int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
+int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {
 	const struct hc_report_totals *t = &r->tot;
 	struct sort_ctx c = { .r = r, .sign = 1 };
 	uint32_t *idx;
 	size_t i;
 
+	(void)err;
 	(void)w;
 	idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
 	if (!idx)
@@ -433,7 +362,7 @@ int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		for (k = 0; k < s->n; k++) {
 			if (k)
 				putc(',', f);
-			json_str(f, report_label(r, r->frames[s->first + k]));
+			hc_json_str(f, report_label(r, r->frames[s->first + k]));
 		}
 		fprintf(f, "],\"bytes\":%lld,\"objects\":%lld", (long long)prof_round(s->v[0][1]),
 			(long long)prof_round(s->v[0][0]));
@@ -480,7 +409,7 @@ int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		if (fl <= 0 && cu <= 0)
 			break;
 		fputs(n++ ? ",{\"name\":" : "{\"name\":", f);
-		json_str(f, report_label(r, row->label));
+		hc_json_str(f, report_label(r, row->label));
 		fprintf(f, ",\"flat\":%lld,\"cum\":%lld}", (long long)prof_round(fl),
 			(long long)prof_round(cu));
 	}
@@ -499,7 +428,7 @@ int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 		for (k = 0; k < s->n; k++) {
 			if (k)
 				putc(',', f);
-			json_str(f, report_label(r, r->frames[s->first + k]));
+			hc_json_str(f, report_label(r, r->frames[s->first + k]));
 		}
 		fprintf(f, "],\"change\":%lld}", (long long)prof_round(d));
 	}

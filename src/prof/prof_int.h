@@ -7,6 +7,7 @@
  *   demangle.c   C++ (libstdc++'s demangler, loaded at run time) and Rust
  *   report.c     samples -> merged symbolized stacks, --base differences
  *   out_*.c      folded, svg, pprof (+ pb.c, a protobuf wire encoder), text, json
+ *   writers.c    format names -> writers: hc_report_write(), the only caller of out_*()
  *   util.c       buffers, interning, hash maps, exp without libm
  */
 #ifndef HC_PROF_INT_H
@@ -200,23 +201,26 @@ struct hc_report {
 /* The weight a writer shows for stack s: new - base, objects or bytes. */
 double report_delta(const struct hc_report *r, const struct rstack *s, bool objects);
 const char *report_label(const struct hc_report *r, uint32_t id);
-
-/* ---- out_*.c -------------------------------------------------------- */
-
-int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-int out_svg(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-int out_pprof(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err);
-int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
-
+/* Is a frame of this (demangled) name the allocator's, to be dropped? */
+bool report_alloc_frame(const char *name);
 /*
  * The weights folded/svg show, as non-negative integers: new (no base),
  * growth, or shrinkage.  Returns a malloc'ed array of nstacks, or NULL.
  */
-uint64_t *out_weights(const struct hc_report *r, const struct hc_write_opts *w);
+uint64_t *report_weights(const struct hc_report *r, const struct hc_write_opts *w);
 /* Stack indices in label order (root first, frame by frame); malloc'ed, or NULL. */
-uint32_t *out_sorted_stacks(const struct hc_report *r);
+uint32_t *report_sorted_stacks(const struct hc_report *r);
+
+/* ---- out_*.c: called from writers.c only ----------------------------- */
+
+/*
+ * A writer: the built report r to f as one format.  Returns 0, -1 if a
+ * write failed (err may already say why) or -2 out of memory.
+ */
+typedef int out_fn(struct hc_report *r, const struct hc_write_opts *w, FILE *f,
+		   struct hc_err *err);
+out_fn out_folded, out_svg, out_pprof, out_text, out_json;
+int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f);
 
 /* ---- pb.c: protobuf wire format ---------------------------------------- */
 

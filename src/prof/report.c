@@ -10,8 +10,9 @@
  *
  * Allocator frames: like jeprof's RemoveUninterestingFrames, everything up
  * to the outermost allocation entry point (malloc, calloc, ..., operator
- * new, the je_/_rjem_ prefixed forms, Rust's __rust_alloc) is dropped, so
- * the leaf is the caller that allocated.  jemalloc 5.3's malloc tail-calls
+ * new, the je_/_rjem_ prefixed forms, Rust's __rust_alloc: allocfn.c, the
+ * list the safe-point check uses too) is dropped, so the leaf is the
+ * caller that allocated.  jemalloc 5.3's malloc tail-calls
  * its slow path, so the entry point itself is often not on the stack: the
  * innermost run of frames inside the allocator's own shared object (one
  * that defines mallctl, or is named *jemalloc*) is dropped too.
@@ -20,62 +21,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocfn.h"
 #include "prof_int.h"
 
 /* Longest frame label: a C++ name can be long, but not this long. */
 #define PATH_MAX_LABEL 2048
 
-static const char *const alloc_funcs[] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free", "cfree", "memalign",
-	"posix_memalign", "aligned_alloc", "valloc", "pvalloc", "mallocx", "rallocx", "xallocx",
-	"dallocx", "sdallocx", "sdallocx_noflags", "nallocx", "malloc_default", "newImpl",
-	"do_malloc", "do_malloc_or_cpp_alloc", "DoSampledAllocation", "__builtin_new",
-	"__builtin_vec_new", "operator new", "operator new[]", "__rust_alloc",
-	"__rust_alloc_zeroed", "__rust_realloc", "__rdl_alloc", "__rdl_alloc_zeroed",
-	"__rdl_realloc", "__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc", "tc_malloc",
-	"tc_calloc", "tc_realloc", "tc_new", "tc_newarray", "tc_memalign", "tc_posix_memalign",
-	"simple_alloc::allocate", "__malloc_alloc_template::allocate",
-};
-
-static const char *const alloc_prefixes[] = {
-	"_rjem_je_", "_rjem_", "__je_", "je_", "__libc_", "_",
-};
-
+/*
+ * Namespaces whose every function is the allocator's, in demangled names
+ * (where.c, which sees ELF symbols, has no use for them); the entry points
+ * themselves are allocfn.c's.
+ */
 static const char *const alloc_scopes[] = {
 	"alloc::alloc::", "<alloc::alloc::Global as core::alloc::",
 	"<tikv_jemallocator::Jemalloc as core::alloc::", "<jemallocator::Jemalloc as core::alloc::",
 	"TCMalloc", "tcmalloc::",
 };
 
-/* Is name an allocator entry point (after stripping je_-style prefixes)? */
-static bool is_alloc_func(const char *name)
+bool report_alloc_frame(const char *name)
 {
-	size_t i, j;
+	size_t i;
 
 	if (!name)
 		return false;
 	for (i = 0; i < sizeof(alloc_scopes) / sizeof(alloc_scopes[0]); i++)
 		if (!strncmp(name, alloc_scopes[i], strlen(alloc_scopes[i])))
 			return true;
-	for (j = 0; j <= sizeof(alloc_prefixes) / sizeof(alloc_prefixes[0]); j++) {
-		const char *n = name;
-
-		if (j) {
-			size_t pl = strlen(alloc_prefixes[j - 1]);
-
-			if (strncmp(name, alloc_prefixes[j - 1], pl))
-				continue;
-			n = name + pl;
-		}
-		for (i = 0; i < sizeof(alloc_funcs) / sizeof(alloc_funcs[0]); i++) {
-			size_t l = strlen(alloc_funcs[i]);
-
-			/* "newImpl<false>" is newImpl; "malloc_usable_size" is not malloc. */
-			if (!strncmp(n, alloc_funcs[i], l) && (n[l] == '\0' || n[l] == '<'))
-				return true;
-		}
-	}
-	return false;
+	return allocfn_is_entry(name);
 }
 
 const char *report_label(const struct hc_report *r, uint32_t id)
@@ -213,7 +185,7 @@ static int loc_cache_fill(struct hc_report *r, struct loc_cache *c, int32_t idx)
 		return -1;
 	c->alloc[idx] = 0;
 	for (k = 0; k < l->n; k++)
-		if (is_alloc_func(f[k].func))
+		if (report_alloc_frame(f[k].func))
 			c->alloc[idx] = 1;
 	c->first[idx] = (uint32_t)c->npool;
 	for (k = l->n; k-- > 0;) {
@@ -411,7 +383,7 @@ double report_delta(const struct hc_report *r, const struct rstack *s, bool obje
 	return s->v[0][k] - s->v[1][k];
 }
 
-uint64_t *out_weights(const struct hc_report *r, const struct hc_write_opts *w)
+uint64_t *report_weights(const struct hc_report *r, const struct hc_write_opts *w)
 {
 	uint64_t *v = calloc(r->nstacks ? r->nstacks : 1, sizeof(*v));
 	size_t i;
@@ -430,84 +402,64 @@ uint64_t *out_weights(const struct hc_report *r, const struct hc_write_opts *w)
 	return v;
 }
 
-static const char *const fmt_names[] = {
-	[HC_FMT_FOLDED] = "folded", [HC_FMT_SVG] = "svg", [HC_FMT_PPROF] = "pprof",
-	[HC_FMT_TEXT] = "text",	    [HC_FMT_JSON] = "json",
+/*
+ * Stack order for folded and svg: by labels, frame by frame (deterministic,
+ * prefix-grouped).  Labels are ranked once by strcmp, so the stack sort
+ * compares integers.
+ */
+struct label_order {
+	const struct hc_report *r;
+	const uint32_t *rank;
 };
 
-const char *hc_report_format_name(int fmt)
+static int cmp_label_ids(const void *a, const void *b, void *arg)
 {
-	if (fmt < 0 || (size_t)fmt >= sizeof(fmt_names) / sizeof(fmt_names[0]))
-		return "?";
-	return fmt_names[fmt];
+	const struct label_order *c = arg;
+
+	return strcmp(report_label(c->r, *(const uint32_t *)a),
+		      report_label(c->r, *(const uint32_t *)b));
 }
 
-int hc_report_format_parse(const char *name)
+static int cmp_stack_labels(const void *a, const void *b, void *arg)
 {
-	size_t i;
+	const struct label_order *c = arg;
+	const struct rstack *x = &c->r->stacks[*(const uint32_t *)a];
+	const struct rstack *y = &c->r->stacks[*(const uint32_t *)b];
+	uint32_t i, n = x->n < y->n ? x->n : y->n;
 
-	for (i = 0; name && i < sizeof(fmt_names) / sizeof(fmt_names[0]); i++)
-		if (!strcmp(name, fmt_names[i]))
-			return (int)i;
-	if (name && (!strcmp(name, "collapsed") || !strcmp(name, "collapse")))
-		return HC_FMT_FOLDED;
-	if (name && (!strcmp(name, "pb") || !strcmp(name, "pb.gz") || !strcmp(name, "proto")))
-		return HC_FMT_PPROF;
-	return -1;
+	for (i = 0; i < n; i++) {
+		uint32_t rx = c->rank[c->r->frames[x->first + i]];
+		uint32_t ry = c->rank[c->r->frames[y->first + i]];
+
+		if (rx != ry)
+			return rx < ry ? -1 : 1;
+	}
+	return (x->n > y->n) - (x->n < y->n);
 }
 
-int hc_report_write_top_json(struct hc_report *r, const struct hc_write_opts *w, FILE *out,
-			     struct hc_err *err)
+uint32_t *report_sorted_stacks(const struct hc_report *r)
 {
-	struct hc_write_opts dflt;
-	int rc;
+	size_t nl = r->strs.n, i;
+	uint32_t *idx = malloc((r->nstacks ? r->nstacks : 1) * sizeof(*idx));
+	uint32_t *ids = malloc((nl ? nl : 1) * sizeof(*ids));
+	uint32_t *rank = malloc((nl ? nl : 1) * sizeof(*rank));
+	struct label_order c = { .r = r, .rank = rank };
 
-	if (!w) {
-		memset(&dflt, 0, sizeof(dflt));
-		w = &dflt;
+	if (!idx || !ids || !rank) {
+		free(idx);
+		free(ids);
+		free(rank);
+		return NULL;
 	}
-	rc = out_json_top(r, w, out);
-	if (rc == -2)
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory writing the report");
-	if (rc || ferror(out))
-		return err_set(err, HC_E_IO, errno, "writing the report: %s",
-			       errno ? strerror(errno) : "write error");
-	return 0;
-}
-
-int hc_report_write(struct hc_report *r, enum hc_report_format fmt, const struct hc_write_opts *w,
-		    FILE *out, struct hc_err *err)
-{
-	struct hc_write_opts dflt;
-	int rc;
-
-	if (!w) {
-		memset(&dflt, 0, sizeof(dflt));
-		w = &dflt;
-	}
-	switch (fmt) {
-	case HC_FMT_FOLDED:
-		rc = out_folded(r, w, out);
-		break;
-	case HC_FMT_SVG:
-		rc = out_svg(r, w, out);
-		break;
-	case HC_FMT_PPROF:
-		rc = out_pprof(r, w, out, err);
-		break;
-	case HC_FMT_TEXT:
-		rc = out_text(r, w, out);
-		break;
-	case HC_FMT_JSON:
-		rc = out_json(r, w, out);
-		break;
-	default:
-		return err_set(err, HC_E_USAGE, 0, "unknown report format %d", (int)fmt);
-	}
-	if (rc == -2)
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory writing the report");
-	if (rc || fflush(out) == EOF || ferror(out))
-		return err_set(err, HC_E_IO, errno, "writing the report: %s",
-			       errno ? strerror(errno) : "write error");
-	return 0;
+	for (i = 0; i < nl; i++)
+		ids[i] = (uint32_t)i;
+	qsort_r(ids, nl, sizeof(*ids), cmp_label_ids, &c);
+	for (i = 0; i < nl; i++)
+		rank[ids[i]] = (uint32_t)i;
+	for (i = 0; i < r->nstacks; i++)
+		idx[i] = (uint32_t)i;
+	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_labels, &c);
+	free(ids);
+	free(rank);
+	return idx;
 }

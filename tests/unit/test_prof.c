@@ -260,6 +260,37 @@ static void pbenc(void)
 	end();
 }
 
+/*
+ * The allocator's frames the report drops: names from both former lists
+ * (the report's own, the safe-point check's), now one in allocfn.c.
+ */
+static void alloc_frames(void)
+{
+	static const char *const alloc[] = {
+		/* the report's list */
+		"newImpl<false>", "operator new", "operator new[]", "_rjem_mallocx", "__rust_alloc",
+		"__rg_alloc_zeroed", "tc_newarray", "DoSampledAllocation", "je_sdallocx_noflags",
+		"__libc_calloc", "alloc::alloc::exchange_malloc",
+		"tcmalloc::allocate_full_malloc_oom",
+		/* the safe-point check's list */
+		"mallctl", "malloc_usable_size", "mallinfo2", "sysmalloc", "arena_get2", "sallocx",
+		"_rjem_malloc_stats_print", "_Znwm", "_ZdlPvm",
+	};
+	/* xmalloc: a program's own wrapper stays, unlike in the safe-point check. */
+	static const char *const kept[] = {
+		"main", "free_list", "callocate", "make_entry", "cache::put", "xmalloc",
+	};
+	size_t i;
+
+	begin("prof.alloc_frames");
+	for (i = 0; i < sizeof(alloc) / sizeof(alloc[0]); i++)
+		CHECK(report_alloc_frame(alloc[i]), "%s kept", alloc[i]);
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		CHECK(!report_alloc_frame(kept[i]), "%s dropped", kept[i]);
+	CHECK(!report_alloc_frame(NULL), "a frame without a name dropped");
+	end();
+}
+
 static void demangling(void)
 {
 	static const struct {
@@ -926,6 +957,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parser();
 	pbenc();
+	alloc_frames();
 	demangling();
 	demangle_corpus();
 	demangle_oracle();

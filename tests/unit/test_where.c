@@ -3,6 +3,7 @@
  * Unit test: the arm64 frame-record walk that backs up libunwind
  * (hc_arch_aarch64.frame_walk, used by src/lib/where.c), over a fake stack.  A chain
  * that does not reach the outermost frame must never pass as complete.
+ * Also which frame names are inside the allocator (where_malloc_family()).
  * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.
  */
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include "arch.h"
 #include "unit.h"
+#include "where.h"
 
 /* A fake thread stack: 64 KiB at STACK_LO, as 64-bit words. */
 #define STACK_LO 0x0000fffff0000000ull
@@ -197,7 +199,41 @@ static void unwind_regs(void)
 		      "register %u is not in the image", tab[k].n);
 		CHECK((tab[k].arch->frame_walk != NULL) == (tab[k].arch == &hc_arch_aarch64),
 		      "frame records are arm64's alone");
+		end();
 	}
+}
+
+/*
+ * Names from both former lists (the report's frames to drop, the safe-point
+ * check's own), now one in allocfn.c: each user knows them all.
+ */
+static void malloc_family(void)
+{
+	static const char *const unsafe[] = {
+		/* the report's list */
+		"newImpl", "_rjem_mallocx", "__rust_alloc", "__rg_alloc_zeroed", "tc_newarray",
+		"DoSampledAllocation", "je_sdallocx_noflags", "__libc_calloc",
+		/* the safe-point check's list */
+		"mallctl", "malloc_usable_size", "mallinfo2", "sysmalloc", "arena_get2", "sallocx",
+		"_rjem_malloc_stats_print",
+		/* operator new and delete as ELF symbols */
+		"_Znwm", "_ZnamRKSt9nothrow_t", "_ZdlPvm",
+		/* where.c's own: glibc internals by substring */
+		"_int_free", "malloc_consolidate", "xmalloc",
+	};
+	static const char *const fine[] = {
+		"main", "free_list", "callocate", "make_entry", "_ZN5cache3putEv", "je_arena_choose",
+	};
+	size_t i;
+
+	begin("where.malloc_family");
+	for (i = 0; i < sizeof(unsafe) / sizeof(unsafe[0]); i++)
+		CHECK(where_malloc_family(unsafe[i], ""), "%s not taken as the allocator's", unsafe[i]);
+	for (i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+		CHECK(!where_malloc_family(fine[i], NULL), "%s taken as the allocator's", fine[i]);
+	/* The allocator's own prefix takes its whole namespace. */
+	CHECK(where_malloc_family("je_arena_choose", "je_"), "je_arena_choose with prefix je_");
+	end();
 }
 
 int main(void)
@@ -207,5 +243,6 @@ int main(void)
 	pac_bits();
 	broken_chains();
 	long_chain();
+	malloc_family();
 	return nfailed ? 1 : 0;
 }
