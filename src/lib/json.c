@@ -10,6 +10,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <heapctl/heapctl.h>
 
@@ -70,7 +71,13 @@ void hc_json_str(FILE *f, const char *str)
 			putc(*s, f);
 			s++;
 		} else if (*s < 0x20 || *s == 0x7f) {
-			fprintf(f, "\\u%04x", *s);
+			/* JSON's short forms where it has them, as most encoders write */
+			const char *esc = strchr("\bb\tt\nn\ff\rr", *s);
+
+			if (esc && *s)
+				fprintf(f, "\\%c", esc[1]);
+			else
+				fprintf(f, "\\u%04x", *s);
 			s++;
 		} else if ((n = utf8_len(s))) {
 			fwrite(s, 1, n, f);

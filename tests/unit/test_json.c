@@ -47,8 +47,8 @@ static void escapes(void)
 	expect("NULL", NULL, "\"\"");
 	expect("quote and backslash", "a\"b\\c", "\"a\\\"b\\\\c\"");
 	expect("slash stays", "/usr/lib", "\"/usr/lib\"");
-	expect("control characters", "\x01\b\t\n\f\r\x1f", "\"\\u0001\\u0008\\u0009\\u000a"
-							    "\\u000c\\u000d\\u001f\"");
+	expect("control characters", "\x01\b\t\n\f\r\x1f", "\"\\u0001\\b\\t\\n"
+							    "\\f\\r\\u001f\"");
 	expect("DEL", "a\x7f" "b", "\"a\\u007fb\"");
 	end();
 }
