@@ -387,7 +387,7 @@ HC_API void hc_target_timing(const struct hc_target *t, struct hc_timing *tm);
 
 /*
  * Write s as a JSON string, quotes included, as all of heapctl's JSON is
- * written: '"' and '\\' escaped, control characters and DEL as \u00XX,
+ * written: '"' and '\\' escaped, control characters as \n, \t, ... or \u00XX (DEL too),
  * valid UTF-8 as it is, and each byte of anything else (a stray
  * continuation byte, a truncated or overlong sequence, a surrogate) as
  * \ufffd, so the document is valid whatever bytes s holds.  NULL is "".
