@@ -1396,6 +1396,8 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 		return -1;
 	}
 	nleft = find_leftovers(t, leftovers, 32);
+	/* what the safe-point check reads, ready before anything stops */
+	sym_prepare(t);
 	t->sess = calloc(1, sizeof(*t->sess));
 	if (!t->sess)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");

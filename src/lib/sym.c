@@ -762,20 +762,35 @@ uint64_t sym_data(const struct obj *o, const char *name)
 	return 0;
 }
 
-const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
+static int sym_ready(struct hc_target *t, struct obj *o)
 {
-	struct obj *o = obj_at(t, raddr);
 	struct hc_err e = { 0 };
-	size_t lo = 0, hi;
 
-	if (op)
-		*op = o;
-	if (!o || sym_load(t, o, false, &e) < 0 || !o->nsyms)
-		return NULL;
+	if (sym_load(t, o, false, &e) < 0)
+		return -1;
 	if (!o->sorted) {
 		qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_sym);
 		o->sorted = true;
 	}
+	return 0;
+}
+
+void sym_prepare(struct hc_target *t)
+{
+	for (size_t i = 0; i < t->nobjs; i++)
+		if (t->objs[i].text_hi > t->objs[i].text_lo)
+			sym_ready(t, &t->objs[i]);
+}
+
+const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
+{
+	struct obj *o = obj_at(t, raddr);
+	size_t lo = 0, hi;
+
+	if (op)
+		*op = o;
+	if (!o || sym_ready(t, o) < 0 || !o->nsyms)
+		return NULL;
 	hi = o->nsyms;
 	while (hi - lo > 1) {
 		size_t mid = (lo + hi) / 2;

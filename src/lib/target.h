@@ -152,6 +152,11 @@ struct Elf *sym_elf_open(int fd);
 const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Runtime address of data symbol name in o (from o's symbol source), or 0. */
 uint64_t sym_data(const struct obj *o, const char *name);
+/*
+ * Load and sort the symbols of every object with code, so that sym_at()
+ * reads no file and sorts nothing while a thread is stopped.
+ */
+void sym_prepare(struct hc_target *t);
 /* Function containing raddr, or NULL. */
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op);
 /* The nearest global function below (dir < 0) or above (dir > 0) s in its object, or NULL. */
