@@ -8,7 +8,11 @@
 # a table.  Needs BUILD_DIR/heapctl and BUILD_DIR/bench/target.
 #
 #   round trip      wall time of "heapctl prof status" vs "gdb -p PID -batch -ex detach"
-#   pause           how long heapctl kept its borrowed thread stopped (from -v)
+#   floor           the least a borrow can cost on the same thread (bench/floor.c:
+#                   seize, interrupt, wait, read and write back NT_PRSTATUS and the
+#                   whole extended state, detach), stopped window counted as heapctl's
+#   pause           how long each command kept its thread stopped, all its borrows
+#                   summed (from -v), as a multiple of the floor, and its ptrace stops
 #   max gap         the longest a 1 ms ticker thread went without running,
 #                   idle, while heapctl runs, and while gdb attaches
 #   scaling         round trip and pause at 10, 100 and 1000 threads
@@ -26,6 +30,7 @@ export LC_ALL=C
 build=${1:-build}
 heapctl=$build/heapctl
 target=$build/bench/target
+floor=$build/bench/floor
 
 runs=${BENCH_RUNS:-30}
 toggles=${BENCH_TOGGLES:-10}
@@ -42,7 +47,7 @@ die()
 }
 
 [[ $window =~ ^[1-9][0-9]*$ ]] || die "BENCH_WINDOW must be whole seconds"
-for f in "$heapctl" "$target"; do
+for f in "$heapctl" "$target" "$floor"; do
 	[ -x "$f" ] || die "$f not found; run 'make' first"
 done
 
@@ -116,11 +121,13 @@ target_gap()
 	echo "$answer" >>"$1"
 }
 
-# Run heapctl -v ARGS...; append its wall time (us) to $tmp/$1.rt and the
-# borrowed-thread pause (us) to $tmp/$1.pause.
+# Run heapctl -v ARGS...; append its wall time (us) to $tmp/$1.rt, the
+# time its borrowed thread was stopped (us, every borrow of the run summed)
+# to $tmp/$1.pause, its borrows to $tmp/$1.borrows and its ptrace stops to
+# $tmp/$1.stops.
 run_heapctl()
 {
-	local tag=$1 t0 t1 line
+	local tag=$1 t0 t1 line paused=0 stops=0 borrows=0
 	shift
 
 	t0=${EPOCHREALTIME/[.,]/}
@@ -134,10 +141,18 @@ run_heapctl()
 	fi
 	echo $((t1 - t0)) >>"$tmp/$tag.rt"
 	while read -r line; do
-		if [[ $line =~ borrowed\ tid\ [0-9]+\ for\ ([0-9]+)\ us ]]; then
-			echo "${BASH_REMATCH[1]}" >>"$tmp/$tag.pause"
+		if [[ $line =~ borrowed\ tid\ ([0-9]+)\ for\ ([0-9]+)\ us\ \(([0-9]+)\ ptrace ]]; then
+			last_tid=${BASH_REMATCH[1]}
+			paused=$((paused + BASH_REMATCH[2]))
+			stops=$((stops + BASH_REMATCH[3]))
+			borrows=$((borrows + 1))
 		fi
 	done <"$tmp/err"
+	if [ $borrows -gt 0 ]; then
+		echo $paused >>"$tmp/$tag.pause"
+		echo $stops >>"$tmp/$tag.stops"
+	fi
+	echo $borrows >>"$tmp/$tag.borrows"
 }
 
 # Time one gdb attach+detach; append the wall time (us) to $tmp/$1.rt.
@@ -199,8 +214,24 @@ echo
 start_target "$first_n"
 
 # Warm the page cache for both tools so the first run is not an outlier.
-"$heapctl" prof status -p "$tpid" >/dev/null 2>&1
+last_tid=
+run_heapctl warm prof status -p "$tpid"
 [ -z "$have_gdb" ] || DEBUGINFOD_URLS='' gdb -nx -batch -ex quit </dev/null >/dev/null 2>&1
+
+# The floor, on the thread heapctl borrows.
+[ -n "$last_tid" ] || die "heapctl -v named no borrowed thread"
+"$floor" "$last_tid" "$runs" >"$tmp/floor.raw" || die "floor failed on tid $last_tid"
+cut -d' ' -f1 "$tmp/floor.raw" >"$tmp/floor"
+cut -d' ' -f2 "$tmp/floor.raw" >"$tmp/floor.total"
+
+# Each command's pause, all its borrows summed.
+for ((i = 0; i < toggles; i++)); do
+	run_heapctl cmd.stats stats --full -p "$tpid"
+	run_heapctl cmd.dump dump -o "$tmp/p.heap" -p "$tpid"
+	run_heapctl cmd.purge purge -p "$tpid"
+	run_heapctl cmd.get get opt.prof -p "$tpid"
+done
+rm -f "$tmp/p.heap"
 
 # Round trips and prof toggles, while the tickers run.
 for ((i = 0; i < runs; i++)); do
@@ -260,9 +291,25 @@ ratio=$(awk -v a="$gdb_med" -v b="$rt_med" 'BEGIN { if (a < 0 || b <= 0) print "
 
 printf '%-24s heapctl %s (p90 %s)    gdb attach+detach %s    ratio %s\n' \
 	"round trip" "$(ms "$rt_med")" "$(ms "$rt_p90")" "$(ms "$gdb_med")" "$ratio"
-printf '%-24s median %s  max %s   (goal <= 1 ms)\n' \
-	"borrowed-thread pause" "$(us "$(pick "$tmp/toggle.pause" median)")" \
-	"$(us "$(pick "$tmp/toggle.pause" max)")"
+floor_med=$(pick "$tmp/floor" median)
+printf '%-24s median %s stopped (%s from seize to detach), tid %s\n' "floor (bench/floor.c)" \
+	"$(us "$floor_med")" "$(us "$(pick "$tmp/floor.total" median)")" "$last_tid"
+# times CMD_TAG: median pause as a multiple of the floor
+times()
+{
+	awk -v a="$(pick "$tmp/$1.pause" median)" -v f="$floor_med" \
+		'BEGIN { if (a < 0 || f <= 0) print "n/a"; else printf "%.1fx floor", a / f }'
+}
+printf '%-24s %-12s %-10s %-10s %-16s %s\n' "pause per command" "command" "median" "max" \
+	"median/floor" "borrows, ptrace stops (median)"
+for c in "status.$first_n:prof status" "toggle:prof on/off" "cmd.stats:stats --full" \
+	"cmd.dump:dump" "cmd.purge:purge" "cmd.get:get"; do
+	tag=${c%%:*}
+	printf '%-24s %-12s %-10s %-10s %-16s %s, %s\n' "" "${c#*:}" \
+		"$(us "$(pick "$tmp/$tag.pause" median)")" "$(us "$(pick "$tmp/$tag.pause" max)")" \
+		"$(times "$tag")" "$(pick "$tmp/$tag.borrows" max)" "$(pick "$tmp/$tag.stops" median)"
+done
+printf '%-24s (goal: prof on/off <= 3x floor)\n' ""
 printf '%-24s idle %s (typ %s)   during heapctl %s (typ %s)   during gdb %s (typ %s)\n' \
 	"other threads max gap" \
 	"$(ms "$(pick "$tmp/gap.idle" max)")" "$(ms "$(pick "$tmp/gap.idle" median)")" \
