@@ -189,7 +189,7 @@ static void *regs_thread(void *arg)
 
 	vpublish(which ? K_REGS2 : K_REGS);
 	for (;;) {
-		char res[256] = "ok";
+		char res[256];
 		unsigned int seed;
 
 		regs_fill(&io[which], round, g.regs_pipe[which][0], buf[which], REGS_LEN);
@@ -199,25 +199,8 @@ static void *regs_thread(void *arg)
 		pthread_mutex_lock(&vt.mu);
 		seed = g.regs_seed;
 		pthread_mutex_unlock(&vt.mu);
-		if (io[which].ret < 0) {
-			snprintf(res, sizeof(res), "bad read syscall returned %lld",
-				 (long long)io[which].ret);
-			if (io[which].ret == -EINTR)
-				atomic_fetch_add(&eintr_regs, 1);
-		} else if ((uint64_t)io[which].ret != REGS_LEN) {
-			snprintf(res, sizeof(res), "bad read syscall returned %lld",
-				 (long long)io[which].ret);
-		} else {
-			char why[200];
-
-			for (size_t k = 0; k < REGS_LEN; k++)
-				if (buf[which][k] != vpattern(seed, k)) {
-					snprintf(res, sizeof(res), "bad data byte %zu", k);
-					break;
-				}
-			if (!strcmp(res, "ok") && regs_check(&io[which], g.rmode, why, sizeof(why)))
-				snprintf(res, sizeof(res), "bad %s", why);
-		}
+		regs_check_read(&io[which], g.rmode, REGS_LEN, buf[which], seed, res, sizeof(res),
+				vpattern, &eintr_regs);
 		if (strncmp(res, "ok", 2)) {
 			atomic_fetch_add(&regs_bad, 1);
 			verr("%s thread (%s): %s", which ? "regs2" : "regs", g.rmode->name, res);

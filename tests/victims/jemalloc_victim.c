@@ -146,36 +146,8 @@ static const struct vconf conf = {
 	a64_regs_check(io, m, len, buf, seed, res, ressz, vpattern, &eintr_regs)
 #else /* !__aarch64__ */
 #define sentinel_fill(io, round, buf, len) regs_fill(io, round, g.regs_pipe[0], buf, len)
-
-/* The read's result and data first, then every register (vregs.h). */
-static void sentinel_check(const struct regs_io *io, const struct regs_mode *m, size_t len,
-			   const uint8_t *buf, unsigned int seed, char *res, size_t ressz)
-{
-	size_t k;
-
-	if (io->ret < 0) {
-		snprintf(res, ressz, "bad read syscall returned %lld%s", (long long)io->ret,
-			 io->ret == -EINTR ? " (EINTR)" : "");
-		if (io->ret == -EINTR)
-			atomic_fetch_add(&eintr_regs, 1);
-		return;
-	}
-	if ((uint64_t)io->ret != len) {
-		snprintf(res, ressz, "bad read syscall returned %lld, wanted %zu", (long long)io->ret,
-			 len);
-		return;
-	}
-	for (k = 0; k < len; k++) {
-		if (buf[k] != vpattern(seed, k)) {
-			snprintf(res, ressz, "bad data byte %zu", k);
-			return;
-		}
-	}
-	if (regs_check(io, m, res + 4, ressz - 4) == 0)
-		snprintf(res, ressz, "ok");
-	else
-		memcpy(res, "bad ", 4);
-}
+#define sentinel_check(io, m, len, buf, seed, res, ressz) \
+	regs_check_read(io, m, len, buf, seed, res, ressz, vpattern, &eintr_regs)
 #endif /* !__aarch64__ */
 
 static void *regs_thread(void *arg)
