@@ -162,11 +162,17 @@ $(B)/victims/%.so: tests/victims/lib/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -shared -fPIC -o $@ $<
 
-# Victims that #include another victim's source, or the shared header.
+# Victims that #include another victim's source, or the shared headers.
+# jemalloc_victim and the torture victims share their parked threads (vthreads.h).
+JE_VICTIM_SRCS := tests/victims/jemalloc_victim.c tests/victims/vthreads.h tests/victims/vcommon.h \
+	tests/victims/vregs.h
+TORTURE_SRCS := tests/victims/jemalloc_torture.c tests/victims/vthreads.h tests/victims/vcommon.h \
+	tests/victims/vregs.h
 $(B)/victims/tcmalloc_victim $(B)/victims/alloc_victim: tests/victims/alloc_victim.c \
 	tests/victims/plain_victim.c tests/victims/vcommon.h
-$(B)/victims/glibc_torture $(B)/victims/tcmalloc_torture: tests/victims/jemalloc_torture.c \
-	tests/victims/vcommon.h tests/victims/vregs.h
+$(B)/victims/jemalloc_victim: $(JE_VICTIM_SRCS)
+$(B)/victims/jemalloc_torture $(B)/victims/glibc_torture $(B)/victims/tcmalloc_torture: \
+	$(TORTURE_SRCS)
 
 $(B)/bench/%: bench/%.c
 	$(msg) CC $@
@@ -340,7 +346,7 @@ $(B)/victims/fx_idle32: tests/fixtures/idle32.c
 	$(Q)$(CC) -m32 -O1 -Wall -o $@ $<
 
 # .symtab only: a static binary with jemalloc linked in (glibc's dlopen warning is moot here)
-$(B)/victims/fx_jemalloc_static: tests/victims/jemalloc_victim.c
+$(B)/victims/fx_jemalloc_static: $(JE_VICTIM_SRCS)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -static -o $@ $< $(JE_STATIC) -lm -ldl 2>&1 | \
@@ -355,7 +361,7 @@ $(B)/fixtures/libjemalloc_%.a: $(JE_PIC)
 		sort -u >$@.map
 	$(Q)$(OBJCOPY) --redefine-syms=$@.map $< $@
 
-$(B)/victims/fx_jemalloc_%: tests/victims/jemalloc_victim.c tests/fixtures/prefix.h \
+$(B)/victims/fx_jemalloc_%: $(JE_VICTIM_SRCS) tests/fixtures/prefix.h \
 		$(B)/fixtures/libjemalloc_%.a
 	$(msg) CC $@
 	$(Q)$(CC) $(VICTIM_CFLAGS) -include tests/fixtures/prefix.h -DJE_PFX=$* -o $@ $< \
@@ -402,7 +408,7 @@ $(B)/victims/fx_jemalloc_nodbg: $(B)/victims/fx_jemalloc_rjem
 	$(Q)$(OBJCOPY) --strip-all $< $@
 
 # A dynamic executable with Debian's jemalloc linked in unprefixed: it serves malloc itself.
-$(B)/victims/fx_jemalloc_plain: tests/victims/jemalloc_victim.c $(JE_PIC)
+$(B)/victims/fx_jemalloc_plain: $(JE_VICTIM_SRCS) $(JE_PIC)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_PIC) -lm -ldl

@@ -195,6 +195,20 @@ static uint8_t *frame_buf(size_t outlen)
 	return p;
 }
 
+/* dump_regs() into 16 bytes: terminated, nothing written past them, truncation reported */
+static int dump_truncated(const struct hc_arch *a, const uint64_t *g)
+{
+	char small[32];
+	int n;
+
+	memset(small, 'Z', sizeof(small));
+	n = a->dump_regs(g, small, 16);
+	CHECK(memchr(small, '\0', 16) != NULL, "truncated dump not terminated");
+	CHECK(small[16] == 'Z', "dump overran a 16-byte buffer");
+	CHECK(n < 0 || n >= 16, "truncation not reported (%d)", n);
+	return n;
+}
+
 /* ---- x86_64: struct user_regs_struct, word indices ---- */
 
 enum {
@@ -272,113 +286,39 @@ static const int sc_order[] = {
 
 static const struct hc_arch *const x86 = &hc_arch_x86_64;
 
-static void x86_table(void)
-{
-	static const uint8_t sysc[] = { 0x0f, 0x05 };             /* syscall */
-	static const uint8_t sysret[] = { 0x0f, 0x05, 0xc3 };     /* syscall; ret */
-	/* glibc's and musl's __restore_rt: mov $15,%rax; syscall */
-	static const uint8_t restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00,
-					      0x0f, 0x05 };
-	const struct hc_bytes *n = &x86->notify, *t = &x86->ret_tramp;
-	unsigned int nrest = 0;
+static const uint8_t x86_sysc[] = { 0x0f, 0x05 };         /* syscall */
+static const uint8_t x86_sysret[] = { 0x0f, 0x05, 0xc3 }; /* syscall; ret */
+/* glibc's and musl's __restore_rt: mov $15,%rax; syscall */
+static const uint8_t x86_restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
 
-	begin("x86_64.table");
-	CHECK(x86->name && !strcmp(x86->name, "x86_64"), "name %s", x86->name);
-	CHECK(x86->e_machine == EM_X86_64, "e_machine %u", x86->e_machine);
-	CHECK(x86->gregs_len == X_NWORDS * 8, "gregs_len %zu", x86->gregs_len);
+/* x86_64.table beyond what arch_table() checks on both backends */
+static void x86_table_own(void)
+{
+	const struct hc_bytes *n = &x86->notify, *t = &x86->ret_tramp;
+
 	CHECK(x86->extra_regsets && x86->extra_regsets[0] == NT_X86_XSTATE_ &&
 		      x86->extra_regsets[1] == 0,
 	      "extra_regsets");
-	CHECK(x86->max_args == 6, "max_args %u", x86->max_args);
-	CHECK(x86->max_args <= HC_ARCH_MAX_ARGS, "max_args above HC_ARCH_MAX_ARGS");
-	CHECK(x86->nr_mmap == 9 && x86->nr_munmap == 11 && x86->nr_rt_sigreturn == 15,
-	      "syscall numbers %ld %ld %ld", x86->nr_mmap, x86->nr_munmap, x86->nr_rt_sigreturn);
-#if defined(__x86_64__)
-	CHECK(x86->nr_mmap == SYS_mmap && x86->nr_munmap == SYS_munmap &&
-		      x86->nr_rt_sigreturn == SYS_rt_sigreturn,
-	      "syscall numbers differ from <sys/syscall.h>");
-#endif
-	CHECK(x86->sigframe_mask_off == XF_MASK, "sigframe_mask_off %zu, want %d",
-	      x86->sigframe_mask_off, XF_MASK);
-
-	CHECK(bytes_eq(&x86->syscall_insn, sysc, sizeof(sysc)), "syscall_insn bytes");
-	CHECK(bytes_eq(&x86->syscall_ret, sysret, sizeof(sysret)), "syscall_ret bytes");
 	/* ret_tramp: a getpid heapctl stops at and skips, then a cleanup left by a ret */
 	CHECK(t->len && t->b[t->len - 1] == 0xc3, "ret_tramp does not end with ret");
-	CHECK(t->b && x86->ret_tramp_stop >= sizeof(sysc) && x86->ret_tramp_stop < t->len,
+	CHECK(t->b && x86->ret_tramp_stop >= sizeof(x86_sysc) && x86->ret_tramp_stop < t->len,
 	      "ret_tramp_stop %zu not inside ret_tramp (%zu bytes), before its cleanup",
 	      x86->ret_tramp_stop, t->len);
-	if (t->b && x86->ret_tramp_stop >= sizeof(sysc) && x86->ret_tramp_stop < t->len)
-		CHECK(!memcmp(t->b + x86->ret_tramp_stop - sizeof(sysc), sysc, sizeof(sysc)),
+	if (t->b && x86->ret_tramp_stop >= sizeof(x86_sysc) && x86->ret_tramp_stop < t->len)
+		CHECK(!memcmp(t->b + x86->ret_tramp_stop - sizeof(x86_sysc), x86_sysc,
+			      sizeof(x86_sysc)),
 		      "no syscall before ret_tramp_stop");
 	CHECK(x86->skip_regset == 0, "skip_regset %#x: x86 skips a syscall through orig_rax",
 	      x86->skip_regset);
 	/* the notify stub's syscall ends at notify_sys_end, a ret follows */
-	CHECK(n->b && x86->notify_sys_end >= sizeof(sysc) && x86->notify_sys_end < n->len,
+	CHECK(n->b && x86->notify_sys_end >= sizeof(x86_sysc) && x86->notify_sys_end < n->len,
 	      "notify_sys_end %zu outside notify (%zu bytes)", x86->notify_sys_end, n->len);
-	if (n->b && x86->notify_sys_end >= sizeof(sysc) && x86->notify_sys_end < n->len) {
-		CHECK(!memcmp(n->b + x86->notify_sys_end - sizeof(sysc), sysc, sizeof(sysc)),
+	if (n->b && x86->notify_sys_end >= sizeof(x86_sysc) && x86->notify_sys_end < n->len) {
+		CHECK(!memcmp(n->b + x86->notify_sys_end - sizeof(x86_sysc), x86_sysc,
+			      sizeof(x86_sysc)),
 		      "no syscall before notify_sys_end");
 		CHECK(n->b[x86->notify_sys_end] == 0xc3, "no ret at notify_sys_end");
 	}
-
-	CHECK(x86->restorers != NULL, "no restorer list");
-	for (; x86->restorers && nrest < 16 && x86->restorers[nrest].len; nrest++)
-		CHECK(ends_with(&x86->restorers[nrest], &x86->syscall_insn),
-		      "restorer %u does not end with syscall", nrest);
-	CHECK(nrest >= 1 && nrest < 16, "%u restorers, or the list is not terminated", nrest);
-	CHECK(has_restorer(x86->restorers, restore_rt, sizeof(restore_rt)),
-	      "glibc's __restore_rt is not in the list");
-
-	CHECK(x86->get_pc && x86->get_sp && x86->get_arg && x86->sigframe_len &&
-		      x86->frame_place && x86->sigframe_build && x86->prep_call &&
-		      x86->prep_syscall && x86->prep_restore && x86->skip_syscall &&
-		      x86->restart_now && x86->get_ret && x86->get_syscall_ret &&
-		      x86->no_restart && x86->undo_stop_eintr && x86->wait_kind &&
-		      x86->syscall_nr && x86->call_fpstate && x86->dump_regs,
-	      "missing hook");
-	end();
-}
-
-static void x86_accessors(void)
-{
-	uint64_t g[GWORDS];
-	static const int argreg[] = { X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_R9 };
-
-	begin("x86_64.accessors");
-	fill(g, GWORDS);
-	CHECK(x86->get_pc(g) == g[X_RIP], "get_pc");
-	CHECK(x86->get_sp(g) == g[X_RSP], "get_sp");
-	for (unsigned int i = 0; i < 6; i++)
-		CHECK(x86->get_arg(g, i) == g[argreg[i]], "get_arg(%u)", i);
-	CHECK(x86->get_arg(g, 6) == 0, "get_arg(6) should be 0");
-	g[X_RAX] = (uint64_t)-4; /* -EINTR */
-	CHECK(x86->get_syscall_ret(g) == -4, "get_syscall_ret %" PRId64, x86->get_syscall_ret(g));
-	g[X_ORIG_RAX] = 0; /* read */
-	CHECK(x86->syscall_nr(g) == 0, "syscall_nr %ld", x86->syscall_nr(g));
-	end();
-}
-
-static void x86_frame_place(void)
-{
-	static const size_t lens[] = { 0, 1, 8, 440, 3220, 3221, 3227, 5000 };
-
-	begin("x86_64.frame_place");
-	for (uint64_t off = 0; off < 64; off++) {
-		for (unsigned int i = 0; i < ARRAY_SIZE(lens); i++) {
-			uint64_t sp = SP + off, fr = x86->frame_place(sp, lens[i]);
-
-			CHECK(fr % 16 == 8, "frame %% 16 == %" PRIu64 " (sp %#" PRIx64 ", len %zu)",
-			      fr % 16, sp, lens[i]);
-			CHECK(fr + lens[i] <= sp - 128,
-			      "frame %#" PRIx64 " + %zu reaches into the red zone of %#" PRIx64, fr,
-			      lens[i], sp);
-			CHECK(sp - 128 - (fr + lens[i]) < 32,
-			      "%" PRIu64 " bytes wasted between the frame and the red zone",
-			      sp - 128 - (fr + lens[i]));
-		}
-	}
-	end();
 }
 
 static void x86_prep_call_args(void)
@@ -454,37 +394,6 @@ static void x86_prep_call_stack(void)
 		      c.slot_addr, fr);
 		CHECK(c.slot_val == TRAMP, "slot_val %#" PRIx64 ", want ret_addr", c.slot_val);
 	}
-	end();
-}
-
-static void x86_prep_call_too_many(void)
-{
-	uint64_t g[GWORDS], orig[GWORDS];
-	struct hc_err err = { 0 };
-	struct hc_call c;
-
-	begin("x86_64.prep_call.too_many_args");
-	fill(g, GWORDS);
-	memcpy(orig, g, sizeof(g));
-	call_init(&c, x86->frame_place(SP, 3300), x86->max_args + 1);
-	CHECK(x86->prep_call(g, &c, &err) == -1, "7 args accepted");
-	CHECK(err.code == HC_E_ARGS, "code %s, want HC_E_ARGS", hc_err_name(err.code));
-	CHECK(err.msg[0], "empty message");
-	CHECK(!strcmp(err.hint, hc_err_default_hint(HC_E_ARGS)), "hint '%s'", err.hint);
-	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
-	CHECK(c.slot_addr == 0xdead && c.slot_val == 0xbeef, "slot written on failure");
-
-	/* the first error wins */
-	memset(&err, 0, sizeof(err));
-	err.code = HC_E_PERM;
-	snprintf(err.msg, sizeof(err.msg), "earlier");
-	call_init(&c, x86->frame_place(SP, 3300), HC_ARCH_MAX_ARGS);
-	CHECK(x86->prep_call(g, &c, &err) == -1, "8 args accepted");
-	CHECK(err.code == HC_E_PERM && !strcmp(err.msg, "earlier"), "earlier error overwritten");
-
-	/* a NULL err is allowed by err_set() */
-	CHECK(x86->prep_call(g, &c, NULL) == -1, "8 args accepted with err == NULL");
-	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
 	end();
 }
 
@@ -646,26 +555,6 @@ static const struct wait_case x86_waits[] = {
 	{ 0, { 3, 0x1000, 16 }, HC_WAIT_UNDISTURBED, "read" },
 	{ -1, { 0 }, HC_WAIT_UNDISTURBED, "not in a syscall" },
 };
-
-static void wait_kind_cases(const struct hc_arch *a, const struct wait_case *c, size_t n)
-{
-	static const char *const kn[] = { "undisturbed", "EINTR, re-issued", "EINTR, kept",
-					  "full restart" };
-
-	for (size_t i = 0; i < n; i++) {
-		enum hc_wait got = a->wait_kind(c[i].nr, c[i].args);
-
-		CHECK(got == c[i].want, "%s (%ld): %s, want %s", c[i].what, c[i].nr, kn[got],
-		      kn[c[i].want]);
-	}
-}
-
-static void x86_wait_kind(void)
-{
-	begin("x86_64.wait_kind");
-	wait_kind_cases(x86, x86_waits, ARRAY_SIZE(x86_waits));
-	end();
-}
 
 static void x86_undo_stop_eintr(void)
 {
@@ -1182,8 +1071,7 @@ static void x86_call_fpstate(void)
 static void x86_dump_regs(void)
 {
 	uint64_t g[GWORDS];
-	char buf[2048], small[32];
-	char want[32];
+	char buf[2048], want[32];
 	int n;
 
 	begin("x86_64.dump_regs");
@@ -1194,12 +1082,7 @@ static void x86_dump_regs(void)
 	snprintf(want, sizeof(want), "%016" PRIx64, g[X_RIP]);
 	CHECK(strstr(buf, "rip") && strstr(buf, want), "rip not in '%.60s...'", buf);
 	CHECK(strstr(buf, "rsp") && strstr(buf, "rax"), "rsp/rax missing");
-
-	memset(small, 'Z', sizeof(small));
-	n = x86->dump_regs(g, small, 16);
-	CHECK(memchr(small, '\0', 16) != NULL, "truncated dump not terminated");
-	CHECK(small[16] == 'Z', "dump overran a 16-byte buffer");
-	CHECK(n < 0 || n >= 16, "truncation not reported (%d)", n);
+	dump_truncated(x86, g);
 	end();
 }
 
@@ -1310,40 +1193,22 @@ enum { A_X0 = 0, A_X8 = 8, A_LR = 30, A_SP = 31, A_PC = 32, A_PSTATE = 33, A_NWO
 
 static const struct hc_arch *const a64 = &hc_arch_aarch64;
 
-static void a64_table(void)
+static const uint8_t a64_sysc[] = { 0x01, 0x00, 0x00, 0xd4 }; /* svc #0 */
+static const uint8_t a64_sysret[] = { 0x01, 0x00, 0x00, 0xd4,  /* svc #0 */
+				      0xc0, 0x03, 0x5f, 0xd6 }; /* ret */
+/* the vDSO's __kernel_rt_sigreturn: mov x8, #139; svc #0 */
+static const uint8_t a64_vdso_rt[] = { 0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4 };
+
+/* aarch64.table beyond what arch_table() checks on both backends */
+static void a64_table_own(void)
 {
-	static const uint8_t sysc[] = { 0x01, 0x00, 0x00, 0xd4 };             /* svc #0 */
-	static const uint8_t sysret[] = { 0x01, 0x00, 0x00, 0xd4,              /* svc #0 */
-					  0xc0, 0x03, 0x5f, 0xd6 };            /* ret */
-	/* the vDSO's __kernel_rt_sigreturn: mov x8, #139; svc #0 */
-	static const uint8_t vdso_rt[] = { 0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4 };
 	static const uint8_t ret[] = { 0xc0, 0x03, 0x5f, 0xd6 };
 	const struct hc_bytes *n = &a64->notify, *t = &a64->ret_tramp;
-	unsigned int nrest = 0;
 
-	begin("aarch64.table");
-	CHECK(a64->name && !strcmp(a64->name, "aarch64"), "name %s", a64->name);
-	CHECK(a64->e_machine == 183 /* EM_AARCH64 */, "e_machine %u", a64->e_machine);
-	CHECK(a64->gregs_len == A_NWORDS * 8, "gregs_len %zu", a64->gregs_len);
 	/* FPSIMD first, then SVE: see a64_extra_regsets in arch/aarch64/arch.c. */
 	CHECK(a64->extra_regsets && a64->extra_regsets[0] == NT_PRFPREG_ &&
 		      a64->extra_regsets[1] == 0x405 /* NT_ARM_SVE */ && a64->extra_regsets[2] == 0,
 	      "extra_regsets");
-	CHECK(a64->max_args == 8, "max_args %u", a64->max_args);
-	CHECK(a64->max_args <= HC_ARCH_MAX_ARGS, "max_args above HC_ARCH_MAX_ARGS");
-	/* include/uapi/asm-generic/unistd.h */
-	CHECK(a64->nr_mmap == 222 && a64->nr_munmap == 215 && a64->nr_rt_sigreturn == 139,
-	      "syscall numbers %ld %ld %ld", a64->nr_mmap, a64->nr_munmap, a64->nr_rt_sigreturn);
-#if defined(__aarch64__)
-	CHECK(a64->nr_mmap == SYS_mmap && a64->nr_munmap == SYS_munmap &&
-		      a64->nr_rt_sigreturn == SYS_rt_sigreturn,
-	      "syscall numbers differ from <sys/syscall.h>");
-#endif
-	CHECK(a64->sigframe_mask_off == AF_MASK, "sigframe_mask_off %zu, want %d",
-	      a64->sigframe_mask_off, AF_MASK);
-
-	CHECK(bytes_eq(&a64->syscall_insn, sysc, sizeof(sysc)), "syscall_insn bytes");
-	CHECK(bytes_eq(&a64->syscall_ret, sysret, sizeof(sysret)), "syscall_ret bytes");
 	/* ret x16: into the gadget, which needs no landing pad after a ret */
 	CHECK(t->len && t->len % 4 == 0 &&
 		      !memcmp(t->b + t->len - 4, (const uint8_t[]){ 0x00, 0x02, 0x5f, 0xd6 }, 4),
@@ -1353,7 +1218,7 @@ static void a64_table(void)
 	      "ret_tramp_stop %zu not inside ret_tramp (%zu bytes), before its cleanup",
 	      a64->ret_tramp_stop, t->len);
 	if (t->b && a64->ret_tramp_stop >= 4 && a64->ret_tramp_stop < t->len)
-		CHECK(!memcmp(t->b + a64->ret_tramp_stop - 4, sysc, 4),
+		CHECK(!memcmp(t->b + a64->ret_tramp_stop - 4, a64_sysc, 4),
 		      "no svc before ret_tramp_stop");
 	/* the syscall number is not in NT_PRSTATUS: skipping needs its own regset */
 	CHECK(a64->skip_regset == 0x404 /* NT_ARM_SYSTEM_CALL */, "skip_regset %#x",
@@ -1362,68 +1227,10 @@ static void a64_table(void)
 		      a64->notify_sys_end + 4 <= n->len && a64->notify_sys_end % 4 == 0,
 	      "notify_sys_end %zu outside notify (%zu bytes)", a64->notify_sys_end, n->len);
 	if (n->b && a64->notify_sys_end >= 4 && a64->notify_sys_end + 4 <= n->len) {
-		CHECK(!memcmp(n->b + a64->notify_sys_end - 4, sysc, 4),
+		CHECK(!memcmp(n->b + a64->notify_sys_end - 4, a64_sysc, 4),
 		      "no svc before notify_sys_end");
 		CHECK(!memcmp(n->b + a64->notify_sys_end, ret, 4), "no ret at notify_sys_end");
 	}
-
-	CHECK(a64->restorers != NULL, "no restorer list");
-	for (; a64->restorers && nrest < 16 && a64->restorers[nrest].len; nrest++)
-		CHECK(ends_with(&a64->restorers[nrest], &a64->syscall_insn),
-		      "restorer %u does not end with svc", nrest);
-	CHECK(nrest >= 1 && nrest < 16, "%u restorers, or the list is not terminated", nrest);
-	CHECK(has_restorer(a64->restorers, vdso_rt, sizeof(vdso_rt)),
-	      "the vDSO's __kernel_rt_sigreturn is not in the list");
-
-	CHECK(a64->get_pc && a64->get_sp && a64->get_arg && a64->sigframe_len &&
-		      a64->frame_place && a64->sigframe_build && a64->prep_call &&
-		      a64->prep_syscall && a64->prep_restore && a64->skip_syscall &&
-		      a64->restart_now && a64->get_ret && a64->get_syscall_ret &&
-		      a64->no_restart && a64->undo_stop_eintr && a64->wait_kind &&
-		      a64->syscall_nr && a64->call_fpstate && a64->dump_regs,
-	      "missing hook");
-	end();
-}
-
-static void a64_accessors(void)
-{
-	uint64_t g[GWORDS];
-
-	begin("aarch64.accessors");
-	fill(g, GWORDS);
-	CHECK(a64->get_pc(g) == g[A_PC], "get_pc");
-	CHECK(a64->get_sp(g) == g[A_SP], "get_sp");
-	for (unsigned int i = 0; i < 8; i++)
-		CHECK(a64->get_arg(g, i) == g[i], "get_arg(%u)", i);
-	CHECK(a64->get_arg(g, 8) == 0, "get_arg(8) should be 0");
-	g[A_X0] = (uint64_t)-4;
-	CHECK(a64->get_syscall_ret(g) == -4, "get_syscall_ret %" PRId64, a64->get_syscall_ret(g));
-	/* the syscall number is not in NT_PRSTATUS on arm64 */
-	CHECK(a64->syscall_nr(g) == -1, "syscall_nr %ld, want -1", a64->syscall_nr(g));
-	end();
-}
-
-static void a64_frame_place(void)
-{
-	static const size_t lens[] = { 0, 1, 8, AF_END, AF_END + 16, 5000 };
-
-	begin("aarch64.frame_place");
-	for (uint64_t off = 0; off < 64; off++) {
-		for (unsigned int i = 0; i < ARRAY_SIZE(lens); i++) {
-			uint64_t sp = SP + off, fr = a64->frame_place(sp, lens[i]);
-
-			/* rt_sigreturn rejects a frame (sp) that is not 16-byte aligned */
-			CHECK(fr % 16 == 0, "frame %% 16 == %" PRIu64 " (sp %#" PRIx64 ", len %zu)",
-			      fr % 16, sp, lens[i]);
-			CHECK(fr + lens[i] <= sp - 256,
-			      "frame %#" PRIx64 " + %zu less than 256 bytes below sp %#" PRIx64, fr,
-			      lens[i], sp);
-			CHECK(sp - 256 - (fr + lens[i]) < 16,
-			      "%" PRIu64 " bytes wasted below the margin",
-			      sp - 256 - (fr + lens[i]));
-		}
-	}
-	end();
 }
 
 static void a64_prep_call_args(void)
@@ -1502,33 +1309,6 @@ static void a64_prep_call_btype(void)
 	CHECK(!(g[A_PSTATE] & A_BTYPE), "BTYPE not cleared: pstate %#" PRIx64, g[A_PSTATE]);
 	CHECK(g[A_PSTATE] == (pstate & ~A_BTYPE), "other PSTATE bits changed: %#" PRIx64,
 	      g[A_PSTATE]);
-	end();
-}
-
-static void a64_prep_call_too_many(void)
-{
-	uint64_t g[GWORDS], orig[GWORDS];
-	struct hc_err err = { 0 };
-	struct hc_call c;
-
-	begin("aarch64.prep_call.too_many_args");
-	fill(g, GWORDS);
-	memcpy(orig, g, sizeof(g));
-	call_init(&c, a64->frame_place(SP, AF_END + 16), 9);
-	CHECK(a64->prep_call(g, &c, &err) == -1, "9 args accepted");
-	CHECK(err.code == HC_E_ARGS, "code %s, want HC_E_ARGS", hc_err_name(err.code));
-	CHECK(err.msg[0], "empty message");
-	CHECK(!strcmp(err.hint, hc_err_default_hint(HC_E_ARGS)), "hint '%s'", err.hint);
-	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
-	CHECK(c.slot_addr == 0xdead && c.slot_val == 0xbeef, "slot written on failure");
-
-	memset(&err, 0, sizeof(err));
-	err.code = HC_E_PERM;
-	snprintf(err.msg, sizeof(err.msg), "earlier");
-	CHECK(a64->prep_call(g, &c, &err) == -1, "9 args accepted");
-	CHECK(err.code == HC_E_PERM && !strcmp(err.msg, "earlier"), "earlier error overwritten");
-	CHECK(a64->prep_call(g, &c, NULL) == -1, "9 args accepted with err == NULL");
-	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
 	end();
 }
 
@@ -1658,13 +1438,6 @@ static const struct wait_case a64_waits[] = {
 	{ 63, { 3, 0x1000, 16 }, HC_WAIT_UNDISTURBED, "read" },
 	{ -1, { 0 }, HC_WAIT_UNDISTURBED, "not in a syscall" },
 };
-
-static void a64_wait_kind(void)
-{
-	begin("aarch64.wait_kind");
-	wait_kind_cases(a64, a64_waits, ARRAY_SIZE(a64_waits));
-	end();
-}
 
 static void a64_undo_stop_eintr(void)
 {
@@ -1980,7 +1753,7 @@ static void a64_call_fpstate(void)
 static void a64_dump_regs(void)
 {
 	uint64_t g[GWORDS];
-	char buf[2048], small[32], want[32];
+	char buf[2048], want[32];
 	int n;
 
 	begin("aarch64.dump_regs");
@@ -1996,11 +1769,7 @@ static void a64_dump_regs(void)
 	CHECK(strstr(buf, "x0 ") && strstr(buf, "sp ") && strstr(buf, "pstate"),
 	      "x0/sp/pstate missing");
 
-	memset(small, 'Z', sizeof(small));
-	n = a64->dump_regs(g, small, 16);
-	CHECK(memchr(small, '\0', 16) != NULL, "truncated dump not terminated");
-	CHECK(small[16] == 'Z', "dump overran a 16-byte buffer");
-	CHECK(n < 0 || n >= 16, "truncation not reported (%d)", n);
+	n = dump_truncated(a64, g);
 	CHECK(n == (int)strlen(buf), "truncated call returned %d, full length is %zu", n,
 	      strlen(buf));
 	end();
@@ -2045,6 +1814,244 @@ static void a64_sigframe_uapi(void)
 #endif
 }
 
+/* ---- checks alike on both backends: one table, one loop ---- */
+
+/* What each backend must say where both are asked the same. */
+struct arch_want {
+	const struct hc_arch *a;
+	const char *name;
+	unsigned int e_machine, nwords, max_args;
+	long nr_mmap, nr_munmap, nr_rt_sigreturn;
+	bool host;			/* the host's backend: <sys/syscall.h> has its numbers */
+	size_t mask_off;		/* of the signal mask in the rt_sigframe */
+	struct hc_bytes sysc, sysret;	/* the syscall instruction, and "syscall; ret" */
+	const char *sysc_name;
+	struct hc_bytes restorer;	/* a restorer found in the wild, which the list holds */
+	const char *restorer_name;
+	void (*table_own)(void);	/* the rest of the backend's table checks */
+
+	int pc, sp, ret;		/* words of pc, sp and a syscall's result */
+	int argreg[HC_ARCH_MAX_ARGS];	/* a call's argument registers, max_args of them */
+	int nr_word;			/* the syscall number's word, -1: not in NT_PRSTATUS */
+
+	int frame_mod;			/* frame_place(): frame % 16 */
+	uint64_t frame_gap;		/* bytes it keeps free below sp */
+	uint64_t frame_slack;		/* and it wastes fewer than these below them */
+	const size_t *lens;		/* sigframe lengths to place */
+	size_t nlens;
+
+	size_t call_len;		/* the sigframe length a call's frame is placed for */
+	unsigned int too_many[2];	/* argument counts prep_call() must refuse */
+
+	const struct wait_case *waits;
+	size_t nwaits;
+};
+
+#if defined(__x86_64__)
+#define HOST_X86 true
+#else
+#define HOST_X86 false
+#endif
+#if defined(__aarch64__)
+#define HOST_A64 true
+#else
+#define HOST_A64 false
+#endif
+
+#define BYTES(a) { (a), sizeof(a) }
+
+static const size_t x86_lens[] = { 0, 1, 8, 440, 3220, 3221, 3227, 5000 };
+static const size_t a64_lens[] = { 0, 1, 8, AF_END, AF_END + 16, 5000 };
+
+static const struct arch_want wants[] = {
+	{
+		.a = &hc_arch_x86_64, .name = "x86_64", .e_machine = EM_X86_64,
+		.nwords = X_NWORDS, .max_args = 6,
+		.nr_mmap = 9, .nr_munmap = 11, .nr_rt_sigreturn = 15, .host = HOST_X86,
+		.mask_off = XF_MASK,
+		.sysc = BYTES(x86_sysc), .sysret = BYTES(x86_sysret), .sysc_name = "syscall",
+		.restorer = BYTES(x86_restore_rt), .restorer_name = "glibc's __restore_rt",
+		.table_own = x86_table_own,
+		.pc = X_RIP, .sp = X_RSP, .ret = X_RAX,
+		.argreg = { X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_R9 },
+		.nr_word = X_ORIG_RAX,
+		/* what a callee sees right after "call", below the 128-byte red zone */
+		.frame_mod = 8, .frame_gap = 128, .frame_slack = 32,
+		.lens = x86_lens, .nlens = ARRAY_SIZE(x86_lens),
+		.call_len = 3300, .too_many = { 7, HC_ARCH_MAX_ARGS },
+		.waits = x86_waits, .nwaits = ARRAY_SIZE(x86_waits),
+	},
+	{
+		.a = &hc_arch_aarch64, .name = "aarch64", .e_machine = 183 /* EM_AARCH64 */,
+		.nwords = A_NWORDS, .max_args = 8,
+		/* include/uapi/asm-generic/unistd.h */
+		.nr_mmap = 222, .nr_munmap = 215, .nr_rt_sigreturn = 139, .host = HOST_A64,
+		.mask_off = AF_MASK,
+		.sysc = BYTES(a64_sysc), .sysret = BYTES(a64_sysret), .sysc_name = "svc",
+		.restorer = BYTES(a64_vdso_rt),
+		.restorer_name = "the vDSO's __kernel_rt_sigreturn",
+		.table_own = a64_table_own,
+		.pc = A_PC, .sp = A_SP, .ret = A_X0,
+		.argreg = { 0, 1, 2, 3, 4, 5, 6, 7 },
+		/* the syscall number is not in NT_PRSTATUS on arm64 */
+		.nr_word = -1,
+		/* rt_sigreturn rejects a frame (sp) that is not 16-byte aligned */
+		.frame_mod = 0, .frame_gap = 256, .frame_slack = 16,
+		.lens = a64_lens, .nlens = ARRAY_SIZE(a64_lens),
+		.call_len = AF_END + 16, .too_many = { 9, 9 },
+		.waits = a64_waits, .nwaits = ARRAY_SIZE(a64_waits),
+	},
+};
+
+static void arch_table(const struct arch_want *w)
+{
+	const struct hc_arch *a = w->a;
+	unsigned int nrest = 0;
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.table", w->name);
+	begin(name);
+	CHECK(a->name && !strcmp(a->name, w->name), "name %s", a->name);
+	CHECK(a->e_machine == w->e_machine, "e_machine %u", a->e_machine);
+	CHECK(a->gregs_len == w->nwords * 8, "gregs_len %zu", a->gregs_len);
+	CHECK(a->max_args == w->max_args, "max_args %u", a->max_args);
+	CHECK(a->max_args <= HC_ARCH_MAX_ARGS, "max_args above HC_ARCH_MAX_ARGS");
+	CHECK(a->nr_mmap == w->nr_mmap && a->nr_munmap == w->nr_munmap &&
+		      a->nr_rt_sigreturn == w->nr_rt_sigreturn,
+	      "syscall numbers %ld %ld %ld", a->nr_mmap, a->nr_munmap, a->nr_rt_sigreturn);
+	if (w->host)
+		CHECK(a->nr_mmap == SYS_mmap && a->nr_munmap == SYS_munmap &&
+			      a->nr_rt_sigreturn == SYS_rt_sigreturn,
+		      "syscall numbers differ from <sys/syscall.h>");
+	CHECK(a->sigframe_mask_off == w->mask_off, "sigframe_mask_off %zu, want %zu",
+	      a->sigframe_mask_off, w->mask_off);
+
+	CHECK(bytes_eq(&a->syscall_insn, w->sysc.b, w->sysc.len), "syscall_insn bytes");
+	CHECK(bytes_eq(&a->syscall_ret, w->sysret.b, w->sysret.len), "syscall_ret bytes");
+	w->table_own();
+
+	CHECK(a->restorers != NULL, "no restorer list");
+	for (; a->restorers && nrest < 16 && a->restorers[nrest].len; nrest++)
+		CHECK(ends_with(&a->restorers[nrest], &a->syscall_insn),
+		      "restorer %u does not end with %s", nrest, w->sysc_name);
+	CHECK(nrest >= 1 && nrest < 16, "%u restorers, or the list is not terminated", nrest);
+	CHECK(has_restorer(a->restorers, w->restorer.b, w->restorer.len),
+	      "%s is not in the list", w->restorer_name);
+
+	CHECK(a->get_pc && a->get_sp && a->get_arg && a->sigframe_len && a->frame_place &&
+		      a->sigframe_build && a->prep_call && a->prep_syscall && a->prep_restore &&
+		      a->skip_syscall && a->restart_now && a->get_ret && a->get_syscall_ret &&
+		      a->no_restart && a->undo_stop_eintr && a->wait_kind && a->syscall_nr &&
+		      a->call_fpstate && a->dump_regs,
+	      "missing hook");
+	end();
+}
+
+static void arch_accessors(const struct arch_want *w)
+{
+	const struct hc_arch *a = w->a;
+	uint64_t g[GWORDS];
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.accessors", w->name);
+	begin(name);
+	fill(g, GWORDS);
+	CHECK(a->get_pc(g) == g[w->pc], "get_pc");
+	CHECK(a->get_sp(g) == g[w->sp], "get_sp");
+	for (unsigned int i = 0; i < w->max_args; i++)
+		CHECK(a->get_arg(g, i) == g[w->argreg[i]], "get_arg(%u)", i);
+	CHECK(a->get_arg(g, w->max_args) == 0, "get_arg(%u) should be 0", w->max_args);
+	g[w->ret] = (uint64_t)-4; /* -EINTR */
+	CHECK(a->get_syscall_ret(g) == -4, "get_syscall_ret %" PRId64, a->get_syscall_ret(g));
+	if (w->nr_word >= 0) {
+		g[w->nr_word] = 0; /* read */
+		CHECK(a->syscall_nr(g) == 0, "syscall_nr %ld", a->syscall_nr(g));
+	} else {
+		CHECK(a->syscall_nr(g) == -1, "syscall_nr %ld, want -1", a->syscall_nr(g));
+	}
+	end();
+}
+
+static void arch_frame_place(const struct arch_want *w)
+{
+	const struct hc_arch *a = w->a;
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.frame_place", w->name);
+	begin(name);
+	for (uint64_t off = 0; off < 64; off++) {
+		for (unsigned int i = 0; i < w->nlens; i++) {
+			size_t len = w->lens[i];
+			uint64_t sp = SP + off, fr = a->frame_place(sp, len);
+
+			CHECK(fr % 16 == (uint64_t)w->frame_mod,
+			      "frame %% 16 == %" PRIu64 " (sp %#" PRIx64 ", len %zu)", fr % 16, sp,
+			      len);
+			CHECK(fr + len <= sp - w->frame_gap,
+			      "frame %#" PRIx64 " + %zu less than %" PRIu64
+			      " bytes below sp %#" PRIx64,
+			      fr, len, w->frame_gap, sp);
+			CHECK(sp - w->frame_gap - (fr + len) < w->frame_slack,
+			      "%" PRIu64 " bytes wasted below the %" PRIu64 " kept free",
+			      sp - w->frame_gap - (fr + len), w->frame_gap);
+		}
+	}
+	end();
+}
+
+static void arch_prep_call_too_many(const struct arch_want *w)
+{
+	const struct hc_arch *a = w->a;
+	uint64_t g[GWORDS], orig[GWORDS];
+	struct hc_err err = { 0 };
+	struct hc_call c;
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.prep_call.too_many_args", w->name);
+	begin(name);
+	fill(g, GWORDS);
+	memcpy(orig, g, sizeof(g));
+	call_init(&c, a->frame_place(SP, w->call_len), w->too_many[0]);
+	CHECK(a->prep_call(g, &c, &err) == -1, "%u args accepted", w->too_many[0]);
+	CHECK(err.code == HC_E_ARGS, "code %s, want HC_E_ARGS", hc_err_name(err.code));
+	CHECK(err.msg[0], "empty message");
+	CHECK(!strcmp(err.hint, hc_err_default_hint(HC_E_ARGS)), "hint '%s'", err.hint);
+	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
+	CHECK(c.slot_addr == 0xdead && c.slot_val == 0xbeef, "slot written on failure");
+
+	/* the first error wins */
+	memset(&err, 0, sizeof(err));
+	err.code = HC_E_PERM;
+	snprintf(err.msg, sizeof(err.msg), "earlier");
+	call_init(&c, a->frame_place(SP, w->call_len), w->too_many[1]);
+	CHECK(a->prep_call(g, &c, &err) == -1, "%u args accepted", w->too_many[1]);
+	CHECK(err.code == HC_E_PERM && !strcmp(err.msg, "earlier"), "earlier error overwritten");
+
+	/* a NULL err is allowed by err_set() */
+	CHECK(a->prep_call(g, &c, NULL) == -1, "%u args accepted with err == NULL",
+	      w->too_many[1]);
+	CHECK(!memcmp(g, orig, sizeof(g)), "gregs changed on failure");
+	end();
+}
+
+static void arch_wait_kind(const struct arch_want *w)
+{
+	static const char *const kn[] = { "undisturbed", "EINTR, re-issued", "EINTR, kept",
+					  "full restart" };
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.wait_kind", w->name);
+	begin(name);
+	for (size_t i = 0; i < w->nwaits; i++) {
+		const struct wait_case *c = &w->waits[i];
+		enum hc_wait got = w->a->wait_kind(c->nr, c->args);
+
+		CHECK(got == c->want, "%s (%ld): %s, want %s", c->what, c->nr, kn[got],
+		      kn[c->want]);
+	}
+	end();
+}
+
 static void host(void)
 {
 	begin("arch.host");
@@ -2062,17 +2069,20 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	x86_table();
-	x86_accessors();
-	x86_frame_place();
+	for (size_t i = 0; i < ARRAY_SIZE(wants); i++) {
+		arch_table(&wants[i]);
+		arch_accessors(&wants[i]);
+		arch_frame_place(&wants[i]);
+		arch_prep_call_too_many(&wants[i]);
+		arch_wait_kind(&wants[i]);
+	}
+
 	x86_prep_call_args();
 	x86_prep_call_stack();
-	x86_prep_call_too_many();
 	x86_prep_syscall();
 	x86_prep_restore();
 	x86_get_ret();
 	x86_no_restart();
-	x86_wait_kind();
 	x86_undo_stop_eintr();
 	x86_sigframe_uapi();
 	x86_sigframe_layout();
@@ -2084,18 +2094,13 @@ int main(void)
 	x86_call_fpstate();
 	x86_dump_regs();
 
-	a64_table();
-	a64_accessors();
-	a64_frame_place();
 	a64_prep_call_args();
 	a64_prep_call_stack();
 	a64_prep_call_btype();
-	a64_prep_call_too_many();
 	a64_prep_syscall();
 	a64_prep_restore();
 	a64_get_ret();
 	a64_no_restart();
-	a64_wait_kind();
 	a64_undo_stop_eintr();
 	a64_restart_probe();
 	a64_skip_restart();

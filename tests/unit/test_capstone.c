@@ -107,38 +107,29 @@ static bool decode(const struct hc_arch *a, const struct hc_bytes *b, struct dec
 	return n > 0 && n <= MAX_INSN && d->used == b->len;
 }
 
-static void x86_known(void)
-{
-	static const uint8_t sysc[] = { 0x0f, 0x05 };                   /* syscall */
-	static const uint8_t ret[] = { 0xc3 };                          /* ret */
-	static const uint8_t mov_rdi[] = { 0x48, 0x89, 0xc7 };          /* mov %rax,%rdi */
-	static const uint8_t mov_eax[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00 }; /* mov $15,%eax */
-	/* mov $15,%rax */
-	static const uint8_t mov_rax[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00 };
+/* Bytes Capstone must decode to one instruction, whatever the backends say. */
+struct known {
+	const uint8_t *b;
+	size_t len;
+	const char *mn;
+};
 
-	begin("capstone.x86_64.known_bytes");
-	CHECK(cs_support(CS_ARCH_X86), "Capstone built without x86");
-	expect(CS_ARCH_X86, CS_MODE_64, sysc, sizeof(sysc), WANT("syscall"));
-	expect(CS_ARCH_X86, CS_MODE_64, ret, sizeof(ret), WANT("ret"));
-	expect(CS_ARCH_X86, CS_MODE_64, mov_rdi, sizeof(mov_rdi), WANT("mov"));
-	expect(CS_ARCH_X86, CS_MODE_64, mov_eax, sizeof(mov_eax), WANT("mov"));
-	expect(CS_ARCH_X86, CS_MODE_64, mov_rax, sizeof(mov_rax), WANT("mov"));
-	end();
-}
+#define KNOWN(mn, ...) \
+	{ (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ }), mn }
 
-static void a64_known(void)
-{
-	static const uint8_t svc[] = { 0x01, 0x00, 0x00, 0xd4 }; /* svc #0 */
-	static const uint8_t ret[] = { 0xc0, 0x03, 0x5f, 0xd6 }; /* ret */
-	static const uint8_t mov[] = { 0x68, 0x11, 0x80, 0xd2 }; /* mov x8, #139 (movz) */
+static const struct known x86_known[] = {
+	KNOWN("syscall", 0x0f, 0x05),
+	KNOWN("ret", 0xc3),
+	KNOWN("mov", 0x48, 0x89, 0xc7),                         /* mov %rax,%rdi */
+	KNOWN("mov", 0xb8, 0x0f, 0x00, 0x00, 0x00),             /* mov $15,%eax */
+	KNOWN("mov", 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00), /* mov $15,%rax */
+};
 
-	begin("capstone.aarch64.known_bytes");
-	CHECK(cs_support(CS_ARCH_ARM64), "Capstone built without arm64");
-	expect(CS_ARCH_ARM64, CS_MODE_ARM, svc, sizeof(svc), WANT("svc"));
-	expect(CS_ARCH_ARM64, CS_MODE_ARM, ret, sizeof(ret), WANT("ret"));
-	expect(CS_ARCH_ARM64, CS_MODE_ARM, mov, sizeof(mov), WANT("mov*"));
-	end();
-}
+static const struct known a64_known[] = {
+	KNOWN("svc", 0x01, 0x00, 0x00, 0xd4),  /* svc #0 */
+	KNOWN("ret", 0xc0, 0x03, 0x5f, 0xd6),
+	KNOWN("mov*", 0x68, 0x11, 0x80, 0xd2), /* mov x8, #139 (movz) */
+};
 
 /* What each backend's bytes must decode to. */
 struct want {
@@ -150,7 +141,23 @@ struct want {
 	const char *imm;           /* what precedes an immediate: "" or "#" */
 	const char *ret_move;      /* ret_tramp's move of the result to get_ret's register */
 	const char *ret_keep;      /* or the register ret_tramp must not write */
+	const char *cs_name;       /* the architecture, as Capstone's build names it */
+	const struct known *known; /* bytes it must decode */
+	size_t nknown;
 };
+
+static void backend_known(const struct want *w)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "capstone.%s.known_bytes", w->name);
+	begin(name);
+	CHECK(cs_support(w->cs_arch), "Capstone built without %s", w->cs_name);
+	for (size_t i = 0; i < w->nknown; i++)
+		expect(w->cs_arch, w->cs_mode, w->known[i].b, w->known[i].len,
+		       WANT(w->known[i].mn));
+	end();
+}
 
 /* Instruction i loads nr into the syscall-number register. */
 static bool loads_nr(const struct want *w, const struct dec *d, size_t i, long nr)
@@ -308,16 +315,17 @@ int main(void)
 {
 	static const struct want wants[] = {
 		{ "x86_64", &hc_arch_x86_64, CS_ARCH_X86, CS_MODE_64, "syscall",
-		  { "eax", "rax" }, "", "rdi, rax", NULL },
+		  { "eax", "rax" }, "", "rdi, rax", NULL,
+		  "x86", x86_known, sizeof(x86_known) / sizeof(x86_known[0]) },
 		{ "aarch64", &hc_arch_aarch64, CS_ARCH_ARM64, CS_MODE_ARM, "svc",
-		  { "x8", "w8" }, "#", NULL, "x0" },
+		  { "x8", "w8" }, "#", NULL, "x0",
+		  "arm64", a64_known, sizeof(a64_known) / sizeof(a64_known[0]) },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	x86_known();
-	a64_known();
 	for (size_t i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
+		backend_known(&wants[i]);
 		backend_table(&wants[i]);
 		backend_ret_tramp(&wants[i]);
 		backend_notify(&wants[i]);

@@ -14,6 +14,7 @@
 #define VREGS_H
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -404,6 +405,43 @@ static inline int regs_check(const struct regs_io *io, const struct regs_mode *m
 		}
 	}
 	return 0;
+}
+
+/*
+ * One round of the block sentinel: the read's result and data (byte k must
+ * be pat(seed, k)), then every register.  res gets "ok" or "bad WHAT"; a
+ * read that failed with EINTR is counted in *eintr as well.  On arm64,
+ * jemalloc_victim has tests/aarch64/regs_a64.h's a64_regs_check() instead.
+ */
+static inline void regs_check_read(const struct regs_io *io, const struct regs_mode *m,
+				   size_t len, const uint8_t *buf, unsigned int seed, char *res,
+				   size_t ressz, uint8_t (*pat)(unsigned int, size_t),
+				   atomic_ulong *eintr)
+{
+	size_t k;
+
+	if (io->ret < 0) {
+		snprintf(res, ressz, "bad read syscall returned %lld%s", (long long)io->ret,
+			 io->ret == -EINTR ? " (EINTR)" : "");
+		if (io->ret == -EINTR)
+			atomic_fetch_add(eintr, 1);
+		return;
+	}
+	if ((uint64_t)io->ret != len) {
+		snprintf(res, ressz, "bad read syscall returned %lld, wanted %zu", (long long)io->ret,
+			 len);
+		return;
+	}
+	for (k = 0; k < len; k++) {
+		if (buf[k] != pat(seed, k)) {
+			snprintf(res, ressz, "bad data byte %zu", k);
+			return;
+		}
+	}
+	if (regs_check(io, m, res + 4, ressz - 4) == 0)
+		snprintf(res, ressz, "ok");
+	else
+		memcpy(res, "bad ", 4);
 }
 
 #endif /* VREGS_H */
