@@ -184,6 +184,7 @@ static void von_rt(int sig, siginfo_t *si, void *uc)
 static void *vread_thread(void *arg)
 {
 	static uint8_t buf[65536];
+	char bad[256];
 
 	(void)arg;
 	vwoke(K_READ);
@@ -202,11 +203,13 @@ static void *vread_thread(void *arg)
 		pthread_mutex_lock(&vt.mu);
 		vcheck_data("read()", buf, n, vt.read_len, vt.read_seed, vt.read_res,
 			    sizeof(vt.read_res));
-		if (strncmp(vt.read_res, "ok", 2))
-			verr("read thread: %s", vt.read_res);
+		/* verr() takes vt.mu itself: report after letting it go */
+		snprintf(bad, sizeof(bad), "%s", strncmp(vt.read_res, "ok", 2) ? vt.read_res : "");
 		vt.read_done++;
 		pthread_cond_broadcast(&vt.cv);
 		pthread_mutex_unlock(&vt.mu);
+		if (bad[0])
+			verr("read thread: %s", bad);
 	}
 }
 
@@ -242,6 +245,7 @@ static void *vsleep_thread(void *arg)
 static void *vepoll_thread(void *arg)
 {
 	static uint8_t buf[65536];
+	char bad[256];
 
 	(void)arg;
 	vwoke(K_EPOLL);
@@ -275,11 +279,13 @@ static void *vepoll_thread(void *arg)
 		pthread_mutex_lock(&vt.mu);
 		vcheck_data("read() after epoll_wait()", buf, n, vt.epoll_len, vt.epoll_seed,
 			    vt.epoll_res, sizeof(vt.epoll_res));
-		if (strncmp(vt.epoll_res, "ok", 2))
-			verr("epoll thread: %s", vt.epoll_res);
+		/* verr() takes vt.mu itself: report after letting it go */
+		snprintf(bad, sizeof(bad), "%s", strncmp(vt.epoll_res, "ok", 2) ? vt.epoll_res : "");
 		vt.epoll_done++;
 		pthread_cond_broadcast(&vt.cv);
 		pthread_mutex_unlock(&vt.mu);
+		if (bad[0])
+			verr("epoll thread: %s", bad);
 	}
 }
 
