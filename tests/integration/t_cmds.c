@@ -1580,7 +1580,82 @@ out:
 	unlink(link);
 }
 
+/*
+ * Only src/lib/ptrace.c calls ptrace(2), libraries included (libunwind's
+ * ptrace accessors once read registers on their own): under strace -k,
+ * the first frame of heapctl's own in every ptrace call's stack is one of
+ * ptrace.c's ptrace_* wrappers.
+ */
+static void test_ptrace_one_wrapper(void)
+{
+	static const char *const cmds[][3] = {
+		{ "prof", "status", NULL }, { "stats", "--full", NULL }, { "purge", NULL, NULL },
+	};
+	struct victim *v = shared_victim();
+	char log[400], line[1024], rec[1024] = "";
+	unsigned int calls = 0;
+	bool in_rec = false, judged = true;
+	FILE *f;
+
+	if (!v)
+		return;
+	if (access("/usr/bin/strace", X_OK)) {
+		t_skip(false, "strace is not installed");
+		return;
+	}
+	snprintf(log, sizeof(log), "%s/ptrace-stacks.%s", cfg.tmpdir, v->spid);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !t_failed(); i++) {
+		const char *argv[] = { "/usr/bin/strace", "-f", "-k", "-qq", "-e", "trace=ptrace",
+				       "-o", log, cfg.heapctl, cmds[i][0], "-p", v->spid,
+				       cmds[i][1], NULL };
+		struct hres r = { 0 };
+
+		run_prog(&r, argv, 60);
+		if (strstr(r.err, "-k") && strstr(r.err, "not") && hres_exit(&r) != 0) {
+			t_skip(false, "this strace cannot print stacks (-k)");
+			hres_free(&r);
+			return;
+		}
+		if (hres_exit(&r) != 0)
+			t_fail("strace heapctl %s: %s", cmds[i][0], hres_desc(&r));
+		hres_free(&r);
+		f = fopen(log, "re");
+		if (!f) {
+			t_fail("no strace log %s", log);
+			return;
+		}
+		/* "PID  ptrace(...)" then " > /path/obj(func+0x..) [0x..]" per frame */
+		while (!t_failed() && fgets(line, sizeof(line), f)) {
+			const char *fr = strstr(line, " > ");
+
+			if (!fr && strstr(line, "ptrace(")) {
+				if (in_rec && !judged)
+					t_fail("no frame of heapctl's in the stack of: %s", rec);
+				snprintf(rec, sizeof(rec), "%s", line);
+				in_rec = true;
+				judged = false;
+				calls++;
+			} else if (fr && in_rec && !judged && !strncmp(fr + 3, cfg.heapctl,
+									 strlen(cfg.heapctl)) &&
+				   fr[3 + strlen(cfg.heapctl)] == '(') {
+				judged = true;
+				if (strncmp(fr + 4 + strlen(cfg.heapctl), "ptrace_", 7))
+					t_fail("ptrace(2) called from %s for %s", fr + 3, rec);
+			}
+		}
+		if (in_rec && !judged)
+			t_fail("no frame of heapctl's in the stack of: %s", rec);
+		fclose(f);
+		unlink(log);
+	}
+	if (!t_failed() && calls < 10)
+		t_fail("strace saw %u ptrace calls (wanted a borrow's worth each)", calls);
+	else if (!t_failed())
+		t_note("%u ptrace calls, each from ptrace.c", calls);
+}
+
 const struct itest t_cmds_tests[] = {
+	{ "ptrace-one-wrapper", test_ptrace_one_wrapper, 0 },
 	{ "list", test_list, 0 },
 	{ "list-probe", test_list_probe, 0 },
 	{ "list-json", test_list_json, 0 },
