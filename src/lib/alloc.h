@@ -61,7 +61,12 @@ extern const struct alloc_ops alloc_glibc;
  */
 struct obj *alloc_owner(struct hc_target *t);
 
-bool alloc_contains(struct hc_target *t, uint64_t raddr);
+/*
+ * Try the drivers in order (alloc.c); the first that finds its allocator
+ * becomes t->alloc, and its contains() the engine's t->in_allocator.
+ * t->alloc stays NULL if none does.  -1 on error.
+ */
+int alloc_detect(struct hc_target *t, struct hc_err *err);
 
 /*
  * jemalloc's malloc_stats_print write_cb, run on heapctl's side of a remote

@@ -71,6 +71,12 @@ struct hc_target {
 	/* the allocator driver and its private state */
 	const struct alloc_ops *alloc;
 	void *alloc_priv;
+	/*
+	 * The engine's safe-point policy, filled in by the API from the
+	 * driver: is raddr inside the allocator's code?  NULL: no allocator
+	 * code to avoid beyond the malloc family (where.c).
+	 */
+	bool (*in_allocator)(struct hc_target *t, uint64_t raddr);
 	struct hc_where where;
 	char where_others[256];
 	/* the current borrowed thread, while attached */

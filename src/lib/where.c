@@ -20,7 +20,6 @@
 #include <capstone/capstone.h>
 #include <libunwind-ptrace.h>
 
-#include "alloc.h"
 #include "allocfn.h"
 #include "ptrace.h"
 #include "target.h"
@@ -217,7 +216,7 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
 			 (unsigned long long)ip);
 		return 1;
 	}
-	if (alloc_contains(t, ip)) {
+	if (t->in_allocator && t->in_allocator(t, ip)) {
 		snprintf(reason, len, "frame #%u is inside the allocator (%s in %s)", depth, fn,
 			 o->path);
 		return 1;

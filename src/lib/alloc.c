@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The driver table and the allocator guess: which driver drives a target,
+ * and what malloc looks like when none does.  api.c asks; the drivers
+ * (alloc_*.c) answer; nothing here stops a thread.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "target.h"
+
+/*
+ * Tried in this order; the first that detects its allocator drives the
+ * target.  jemalloc comes first because a program may call a prefixed copy
+ * (redis' je_malloc) while libc still serves plain malloc.  glibc detects
+ * only when libc really serves malloc.  When the object serving malloc is
+ * tcmalloc, tcmalloc is tried first (see pick_order()).
+ */
+static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmalloc,
+						   &alloc_glibc };
+#define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
+
+struct obj *alloc_owner(struct hc_target *t)
+{
+	struct obj *best = NULL;
+
+	if (t->malloc_obj)
+		return t->malloc_obj;
+	/*
+	 * The executable binds to its own definition; otherwise the linker's
+	 * lookup scope decides: link_map order (preloads come right after the
+	 * executable).  Objects missing from the list (dlopen'ed with
+	 * RTLD_LOCAL) keep UINT32_MAX and lose.  Walk the objects in that order
+	 * and read symbols only until the first malloc: each table costs time.
+	 */
+	for (;;) {
+		struct obj *next = NULL;
+		uint64_t rank = UINT64_MAX;
+		struct hc_err e = { 0 };
+
+		for (size_t i = 0; i < t->nobjs; i++) {
+			struct obj *o = &t->objs[i];
+			uint64_t r = o->is_exe ? 0 : (uint64_t)o->link_idx + 1;
+
+			if (!o->base || o->is_vdso || o->is_ldso || o->malloc_checked)
+				continue;
+			if (r < rank) {
+				rank = r;
+				next = o;
+			}
+		}
+		if (!next)
+			break;
+		next->malloc_checked = true;
+		if (sym_load(t, next, false, &e) == 0 && sym_by_name(next, "malloc")) {
+			best = next;
+			break;
+		}
+	}
+	t->malloc_obj = best;
+	return best;
+}
+
+/* A tcmalloc that serves malloc goes before any jemalloc copy merely mapped. */
+static void pick_order(struct hc_target *t, const struct alloc_ops **order)
+{
+	struct obj *own = alloc_owner(t);
+	size_t n = 0;
+
+	if (own && sym_by_name(own, "MallocExtension_GetNumericProperty"))
+		order[n++] = &alloc_tcmalloc;
+	for (size_t i = 0; i < NDRIVERS; i++)
+		if (!n || drivers[i] != order[0])
+			order[n++] = drivers[i];
+}
+
+/* The driver whose allocator t uses, into t->alloc (NULL: none); the engine's policy from it. */
+int alloc_detect(struct hc_target *t, struct hc_err *err)
+{
+	const struct alloc_ops *order[NDRIVERS];
+
+	pick_order(t, order);
+	for (size_t i = 0; i < NDRIVERS; i++) {
+		int r = order[i]->detect(t, err);
+
+		if (r < 0)
+			return -1;
+		if (r > 0) {
+			t->alloc = order[i];
+			t->in_allocator = order[i]->contains;
+			break;
+		}
+	}
+	return 0;
+}
+
+const char *alloc_guess(struct hc_target *t)
+{
+	static char buf[320];
+
+	/* The executable first, then objects in load order: the linker's lookup scope. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < t->nobjs; i++) {
+			struct obj *o = &t->objs[i];
+			struct hc_err e = { 0 };
+
+			if (o->is_exe != (pass == 0) || !o->base || o->is_vdso)
+				continue;
+			if (sym_load(t, o, false, &e) < 0 || !sym_by_name(o, "malloc"))
+				continue;
+			if (strstr(o->path, "/libc.so"))
+				snprintf(buf, sizeof(buf), "glibc (%s)", o->path);
+			else if (strstr(o->path, "tcmalloc"))
+				snprintf(buf, sizeof(buf), "tcmalloc (%s)", o->path);
+			else
+				snprintf(buf, sizeof(buf), "%s", o->path);
+			return buf;
+		}
+	return "an unknown allocator";
+}
+
