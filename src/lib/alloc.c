@@ -22,51 +22,10 @@ static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmal
 						   &alloc_glibc };
 #define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
 
-struct obj *alloc_owner(struct hc_target *t)
-{
-	struct obj *best = NULL;
-
-	if (t->malloc_obj)
-		return t->malloc_obj;
-	/*
-	 * The executable binds to its own definition; otherwise the linker's
-	 * lookup scope decides: link_map order (preloads come right after the
-	 * executable).  Objects missing from the list (dlopen'ed with
-	 * RTLD_LOCAL) keep UINT32_MAX and lose.  Walk the objects in that order
-	 * and read symbols only until the first malloc: each table costs time.
-	 */
-	for (;;) {
-		struct obj *next = NULL;
-		uint64_t rank = UINT64_MAX;
-		struct hc_err e = { 0 };
-
-		for (size_t i = 0; i < t->nobjs; i++) {
-			struct obj *o = &t->objs[i];
-			uint64_t r = o->is_exe ? 0 : (uint64_t)o->link_idx + 1;
-
-			if (!o->base || o->is_vdso || o->is_ldso || o->malloc_checked)
-				continue;
-			if (r < rank) {
-				rank = r;
-				next = o;
-			}
-		}
-		if (!next)
-			break;
-		next->malloc_checked = true;
-		if (sym_load(t, next, false, &e) == 0 && sym_by_name(next, "malloc")) {
-			best = next;
-			break;
-		}
-	}
-	t->malloc_obj = best;
-	return best;
-}
-
 /* A tcmalloc that serves malloc goes before any jemalloc copy merely mapped. */
 static void pick_order(struct hc_target *t, const struct alloc_ops **order)
 {
-	struct obj *own = alloc_owner(t);
+	struct obj *own = obj_malloc_owner(t);
 	size_t n = 0;
 
 	if (own && sym_by_name(own, "MallocExtension_GetNumericProperty"))

@@ -54,12 +54,6 @@ extern const struct alloc_ops alloc_jemalloc;
 extern const struct alloc_ops alloc_tcmalloc;
 extern const struct alloc_ops alloc_glibc;
 
-/*
- * The object that serves malloc() in t: the executable if it defines malloc,
- * else the first definition in the dynamic linker's search order.  Cached in
- * t->malloc_obj; NULL if nothing defines malloc.
- */
-struct obj *alloc_owner(struct hc_target *t);
 
 /*
  * Try the drivers in order (alloc.c); the first that finds its allocator

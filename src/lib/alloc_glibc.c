@@ -131,7 +131,7 @@ static uint64_t libc_fn(struct hc_target *t, struct obj *own, const char *name)
 
 static int gl_detect(struct hc_target *t, struct hc_err *err)
 {
-	struct obj *own = alloc_owner(t);
+	struct obj *own = obj_malloc_owner(t);
 	struct gl g = { 0 };
 
 	(void)err;

@@ -76,7 +76,7 @@ static uint64_t addr_of(const struct obj *o, const char *name)
 
 static int tc_detect(struct hc_target *t, struct hc_err *err)
 {
-	struct obj *own = alloc_owner(t);
+	struct obj *own = obj_malloc_owner(t);
 	struct tc c = { 0 };
 
 	/* only a tcmalloc that serves malloc: a merely mapped copy manages nothing */

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* The public entry points: open a target, dispatch to its allocator driver. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,39 +49,6 @@ static int read_status(pid_t pid, struct procfs_status *ps, struct hc_err *err)
 }
 
 /*
- * The leader of pid exited but other threads live on: its /proc entries
- * have lost the memory map, so use a live thread's.  Returns true with proc.
- */
-static bool live_task(pid_t pid, char *proc, size_t len)
-{
-	char path[64];
-	struct dirent *de;
-	bool found = false;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		struct procfs_status ts;
-		char tp[96];
-		struct hc_err e = { 0 };
-		int tid = atoi(de->d_name);
-
-		if (tid <= 0 || tid == pid)
-			continue;
-		snprintf(tp, sizeof(tp), "/proc/%d/task/%d/status", pid, tid);
-		if (read_status_path(tp, &ts, &e) == 0 && ts.state != 'Z' && ts.state != 'X') {
-			snprintf(proc, len, "/proc/%d/task/%d", pid, tid);
-			found = true;
-		}
-	}
-	closedir(d);
-	return found;
-}
-
-/*
  * What would otherwise fail later with a message about something else:
  * each gets its own.  ps: pid's status; proc: the /proc directory to read
  * its memory through (a live thread's if the leader is a zombie).
@@ -117,7 +80,7 @@ static int pid_check(pid_t pid, pid_t tid, struct procfs_status *ps, char *proc,
 				   "heapctl drives user processes; 'heapctl list' shows them",
 				   "pid %d (%s) is a kernel thread: it has no user memory, nothing "
 				   "is mapped and there is no allocator", pid, ps->name);
-	if ((ps->state == 'Z' || ps->state == 'X') && !live_task(pid, proc, len)) {
+	if ((ps->state == 'Z' || ps->state == 'X') && !procfs_live_task(pid, proc, len)) {
 		procfs_comm(ps->ppid, comm, sizeof(comm));
 		snprintf(hint, sizeof(hint),
 			 "nothing is left to inspect; its parent, pid %d (%s), has not reaped it yet",
@@ -173,34 +136,6 @@ int hc_proc_read(pid_t pid, struct hc_proc *p, struct hc_err *err)
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	p->kthread = procfs_stat(path, &st) == 0 && (st.flags & PF_KTHREAD);
 	return 0;
-}
-
-struct hc_target *target_new(pid_t pid)
-{
-	struct hc_target *t = calloc(1, sizeof(*t));
-	struct procfs_stat st;
-	char path[96];
-
-	if (!t)
-		return NULL;
-	t->pid = pid;
-	t->lockfd = t->memfd = -1;
-	t->arch = hc_arch_host();
-	snprintf(t->proc, sizeof(t->proc), "/proc/%d", pid);
-	snprintf(path, sizeof(path), "%s/stat", t->proc);
-	if (procfs_stat(path, &st) == 0 && (st.state == 'Z' || st.state == 'X'))
-		live_task(pid, t->proc, sizeof(t->proc));
-	return t;
-}
-
-void target_free(struct hc_target *t)
-{
-	if (!t)
-		return;
-	objs_free(t);
-	if (t->memfd >= 0)
-		close(t->memfd);
-	free(t);
 }
 
 /*
@@ -532,149 +467,3 @@ int hc_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_entry **o
 	return done(t, t->alloc->ctl_list(t, prefix, out, n, skipped, skipped_len, err), err);
 }
 
-const char *hc_type_name(enum hc_type type)
-{
-	static const char *const n[] = { "void",     "bool",    "unsigned",	    "size_t",
-					 "ssize_t",  "uint64_t", "int64_t",	    "uint32_t",
-					 "const char *", "int" };
-
-	return (unsigned)type < sizeof(n) / sizeof(n[0]) ? n[type] : "?";
-}
-
-static bool type_signed(enum hc_type type)
-{
-	return type == HC_T_SSIZE || type == HC_T_I64 || type == HC_T_INT;
-}
-
-static const char *range_hint(enum hc_type type)
-{
-	switch (type) {
-	case HC_T_UNSIGNED:
-	case HC_T_U32:
-		return "give a number from 0 to 4294967295";
-	case HC_T_INT:
-		return "give a number from -2147483648 to 2147483647";
-	case HC_T_SSIZE:
-	case HC_T_I64:
-		return "give a number from -9223372036854775808 to 9223372036854775807";
-	default:
-		return "give a number from 0 to 18446744073709551615";
-	}
-}
-
-/*
- * Plain decimal only: strtoull() alone would take " 7", "+5", "0x10" and
- * "010" (octal 8), and write a number the user did not type.
- */
-int hc_value_parse(const char *name, enum hc_type type, const char *s, struct hc_value *v,
-		   struct hc_err *err)
-{
-	const char *d = s;
-	bool neg = false;
-	uint64_t mag = 0, max;
-
-	memset(v, 0, sizeof(*v));
-	v->type = type;
-	if (type == HC_T_VOID)
-		return 0;
-	if (!s)
-		return err_sethint(err, HC_E_TYPE, 0, "give VALUE after NAME",
-				   "'%s' needs a value (%s)", name, hc_type_name(type));
-	if (type == HC_T_STRING) {
-		if (strlen(s) >= sizeof(v->str))
-			return err_set(err, HC_E_TYPE, 0, "value for '%s' is longer than %zu bytes",
-				       name, sizeof(v->str) - 1);
-		snprintf(v->str, sizeof(v->str), "%s", s);
-		return 0;
-	}
-	if (type == HC_T_BOOL) {
-		static const char *const yes[] = { "true", "1", "yes", "on" };
-		static const char *const no[] = { "false", "0", "no", "off" };
-
-		for (size_t i = 0; i < 4; i++) {
-			if (!strcasecmp(s, yes[i])) {
-				v->b = true;
-				return 0;
-			}
-			if (!strcasecmp(s, no[i])) {
-				v->b = false;
-				return 0;
-			}
-		}
-		return err_sethint(err, HC_E_TYPE, 0,
-				   "a bool is true or false (also 1/0, yes/no, on/off)",
-				   "'%s' (bool): '%s' is not a bool", name, s);
-	}
-	if (*d == '-' && type_signed(type)) {
-		neg = true;
-		d++;
-	}
-	for (const char *p = d; *p; p++)
-		if (*p < '0' || *p > '9')
-			goto bad;
-	if (!*d)
-		goto bad;
-	if (d[0] == '0' && d[1])
-		return err_sethint(err, HC_E_TYPE, 0,
-				   "numbers are plain decimal: leave out the leading zeros",
-				   "'%s' (%s): '%s' has a leading zero (heapctl reads no octal)",
-				   name, hc_type_name(type), s);
-	switch (type) {
-	case HC_T_UNSIGNED:
-	case HC_T_U32:
-		max = UINT32_MAX;
-		break;
-	case HC_T_INT:
-		max = neg ? (uint64_t)INT_MAX + 1 : INT_MAX;
-		break;
-	case HC_T_SSIZE:
-	case HC_T_I64:
-		max = neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX;
-		break;
-	default:
-		max = UINT64_MAX;
-	}
-	for (const char *p = d; *p; p++) {
-		unsigned dig = (unsigned)(*p - '0');
-
-		if (mag > (max - dig) / 10)
-			return err_sethint(err, HC_E_TYPE, 0, range_hint(type),
-					   "'%s' (%s): %s is out of range", name,
-					   hc_type_name(type), s);
-		mag = mag * 10 + dig;
-	}
-	if (type_signed(type))
-		v->i = neg ? (int64_t)(0 - mag) : (int64_t)mag;
-	else
-		v->u = mag;
-	return 0;
-bad:
-	return err_sethint(err, HC_E_TYPE, 0,
-			   type_signed(type) ?
-				   "numbers are plain decimal, e.g. 10 or -1: no blanks, '+' or 0x" :
-				   "numbers are plain decimal, e.g. 4096: no sign, blanks or 0x",
-			   "'%s' (%s): '%s' is not a %sdecimal number", name, hc_type_name(type), s,
-			   type_signed(type) ? "" : "non-negative ");
-}
-
-void hc_value_format(const struct hc_value *v, char *out, size_t len)
-{
-	switch (v->type) {
-	case HC_T_VOID:
-		snprintf(out, len, "%s", "");
-		break;
-	case HC_T_BOOL:
-		snprintf(out, len, "%s", v->b ? "true" : "false");
-		break;
-	case HC_T_SSIZE:
-	case HC_T_I64:
-	case HC_T_INT:
-		snprintf(out, len, "%" PRId64, v->i);
-		break;
-	case HC_T_STRING:
-		snprintf(out, len, "%s", v->str);
-		break;
-	default:
-		snprintf(out, len, "%" PRIu64, v->u);
-	}
-}

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -196,4 +197,36 @@ int procfs_stat(const char *path, struct procfs_stat *st)
 	fclose(f);
 	buf[n] = '\0';
 	return procfs_stat_parse(buf, st);
+}
+
+/*
+ * The leader of pid exited but other threads live on: its /proc entries
+ * have lost the memory map, so use a live thread's.  Returns true with proc.
+ */
+bool procfs_live_task(pid_t pid, char *proc, size_t len)
+{
+	char path[64];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		struct procfs_status ts;
+		char tp[96];
+		int tid = atoi(de->d_name);
+
+		if (tid <= 0 || tid == pid)
+			continue;
+		snprintf(tp, sizeof(tp), "/proc/%d/task/%d/status", pid, tid);
+		if (procfs_status(tp, &ts) == 0 && ts.state != 'Z' && ts.state != 'X') {
+			snprintf(proc, len, "/proc/%d/task/%d", pid, tid);
+			found = true;
+		}
+	}
+	closedir(d);
+	return found;
 }

@@ -24,6 +24,12 @@ struct procfs_status {
 	uint64_t vmsize; /* VmSize in bytes: what RLIMIT_AS is checked against */
 };
 
+/*
+ * The leader of pid exited but other threads live on: its /proc entries
+ * have lost the memory map, so use a live thread's.  True with proc
+ * ("/proc/PID/task/TID").
+ */
+bool procfs_live_task(pid_t pid, char *proc, size_t len);
 /* Parse a status file.  Returns 0, or -1 with errno if it cannot be opened. */
 int procfs_status(const char *path, struct procfs_status *st);
 /* The parser alone, over an open stream (the status text is the target's: fuzzed). */

@@ -808,6 +808,47 @@ const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
 	return &o->syms[lo];
 }
 
+struct obj *obj_malloc_owner(struct hc_target *t)
+{
+	struct obj *best = NULL;
+
+	if (t->malloc_obj)
+		return t->malloc_obj;
+	/*
+	 * The executable binds to its own definition; otherwise the linker's
+	 * lookup scope decides: link_map order (preloads come right after the
+	 * executable).  Objects missing from the list (dlopen'ed with
+	 * RTLD_LOCAL) keep UINT32_MAX and lose.  Walk the objects in that order
+	 * and read symbols only until the first malloc: each table costs time.
+	 */
+	for (;;) {
+		struct obj *next = NULL;
+		uint64_t rank = UINT64_MAX;
+		struct hc_err e = { 0 };
+
+		for (size_t i = 0; i < t->nobjs; i++) {
+			struct obj *o = &t->objs[i];
+			uint64_t r = o->is_exe ? 0 : (uint64_t)o->link_idx + 1;
+
+			if (!o->base || o->is_vdso || o->is_ldso || o->malloc_checked)
+				continue;
+			if (r < rank) {
+				rank = r;
+				next = o;
+			}
+		}
+		if (!next)
+			break;
+		next->malloc_checked = true;
+		if (sym_load(t, next, false, &e) == 0 && sym_by_name(next, "malloc")) {
+			best = next;
+			break;
+		}
+	}
+	t->malloc_obj = best;
+	return best;
+}
+
 const struct sym *sym_global_near(const struct obj *o, const struct sym *s, int dir)
 {
 	for (const struct sym *p = s + dir; p >= o->syms && p < o->syms + o->nsyms; p += dir)

@@ -32,7 +32,7 @@ struct obj {
 	uint32_t link_idx;           /* place in the dynamic linker's search order */
 	bool is_exe, is_vdso, is_ldso;
 	bool syms_loaded;
-	bool malloc_checked; /* alloc_owner() looked for malloc here */
+	bool malloc_checked; /* obj_malloc_owner() looked for malloc here */
 	bool debug_tried;
 	struct sym *syms; /* nsyms functions, sorted by raddr once sorted is set */
 	bool sorted;
@@ -66,7 +66,7 @@ struct hc_target {
 		uint64_t lo, hi;
 	} anon_rx[MAX_ANON_RX];
 	unsigned int nanon_rx;
-	/* the object that serves malloc() (alloc_owner()), or NULL */
+	/* the object that serves malloc() (obj_malloc_owner()), or NULL */
 	struct obj *malloc_obj;
 	/* the allocator driver and its private state */
 	const struct alloc_ops *alloc;
@@ -165,6 +165,12 @@ uint64_t sym_data(const struct obj *o, const char *name);
 void sym_prepare(struct hc_target *t);
 /* Function containing raddr, or NULL. */
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op);
+/*
+ * The object that serves malloc() in t: the executable if it defines malloc,
+ * else the first definition in the dynamic linker's search order.  Cached in
+ * t->malloc_obj; NULL if nothing defines malloc.
+ */
+struct obj *obj_malloc_owner(struct hc_target *t);
 /* The nearest global function below (dir < 0) or above (dir > 0) s in its object, or NULL. */
 const struct sym *sym_global_near(const struct obj *o, const struct sym *s, int dir);
 void objs_free(struct hc_target *t);

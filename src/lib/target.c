@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+/* A target's lifetime: what hc_target_open() fills and hc_target_close() empties. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "procfs.h"
+#include "target.h"
+
+struct hc_target *target_new(pid_t pid)
+{
+	struct hc_target *t = calloc(1, sizeof(*t));
+	struct procfs_stat st;
+	char path[96];
+
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	t->lockfd = t->memfd = -1;
+	t->arch = hc_arch_host();
+	snprintf(t->proc, sizeof(t->proc), "/proc/%d", pid);
+	snprintf(path, sizeof(path), "%s/stat", t->proc);
+	if (procfs_stat(path, &st) == 0 && (st.state == 'Z' || st.state == 'X'))
+		procfs_live_task(pid, t->proc, sizeof(t->proc));
+	return t;
+}
+
+void target_free(struct hc_target *t)
+{
+	if (!t)
+		return;
+	objs_free(t);
+	if (t->memfd >= 0)
+		close(t->memfd);
+	free(t);
+}
