@@ -245,9 +245,9 @@ struct hc_arch {
 	 * the svc of a HC_WAIT_RESTART_FULL syscall that pre saw blocked?
 	 * do_signal() rewound it there, and picks restart_syscall only after
 	 * the stop; the registers cannot tell a rewound sleep from one about
-	 * to start.  Then call.c lets do_signal() finish with the original
-	 * registers and stops the thread at the syscall-entry stop of that
-	 * svc: the kernel's own answer.
+	 * to start.  Then thread.c (probe_restart()) lets do_signal() finish
+	 * with the original registers and stops the thread at the
+	 * syscall-entry stop of that svc: the kernel's own answer.
 	 */
 	bool (*restart_probe)(const void *gregs, const struct hc_presys *pre);
 	/*

@@ -4,6 +4,12 @@
  * give it back bit for bit.  Arch-neutral; the arch backend says where
  * things live.
  *
+ * The engine is four files: call.c (sessions: borrow, calls, scratch, the
+ * restore), step.c (the thread from stop to stop, remote syscalls),
+ * thread.c (which thread to borrow) and gadget.c (the target's syscall
+ * gadget and restorer, pages killed runs left).  What they share is in
+ * call_int.h; the rest of heapctl sees only this header.
+ *
  * Memory heapctl uses inside the target during a session:
  *
  *   code page (r-x, private anonymous, written through /proc/PID/mem)

@@ -193,7 +193,7 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 		if (maps_parse_line(line, &m) < 0)
 			continue;
 		if (!m.inode && !m.path[0] && !strcmp(m.perms, "r-xp") && t->nanon_rx < MAX_ANON_RX) {
-			/* maybe a code page a killed heapctl left: call.c looks inside */
+			/* maybe a code page a killed heapctl left: gadget.c looks inside */
 			t->anon_rx[t->nanon_rx].lo = m.lo;
 			t->anon_rx[t->nanon_rx++].hi = m.hi;
 		}

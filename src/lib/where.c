@@ -8,7 +8,7 @@
  * tables are read from the target's memory at the addresses sym.c found,
  * so no file is opened while the thread is stopped and objects inside
  * other mount namespaces unwind the same way; registers come from the
- * image call.c saved at the stop, so libunwind makes no ptrace call of its
+ * image thread.c saved at the stop, so libunwind makes no ptrace call of its
  * own.  libunwind-ptrace's lookup is kept only for an .eh_frame_hdr in an
  * encoding no linker writes.
  */
@@ -37,7 +37,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 struct uw_arg {
 	struct hc_target *t;
 	pid_t tid;
-	const void *gregs; /* the registers call.c saved at the stop */
+	const void *gregs; /* the registers thread.c saved at the stop */
 	void *upt;         /* _UPT's, made only for its fallback find_proc_info */
 	struct {
 		uint64_t addr;

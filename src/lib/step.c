@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The borrowed thread from stop to stop: the stepping under steps 4 to 6
+ * of the sequence in call.c.
+ *
+ * wait_stop() says what kind of stop the thread is in; run() lets it go
+ * under PTRACE_SYSCALL until one remote syscall or call is over, keeping
+ * the signals that arrive meanwhile for redeliver() after the restore and
+ * taking the real mask at the first syscall-entry stop; rsys() is one
+ * syscall on the target's own "syscall; ret" gadget.  Whatever state a
+ * step leaves the thread in, it restores itself from there if heapctl
+ * dies (aim_restore(), restore_pc()).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "call_int.h"
+#include "log.h"
+#include "ptrace.h"
+#include "target.h"
+#include "where.h"
+
+#define NT_PRSTATUS_ 1
+
+/* Signals that report a fault of the running code: never blocked. */
+static bool is_fault_sig(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+	       sig == SIGTRAP || sig == SIGSYS;
+}
+
+static uint64_t call_mask(void)
+{
+	uint64_t m = ~0ull;
+
+	/*
+	 * Leave synchronous faults unblocked: if a blocked one is forced, the
+	 * kernel resets the target's handler to SIG_DFL (force_sig_info_to_task).
+	 */
+	for (int sig = 1; sig <= 64; sig++)
+		if (is_fault_sig(sig))
+			m &= ~(1ull << (sig - 1));
+	return m;
+}
+
+const char *stop_name(enum stop st)
+{
+	static const char *const n[] = { "exit", "event-stop", "group-stop", "syscall-stop",
+					 "signal-delivery-stop" };
+	return n[st];
+}
+
+/*
+ * Wait for the next stop of tid.  Returns 0 with *st, 1 on timeout, 2 when
+ * a termination signal asks heapctl to stop (only outside a running call
+ * and outside cleanup), -1 on error.
+ */
+int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st,
+		 int *sig, struct hc_err *err)
+{
+	int status, csig = 0;
+	int r = ptrace_wait(tid, &status, t->deadline_ns, cancellable, &csig, err);
+
+	if (r == 2) {
+		t->cancel_sig = csig;
+		return 2;
+	}
+	if (r == 3) {
+		/* /proc/TID/status says it is not ours any more: execve by another thread */
+		if (t->sess)
+			t->sess->exec_seen = true;
+		*st = ST_EXITED;
+		*sig = 0;
+		return 0;
+	}
+	if (r <= 0)
+		return r < 0 ? -1 : 1; /* 1: timed out */
+	*sig = 0;
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		*st = ST_EXITED;
+		pr_debug("tid %d exited (status 0x%x)", tid, status);
+		return 0;
+	}
+	*sig = WSTOPSIG(status);
+	t->timing.stops++;
+	if ((status >> 16) == PTRACE_EVENT_EXEC) {
+		/*
+		 * Another thread (or this one) ran execve: the old program and
+		 * everything heapctl saved of it are gone.  Let the new one run.
+		 */
+		struct hc_err e = { 0 };
+
+		pr_info("pid %d started a new program during the call; leaving it alone", t->pid);
+		ptrace_detach(tid, 0, &e);
+		if (t->sess)
+			t->sess->exec_seen = true;
+		*st = ST_EXITED;
+		return 0;
+	}
+	if ((status >> 16) == PTRACE_EVENT_STOP)
+		*st = (*sig == SIGSTOP || *sig == SIGTSTP || *sig == SIGTTIN || *sig == SIGTTOU) ?
+			      ST_GROUP :
+			      ST_EVENT;
+	else if (*sig == (SIGTRAP | 0x80))
+		*st = ST_SYSCALL;
+	else if (status >> 16)
+		*st = ST_EVENT; /* an event we did not ask for: treat as a plain stop */
+	else
+		*st = ST_SIGNAL;
+	/*
+	 * Event and signal stops are logged by the callers, after they acted:
+	 * a signal is held by the stop until heapctl resumes it, and the kernel
+	 * discards it if heapctl dies first, so nothing slow may come before.
+	 */
+	if (*st != ST_EVENT && *st != ST_SIGNAL)
+		pr_trace("tid %d: %s sig %d", tid, stop_name(*st), *sig);
+	return 0;
+}
+
+int wait_stop(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
+	      struct hc_err *err)
+{
+	return wait_stop_ex(t, tid, false, st, sig, err);
+}
+
+int cancelled(struct hc_target *t, struct hc_err *err)
+{
+	return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d was restored",
+		       sigabbrev_np(t->cancel_sig), t->pid);
+}
+
+int gone(struct hc_target *t, struct hc_err *err)
+{
+	if (t->sess)
+		t->sess->gone = true;
+	if (t->sess && t->sess->exec_seen)
+		return err_sethint(err, HC_E_GONE, 0, "retry on the new program if it uses jemalloc",
+				   "pid %d ran execve while heapctl was working on it; the new "
+				   "program was left alone", t->pid);
+	return err_set(err, HC_E_GONE, 0, "pid %d exited while heapctl was working on it", t->pid);
+}
+
+int set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
+{
+	return ptrace_regset_set(t->sess->tid, NT_PRSTATUS_, g, t->arch->gregs_len, err);
+}
+
+int get_gregs(struct hc_target *t, void *g, struct hc_err *err)
+{
+	size_t len = t->arch->gregs_len;
+
+	return ptrace_regset_get(t->sess->tid, NT_PRSTATUS_, g, &len, err);
+}
+
+static void defer_signal(struct sess *s, int sig, const siginfo_t *si)
+{
+	if (s->ndefer < MAX_DEFER) {
+		s->defer[s->ndefer].sig = sig;
+		s->defer[s->ndefer].si = *si;
+		s->ndefer++;
+	}
+	pr_debug("tid %d: signal %d arrived during the call; it is delivered after the restore",
+		 s->tid, sig);
+}
+
+/* Re-send signals that reached us as signal-delivery-stops while we held the thread. */
+void redeliver(struct hc_target *t, struct sess *s)
+{
+	for (unsigned int i = 0; i < s->ndefer; i++) {
+		siginfo_t *si = &s->defer[i].si;
+		long r;
+
+		/* rt_tgsigqueueinfo keeps si_value for sigqueue'd signals (si_code < 0). */
+		if (si->si_code < 0 && si->si_code != SI_TKILL)
+			r = syscall(SYS_rt_tgsigqueueinfo, t->pid, s->tid, s->defer[i].sig, si);
+		else
+			r = syscall(SYS_tgkill, t->pid, s->tid, s->defer[i].sig);
+		if (r < 0)
+			pr_warn("could not re-deliver signal %d to tid %d: %s", s->defer[i].sig,
+				s->tid, strerror(errno));
+	}
+	s->ndefer = 0;
+}
+
+void forget_extra(struct sess *s)
+{
+	for (unsigned int i = 0; i < s->nextra; i++)
+		free(s->extra[i].buf);
+	s->nextra = 0;
+}
+
+/* The real mask, read once the kernel has undone any temporary one; then ours. */
+static int take_mask(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	if (ptrace_sigmask_get(s->tid, &s->mask, err) < 0)
+		return -1;
+	/* The frame must carry the real mask before heapctl blocks anything. */
+	if (mem_write(t->memfd, s->frame + t->arch->sigframe_mask_off, &s->mask, sizeof(s->mask),
+		      err) < 0)
+		return -1;
+	s->mask_known = true;
+	return 0;
+}
+
+int block_signals(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	if (s->mask_blocked)
+		return 0;
+	if (ptrace_sigmask_set(s->tid, call_mask(), err) < 0)
+		return -1;
+	s->mask_blocked = true;
+	return 0;
+}
+
+/* Hand tid back now, from its first stop: nothing of ours is in it. */
+int give_back_pending(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	int sig = s->pending_sig;
+
+	/*
+	 * A signal arrived before heapctl took the mask.  Put the original
+	 * registers back and let it be delivered right here, exactly as the
+	 * kernel would have without us: an interrupted syscall gets EINTR or
+	 * restarts per SA_RESTART, and the handler's frame saves the real mask.
+	 */
+	s->pending_sig = 0;
+	if (set_gregs(t, s->gregs, err) < 0 || ptrace_detach(s->tid, sig, err) < 0)
+		return -1;
+	pr_debug("tid %d: signal %d arrived before the call; delivered it and retrying", s->tid,
+		 sig);
+	forget_extra(s);
+	s->tid = 0;
+	s->touched = s->stopped = s->saved = s->eintr_undone = false;
+	return 0;
+}
+
+/* At a syscall-entry stop: have the kernel skip the syscall. */
+int skip_syscall(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	int minus_one = -1;
+
+	if (t->arch->skip_regset)
+		return ptrace_regset_set(s->tid, t->arch->skip_regset, &minus_one,
+					 sizeof(minus_one), err);
+	t->arch->skip_syscall(s->cur);
+	return set_gregs(t, s->cur, err);
+}
+
+/*
+ * Point the thread at a way back to the frame, should heapctl die.
+ * Preferably ret_tramp, whose getpid heapctl skips like after a call (run()
+ * stops there): heapctl then restores the thread itself, and a real
+ * rt_sigreturn, which resets the restart block (a nanosleep the thread was
+ * borrowed from would start over in full), is avoided.  The target's own
+ * restorer before heapctl's page exists.
+ */
+static uint64_t restore_pc(const struct hc_target *t)
+{
+	return t->sess->code ? t->sess->code : t->restorer;
+}
+
+static int aim_restore(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	memcpy(s->cur, s->gregs, t->arch->gregs_len);
+	t->arch->prep_restore(s->cur, restore_pc(t), s->frame);
+	return set_gregs(t, s->cur, err);
+}
+
+/*
+ * Run the thread under PTRACE_SYSCALL until the step ends:
+ *  STEP_SYSCALL  at the exit stop of the gadget's syscall (*ret = its result);
+ *  STEP_CALL     after ret_tramp's getpid (*ret = the call's result);
+ *  STEP_RESTORE  after ret_tramp's getpid (skipped, as after a call), or
+ *                the restorer's rt_sigreturn that aim_restore() chose.
+ * In every case the thread is left at a syscall-exit stop from which it
+ * restores itself if heapctl dies.  Returns 0, 1 if a signal arrived before
+ * the mask was taken (s->pending_sig, thread at that signal stop), or -1.
+ */
+int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
+	struct hc_err *err)
+{
+	const struct hc_arch *a = t->arch;
+	struct sess *s = t->sess;
+	struct hc_err cberr = { 0 };
+	uint64_t done_pc, notify_pc = s->code + NOTIFY_OFF + a->notify_sys_end;
+	bool in_sys = false, sigreturned = false, aborted = false;
+	enum stop st;
+	int sig, r;
+
+	switch (kind) {
+	case STEP_SYSCALL:
+		done_pc = t->gadget + a->syscall_insn.len;
+		break;
+	case STEP_CALL:
+		done_pc = s->code + a->ret_tramp_stop;
+		break;
+	default:
+		done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
+	}
+	if (ptrace_resume(s->tid, true, 0, err) < 0)
+		return -1;
+	s->touched = true;
+	for (;;) {
+		r = wait_stop(t, s->tid, &st, &sig, err);
+		if (r < 0)
+			return -1;
+		if (r > 0) {
+			if (kind != STEP_CALL || aborted)
+				return err_set(err, HC_E_TIMEOUT, 0,
+					       "thread %d did not finish its remote step in time", s->tid);
+			/*
+			 * The call does not return: it waits, most likely for a lock
+			 * another thread holds.  Abandoning it could leave a lock it
+			 * took on the way held for good.  Instead let it finish on its
+			 * own, untraced: it returns into ret_tramp, whose cleanup
+			 * gives the thread back (the same way as when heapctl dies).
+			 */
+			t->deadline_ns = now_ns() + 5000000000ull;
+			if (ptrace_interrupt(s->tid, err) < 0)
+				return -1;
+			/* Follow the thread to the interrupt's stop inside get_signal(). */
+			for (;;) {
+				siginfo_t si;
+
+				r = wait_stop(t, s->tid, &st, &sig, err);
+				if (r > 0) {
+					/*
+					 * Not even a stop: let the thread go as it is when
+					 * heapctl exits (exit_ptrace()); the call returns into
+					 * ret_tramp, whose cleanup restores it.
+					 */
+					s->stopped = false;
+					return err_set(err, HC_E_TIMEOUT, 0,
+						       "the call in thread %d did not return in time and "
+						       "the thread did not stop when asked; it is let go "
+						       "when heapctl exits and restores itself when the "
+						       "call returns", s->tid);
+				}
+				if (r < 0)
+					return -1;
+				if (st == ST_EXITED)
+					return gone(t, err);
+				if (st == ST_EVENT || st == ST_GROUP)
+					break;
+				if (st == ST_SYSCALL) {
+					in_sys = !in_sys;
+					/*
+					 * The interrupt ended the wait with a syscall-exit
+					 * stop, and a syscall stop uses the trap up
+					 * (ptrace(2), PTRACE_INTERRUPT): the wait would
+					 * restart with nothing left to stop it.  Ask again.
+					 */
+					if (ptrace_interrupt(s->tid, err) < 0)
+						return -1;
+				}
+				if (st == ST_SIGNAL) {
+					if (ptrace_siginfo_get(s->tid, &si, err) < 0)
+						return -1;
+					if (si.si_code <= 0 || !is_fault_sig(sig))
+						defer_signal(s, sig, &si);
+					break; /* in get_signal too; the redirect suppresses it */
+				}
+				if (ptrace_resume(s->tid, true, 0, err) < 0)
+					return -1;
+			}
+			if (st != ST_SIGNAL) {
+				pid_t tid = s->tid;
+
+				/* inside get_signal(): the kernel restarts the call's own wait */
+				if (ptrace_detach(tid, 0, err) < 0)
+					return -1;
+				redeliver(t, s);
+				s->tid = 0; /* nothing left for call_end() to restore */
+				return err_set(err, HC_E_TIMEOUT, 0,
+					       "the call in thread %d did not return in time; heapctl let "
+					       "it finish on its own: the thread restores itself when it "
+					       "returns", tid);
+			}
+			/* a fault at that very moment: give the thread back now */
+			err_set(err, HC_E_TIMEOUT, 0,
+				"the call in thread %d did not return in time and then faulted; the "
+				"thread was restored", s->tid);
+			aborted = true;
+			kind = STEP_RESTORE;
+			done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
+			if (aim_restore(t, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
+				return -1;
+			continue;
+		}
+		s->at = st;
+		switch (st) {
+		case ST_EXITED:
+			return gone(t, err);
+		case ST_EVENT:
+		case ST_GROUP:
+			break;
+		case ST_SIGNAL: {
+			siginfo_t si;
+
+			if (!s->mask_known) {
+				/*
+				 * Hand it back at once: a signal held in a signal-
+				 * delivery-stop is discarded if heapctl dies there.
+				 */
+				s->pending_sig = sig;
+				return give_back_pending(t, err) < 0 ? -1 : 1;
+			}
+			if (ptrace_siginfo_get(s->tid, &si, err) < 0)
+				return -1;
+			if (si.si_code <= 0 || !is_fault_sig(sig) || kind != STEP_CALL) {
+				defer_signal(s, sig, &si);
+				break;
+			}
+			/* The callee faulted: never deliver that; restore instead. */
+			if (get_gregs(t, s->cur, err) < 0)
+				return -1;
+			where_disasm(t, a->get_pc(s->cur), HC_LOG_DEBUG);
+			err_set(err, HC_E_FAULT, 0,
+				"the call faulted in thread %d: %s at pc 0x%llx, address 0x%llx", s->tid,
+				strsignal(sig), (unsigned long long)a->get_pc(s->cur),
+				(unsigned long long)(uintptr_t)si.si_addr);
+			aborted = true;
+			kind = STEP_RESTORE;
+			done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
+			in_sys = false;
+			if (aim_restore(t, err) < 0)
+				return -1;
+			break;
+		}
+		case ST_SYSCALL:
+			if (get_gregs(t, s->cur, err) < 0)
+				return -1;
+			if (!in_sys) {
+				uint64_t pc = a->get_pc(s->cur);
+
+				in_sys = true;
+				if (!s->mask_known &&
+				    (take_mask(t, err) < 0 || block_signals(t, err) < 0))
+					return -1;
+				if (kind == STEP_CALL && pc == notify_pc) {
+					uint64_t args[6];
+
+					for (unsigned int i = 0; i < 6; i++)
+						args[i] = a->get_arg(s->cur, i);
+					/*
+					 * Never abandon a call half way (it may hold the
+					 * allocator's locks): keep the callback's first
+					 * error and go on.
+					 */
+					if (cb && !err_isset(&cberr))
+						cb(cb_arg, t, args, &cberr);
+				} else if (kind == STEP_CALL && pc == done_pc) {
+					/* the result; then skip this getpid, see arch/arch.h */
+					*ret = a->get_ret(s->cur);
+					sigreturned = true;
+					if (skip_syscall(t, err) < 0)
+						return -1;
+				} else if (kind == STEP_RESTORE && pc == done_pc) {
+					sigreturned = true;
+					/* ret_tramp's: skipped, call_end() restores (see aim_restore()) */
+					if (s->code && skip_syscall(t, err) < 0)
+						return -1;
+				}
+				break;
+			}
+			in_sys = false;
+			if (kind == STEP_SYSCALL && a->get_pc(s->cur) == done_pc) {
+				*ret = (uint64_t)a->get_syscall_ret(s->cur);
+				return 0;
+			}
+			if (sigreturned) {
+				if (kind == STEP_RESTORE && !s->code) {
+					/* rt_sigreturn put back the thread's state and mask */
+					s->mask_blocked = false;
+					s->real_sigreturn = true;
+				}
+				if (err_isset(err))
+					return -1;
+				if (err_isset(&cberr)) {
+					*err = cberr;
+					return -1;
+				}
+				return 0;
+			}
+			break;
+		}
+		if (ptrace_resume(s->tid, true, 0, err) < 0)
+			return -1;
+	}
+}
+
+/* One syscall in the target, on the gadget, from whatever stop the thread is in. */
+int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+	 int64_t *ret, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	/* if heapctl dies meanwhile: through its page's cleanup, if it has one, to the restorer */
+	struct hc_call c = { .pc = t->gadget,
+			     .ret_addr = s->code ? s->code + t->arch->ret_tramp_stop : t->restorer,
+			     .frame = s->frame, .nr = nr, .nargs = n };
+	uint64_t r = 0;
+	int rc;
+
+	memcpy(c.args, args, n * sizeof(*args));
+	memcpy(s->cur, s->gregs, t->arch->gregs_len);
+	t->arch->prep_syscall(s->cur, &c);
+	/* registers first, then the mask: each intermediate state restores itself */
+	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
+	    set_gregs(t, s->cur, err) < 0 || (s->mask_known && block_signals(t, err) < 0))
+		return -1;
+	rc = run(t, STEP_SYSCALL, &r, NULL, NULL, err);
+	*ret = (int64_t)r;
+	if (rc == 0)
+		pr_trace("tid %d: syscall %ld = %lld", s->tid, nr, (long long)*ret);
+	return rc;
+}
+
+int rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+	    int64_t *ret, const char *what, struct hc_err *err)
+{
+	int r = rsys(t, nr, args, n, ret, err);
+
+	if (r != 0)
+		return r;
+	if (*ret < 0 && *ret > -4096)
+		/* a remote failure: decode the target's errno, not ours */
+		return err_set(err, HC_E_REMOTE, (int)-*ret, "%s in pid %d failed: %s", what, t->pid,
+			       strerror((int)-*ret));
+	return 0;
+}
