@@ -224,7 +224,7 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
 	a[4] = (uint64_t)-1;
 	a[5] = 0;
-	r = rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
+	r = step_rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
 	if (r != 0)
 		return r;
 	if (ret < 0 && ret > -4096)
@@ -249,7 +249,7 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
 	t->arch->prep_syscall(s->cur, &c);
 	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
-	    set_gregs(t, s->cur, err) < 0)
+	    step_set_gregs(t, s->cur, err) < 0)
 		return -1;
 	pr_debug("pid %d: code page at 0x%llx, frame at 0x%llx", t->pid,
 		 (unsigned long long)s->code, (unsigned long long)s->frame);
@@ -275,15 +275,15 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	/* one heapctl at a time: before any seize, and before leftovers are judged */
 	if (tlock_acquire(t, err) < 0)
 		return -1;
-	if (!t->gadget && find_gadgets(t, err) < 0) {
-		if (!same_program(t)) {
+	if (!t->gadget && gadget_find(t, err) < 0) {
+		if (!gadget_same_program(t)) {
 			memset(err, 0, sizeof(*err));
 			return err_set(err, HC_E_GONE, 0, "pid %d ran execve while heapctl looked at it",
 				       t->pid);
 		}
 		return -1;
 	}
-	nleft = find_leftovers(t, leftovers, 32);
+	nleft = gadget_find_leftovers(t, leftovers, 32);
 	/* what the safe-point check reads, ready before anything stops */
 	sym_prepare(t);
 	t->sess = calloc(1, sizeof(*t->sess));
@@ -299,15 +299,15 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 			tids[0] = t->opts.tid;
 			ntids = 1;
-		} else if (list_threads(t, &tids, &ntids, err) < 0) {
+		} else if (thread_list(t, &tids, &ntids, err) < 0) {
 			goto fail;
 		}
-		/* two passes over the threads: the first one picky (see try_thread()) */
+		/* two passes over the threads: the first one picky (see thread_try()) */
 		for (size_t k = 0; k < 2 * ntids && (k == 0 || now_ns() < t->deadline_ns); k++) {
 			size_t i = k % ntids;
 
 			attempts++;
-			r = try_thread(t, tids[i],
+			r = thread_try(t, tids[i],
 				       t->opts.tid ? now_ns() < picky_until : k < ntids && ntids > 1,
 				       why, sizeof(why), err);
 			if (r < 0)
@@ -315,7 +315,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			if (r == 0)
 				continue;
 			if ((t->seccomp == 2 && seccomp_check(t, t->sess->tid, err) < 0) ||
-			    (t->sess->at == ST_GROUP && check_stopped_threads(t, err) < 0) ||
+			    (t->sess->at == ST_GROUP && thread_check_stopped(t, err) < 0) ||
 			    save_extra(t, err) < 0)
 				goto fail;
 			/*
@@ -335,7 +335,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			if (r > 0) {
 				if (ptrace_detach(tids[i], 0, err) < 0)
 					goto fail;
-				forget_extra(t->sess);
+				step_forget_extra(t->sess);
 				t->sess->tid = 0;
 				t->sess->stopped = t->sess->saved = false;
 				continue;
@@ -344,23 +344,23 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			if (r < 0)
 				goto fail;
 			if (r > 0) {
-				/* run() already gave it back to take its signal */
+				/* step_run() already gave it back to take its signal */
 				snprintf(why, sizeof(why), "thread %d took a signal", tids[i]);
 				k--; /* same thread again */
 				continue;
 			}
-			reclaim_leftovers(t, leftovers, nleft);
+			gadget_reclaim_leftovers(t, leftovers, nleft);
 			free(tids);
 			t->timing.tid = t->sess->tid;
 			t->timing.attempts = attempts;
 			pr_info("borrowing tid %d of pid %d", t->sess->tid, t->pid);
 			return 0;
 		}
-		if (!ntids || !same_program(t)) {
+		if (!ntids || !gadget_same_program(t)) {
 			/* every thread is a zombie (killed, not yet reaped), or execve ran */
 			if (ntids)
 				t->sess->exec_seen = true;
-			gone(t, err);
+			step_gone(t, err);
 			goto fail;
 		}
 		if (t->opts.tid && ntids == 1 && strstr(why, "exited")) {
@@ -379,7 +379,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 		}
 		t->cancel_sig = term_pending();
 		if (t->cancel_sig) {
-			cancelled(t, err);
+			step_cancelled(t, err);
 			goto fail;
 		}
 		/* Let the threads run on out of the allocator, then look again. */
@@ -470,7 +470,7 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	if (!t->cancel_sig)
 		t->cancel_sig = term_pending();
 	if (t->cancel_sig)
-		return cancelled(t, err);
+		return step_cancelled(t, err);
 	if (nargs)
 		memcpy(c.args, args, nargs * sizeof(*args));
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
@@ -478,9 +478,9 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 		return -1;
 	/* registers first, then FP state and mask: each step restores itself */
 	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
-	    set_gregs(t, s->cur, err) < 0 || prepare_fp(t, err) < 0 || block_signals(t, err) < 0)
+	    step_set_gregs(t, s->cur, err) < 0 || prepare_fp(t, err) < 0 || step_block_signals(t, err) < 0)
 		return -1;
-	return run(t, STEP_CALL, ret, cb, cb_arg, err) == 0 ? 0 : -1;
+	return step_run(t, STEP_CALL, ret, cb, cb_arg, err) == 0 ? 0 : -1;
 }
 
 int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
@@ -531,7 +531,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 		a[0] = s->code;
 		a[1] = CODE_LEN;
 		s->code = 0; /* this munmap returns into the target's restorer, not the page */
-		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0 && s->gone)
+		if (step_rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0 && s->gone)
 			goto out;
 	}
 	if (err_isset(&e)) {
@@ -547,7 +547,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	if (ptrace_interrupt(s->tid, &e) < 0 || ptrace_resume(s->tid, false, 0, &e) < 0)
 		goto fail;
 	for (;;) {
-		r = wait_stop(t, s->tid, &st, &sig, &e);
+		r = step_wait(t, s->tid, &st, &sig, &e);
 		if (r != 0) {
 			err_set(&e, HC_E_TIMEOUT, 0, "thread %d did not stop for the restore", s->tid);
 			goto fail;
@@ -577,13 +577,13 @@ int call_end(struct hc_target *t, struct hc_err *err)
 			memcpy(s->gregs, s->fgregs, t->arch->gregs_len);
 		t->arch->restart_now(s->gregs);
 	}
-	if (set_gregs(t, s->gregs, &e) < 0 || ptrace_detach(s->tid, sig, &e) < 0)
+	if (step_set_gregs(t, s->gregs, &e) < 0 || ptrace_detach(s->tid, sig, &e) < 0)
 		goto fail;
 done:
 	t->timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
 	pr_info("gave tid %d of pid %d back after %llu us", s->tid, t->pid,
 		(unsigned long long)t->timing.paused_us);
-	redeliver(t, s);
+	step_redeliver(t, s);
 	goto out;
 fail:
 	if (e.code == HC_E_GONE)
@@ -594,7 +594,7 @@ fail:
 		*err = e;
 out:
 	if (s->gone && !err_isset(err))
-		gone(t, err);
+		step_gone(t, err);
 	t->sess = NULL;
 	sess_free(s);
 	/* the thread is given back: the next heapctl may come (even while we print) */

@@ -71,58 +71,58 @@ struct sess {
 /* step.c */
 
 /* Name of a kind of stop, for the log. */
-const char *stop_name(enum stop st);
+const char *step_stop_name(enum stop st);
 /* Wait for the next stop of tid; cancellable by a termination signal (2). */
-int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st, int *sig,
+int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st, int *sig,
 		 struct hc_err *err);
-/* wait_stop_ex(), not cancellable. */
-int wait_stop(struct hc_target *t, pid_t tid, enum stop *st, int *sig, struct hc_err *err);
+/* step_wait_ex(), not cancellable. */
+int step_wait(struct hc_target *t, pid_t tid, enum stop *st, int *sig, struct hc_err *err);
 /* HC_E_CANCELLED for the termination signal in t->cancel_sig. */
-int cancelled(struct hc_target *t, struct hc_err *err);
+int step_cancelled(struct hc_target *t, struct hc_err *err);
 /* HC_E_GONE: the process exited, or ran execve; marks the session gone. */
-int gone(struct hc_target *t, struct hc_err *err);
+int step_gone(struct hc_target *t, struct hc_err *err);
 /* The borrowed thread's general registers (NT_PRSTATUS). */
-int set_gregs(struct hc_target *t, const void *g, struct hc_err *err);
-int get_gregs(struct hc_target *t, void *g, struct hc_err *err);
+int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err);
+int step_get_gregs(struct hc_target *t, void *g, struct hc_err *err);
 /* Re-send the signals deferred while heapctl held the thread. */
-void redeliver(struct hc_target *t, struct sess *s);
+void step_redeliver(struct hc_target *t, struct sess *s);
 /* Free the saved extra regsets. */
-void forget_extra(struct sess *s);
+void step_forget_extra(struct sess *s);
 /* Put heapctl's mask (every signal but faults) on the thread, once. */
-int block_signals(struct hc_target *t, struct hc_err *err);
+int step_block_signals(struct hc_target *t, struct hc_err *err);
 /* Hand the thread back at its first stop to take s->pending_sig. */
-int give_back_pending(struct hc_target *t, struct hc_err *err);
+int step_give_back_pending(struct hc_target *t, struct hc_err *err);
 /* At a syscall-entry stop: have the kernel skip the syscall. */
-int skip_syscall(struct hc_target *t, struct hc_err *err);
+int step_skip_syscall(struct hc_target *t, struct hc_err *err);
 /* Run the thread until the step ends: 0, 1 (a signal came first, thread given back), -1. */
-int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
+int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 	struct hc_err *err);
 /* One syscall in the target, on the gadget; *ret is its raw result. */
-int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
+int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	 struct hc_err *err);
-/* rsys(), with a failure in the target turned into HC_E_REMOTE naming what. */
-int rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
+/* step_rsys(), with a failure in the target turned into HC_E_REMOTE naming what. */
+int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	    const char *what, struct hc_err *err);
 
 /* thread.c */
 
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now (why), -1: error. */
-int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
+int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
 	       struct hc_err *err);
 /* The process's threads in the order to try them; *out is malloc'ed. */
-int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err);
+int thread_list(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err);
 /* A job-control stopped process: fails if another thread stopped inside the allocator. */
-int check_stopped_threads(struct hc_target *t, struct hc_err *err);
+int thread_check_stopped(struct hc_target *t, struct hc_err *err);
 
 /* gadget.c */
 
 /* Find the "syscall; ret" gadget and a sigreturn restorer (t->gadget, t->restorer). */
-int find_gadgets(struct hc_target *t, struct hc_err *err);
+int gadget_find(struct hc_target *t, struct hc_err *err);
 /* Is the program heapctl inspected still the one running (no execve since)? */
-bool same_program(struct hc_target *t);
+bool gadget_same_program(struct hc_target *t);
 /* Code pages of killed heapctl runs, at most max into out; how many. */
-size_t find_leftovers(struct hc_target *t, uint64_t *out, size_t max);
+size_t gadget_find_leftovers(struct hc_target *t, uint64_t *out, size_t max);
 /* Unmap them, on the borrowed thread. */
-void reclaim_leftovers(struct hc_target *t, const uint64_t *pages, size_t n);
+void gadget_reclaim_leftovers(struct hc_target *t, const uint64_t *pages, size_t n);
 
 #endif

@@ -3,11 +3,11 @@
  * What heapctl takes from the target's text, and the pages killed heapctl
  * runs left behind.
  *
- * find_gadgets() finds the "syscall; ret" sequence remote syscalls run on
+ * gadget_find() finds the "syscall; ret" sequence remote syscalls run on
  * and a sigreturn restorer, both used as they are, never patched;
- * same_program() tells a failed search from an execve.  find_leftovers()
+ * gadget_same_program() tells a failed search from an execve.  gadget_find_leftovers()
  * finds the code pages of heapctl runs that were killed mid-operation by
- * the mark map_pages() writes, and reclaim_leftovers() unmaps them once a
+ * the mark map_pages() writes, and gadget_reclaim_leftovers() unmaps them once a
  * thread is borrowed.
  */
 #include <errno.h>
@@ -25,7 +25,7 @@
  * pages carrying heapctl's mark whose owner is gone.  Found before the
  * thread is stopped, unmapped during the session.
  */
-size_t find_leftovers(struct hc_target *t, uint64_t *out, size_t max)
+size_t gadget_find_leftovers(struct hc_target *t, uint64_t *out, size_t max)
 {
 	size_t n = 0;
 
@@ -53,14 +53,14 @@ size_t find_leftovers(struct hc_target *t, uint64_t *out, size_t max)
 	return n;
 }
 
-void reclaim_leftovers(struct hc_target *t, const uint64_t *pages, size_t n)
+void gadget_reclaim_leftovers(struct hc_target *t, const uint64_t *pages, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint64_t a[2] = { pages[i], CODE_LEN };
 		struct hc_err e = { 0 };
 		int64_t ret;
 
-		if (rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) == 0)
+		if (step_rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) == 0)
 			pr_info("pid %d: reclaimed a page left by a killed heapctl at 0x%llx", t->pid,
 				(unsigned long long)pages[i]);
 	}
@@ -134,7 +134,7 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool 
 	return 0;
 }
 
-int find_gadgets(struct hc_target *t, struct hc_err *err)
+int gadget_find(struct hc_target *t, struct hc_err *err)
 {
 	/* small syscall wrappers end in "syscall; ret"; __restore_rt sits by sigaction */
 	static const char *const wrappers[] = { "getpid", "getuid", "getppid", "sched_yield", NULL };
@@ -163,7 +163,7 @@ int find_gadgets(struct hc_target *t, struct hc_err *err)
  * Is the program heapctl inspected still the one running?  After an execve
  * the executable's ELF header is no longer where maps_load() found it.
  */
-bool same_program(struct hc_target *t)
+bool gadget_same_program(struct hc_target *t)
 {
 	for (size_t i = 0; i < t->nobjs; i++) {
 		uint8_t magic[4];

@@ -3,10 +3,10 @@
  * The borrowed thread from stop to stop: the stepping under steps 4 to 6
  * of the sequence in call.c.
  *
- * wait_stop() says what kind of stop the thread is in; run() lets it go
+ * step_wait() says what kind of stop the thread is in; step_run() lets it go
  * under PTRACE_SYSCALL until one remote syscall or call is over, keeping
- * the signals that arrive meanwhile for redeliver() after the restore and
- * taking the real mask at the first syscall-entry stop; rsys() is one
+ * the signals that arrive meanwhile for step_redeliver() after the restore and
+ * taking the real mask at the first syscall-entry stop; step_rsys() is one
  * syscall on the target's own "syscall; ret" gadget.  Whatever state a
  * step leaves the thread in, it restores itself from there if heapctl
  * dies (aim_restore(), restore_pc()).
@@ -48,7 +48,7 @@ static uint64_t call_mask(void)
 	return m;
 }
 
-const char *stop_name(enum stop st)
+const char *step_stop_name(enum stop st)
 {
 	static const char *const n[] = { "exit", "event-stop", "group-stop", "syscall-stop",
 					 "signal-delivery-stop" };
@@ -60,7 +60,7 @@ const char *stop_name(enum stop st)
  * a termination signal asks heapctl to stop (only outside a running call
  * and outside cleanup), -1 on error.
  */
-int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st,
+int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st,
 		 int *sig, struct hc_err *err)
 {
 	int status, csig = 0;
@@ -118,23 +118,23 @@ int wait_stop_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 	 * discards it if heapctl dies first, so nothing slow may come before.
 	 */
 	if (*st != ST_EVENT && *st != ST_SIGNAL)
-		pr_trace("tid %d: %s sig %d", tid, stop_name(*st), *sig);
+		pr_trace("tid %d: %s sig %d", tid, step_stop_name(*st), *sig);
 	return 0;
 }
 
-int wait_stop(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
+int step_wait(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
 	      struct hc_err *err)
 {
-	return wait_stop_ex(t, tid, false, st, sig, err);
+	return step_wait_ex(t, tid, false, st, sig, err);
 }
 
-int cancelled(struct hc_target *t, struct hc_err *err)
+int step_cancelled(struct hc_target *t, struct hc_err *err)
 {
 	return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d was restored",
 		       sigabbrev_np(t->cancel_sig), t->pid);
 }
 
-int gone(struct hc_target *t, struct hc_err *err)
+int step_gone(struct hc_target *t, struct hc_err *err)
 {
 	if (t->sess)
 		t->sess->gone = true;
@@ -145,12 +145,12 @@ int gone(struct hc_target *t, struct hc_err *err)
 	return err_set(err, HC_E_GONE, 0, "pid %d exited while heapctl was working on it", t->pid);
 }
 
-int set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
+int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
 {
 	return ptrace_regset_set(t->sess->tid, NT_PRSTATUS_, g, t->arch->gregs_len, err);
 }
 
-int get_gregs(struct hc_target *t, void *g, struct hc_err *err)
+int step_get_gregs(struct hc_target *t, void *g, struct hc_err *err)
 {
 	size_t len = t->arch->gregs_len;
 
@@ -169,7 +169,7 @@ static void defer_signal(struct sess *s, int sig, const siginfo_t *si)
 }
 
 /* Re-send signals that reached us as signal-delivery-stops while we held the thread. */
-void redeliver(struct hc_target *t, struct sess *s)
+void step_redeliver(struct hc_target *t, struct sess *s)
 {
 	for (unsigned int i = 0; i < s->ndefer; i++) {
 		siginfo_t *si = &s->defer[i].si;
@@ -187,7 +187,7 @@ void redeliver(struct hc_target *t, struct sess *s)
 	s->ndefer = 0;
 }
 
-void forget_extra(struct sess *s)
+void step_forget_extra(struct sess *s)
 {
 	for (unsigned int i = 0; i < s->nextra; i++)
 		free(s->extra[i].buf);
@@ -209,7 +209,7 @@ static int take_mask(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
-int block_signals(struct hc_target *t, struct hc_err *err)
+int step_block_signals(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 
@@ -222,7 +222,7 @@ int block_signals(struct hc_target *t, struct hc_err *err)
 }
 
 /* Hand tid back now, from its first stop: nothing of ours is in it. */
-int give_back_pending(struct hc_target *t, struct hc_err *err)
+int step_give_back_pending(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	int sig = s->pending_sig;
@@ -234,18 +234,18 @@ int give_back_pending(struct hc_target *t, struct hc_err *err)
 	 * restarts per SA_RESTART, and the handler's frame saves the real mask.
 	 */
 	s->pending_sig = 0;
-	if (set_gregs(t, s->gregs, err) < 0 || ptrace_detach(s->tid, sig, err) < 0)
+	if (step_set_gregs(t, s->gregs, err) < 0 || ptrace_detach(s->tid, sig, err) < 0)
 		return -1;
 	pr_debug("tid %d: signal %d arrived before the call; delivered it and retrying", s->tid,
 		 sig);
-	forget_extra(s);
+	step_forget_extra(s);
 	s->tid = 0;
 	s->touched = s->stopped = s->saved = s->eintr_undone = false;
 	return 0;
 }
 
 /* At a syscall-entry stop: have the kernel skip the syscall. */
-int skip_syscall(struct hc_target *t, struct hc_err *err)
+int step_skip_syscall(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	int minus_one = -1;
@@ -254,12 +254,12 @@ int skip_syscall(struct hc_target *t, struct hc_err *err)
 		return ptrace_regset_set(s->tid, t->arch->skip_regset, &minus_one,
 					 sizeof(minus_one), err);
 	t->arch->skip_syscall(s->cur);
-	return set_gregs(t, s->cur, err);
+	return step_set_gregs(t, s->cur, err);
 }
 
 /*
  * Point the thread at a way back to the frame, should heapctl die.
- * Preferably ret_tramp, whose getpid heapctl skips like after a call (run()
+ * Preferably ret_tramp, whose getpid heapctl skips like after a call (step_run()
  * stops there): heapctl then restores the thread itself, and a real
  * rt_sigreturn, which resets the restart block (a nanosleep the thread was
  * borrowed from would start over in full), is avoided.  The target's own
@@ -276,7 +276,7 @@ static int aim_restore(struct hc_target *t, struct hc_err *err)
 
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
 	t->arch->prep_restore(s->cur, restore_pc(t), s->frame);
-	return set_gregs(t, s->cur, err);
+	return step_set_gregs(t, s->cur, err);
 }
 
 /*
@@ -289,7 +289,7 @@ static int aim_restore(struct hc_target *t, struct hc_err *err)
  * restores itself if heapctl dies.  Returns 0, 1 if a signal arrived before
  * the mask was taken (s->pending_sig, thread at that signal stop), or -1.
  */
-int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
+int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 	struct hc_err *err)
 {
 	const struct hc_arch *a = t->arch;
@@ -314,7 +314,7 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 		return -1;
 	s->touched = true;
 	for (;;) {
-		r = wait_stop(t, s->tid, &st, &sig, err);
+		r = step_wait(t, s->tid, &st, &sig, err);
 		if (r < 0)
 			return -1;
 		if (r > 0) {
@@ -335,7 +335,7 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 			for (;;) {
 				siginfo_t si;
 
-				r = wait_stop(t, s->tid, &st, &sig, err);
+				r = step_wait(t, s->tid, &st, &sig, err);
 				if (r > 0) {
 					/*
 					 * Not even a stop: let the thread go as it is when
@@ -352,7 +352,7 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 				if (r < 0)
 					return -1;
 				if (st == ST_EXITED)
-					return gone(t, err);
+					return step_gone(t, err);
 				if (st == ST_EVENT || st == ST_GROUP)
 					break;
 				if (st == ST_SYSCALL) {
@@ -382,7 +382,7 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 				/* inside get_signal(): the kernel restarts the call's own wait */
 				if (ptrace_detach(tid, 0, err) < 0)
 					return -1;
-				redeliver(t, s);
+				step_redeliver(t, s);
 				s->tid = 0; /* nothing left for call_end() to restore */
 				return err_set(err, HC_E_TIMEOUT, 0,
 					       "the call in thread %d did not return in time; heapctl let "
@@ -403,7 +403,7 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 		s->at = st;
 		switch (st) {
 		case ST_EXITED:
-			return gone(t, err);
+			return step_gone(t, err);
 		case ST_EVENT:
 		case ST_GROUP:
 			break;
@@ -416,7 +416,7 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 				 * delivery-stop is discarded if heapctl dies there.
 				 */
 				s->pending_sig = sig;
-				return give_back_pending(t, err) < 0 ? -1 : 1;
+				return step_give_back_pending(t, err) < 0 ? -1 : 1;
 			}
 			if (ptrace_siginfo_get(s->tid, &si, err) < 0)
 				return -1;
@@ -425,7 +425,7 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 				break;
 			}
 			/* The callee faulted: never deliver that; restore instead. */
-			if (get_gregs(t, s->cur, err) < 0)
+			if (step_get_gregs(t, s->cur, err) < 0)
 				return -1;
 			where_disasm(t, a->get_pc(s->cur), HC_LOG_DEBUG);
 			err_set(err, HC_E_FAULT, 0,
@@ -441,14 +441,14 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 			break;
 		}
 		case ST_SYSCALL:
-			if (get_gregs(t, s->cur, err) < 0)
+			if (step_get_gregs(t, s->cur, err) < 0)
 				return -1;
 			if (!in_sys) {
 				uint64_t pc = a->get_pc(s->cur);
 
 				in_sys = true;
 				if (!s->mask_known &&
-				    (take_mask(t, err) < 0 || block_signals(t, err) < 0))
+				    (take_mask(t, err) < 0 || step_block_signals(t, err) < 0))
 					return -1;
 				if (kind == STEP_CALL && pc == notify_pc) {
 					uint64_t args[6];
@@ -466,12 +466,12 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 					/* the result; then skip this getpid, see arch/arch.h */
 					*ret = a->get_ret(s->cur);
 					sigreturned = true;
-					if (skip_syscall(t, err) < 0)
+					if (step_skip_syscall(t, err) < 0)
 						return -1;
 				} else if (kind == STEP_RESTORE && pc == done_pc) {
 					sigreturned = true;
 					/* ret_tramp's: skipped, call_end() restores (see aim_restore()) */
-					if (s->code && skip_syscall(t, err) < 0)
+					if (s->code && step_skip_syscall(t, err) < 0)
 						return -1;
 				}
 				break;
@@ -503,7 +503,7 @@ int run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void 
 }
 
 /* One syscall in the target, on the gadget, from whatever stop the thread is in. */
-int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
 	 int64_t *ret, struct hc_err *err)
 {
 	struct sess *s = t->sess;
@@ -519,19 +519,19 @@ int rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
 	t->arch->prep_syscall(s->cur, &c);
 	/* registers first, then the mask: each intermediate state restores itself */
 	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
-	    set_gregs(t, s->cur, err) < 0 || (s->mask_known && block_signals(t, err) < 0))
+	    step_set_gregs(t, s->cur, err) < 0 || (s->mask_known && step_block_signals(t, err) < 0))
 		return -1;
-	rc = run(t, STEP_SYSCALL, &r, NULL, NULL, err);
+	rc = step_run(t, STEP_SYSCALL, &r, NULL, NULL, err);
 	*ret = (int64_t)r;
 	if (rc == 0)
 		pr_trace("tid %d: syscall %ld = %lld", s->tid, nr, (long long)*ret);
 	return rc;
 }
 
-int rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
 	    int64_t *ret, const char *what, struct hc_err *err)
 {
-	int r = rsys(t, nr, args, n, ret, err);
+	int r = step_rsys(t, nr, args, n, ret, err);
 
 	if (r != 0)
 		return r;

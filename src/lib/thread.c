@@ -2,11 +2,11 @@
 /*
  * Which thread to borrow, and stopping it (call.c's step 1).
  *
- * list_threads() orders the candidates by what they are doing, from
- * /proc alone; try_thread() seizes and stops one, undoes an EINTR that
+ * thread_list() orders the candidates by what they are doing, from
+ * /proc alone; thread_try() seizes and stops one, undoes an EINTR that
  * only its stop caused (undo_our_eintr()), lets arm64 settle a rewound
  * sleep first (probe_restart()), and keeps it only at a safe point.
- * check_stopped_threads() looks at every thread of a process that job
+ * thread_check_stopped() looks at every thread of a process that job
  * control has stopped.
  */
 #include <dirent.h>
@@ -63,10 +63,10 @@ static void undo_our_eintr(struct hc_target *t, struct sess *s)
 	 * explains the EINTR after all, or if Capstone does not confirm the
 	 * syscall instruction the bytes suggest.
 	 */
-	if (set_gregs(t, g, &e) < 0)
+	if (step_set_gregs(t, g, &e) < 0)
 		return;
 	if (signal_pending(t->pid, s->tid) || !where_is_syscall(t, t->arch->get_pc(g))) {
-		set_gregs(t, s->gregs, &e);
+		step_set_gregs(t, s->gregs, &e);
 		return;
 	}
 	memcpy(s->gregs, g, t->arch->gregs_len);
@@ -120,12 +120,12 @@ static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t 
 
 	if (ptrace_resume(s->tid, true, 0, err) < 0)
 		return -1;
-	r = wait_stop(t, s->tid, &st, &sig, err);
+	r = step_wait(t, s->tid, &st, &sig, err);
 	if (r != 0)
 		return r < 0 ? -1 : err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop", s->tid);
 	if (st == ST_EXITED) {
 		if (s->exec_seen)
-			return gone(t, err);
+			return step_gone(t, err);
 		snprintf(why, whylen, "thread %d exited", s->tid);
 		s->tid = 0;
 		s->stopped = s->saved = false;
@@ -135,12 +135,12 @@ static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t 
 		/* A signal came first: deliver it right there, as without heapctl. */
 		snprintf(why, whylen, "thread %d took a signal", s->tid);
 		s->pending_sig = sig;
-		return give_back_pending(t, err) < 0 ? -1 : 0;
+		return step_give_back_pending(t, err) < 0 ? -1 : 0;
 	}
 	s->at = st;
 	if (st != ST_SYSCALL)
 		return 1; /* a group stop, still in get_signal(): registers as saved */
-	if (get_gregs(t, g, err) < 0)
+	if (step_get_gregs(t, g, err) < 0)
 		return -1;
 	/*
 	 * The kernel's answer into the saved state, and the saved state into
@@ -154,14 +154,14 @@ static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t 
 	memcpy(s->fgregs, s->gregs, t->arch->gregs_len);
 	ok = t->arch->restart_probed(s->gregs, g);
 	s->probed = ok;
-	if (set_gregs(t, s->gregs, err) < 0 || skip_syscall(t, err) < 0 ||
+	if (step_set_gregs(t, s->gregs, err) < 0 || step_skip_syscall(t, err) < 0 ||
 	    ptrace_resume(s->tid, true, 0, err) < 0)
 		return -1;
-	r = wait_stop(t, s->tid, &st, &sig, err);
+	r = step_wait(t, s->tid, &st, &sig, err);
 	if (r != 0)
 		return r < 0 ? -1 : err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop", s->tid);
 	if (st == ST_EXITED)
-		return gone(t, err);
+		return step_gone(t, err);
 	s->at = st;
 	pr_debug("tid %d: %s", s->tid,
 		 ok ? "the kernel's restart decision for its sleep is in the saved state" :
@@ -188,7 +188,7 @@ static bool thread_dead(pid_t pid, pid_t tid)
 }
 
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now, -1: error. */
-int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
+int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
 	       struct hc_err *err)
 {
 	struct sess *s = t->sess;
@@ -220,17 +220,17 @@ int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	if (t->deadline_ns < now_ns() + 2000000000ull)
 		t->deadline_ns = now_ns() + 2000000000ull;
 	for (;;) {
-		r = wait_stop_ex(t, tid, true, &st, &sig, err);
+		r = step_wait_ex(t, tid, true, &st, &sig, err);
 		if (r < 0)
 			return -1;
 		if (r == 2)
-			return cancelled(t, err);
+			return step_cancelled(t, err);
 		if (r > 0)
 			return err_set(err, HC_E_TIMEOUT, 0,
 				       "thread %d did not stop (uninterruptible sleep?)", tid);
 		if (st == ST_EXITED) {
 			if (s->exec_seen)
-				return gone(t, err);
+				return step_gone(t, err);
 			snprintf(why, whylen, "thread %d exited", tid);
 			return 0;
 		}
@@ -245,7 +245,7 @@ int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	s->at = st;
 	s->stopped = true;
 	s->stopped_ns = now_ns();
-	if (get_gregs(t, s->gregs, err) < 0)
+	if (step_get_gregs(t, s->gregs, err) < 0)
 		return -1;
 	s->saved = true;
 	undo_our_eintr(t, s);
@@ -259,7 +259,7 @@ int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 		if (r <= 0)
 			return r;
 	}
-	pr_debug("tid %d stopped (%s) at pc 0x%llx, in syscall %ld", tid, stop_name(st),
+	pr_debug("tid %d stopped (%s) at pc 0x%llx, in syscall %ld", tid, step_stop_name(st),
 		 (unsigned long long)t->arch->get_pc(s->gregs), t->arch->syscall_nr(s->gregs));
 	where_disasm(t, t->arch->get_pc(s->gregs), HC_LOG_TRACE);
 	if (hc_log_on(HC_LOG_TRACE)) {
@@ -290,7 +290,7 @@ int try_thread(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 }
 
 /* Threads in the order we try them: sleeping ones first, then running, then the rest. */
-int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err)
+int thread_list(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err)
 {
 	char path[64];
 	struct dirent *de;
@@ -378,7 +378,7 @@ int list_threads(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err
  * the call would wait for it forever.  They are stopped anyway, so look at
  * each of them (seize, unwind, detach: they stay stopped).
  */
-int check_stopped_threads(struct hc_target *t, struct hc_err *err)
+int thread_check_stopped(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess, saved = *s;
 	pid_t *tids = NULL;
@@ -387,15 +387,15 @@ int check_stopped_threads(struct hc_target *t, struct hc_err *err)
 	int ret = 0;
 
 	/* every thread, even with --tid: any of them may hold the lock */
-	if (list_threads(t, &tids, &n, err) < 0)
+	if (thread_list(t, &tids, &n, err) < 0)
 		return -1;
 
 	for (size_t i = 0; i < n && !ret; i++) {
 		if (tids[i] == saved.tid)
 			continue;
 		memset(s, 0, sizeof(*s));
-		/* try_thread() detaches an unsafe thread itself and says why */
-		int r = try_thread(t, tids[i], false, why, sizeof(why), err);
+		/* thread_try() detaches an unsafe thread itself and says why */
+		int r = thread_try(t, tids[i], false, why, sizeof(why), err);
 
 		if (r < 0)
 			ret = -1;
