@@ -43,6 +43,8 @@ enum cli_opt {
 	CLI_O_PIDOPT = 1u << 12, /* -p accepted but optional */
 	CLI_O_PROBE = 1u << 13,  /* list --probe */
 	CLI_O_DEBUGFILE = 1u << 14, /* --debug-file */
+	CLI_O_FORMAT = 1u << 15,    /* --format: report's, or stats' prometheus */
+	CLI_O_WATCH = 1u << 16,     /* watch --every --count --textfile */
 };
 
 struct cli_env;
@@ -81,6 +83,9 @@ struct cli_env {
 	unsigned int for_ms;       /* leak --for */
 	bool objects, shrink, lines, no_inline;
 	bool probe;                /* list --probe: borrow a thread for PROF */
+	unsigned int every_ms;     /* watch --every (0: the default) */
+	unsigned long count;       /* watch --count (0: until stopped) */
+	const char *textfile;      /* watch --textfile DIR */
 	char **args;               /* positional words after the command */
 	int nargs;
 };
@@ -208,5 +213,17 @@ int cmd_set(struct cli_env *env);
 int cmd_report(struct cli_env *env);
 int cmd_leak(struct cli_env *env);
 int cmd_maps(struct cli_env *env);
+int cmd_watch(struct cli_env *env);
+
+/*
+ * cmd_stats.c: the figures of stats --json as one JSON object on f; time
+ * (seconds since the epoch) leads it when >= 0 (watch --json), extra (",..."
+ * members, or NULL) ends it.  The same
+ * figures in Prometheus' text exposition format, labelled pid, comm and
+ * allocator (stats --format prometheus, watch --textfile).
+ */
+void cli_stats_json(FILE *f, pid_t pid, const struct hc_stats *st, double time,
+		    const char *extra);
+void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st);
 
 #endif /* HEAPCTL_CLI_H */

@@ -70,30 +70,91 @@ static void print_human(pid_t pid, const struct hc_stats *st)
 	}
 }
 
-static void print_json(pid_t pid, const struct hc_stats *st)
+void cli_stats_json(FILE *f, pid_t pid, const struct hc_stats *st, double time,
+		    const char *extra)
 {
 	size_t i;
 
-	printf("{\"pid\":%d,\"allocator\":", (int)pid);
-	hc_json_str(stdout, st->allocator);
-	fputs(",\"version\":", stdout);
-	hc_json_str(stdout, st->version);
+	fputc('{', f);
+	if (time >= 0)
+		fprintf(f, "\"time\":%.3f,", time);
+	fprintf(f, "\"pid\":%d,\"allocator\":", (int)pid);
+	hc_json_str(f, st->allocator);
+	fputs(",\"version\":", f);
+	hc_json_str(f, st->version);
 	if (st->nfig) {
 		for (i = 0; i < st->nfig; i++) {
-			putchar(',');
-			hc_json_str(stdout, st->fig[i].name);
-			printf(":%llu", (unsigned long long)st->fig[i].value);
+			fputc(',', f);
+			hc_json_str(f, st->fig[i].name);
+			fprintf(f, ":%llu", (unsigned long long)st->fig[i].value);
 		}
-		printf(",\"rss\":%llu", (unsigned long long)st->rss);
+		fprintf(f, ",\"rss\":%llu", (unsigned long long)st->rss);
 		if (st->warning[0]) {
-			fputs(",\"warning\":", stdout);
-			hc_json_str(stdout, st->warning);
+			fputs(",\"warning\":", f);
+			hc_json_str(f, st->warning);
 		}
 	} else {
 		for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
-			printf(",\"%s\":%llu", figures[i].name, (unsigned long long)figure(st, i));
+			fprintf(f, ",\"%s\":%llu", figures[i].name, (unsigned long long)figure(st, i));
 	}
-	printf(",\"narenas\":%u}\n", st->narenas);
+	fprintf(f, ",\"narenas\":%u%s}", st->narenas, extra ? extra : "");
+}
+
+/* A label value: backslash, double quote and newline escaped, as the format wants. */
+static void prom_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* heapctl_NAME (NAME: [a-zA-Z0-9_], anything else as '_'), with _bytes for a size. */
+static void prom_metric(FILE *f, const char *name, bool bytes, const char *help, uint64_t v,
+			pid_t pid, const char *comm, const char *allocator)
+{
+	char m[96];
+	size_t i, n = (size_t)snprintf(m, sizeof(m), "heapctl_%s", name);
+
+	for (i = 8; i < n && i < sizeof(m); i++)
+		if (!((m[i] >= 'a' && m[i] <= 'z') || (m[i] >= 'A' && m[i] <= 'Z') ||
+		      (m[i] >= '0' && m[i] <= '9')))
+			m[i] = '_';
+	n = strlen(m);
+	if (bytes && (n < 6 || strcmp(m + n - 6, "_bytes")))
+		snprintf(m + n, sizeof(m) - n, "_bytes");
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s{pid=\"%d\",comm=\"", m, help, m, m,
+		(int)pid);
+	prom_label(f, comm);
+	fputs("\",allocator=\"", f);
+	prom_label(f, allocator);
+	fprintf(f, "\"} %llu\n", (unsigned long long)v);
+}
+
+void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st)
+{
+	size_t i;
+
+	if (!st->nfig) {
+		for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
+			prom_metric(f, figures[i].name, true, figures[i].what, figure(st, i), pid,
+				    comm, st->allocator);
+		return;
+	}
+	/* what every driver fills, then the allocator's own figures */
+	prom_metric(f, "allocated", true, figures[0].what, st->allocated, pid, comm,
+		    st->allocator);
+	prom_metric(f, "dirty", true, "free memory the allocator can return (heapctl purge)",
+		    st->dirty, pid, comm, st->allocator);
+	for (i = 0; i < st->nfig; i++)
+		prom_metric(f, st->fig[i].name,
+			    !strstr(st->fig[i].what, "(count)") && !strstr(st->fig[i].what, "(0/1)"),
+			    st->fig[i].what, st->fig[i].value, pid, comm, st->allocator);
+	prom_metric(f, "rss", true, figures[8].what, st->rss, pid, comm, st->allocator);
 }
 
 /*
@@ -185,10 +246,17 @@ int cmd_stats(struct cli_env *env)
 	cli_close(t);
 	if (st.warning[0])
 		cli_log(HC_LOG_WARN, "%s", st.warning);
-	if (env->json)
-		print_json(env->pid, &st);
-	else
+	if (env->json) {
+		cli_stats_json(stdout, env->pid, &st, -1, NULL);
+		putchar('\n');
+	} else if (env->format) {
+		char comm[64];
+
+		cli_read_comm(env->pid, comm, sizeof(comm));
+		cli_stats_prom(stdout, env->pid, comm, &st);
+	} else {
 		print_human(env->pid, &st);
+	}
 	return CLI_EXIT_OK;
 
 fail:

@@ -109,13 +109,16 @@ static const char stats_opts[] =
 	"                      (malloc_stats_print)\n"
 	"  --opts STR          malloc_stats_print options for --full: 'J' for\n"
 	"                      JSON, 'a' to leave out arenas... (jemalloc(3))\n"
-	"  --raw               glibc: malloc_info()'s XML as is (implies --full)\n";
+	"  --raw               glibc: malloc_info()'s XML as is (implies --full)\n"
+	"  --format prometheus the figures in Prometheus' text format, labelled\n"
+	"                      pid, comm and allocator\n";
 static const char stats_examples[] =
 	"    heapctl stats -p 1234\n"
 	"    heapctl stats -p 1234 --json | jq .dirty\n"
 	"    heapctl stats -p 1234 --full | less\n"
 	"    heapctl stats -p 1234 --full --opts J > stats.json\n"
-	"    heapctl stats -p 1234 --raw > malloc_info.xml     # glibc\n";
+	"    heapctl stats -p 1234 --raw > malloc_info.xml     # glibc\n"
+	"    heapctl stats -p 1234 --format prometheus\n";
 
 static const char purge_help[] =
 	"Return dirty pages (freed by the program, still mapped by the allocator)\n"
@@ -220,6 +223,26 @@ static const char leak_examples[] =
 	"    heapctl leak -p \"$(pidof -s myservice)\" --for 10 -o leak.pb.gz\n"
 	"    heapctl leak -p 1234 --for 1m --json | jq '.functions[0]'\n";
 
+static const char watch_help[] =
+	"Sample the process's heap figures every interval, one borrow each, and\n"
+	"print a line per sample: allocated, active, dirty and RSS with their\n"
+	"rates of change since the previous one.  Runs until --count samples or\n"
+	"Ctrl-C (SIGINT, SIGTERM: a clean stop, exit 0).\n";
+static const char watch_opts[] =
+	"  --every DUR         time between samples (default 10s; 1.5, 500ms, 2m)\n"
+	"  --count N           stop after N samples (default: until stopped)\n"
+	"  --json              one JSON object per line: the keys of 'stats --json',\n"
+	"                      \"time\" (seconds since the epoch) and \"rates\"\n"
+	"                      (bytes per second since the previous line)\n"
+	"  --textfile DIR      also write DIR/heapctl_PID.prom (Prometheus text\n"
+	"                      format, replaced atomically each sample) for the\n"
+	"                      node exporter's textfile collector\n";
+static const char watch_examples[] =
+	"    heapctl watch -p 1234\n"
+	"    heapctl watch -p 1234 --every 1s --count 60 --json > heap.jsonl\n"
+	"    heapctl watch -p \"$(pidof -s mysqld)\" --every 30s \\\n"
+	"        --textfile /var/lib/prometheus/node-exporter\n";
+
 static const char maps_help[] =
 	"Show where the process's resident memory is, read from /proc/PID/smaps\n"
 	"with nothing injected and nothing stopped: the main [heap], glibc's thread\n"
@@ -249,11 +272,11 @@ static const struct cli_cmd cmds[] = {
 	CMD(prof, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 1,
 	    "heapctl prof on|off|status -p PID [--json]",
 	    "turn heap profiling on or off, or show its state", prof_opts),
-	CMD(dump, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_RENDER | CLI_O_REPORT | CLI_O_JSON,
+	CMD(dump, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_RENDER | CLI_O_REPORT | CLI_O_FORMAT | CLI_O_JSON,
 	    0, 0, "heapctl dump -p PID [-o FILE] [--svg FILE] [--folded FILE] [--json]",
 	    "write a heap profile (needs profiling, see 'heapctl prof')", dump_opts),
-	CMD(stats, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_FULL | CLI_O_OPTS, 0, 0,
-	    "heapctl stats -p PID [--json | --full [--opts STR]]",
+	CMD(stats, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_FULL | CLI_O_OPTS | CLI_O_FORMAT, 0, 0,
+	    "heapctl stats -p PID [--json | --format prometheus | --full [--opts STR]]",
 	    "where the heap memory is: live, allocator overhead, dirty, RSS", stats_opts),
 	CMD(purge, CLI_O_COMMON | CLI_O_PID | CLI_O_ARENA | CLI_O_JSON, 0, 0,
 	    "heapctl purge -p PID [--arena N] [--json]",
@@ -264,15 +287,18 @@ static const struct cli_cmd cmds[] = {
 	CMD(set, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 2,
 	    "heapctl set -p PID NAME [VALUE] [--json]",
 	    "write one allocator control, or trigger a void one", set_opts),
-	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT | CLI_O_JSON | CLI_O_DEBUGFILE,
+	CMD(report, CLI_O_PIDOPT | CLI_O_OUTPUT | CLI_O_BASE | CLI_O_REPORT | CLI_O_FORMAT | CLI_O_JSON | CLI_O_DEBUGFILE,
 	    1, 1,
 	    "heapctl report FILE [--base FILE] [--format F | --json] [-o OUT] [-p PID]",
 	    "name the code in a heap profile: folded, svg, pprof, text", report_opts),
-	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT | CLI_O_JSON, 0,
+	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT | CLI_O_FORMAT | CLI_O_JSON, 0,
 	    0, "heapctl leak -p PID [--for SEC] [-o FILE] [--json]",
 	    "what grows: two profiles apart, diffed, top stacks and an SVG", leak_opts),
 	CMD(maps, CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl maps -p PID [--json]",
 	    "where the RSS is: heap, glibc arenas, stacks, files (no injection)", maps_opts),
+	CMD(watch, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_WATCH, 0, 0,
+	    "heapctl watch -p PID [--every DUR] [--count N] [--json] [--textfile DIR]",
+	    "the heap figures over time, one borrow per sample; Prometheus files", watch_opts),
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -299,6 +325,9 @@ enum {
 	OPT_NO_INLINE,
 	OPT_PROBE,
 	OPT_DEBUG_FILE,
+	OPT_EVERY,
+	OPT_COUNT,
+	OPT_TEXTFILE,
 };
 
 /* '+': no permutation, split_args() already did it; ':': report missing values. */
@@ -330,6 +359,9 @@ static const struct option long_opts[] = {
 	{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
 	{ "probe", no_argument, NULL, OPT_PROBE },
 	{ "debug-file", required_argument, NULL, OPT_DEBUG_FILE },
+	{ "every", required_argument, NULL, OPT_EVERY },
+	{ "count", required_argument, NULL, OPT_COUNT },
+	{ "textfile", required_argument, NULL, OPT_TEXTFILE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -763,7 +795,7 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 			env->base = optarg;
 			break;
 		case OPT_FORMAT:
-			env->seen |= CLI_O_REPORT;
+			env->seen |= CLI_O_FORMAT;
 			env->format = optarg;
 			break;
 		case OPT_SYSROOT:
@@ -808,6 +840,25 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 		case OPT_PROBE:
 			env->seen |= CLI_O_PROBE;
 			env->probe = true;
+			break;
+		case OPT_EVERY:
+			env->seen |= CLI_O_WATCH;
+			if (cli_parse_duration(optarg, &env->every_ms) || !env->every_ms)
+				parse_error(ps, "invalid --every '%s' (expected a time, e.g. 10, "
+					    "1.5, 500ms or 2m)", optarg);
+			break;
+		case OPT_COUNT:
+			env->seen |= CLI_O_WATCH;
+			if (cli_parse_uint(optarg, 1000000000, &ul) || !ul)
+				parse_error(ps, "invalid --count '%s' (expected a number of samples)",
+					    optarg);
+			env->count = ul;
+			break;
+		case OPT_TEXTFILE:
+			env->seen |= CLI_O_WATCH;
+			if (!optarg[0])
+				parse_error(ps, "empty --textfile");
+			env->textfile = optarg;
 			break;
 		case ':':
 			parse_error(ps, "option '%s' needs a value", ov[optind - 1]);
@@ -856,6 +907,14 @@ static int check_env(struct cli_env *env, const struct parse_state *ps)
 				 ps->typed[__builtin_ctz(CLI_O_FULL)]);
 	if (env->stats_opts && !env->full)
 		return cli_usage(env, "--opts only applies with --full");
+	if (c->fn == cmd_stats && env->format) {
+		if (strcmp(env->format, "prometheus"))
+			return cli_usage(env, "stats --format takes 'prometheus' (not '%s')",
+					 env->format);
+		if (env->json || env->full)
+			return cli_usage(env, "--format prometheus and %s ask for two formats",
+					 env->json ? "--json" : "--full");
+	}
 	/* --json is the one switch for JSON everywhere; report's is a --format. */
 	if (env->json && c->fn == cmd_report) {
 		if (env->format && hc_report_format_parse(env->format) != HC_FMT_JSON)
