@@ -86,6 +86,8 @@ struct cli_env {
 	unsigned int every_ms;     /* watch --every (0: the default) */
 	unsigned long count;       /* watch --count (0: until stopped) */
 	const char *textfile;      /* watch --textfile DIR */
+	uint64_t growth;           /* watch --dump-on-growth SIZE (0: none) */
+	const char *dir;           /* watch --dir DIR, for those profiles */
 	char **args;               /* positional words after the command */
 	int nargs;
 };
@@ -191,6 +193,8 @@ int cli_parse_uint(const char *s, unsigned long max, unsigned long *out);
 int cli_parse_seconds(const char *s, unsigned int *ms);
 /* cmd_leak.c: "30", "1.5", "500ms", "30s", "2m", "1h" -> ms */
 int cli_parse_duration(const char *s, unsigned int *ms);
+/* A size: a number, fractions allowed, with B, K/KiB/KB, M/MiB/MB or G/GiB/GB (all 1024-based). */
+int cli_parse_size(const char *s, uint64_t *out);
 void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
 const char *cli_size(uint64_t n, char *buf, size_t len);
 /* A small file (/proc) read whole, NUL-terminated; -1 on error. */

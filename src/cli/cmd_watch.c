@@ -122,6 +122,30 @@ fail:
 	return -1;
 }
 
+/*
+ * The profile for this growth step: DIR/heapctl.PID.N.heap with the first
+ * N not taken, and one session with the sample (one borrow).  *seq goes on
+ * from the last N used.
+ */
+static int dump_growth(struct hc_target *t, const struct cli_env *env, unsigned int *seq,
+		       const struct hc_stats *st, struct hc_err *err)
+{
+	char path[PATH_MAX];
+	bool active = false;
+	struct stat sb;
+
+	do
+		snprintf(path, sizeof(path), "%s/heapctl.%d.%u.heap", env->dir, (int)env->pid,
+			 (*seq)++);
+	while (lstat(path, &sb) == 0 && *seq < 1000000);
+	if (hc_prof_dump(t, path, &active, err))
+		return -1;
+	fprintf(stderr, "heapctl: allocated %llu bytes: wrote %s%s\n",
+		(unsigned long long)st->allocated, path,
+		active ? "" : " (profiling is off: it holds nothing since)");
+	return 0;
+}
+
 /* Wait ms for a termination signal (held since cli_open()); true if one came. */
 static bool stopped_within(unsigned int ms)
 {
@@ -146,6 +170,8 @@ int cmd_watch(struct cli_env *env)
 	char comm[64];
 	double t_prev = 0;
 	unsigned long n;
+	uint64_t mark = 0; /* allocated at the last profile, or at the start */
+	unsigned int seq = 0;
 	struct stat sb;
 
 	memset(&err, 0, sizeof(err));
@@ -160,17 +186,59 @@ int cmd_watch(struct cli_env *env)
 			 "create it, or name the node exporter's --collector.textfile.directory");
 		return cli_fail(env, &err);
 	}
+	if (env->dir && (stat(env->dir, &sb) < 0 || !S_ISDIR(sb.st_mode) ||
+			 access(env->dir, W_OK | X_OK) < 0)) {
+		err.code = HC_E_IO;
+		err.sys_errno = errno;
+		snprintf(err.msg, sizeof(err.msg), "--dir %s is not a directory heapctl can write",
+			 env->dir);
+		snprintf(err.hint, sizeof(err.hint), "create it, or name another with --dir");
+		return cli_fail(env, &err);
+	}
 	cli_read_comm(env->pid, comm, sizeof(comm));
 	t = cli_open(env, env->pid, &err);
 	if (!t)
 		return cli_fail(env, &err);
+	if (env->growth) {
+		bool enabled = false, active = false;
+
+		/* profiles of nothing would only look like an answer */
+		if (hc_prof_get(t, &enabled, &active, &err))
+			goto fail;
+		if (!active) {
+			err.code = HC_E_PROF_OFF;
+			snprintf(err.msg, sizeof(err.msg),
+				 "--dump-on-growth needs heap profiling, which is %s in pid %d",
+				 enabled ? "off" : "not available", (int)env->pid);
+			snprintf(err.hint, sizeof(err.hint), "%s",
+				 enabled ? "turn it on first: heapctl prof on -p PID" :
+					   "see 'heapctl prof status -p PID' for how to get it");
+			goto fail;
+		}
+	}
 	for (n = 0; !env->count || n < env->count; n++) {
 		double mono, now;
 		struct timespec ts;
 
 		if (n && stopped_within(every))
 			break;
-		if (hc_stats_get(t, &st, &err))
+		/* the sample, and the profile it may call for, in one borrow */
+		hc_session_begin(t);
+		if (hc_stats_get(t, &st, &err)) {
+			(void)hc_session_end(t, &err);
+			goto fail;
+		}
+		if (!n)
+			mark = st.allocated;
+		/* the first sample writes the baseline the later ones are diffed against */
+		if (env->growth && (!n || st.allocated >= mark + env->growth)) {
+			if (dump_growth(t, env, &seq, &st, &err)) {
+				(void)hc_session_end(t, &err);
+				goto fail;
+			}
+			mark = st.allocated;
+		}
+		if (hc_session_end(t, &err))
 			goto fail;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		mono = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;

@@ -236,10 +236,18 @@ static const char watch_opts[] =
 	"                      (bytes per second since the previous line)\n"
 	"  --textfile DIR      also write DIR/heapctl_PID.prom (Prometheus text\n"
 	"                      format, replaced atomically each sample) for the\n"
-	"                      node exporter's textfile collector\n";
+	"                      node exporter's textfile collector\n"
+	"  --dump-on-growth SIZE\n"
+	"                      write a heap profile at the first sample, then each\n"
+	"                      time allocated has grown by SIZE (64MiB, 1G...)\n"
+	"                      since the last one: jemalloc's lg_prof_interval\n"
+	"                      without a restart; needs profiling on ('heapctl\n"
+	"                      prof on'); diff two with 'heapctl report B --base A'\n"
+	"  --dir DIR           where those go: DIR/heapctl.PID.N.heap\n";
 static const char watch_examples[] =
 	"    heapctl watch -p 1234\n"
 	"    heapctl watch -p 1234 --every 1s --count 60 --json > heap.jsonl\n"
+	"    heapctl watch -p 1234 --dump-on-growth 64MiB --dir /var/tmp/heaps\n"
 	"    heapctl watch -p \"$(pidof -s mysqld)\" --every 30s \\\n"
 	"        --textfile /var/lib/prometheus/node-exporter\n";
 
@@ -297,7 +305,8 @@ static const struct cli_cmd cmds[] = {
 	CMD(maps, CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl maps -p PID [--json]",
 	    "where the RSS is: heap, glibc arenas, stacks, files (no injection)", maps_opts),
 	CMD(watch, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_WATCH, 0, 0,
-	    "heapctl watch -p PID [--every DUR] [--count N] [--json] [--textfile DIR]",
+	    "heapctl watch -p PID [--every DUR] [--count N] [--json] [--textfile DIR] "
+	    "[--dump-on-growth SIZE --dir DIR]",
 	    "the heap figures over time, one borrow per sample; Prometheus files", watch_opts),
 };
 
@@ -328,6 +337,8 @@ enum {
 	OPT_EVERY,
 	OPT_COUNT,
 	OPT_TEXTFILE,
+	OPT_GROWTH,
+	OPT_DIR,
 };
 
 /* '+': no permutation, split_args() already did it; ':': report missing values. */
@@ -362,6 +373,8 @@ static const struct option long_opts[] = {
 	{ "every", required_argument, NULL, OPT_EVERY },
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "textfile", required_argument, NULL, OPT_TEXTFILE },
+	{ "dump-on-growth", required_argument, NULL, OPT_GROWTH },
+	{ "dir", required_argument, NULL, OPT_DIR },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -860,6 +873,18 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 				parse_error(ps, "empty --textfile");
 			env->textfile = optarg;
 			break;
+		case OPT_GROWTH:
+			env->seen |= CLI_O_WATCH;
+			if (cli_parse_size(optarg, &env->growth))
+				parse_error(ps, "invalid --dump-on-growth '%s' (expected a size, e.g. "
+					    "64MiB or 1G)", optarg);
+			break;
+		case OPT_DIR:
+			env->seen |= CLI_O_WATCH;
+			if (!optarg[0])
+				parse_error(ps, "empty --dir");
+			env->dir = optarg;
+			break;
 		case ':':
 			parse_error(ps, "option '%s' needs a value", ov[optind - 1]);
 			break;
@@ -907,6 +932,8 @@ static int check_env(struct cli_env *env, const struct parse_state *ps)
 				 ps->typed[__builtin_ctz(CLI_O_FULL)]);
 	if (env->stats_opts && !env->full)
 		return cli_usage(env, "--opts only applies with --full");
+	if (!env->growth != !env->dir)
+		return cli_usage(env, "--dump-on-growth SIZE and --dir DIR go together");
 	if (c->fn == cmd_stats && env->format) {
 		if (strcmp(env->format, "prometheus"))
 			return cli_usage(env, "stats --format takes 'prometheus' (not '%s')",

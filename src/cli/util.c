@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -292,6 +293,38 @@ int cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *unit;
+		uint64_t mul;
+	} units[] = {
+		{ "", 1 },	     { "B", 1 },	     { "K", 1ull << 10 }, { "KiB", 1ull << 10 },
+		{ "KB", 1ull << 10 }, { "M", 1ull << 20 }, { "MiB", 1ull << 20 },
+		{ "MB", 1ull << 20 }, { "G", 1ull << 30 }, { "GiB", 1ull << 30 },
+		{ "GB", 1ull << 30 },
+	};
+	double v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcasecmp(end, units[i].unit)) {
+			double b = v * (double)units[i].mul;
+
+			if (b < 1 || b > 1e18)
+				return -1;
+			*out = (uint64_t)b;
+			return 0;
+		}
+	return -1;
 }
 
 /* Seconds, fractions allowed ("0.5"); at least 1 ms, at most UINT_MAX ms. */

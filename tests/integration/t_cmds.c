@@ -1775,6 +1775,81 @@ out:
 	victim_stop(&v);
 }
 
+/*
+ * --dump-on-growth: a baseline at the first sample, then a profile each
+ * time allocated grew by SIZE; their --base diff names the leaking
+ * function.  Without profiling on, a clear refusal before any sample.
+ */
+static void test_watch_dump_on_growth(void)
+{
+	const char *args[] = { "watch", "-p", NULL, "--every", "1s", "--count", "4",
+			       "--dump-on-growth", "24MiB", "--dir", NULL, NULL };
+	char why[512], line[4096], reply[128], dir[300], p0[400], p1[400], p2[400];
+	struct victim v;
+	struct hproc hp;
+	struct hres r = { 0 };
+
+	if (victim_start_env(&v, "jemalloc_victim", "prof:true,prof_active:false",
+			     "VICTIM_NO_HAMMER=1", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/growth.%s", cfg.tmpdir, v.spid);
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		t_fail("mkdir %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	hc_run(&r, NULL, "watch", "-p", v.spid, "--count", "1", "--dump-on-growth", "1M", "--dir",
+	       dir, NULL);
+	if (hres_exit(&r) != 1 || !strstr(r.err, "heapctl prof on"))
+		t_fail("--dump-on-growth with profiling off: %s (wanted a refusal naming "
+		       "'heapctl prof on')", hres_desc(&r));
+	hres_free(&r);
+	if (t_failed() || hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out_r;
+	hres_free(&r);
+	args[2] = v.spid;
+	args[10] = dir;
+	if (hc_startv(&hp, NULL, args) < 0) {
+		t_fail("cannot start heapctl watch");
+		goto out;
+	}
+	for (int i = 0; i < 4 && !t_failed(); i++) {
+		if (!read_line(hp.out, line, sizeof(line), 10000)) {
+			t_fail("watch printed no sample %d", i + 1);
+			break;
+		}
+		if (i < 3 && victim_expect(&v, "leak 16777216 0", "leak ok", reply, sizeof(reply)))
+			break;
+	}
+	hc_finish(&hp, &r, 20);
+	snprintf(p0, sizeof(p0), "%s/heapctl.%s.0.heap", dir, v.spid);
+	snprintf(p1, sizeof(p1), "%s/heapctl.%s.1.heap", dir, v.spid);
+	snprintf(p2, sizeof(p2), "%s/heapctl.%s.2.heap", dir, v.spid);
+	if (t_failed())
+		goto out_r;
+	if (hres_crash(&r) || hres_exit(&r) != 0) {
+		t_fail("watch --dump-on-growth: %s", hres_desc(&r));
+		goto out_r;
+	}
+	/* 16 MiB after samples 1, 2, 3: 32 MiB by sample 3 (a profile), 16 more by 4 (none) */
+	if (access(p0, F_OK) || access(p1, F_OK) || !access(p2, F_OK)) {
+		t_fail("wanted a baseline and one growth profile in %s (%s)", dir, r.err);
+		goto out_r;
+	}
+	hres_free(&r);
+	hc_run(&r, NULL, "report", p1, "--base", p0, "--format", "folded", NULL);
+	if (hres_exit(&r) != 0 || !strstr(r.out, "cmd_leak"))
+		t_fail("report of the growth profile against the baseline does not name "
+		       "cmd_leak: %s\n%.400s", hres_desc(&r), r.out);
+	else
+		victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
 /* Ctrl-C between samples: a clean stop, at once, the target as it was. */
 static void test_watch_sigint(void)
 {
@@ -1939,6 +2014,7 @@ const struct itest t_cmds_tests[] = {
 	{ "watch-json", test_watch_json, 0 },
 	{ "watch-growth", test_watch_growth, 0 },
 	{ "watch-sigint", test_watch_sigint, 0 },
+	{ "watch-dump-on-growth", test_watch_dump_on_growth, 0 },
 	{ "watch-exporter", test_watch_exporter, 0 },
 	{ "list", test_list, 0 },
 	{ "list-probe", test_list_probe, 0 },
