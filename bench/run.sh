@@ -141,10 +141,11 @@ run_heapctl()
 	fi
 	echo $((t1 - t0)) >>"$tmp/$tag.rt"
 	while read -r line; do
-		if [[ $line =~ borrowed\ tid\ ([0-9]+)\ for\ ([0-9]+)\ us\ \(([0-9]+)\ ptrace ]]; then
+		# "(N ptrace stops)" is missing from heapctl builds before it was counted
+		if [[ $line =~ borrowed\ tid\ ([0-9]+)\ for\ ([0-9]+)\ us(\ \(([0-9]+)\ ptrace)? ]]; then
 			last_tid=${BASH_REMATCH[1]}
 			paused=$((paused + BASH_REMATCH[2]))
-			stops=$((stops + BASH_REMATCH[3]))
+			stops=$((stops + ${BASH_REMATCH[4]:-0}))
 			borrows=$((borrows + 1))
 		fi
 	done <"$tmp/err"
