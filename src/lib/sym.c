@@ -768,10 +768,10 @@ static int sym_ready(struct hc_target *t, struct obj *o)
 
 	if (sym_load(t, o, false, &e) < 0)
 		return -1;
-	if (!o->sorted) {
+	/* no symbols (the vDSO, a stripped file): nothing to sort, and qsort() wants an array */
+	if (!o->sorted && o->nsyms)
 		qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_sym);
-		o->sorted = true;
-	}
+	o->sorted = true;
 	return 0;
 }
 
