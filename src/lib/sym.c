@@ -777,9 +777,20 @@ static int sym_ready(struct hc_target *t, struct obj *o)
 
 void sym_prepare(struct hc_target *t)
 {
-	for (size_t i = 0; i < t->nobjs; i++)
-		if (t->objs[i].text_hi > t->objs[i].text_lo)
-			sym_ready(t, &t->objs[i]);
+	/*
+	 * The objects nearly every stack runs through: the executable, libc
+	 * (where the syscall gadget is: a blocked thread waits in it) and the
+	 * allocator's.  Reading every library's table would cost the round
+	 * trip more than it saves the pause; the rare others load when met.
+	 */
+	for (size_t i = 0; i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+
+		if (o->text_hi > o->text_lo &&
+		    (o->is_exe || o == t->malloc_obj ||
+		     (t->gadget >= o->text_lo && t->gadget < o->text_hi)))
+			sym_ready(t, o);
+	}
 }
 
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)

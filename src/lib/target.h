@@ -159,8 +159,9 @@ const struct sym *sym_by_name(const struct obj *o, const char *name);
 /* Runtime address of data symbol name in o (from o's symbol source), or 0. */
 uint64_t sym_data(const struct obj *o, const char *name);
 /*
- * Load and sort the symbols of every object with code, so that sym_at()
- * reads no file and sorts nothing while a thread is stopped.
+ * Load and sort the symbols of the objects most stacks go through (the
+ * executable, libc, the allocator's), so that sym_at() mostly reads no
+ * file and sorts nothing while a thread is stopped.
  */
 void sym_prepare(struct hc_target *t);
 /* Function containing raddr, or NULL. */
