@@ -125,6 +125,24 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# heapctl's injected sampler (src/sampler): a shared object of its own, never
+# sanitized (it runs inside the target), carried inside heapctl as bytes.
+SAMPLER := $(B)/sampler/heapctl-sampler.so
+SAMPLER_CFLAGS := -std=gnu11 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -fvisibility=hidden \
+	-fasynchronous-unwind-tables -fno-omit-frame-pointer -shared -Wl,-z,nodelete -Wl,-z,now \
+	-Wl,-z,relro -Wl,-z,noexecstack $(CROSS_FLAGS)
+$(SAMPLER): src/sampler/sampler.c src/sampler/hcs.h
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(SAMPLER_CFLAGS) -o $@ $<
+SAMPLER_SECT := $(if $(filter aarch64,$(ARCH)),%progbits,@progbits)
+$(B)/obj/sampler_blob.o: $(SAMPLER)
+	$(msg) AS $@
+	@mkdir -p $(dir $@)
+	$(Q)printf '\t.section .rodata\n\t.balign 16\n\t.globl hc_sampler_so\n\t.hidden hc_sampler_so\nhc_sampler_so:\n\t.incbin "%s"\n\t.globl hc_sampler_so_end\n\t.hidden hc_sampler_so_end\nhc_sampler_so_end:\n\t.section .note.GNU-stack,"",%s\n' \
+		'$(SAMPLER)' '$(SAMPLER_SECT)' | $(CC) $(CROSS_FLAGS) -c -x assembler -o $@ -
+LIB_OBJS += $(B)/obj/sampler_blob.o
+
 $(B)/libheapctl.a: $(LIB_OBJS)
 	$(msg) AR $@
 	$(Q)rm -f $@ && $(AR) rcs $@ $^

@@ -154,6 +154,9 @@ struct hc_arch {
 	const unsigned int *extra_regsets; /* saved/restored verbatim, in order; 0-terminated */
 	unsigned int max_args;
 	long nr_mmap, nr_munmap, nr_rt_sigreturn, nr_getpid, nr_restart_syscall;
+	long nr_memfd_create, nr_close; /* loading the sampler (inject.c) */
+	/* the relocations that fill GOT slots: the sampler hooks those */
+	uint32_t r_jump_slot, r_glob_dat;
 	uint32_t audit_arch;             /* AUDIT_ARCH_*, as seccomp filters see it */
 	int cs_arch, cs_mode;           /* Capstone */
 

@@ -113,7 +113,15 @@ struct hc_target_opts {
 	 * it has just read (zeroed otherwise).  Used by hc_target_open() only.
 	 */
 	struct hc_evidence *evidence;
+	/*
+	 * Which profiler hc_prof_set(t, true) starts (enum hc_sampler_mode):
+	 * auto is the allocator's own when it has one that can run, else
+	 * heapctl's injected sampler; an installed sampler is always used.
+	 */
+	int sampler;
+	uint64_t sample_bytes; /* the sampler's mean interval; 0: 512 KiB */
 };
+enum hc_sampler_mode { HC_SAMPLER_AUTO, HC_SAMPLER_NATIVE, HC_SAMPLER_INJECT };
 
 /*
  * Inspect pid: maps, objects, symbols, allocator.  Does not stop anything.
@@ -248,6 +256,36 @@ HC_API HC_MUST_CHECK int hc_info_get(struct hc_target *t, struct hc_info *info,
 
 HC_API HC_MUST_CHECK int hc_prof_get(struct hc_target *t, bool *enabled, bool *active,
 				     struct hc_err *err);
+
+/*
+ * heapctl's sampling heap profiler, injected by hc_prof_set() into a
+ * process whose allocator cannot profile: it hooks the allocation
+ * functions in the GOT of every loaded object and samples one allocation
+ * per `interval` bytes on average.  Allocations made before it started are
+ * not seen.
+ */
+#define HC_SAMPLER_MAX_OBJS 24
+struct hc_sampler {
+	bool installed;   /* loaded in the process (stays loaded for good) */
+	bool enabled;     /* sampling now */
+	bool loaded_now;  /* the last hc_prof_set() loaded it */
+	uint64_t interval; /* mean bytes between samples */
+	uint64_t samples;  /* allocations sampled since it was enabled */
+	uint64_t live;     /* of them, not freed yet */
+	uint64_t stacks;   /* distinct stacks */
+	uint64_t dropped;  /* samples lost to full tables */
+	uint64_t no_stack; /* samples whose stack could not be walked */
+	unsigned hooks;    /* GOT slots pointing at the hooks */
+	unsigned lost;     /* slots changed by someone else: not restored */
+	unsigned nobjs;
+	struct {
+		char path[192];
+		unsigned hooks;
+	} objs[HC_SAMPLER_MAX_OBJS]; /* hooks per object */
+};
+/* Fills s (zeroed when no sampler is loaded); stops nothing. */
+HC_API HC_MUST_CHECK int hc_sampler_get(struct hc_target *t, struct hc_sampler *s,
+					struct hc_err *err);
 /*
  * Fails with HC_E_PROF_OFF (and the right MALLOC_CONF hint) if opt.prof is
  * false.  *was (may be NULL): whether sampling was active before, read in

@@ -45,6 +45,7 @@ enum cli_opt {
 	CLI_O_DEBUGFILE = 1u << 14, /* --debug-file */
 	CLI_O_FORMAT = 1u << 15,    /* --format: report's, or stats' prometheus */
 	CLI_O_WATCH = 1u << 16,     /* watch --every --count --textfile */
+	CLI_O_SAMPLER = 1u << 17,   /* --sampler --sample-bytes */
 };
 
 struct cli_env;

@@ -17,18 +17,85 @@ struct prof_state {
 	const char *allocator;
 	bool enabled, active, changed, prev;
 	char why[256]; /* no profiler: the library's hint, or "" */
+	struct hc_sampler smp; /* heapctl's sampler, if it is loaded */
 };
+
+/* Which profiler answers: the sampler once it is loaded and on, else the allocator's. */
+static const char *profiler(const struct prof_state *p)
+{
+	if (p->smp.installed && (p->smp.enabled || p->kind == CLI_PROF_NONE || p->kind == CLI_PROF_MINIMAL))
+		return "heapctl-sampler";
+	switch (p->kind) {
+	case CLI_PROF_JEMALLOC:
+		return p->enabled ? "jemalloc" : "none";
+	case CLI_PROF_GPERF:
+		return "gperftools";
+	default:
+		return "none";
+	}
+}
+
+static void sampler_json(const struct hc_sampler *s)
+{
+	printf(",\"sampler\":{\"installed\":%s,\"enabled\":%s,\"interval\":%llu,\"samples\":%llu,"
+	       "\"live_samples\":%llu,\"stacks\":%llu,\"dropped\":%llu,\"no_stack\":%llu,"
+	       "\"hooks\":%u,\"hooks_lost\":%u,\"objects\":[",
+	       cli_bool(s->installed), cli_bool(s->enabled), (unsigned long long)s->interval,
+	       (unsigned long long)s->samples, (unsigned long long)s->live,
+	       (unsigned long long)s->stacks, (unsigned long long)s->dropped,
+	       (unsigned long long)s->no_stack, s->hooks, s->lost);
+	for (unsigned i = 0; i < s->nobjs; i++) {
+		printf("%s{\"path\":", i ? "," : "");
+		hc_json_str(stdout, s->objs[i].path);
+		printf(",\"hooks\":%u}", s->objs[i].hooks);
+	}
+	fputs("]}", stdout);
+}
+
+static void sampler_text(int pid, const struct prof_state *p)
+{
+	const struct hc_sampler *s = &p->smp;
+	char iv[32];
+
+	cli_size(s->interval, iv, sizeof(iv));
+	if (p->changed)
+		printf("heapctl's sampler: %s -> %s%s\n", p->prev ? "sampling" : "off",
+		       s->enabled ? "sampling" : "off", s->loaded_now ? " (loaded into the process now)" : "");
+	printf("profiling: heapctl's sampler (the allocator has no profiler running): %s, one "
+	       "sample per %s on average\n", s->enabled ? "sampling" : "off, hooks removed", iv);
+	if (s->enabled) {
+		printf("sampler: %llu samples, %llu live, %llu stacks; %u GOT slots hooked in %u objects\n",
+		       (unsigned long long)s->samples, (unsigned long long)s->live,
+		       (unsigned long long)s->stacks, s->hooks, s->nobjs);
+		for (unsigned i = 0; i < s->nobjs; i++)
+			printf("  %3u  %s\n", s->objs[i].hooks, s->objs[i].path);
+	}
+	if (s->dropped)
+		printf("warning: %llu samples lost: the sampler's tables are full\n",
+		       (unsigned long long)s->dropped);
+	if (s->lost)
+		printf("warning: %u hooked GOT slots were changed by the process since; left as they are\n",
+		       s->lost);
+	if (p->changed && s->enabled && !p->prev)
+		printf("note: allocations made before now are not seen; 'heapctl dump -p %d' shows what "
+		       "is allocated from here on and still live\n", pid);
+}
 
 static void print_state(const struct cli_env *env, const struct prof_state *p)
 {
 	if (env->json) {
 		printf("{\"pid\":%d,\"allocator\":", (int)env->pid);
 		hc_json_str(stdout, p->allocator ? p->allocator : "");
-		printf(",\"available\":%s,\"enabled\":%s,\"active\":%s", cli_bool(p->enabled),
-		       cli_bool(p->enabled), cli_bool(p->active));
+		printf(",\"available\":%s,\"enabled\":%s,\"active\":%s,\"profiler\":\"%s\"",
+		       cli_bool(p->enabled), cli_bool(p->enabled), cli_bool(p->active), profiler(p));
 		if (p->changed)
 			printf(",\"previous_active\":%s", cli_bool(p->prev));
+		sampler_json(&p->smp);
 		fputs("}\n", stdout);
+		return;
+	}
+	if (!strcmp(profiler(p), "heapctl-sampler")) {
+		sampler_text((int)env->pid, p);
 		return;
 	}
 	switch (p->kind) {
@@ -38,8 +105,8 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 		printf("profiling: enabled at start (opt.prof): %s; active (prof.active): %s\n",
 		       cli_yesno(p->enabled), cli_yesno(p->active));
 		if (!p->enabled)
-			printf("note: restart with MALLOC_CONF=prof:true,prof_active:false to allow "
-			       "'heapctl prof on'\n");
+			printf("note: 'heapctl prof on' loads heapctl's sampler instead (or restart with "
+			       "MALLOC_CONF=prof:true,prof_active:false for jemalloc's own)\n");
 		break;
 	case CLI_PROF_GPERF:
 		if (p->changed)
@@ -53,15 +120,13 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 			       (int)env->pid);
 		break;
 	case CLI_PROF_MINIMAL:
-		printf("profiling: unavailable (tcmalloc_minimal has no heap profiler)\n");
-		printf("note: start the process with the full libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, "
-		       "or link -ltcmalloc instead of -ltcmalloc_minimal) to allow 'heapctl prof on'\n");
+		printf("profiling: tcmalloc_minimal has no heap profiler\n");
+		printf("note: 'heapctl prof on' loads heapctl's sampler\n");
 		break;
 	case CLI_PROF_NONE:
-		printf("profiling: unavailable (%s has no heap profiler)\n",
+		printf("profiling: %s has no heap profiler\n",
 		       p->allocator ? p->allocator : "the allocator");
-		if (p->why[0])
-			printf("note: %s\n", p->why);
+		printf("note: 'heapctl prof on' loads heapctl's sampler\n");
 		break;
 	}
 }
@@ -123,6 +188,12 @@ int cmd_prof(struct cli_env *env)
 	} else if (op != PROF_STATUS) {
 		ps.enabled = true;
 		ps.active = op == PROF_ON;
+	}
+	if (hc_sampler_get(t, &ps.smp, &err))
+		goto fail;
+	if (ps.smp.installed && (ps.smp.enabled || ps.kind == CLI_PROF_NONE || ps.kind == CLI_PROF_MINIMAL)) {
+		ps.enabled = true;
+		ps.active = ps.smp.enabled;
 	}
 	cli_timing(env, t);
 	ps.changed = op != PROF_STATUS;

@@ -63,16 +63,23 @@ static const char info_examples[] =
 
 static const char prof_help[] =
 	"jemalloc: 'on' and 'off' flip prof.active, the switch that samples\n"
-	"allocations.  That needs a process started with profiling enabled\n"
-	"(opt.prof); start it with MALLOC_CONF=prof:true,prof_active:false to have\n"
-	"it at no cost until you turn it on.  tcmalloc (the full libtcmalloc):\n"
-	"'on' and 'off' start and stop gperftools' heap profiler.  Where there is\n"
-	"no profiler to turn on (glibc, tcmalloc_minimal, jemalloc without\n"
-	"opt.prof), 'status' says so and 'off' does nothing; both succeed.\n";
+	"allocations, in a process started with profiling enabled (opt.prof).\n"
+	"tcmalloc (the full libtcmalloc): 'on' and 'off' start and stop gperftools'\n"
+	"heap profiler.  Where the allocator has no profiler that can run (glibc,\n"
+	"tcmalloc_minimal, jemalloc without opt.prof), 'on' loads heapctl's own\n"
+	"sampler into the process, with no restart: it hooks the allocation\n"
+	"functions in every loaded library's GOT and samples one allocation per\n"
+	"512 KiB on average; allocations made before it starts are not seen.\n"
+	"'off' puts every hook back (the sampler's code stays loaded, idle).\n"
+	"Without a profiler, 'status' says so and 'off' does nothing; both succeed.\n";
 static const char prof_opts[] =
+	"  --sampler MODE      auto (default): the allocator's own profiler when it\n"
+	"                      can run, else heapctl's; native; inject\n"
+	"  --sample-bytes N    heapctl's sampler: mean bytes between samples\n"
+	"                      (default 512K; K, M, G accepted)\n"
 	"  --json              {\"pid\":N,\"allocator\":S,\"available\":BOOL,\n"
-	"                      \"enabled\":BOOL,\"active\":BOOL}; on and off add\n"
-	"                      \"previous_active\"\n";
+	"                      \"enabled\":BOOL,\"active\":BOOL,\"profiler\":S,\n"
+	"                      \"sampler\":{...}}; on and off add \"previous_active\"\n";
 static const char prof_examples[] =
 	"    heapctl prof status -p 1234\n"
 	"    heapctl prof on -p 1234 && sleep 60 && heapctl dump -p 1234\n"
@@ -202,11 +209,13 @@ static const char leak_help[] =
 	"Find what is growing in a live process, with no restart: make sure heap\n"
 	"profiling is active, take two profiles SEC seconds apart, subtract them,\n"
 	"print the top growing functions and stacks, and write a flamegraph of\n"
-	"the growth.  prof.active is put back as it was found.  Ctrl-C during the\n"
-	"wait ends it early and reports what grew so far.  The process must\n"
-	"run with opt.prof (MALLOC_CONF=prof:true,prof_active:false costs\n"
-	"nothing until then).\n";
+	"the growth.  Profiling is put back as it was found.  Ctrl-C during the\n"
+	"wait ends it early and reports what grew so far.  Where the allocator\n"
+	"cannot profile, heapctl's sampler is loaded for it (see 'heapctl help\n"
+	"prof'); only allocations made during the wait are seen then.\n";
 static const char leak_opts[] =
+	"  --sampler MODE      auto, native or inject (see 'heapctl help prof')\n"
+	"  --sample-bytes N    heapctl's sampler: mean bytes between samples\n"
 	"  --for SEC           time between the two profiles (default 30; 1.5,\n"
 	"                      500ms, 2m accepted)\n"
 	"  -o, --output FILE   flamegraph of the growth (default\n"
@@ -277,8 +286,8 @@ static const struct cli_cmd cmds[] = {
 	    "processes heapctl can drive: pid, user, RSS, allocator, profiling", list_opts),
 	CMD(info, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl info -p PID [--json]",
 	    "allocator, version, where found and the evidence, key opt.* settings", info_opts),
-	CMD(prof, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 1, 1,
-	    "heapctl prof on|off|status -p PID [--json]",
+	CMD(prof, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_SAMPLER, 1, 1,
+	    "heapctl prof on|off|status -p PID [--sampler MODE] [--sample-bytes N] [--json]",
 	    "turn heap profiling on or off, or show its state", prof_opts),
 	CMD(dump, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_RENDER | CLI_O_REPORT | CLI_O_FORMAT | CLI_O_JSON,
 	    0, 0, "heapctl dump -p PID [-o FILE] [--svg FILE] [--folded FILE] [--json]",
@@ -299,8 +308,9 @@ static const struct cli_cmd cmds[] = {
 	    1, 1,
 	    "heapctl report FILE [--base FILE] [--format F | --json] [-o OUT] [-p PID]",
 	    "name the code in a heap profile: folded, svg, pprof, text", report_opts),
-	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT | CLI_O_FORMAT | CLI_O_JSON, 0,
-	    0, "heapctl leak -p PID [--for SEC] [-o FILE] [--json]",
+	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT | CLI_O_FORMAT | CLI_O_JSON |
+		  CLI_O_SAMPLER, 0,
+	    0, "heapctl leak -p PID [--for SEC] [--sampler MODE] [-o FILE] [--json]",
 	    "what grows: two profiles apart, diffed, top stacks and an SVG", leak_opts),
 	CMD(maps, CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl maps -p PID [--json]",
 	    "where the RSS is: heap, glibc arenas, stacks, files (no injection)", maps_opts),
@@ -339,6 +349,8 @@ enum {
 	OPT_TEXTFILE,
 	OPT_GROWTH,
 	OPT_DIR,
+	OPT_SAMPLER,
+	OPT_SAMPLE_BYTES,
 };
 
 /* '+': no permutation, split_args() already did it; ':': report missing values. */
@@ -375,6 +387,8 @@ static const struct option long_opts[] = {
 	{ "textfile", required_argument, NULL, OPT_TEXTFILE },
 	{ "dump-on-growth", required_argument, NULL, OPT_GROWTH },
 	{ "dir", required_argument, NULL, OPT_DIR },
+	{ "sampler", required_argument, NULL, OPT_SAMPLER },
+	{ "sample-bytes", required_argument, NULL, OPT_SAMPLE_BYTES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -849,6 +863,25 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 			else if (!optarg[0])
 				parse_error(ps, "empty --debug-file");
 			env->topts.debug_file = optarg;
+			break;
+		case OPT_SAMPLER:
+			env->seen |= CLI_O_SAMPLER;
+			if (!strcmp(optarg, "auto"))
+				env->topts.sampler = HC_SAMPLER_AUTO;
+			else if (!strcmp(optarg, "native"))
+				env->topts.sampler = HC_SAMPLER_NATIVE;
+			else if (!strcmp(optarg, "inject"))
+				env->topts.sampler = HC_SAMPLER_INJECT;
+			else
+				parse_error(ps, "invalid --sampler '%s' (expected auto, native or inject)",
+					    optarg);
+			break;
+		case OPT_SAMPLE_BYTES:
+			env->seen |= CLI_O_SAMPLER;
+			if (cli_parse_size(optarg, &env->topts.sample_bytes) ||
+			    env->topts.sample_bytes < 64 || env->topts.sample_bytes > (1ull << 40))
+				parse_error(ps, "invalid --sample-bytes '%s' (expected a size from 64 to "
+					    "1T, e.g. 512K)", optarg);
 			break;
 		case OPT_PROBE:
 			env->seen |= CLI_O_PROBE;

@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "call.h"
 #include "evidence.h"
+#include "inject.h"
 #include "log.h"
 #include "procfs.h"
 #include "ptrace.h"
@@ -378,32 +379,126 @@ int hc_info_get(struct hc_target *t, struct hc_info *info, struct hc_err *err)
 	return done(t, t->alloc->info(t, info, err), err);
 }
 
+/*
+ * Profiling goes to the allocator's own profiler or to heapctl's injected
+ * sampler (inject.c).  A loaded sampler is looked for again at each
+ * operation (it is a read of the maps): another heapctl may have loaded
+ * or stopped it meanwhile.  1: loaded, 0: not, -1: error.
+ */
+static int sampler_probe(struct hc_target *t, struct hc_err *err)
+{
+	bool now = t->inj && t->inj->loaded_now;
+	int r;
+
+	if (!t->inj && !(t->inj = calloc(1, sizeof(*t->inj))))
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	r = inj_probe(t, t->inj, err);
+	t->inj->loaded_now = now;
+	return r;
+}
+
+static bool sampling(const struct hc_target *t)
+{
+	return t->inj && t->inj->state && t->inj->s.enabled;
+}
+
+/* Whether the allocator's own profiler can run (opt.prof; a full tcmalloc). */
+static bool native_prof(struct hc_target *t)
+{
+	struct hc_err e = { 0 };
+	bool enabled = false, active = false;
+
+	return t->alloc->prof_get(t, &enabled, &active, &e) == 0 && enabled;
+}
+
+/* Bracket an operation in one borrow: its steps share the thread. */
+static int end_op(struct hc_target *t, int r, struct hc_err *err)
+{
+	if (call_release(t, err) < 0)
+		return -1;
+	return r < 0 ? -1 : 0;
+}
+
 int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
 {
+	int r;
+
 	arm(t);
+	r = sampler_probe(t, err);
+	if (r < 0)
+		return -1;
+	if (r == 1 && (t->inj->s.enabled || t->opts.sampler == HC_SAMPLER_INJECT)) {
+		*enabled = true;
+		*active = t->inj->s.enabled;
+		/* objects loaded since the last call get their hooks now */
+		return done(t, inj_rescan(t, t->inj, err), err);
+	}
 	return done(t, t->alloc->prof_get(t, enabled, active, err), err);
 }
 
 int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
+	uint64_t interval = t->opts.sample_bytes ? t->opts.sample_bytes : 512 * 1024;
+	int mode = t->opts.sampler, r;
 	bool old = false;
 
 	arm(t);
 	if (!was)
 		was = &old;
 	*was = false;
-	return done(t, t->alloc->prof_set(t, active, was, err), err);
+	r = sampler_probe(t, err);
+	if (r < 0)
+		return -1;
+	call_hold(t);
+	if (!active) {
+		if (sampling(t)) {
+			*was = true;
+			r = inj_off(t, t->inj, err);
+		} else {
+			r = t->alloc->prof_set(t, false, was, err);
+		}
+	} else if (mode == HC_SAMPLER_NATIVE ||
+		   (mode == HC_SAMPLER_AUTO && !sampling(t) && native_prof(t))) {
+		r = t->alloc->prof_set(t, true, was, err);
+	} else {
+		*was = sampling(t);
+		r = inj_on(t, t->inj, interval, err);
+	}
+	return end_op(t, r, err);
 }
 
 int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct hc_err *err)
 {
 	bool on = false;
+	int r;
 
 	arm(t);
 	if (!active)
 		active = &on;
 	*active = false;
-	return done(t, t->alloc->prof_dump(t, out_path, active, err), err);
+	r = sampler_probe(t, err);
+	if (r < 0)
+		return -1;
+	if (r == 1 && !sampling(t) && t->opts.sampler != HC_SAMPLER_NATIVE && !native_prof(t))
+		return done(t, err_sethint(err, HC_E_PROF_OFF, 0, "run 'heapctl prof on' first",
+					   "heapctl's sampler in pid %d is off", t->pid), err);
+	if (!sampling(t))
+		return done(t, t->alloc->prof_dump(t, out_path, active, err), err);
+	*active = true;
+	/* hook what was loaded since; the dump itself runs nothing in the target */
+	call_hold(t);
+	r = inj_rescan(t, t->inj, err);
+	if (end_op(t, r, err) < 0)
+		return -1;
+	return inj_dump(t, t->inj, out_path, err);
+}
+
+int hc_sampler_get(struct hc_target *t, struct hc_sampler *s, struct hc_err *err)
+{
+	memset(s, 0, sizeof(*s));
+	if (sampler_probe(t, err) < 0)
+		return -1;
+	return inj_status(t, t->inj, s, err);
 }
 
 static uint64_t rss_of(pid_t pid)

@@ -483,6 +483,18 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	return step_run(t, STEP_CALL, ret, cb, cb_arg, err) == 0 ? 0 : -1;
 }
 
+int call_syscall(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
+		 struct hc_err *err)
+{
+	if (need(t, err) < 0)
+		return -1;
+	if (!t->cancel_sig)
+		t->cancel_sig = term_pending();
+	if (t->cancel_sig)
+		return step_cancelled(t, err);
+	return step_rsys(t, nr, args, n, ret, err) == 0 ? 0 : -1;
+}
+
 int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
 	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err)
 {

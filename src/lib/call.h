@@ -77,6 +77,12 @@ size_t call_scratch_mark(const struct hc_target *t);
 void call_scratch_release(struct hc_target *t, size_t mark);
 /* Copy a string into the data area; 0 on failure (err set). */
 uint64_t call_strdup(struct hc_target *t, const char *s, struct hc_err *err);
+/*
+ * One system call in the target (borrowing a thread first); *ret is its raw
+ * result, -errno on failure.
+ */
+int call_syscall(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
+		 struct hc_err *err);
 /* Writes borrow the thread first, as calls do: nothing is changed before it is stopped. */
 int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
 	       struct hc_err *err);

@@ -30,6 +30,7 @@ void target_free(struct hc_target *t)
 	if (!t)
 		return;
 	objs_free(t);
+	free(t->inj);
 	if (t->memfd >= 0)
 		close(t->memfd);
 	free(t);

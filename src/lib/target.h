@@ -102,6 +102,8 @@ struct hc_target {
 	bool ev_scanned;
 	/* maps_load(): the dynamic loader has not finished (r_debug not RT_CONSISTENT) */
 	bool loading;
+	/* heapctl's injected sampler, as last probed (inject.c), or NULL */
+	struct inj *inj;
 };
 
 /*

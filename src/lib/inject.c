@@ -1,0 +1,751 @@
+// SPDX-License-Identifier: MIT
+/*
+ * heapctl's side of the injected sampler (src/sampler): load it, hook the
+ * GOT slots, switch it, read its tables.
+ *
+ * Loading, in one borrow: memfd_create() by remote syscall, the object
+ * written into it from here through /proc/PID/fd/N, dlopen("/proc/self/fd/N")
+ * by remote call, the fd closed again.  Nothing touches the target's
+ * filesystem, and the code is mapped from a file: nothing writable is ever
+ * made executable (MemoryDenyWriteExecute holds).
+ *
+ * Everything that needs no stopped thread is done before the borrow: the
+ * slots to hook are found in each object's dynamic section, read from the
+ * target's memory (a deleted or unreadable file is no obstacle).  A dump
+ * reads the tables with process_vm_readv and runs nothing in the target.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../sampler/hcs.h"
+#include "call.h"
+#include "inject.h"
+#include "log.h"
+#include "ptrace.h"
+#include "target.h"
+
+extern const unsigned char hc_sampler_so[], hc_sampler_so_end[];
+
+#define HOOK_NAME(id, name) name,
+static const char *const hook_names[HCS_NHOOK] = { HCS_HOOKS(HOOK_NAME) };
+#undef HOOK_NAME
+
+/* ---- finding a loaded sampler ------------------------------------------------------ */
+
+struct range {
+	uint64_t lo, hi;
+	int prot;
+};
+
+/* The target's mappings; NULL on failure (err set). */
+static struct range *read_maps(struct hc_target *t, size_t *n, struct inj *in, struct hc_err *err)
+{
+	char path[96], line[PATH_MAX + 128];
+	struct range *r = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/maps", t->proc);
+	f = fopen(path, "re");
+	if (!f)
+		return err_set(err, HC_E_NO_PROC, errno, "cannot read %s: %s", path, strerror(errno)),
+		       NULL;
+	*n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		struct mapline m;
+
+		if (maps_parse_line(line, &m) < 0)
+			continue;
+		if (*n == cap) {
+			struct range *nr = realloc(r, (cap = cap ? 2 * cap : 256) * sizeof(*r));
+
+			if (!nr) {
+				free(r);
+				fclose(f);
+				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
+			}
+			r = nr;
+		}
+		r[*n].lo = m.lo;
+		r[*n].hi = m.hi;
+		r[*n].prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
+			     (m.perms[2] == 'x' ? PROT_EXEC : 0);
+		(*n)++;
+		if (in && strstr(m.path, "/memfd:" HCS_NAME)) {
+			if (m.off == 0 && !in->base)
+				in->base = m.lo;
+			if (m.perms[2] == 'x') {
+				in->text_lo = in->text_lo ? in->text_lo : m.lo;
+				in->text_hi = m.hi;
+			}
+			if (m.perms[1] == 'w' && in->ndata < 4) {
+				in->data[in->ndata].lo = m.lo;
+				in->data[in->ndata++].hi = m.hi;
+			}
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+static int prot_at(const struct range *r, size_t n, uint64_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a >= r[i].lo && a < r[i].hi)
+			return r[i].prot;
+	return -1;
+}
+
+/* The state in the sampler's writable data, found by its magic. */
+static int find_state(struct hc_target *t, struct inj *in, struct hc_err *err)
+{
+	for (unsigned i = 0; i < in->ndata && !in->state; i++) {
+		size_t len = in->data[i].hi - in->data[i].lo;
+		uint64_t *buf;
+
+		if (len > (1u << 20))
+			continue;
+		buf = malloc(len);
+		if (!buf)
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		if (mem_read(t->pid, t->memfd, in->data[i].lo, buf, len, err) < 0) {
+			free(buf);
+			return -1;
+		}
+		for (size_t k = 0; k + sizeof(struct hcs_state) / 8 <= len / 8; k++) {
+			const struct hcs_state *s = (const void *)&buf[k];
+
+			if (s->magic == HCS_MAGIC && s->version == HCS_VERSION &&
+			    s->size == sizeof(struct hcs_state)) {
+				in->state = in->data[i].lo + k * 8;
+				break;
+			}
+			if (buf[k] == HCS_MAGIC) {
+				free(buf);
+				return err_sethint(err, HC_E_UNSUPPORTED, 0,
+						   "use the heapctl that loaded it, or restart the process",
+						   "pid %d holds a sampler of another heapctl version", t->pid);
+			}
+		}
+		free(buf);
+	}
+	return 0;
+}
+
+static int read_state(struct hc_target *t, struct inj *in, struct hc_err *err)
+{
+	return mem_read(t->pid, t->memfd, in->state, &in->s, sizeof(in->s), err) < 0 ? -1 : 0;
+}
+
+int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
+{
+	struct range *r;
+	size_t n;
+
+	memset(in, 0, sizeof(*in));
+	r = read_maps(t, &n, in, err);
+	if (!r)
+		return -1;
+	free(r);
+	if (!in->base)
+		return 0;
+	if (find_state(t, in, err) < 0)
+		return -1;
+	if (!in->state)
+		return 0; /* mapped but not initialised by dlopen yet: not usable */
+	return read_state(t, in, err) < 0 ? -1 : 1;
+}
+
+/* ---- what to hook -------------------------------------------------------------------- */
+
+/* Objects in the dynamic linker's search order: the executable first. */
+static size_t link_order(struct hc_target *t, struct obj **out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nobjs; i++)
+		if (t->objs[i].base && !t->objs[i].is_vdso && !t->objs[i].is_ldso)
+			out[n++] = &t->objs[i];
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0; j--) {
+			struct obj *a = out[j - 1], *b = out[j];
+			uint64_t ra = a->is_exe ? 0 : (uint64_t)a->link_idx + 1;
+			uint64_t rb = b->is_exe ? 0 : (uint64_t)b->link_idx + 1;
+
+			if (ra <= rb)
+				break;
+			out[j - 1] = b;
+			out[j] = a;
+		}
+	return n;
+}
+
+/*
+ * The real definition of each hooked function: the first in search order
+ * with a size (a PLT stub has none, and calling it would call the hook).
+ * The C++ ones count only in the object that serves malloc.
+ */
+static void find_originals(struct hc_target *t, struct obj *own, uint64_t *orig)
+{
+	struct obj **ord = calloc(t->nobjs + 1, sizeof(*ord));
+	size_t n = ord ? link_order(t, ord) : 0;
+
+	memset(orig, 0, HCS_NHOOK * sizeof(*orig));
+	for (int id = 0; id < HCS_NHOOK; id++) {
+		if (id >= HCS_FIRST_CXX) {
+			const struct sym *s = sym_by_name(own, hook_names[id]);
+
+			orig[id] = s && s->size ? s->raddr : 0;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct hc_err e = { 0 };
+			const struct sym *s;
+
+			if (sym_load(t, ord[i], false, &e) < 0)
+				continue;
+			s = sym_by_name(ord[i], hook_names[id]);
+			if (s && s->size) {
+				orig[id] = s->raddr;
+				break;
+			}
+		}
+	}
+	free(ord);
+}
+
+static int hook_id(const char *name, const uint64_t *orig)
+{
+	for (int id = 0; id < HCS_NHOOK; id++)
+		if (orig[id] && !strcmp(name, hook_names[id]))
+			return id;
+	return -1;
+}
+
+/* A dynamic-section address: relocated by ld.so or not, depending on the arch and version. */
+static uint64_t dyn_addr(const struct obj *o, uint64_t v)
+{
+	return v < o->base ? v + o->bias : v;
+}
+
+struct dyn {
+	uint64_t rela, relasz, jmprel, pltrelsz, symtab, strtab, strsz;
+	int pltrel;
+};
+
+static int read_dyn(struct hc_target *t, const struct obj *o, struct dyn *d, struct hc_err *err)
+{
+	Elf64_Dyn ents[128];
+
+	memset(d, 0, sizeof(*d));
+	if (!o->dynamic || mem_read(t->pid, t->memfd, o->dynamic, ents, sizeof(ents), err) < 0)
+		return -1;
+	for (size_t i = 0; i < 128 && ents[i].d_tag != DT_NULL; i++) {
+		uint64_t v = ents[i].d_un.d_val;
+
+		switch (ents[i].d_tag) {
+		case DT_RELA: d->rela = dyn_addr(o, v); break;
+		case DT_RELASZ: d->relasz = v; break;
+		case DT_JMPREL: d->jmprel = dyn_addr(o, v); break;
+		case DT_PLTRELSZ: d->pltrelsz = v; break;
+		case DT_PLTREL: d->pltrel = (int)v; break;
+		case DT_SYMTAB: d->symtab = dyn_addr(o, v); break;
+		case DT_STRTAB: d->strtab = dyn_addr(o, v); break;
+		case DT_STRSZ: d->strsz = v; break;
+		default: break;
+		}
+	}
+	/* x86_64 and aarch64 use RELA only; a REL table would be another arch's. */
+	return d->symtab && d->strtab && d->strsz && d->strsz < (64u << 20) ? 0 : -1;
+}
+
+/* Append o's GOT slots that bind to a hooked function. */
+static void object_slots(struct hc_target *t, const struct obj *o, const uint64_t *orig,
+			 const struct range *maps, size_t nmaps, struct hcs_slot *out, unsigned *n)
+{
+	struct hc_err e = { 0 };
+	struct dyn d;
+	char *strs = NULL;
+	Elf64_Rela *rel = NULL;
+	uint64_t tab_at[2], tab_len[2];
+
+	if (read_dyn(t, o, &d, &e) < 0)
+		return;
+	tab_at[0] = d.rela;
+	tab_len[0] = d.relasz;
+	tab_at[1] = d.pltrel == DT_RELA ? d.jmprel : 0;
+	tab_len[1] = d.pltrelsz;
+	strs = malloc(d.strsz + 1);
+	if (!strs || mem_read(t->pid, t->memfd, d.strtab, strs, d.strsz, &e) < 0)
+		goto out;
+	strs[d.strsz] = 0;
+	for (int k = 0; k < 2; k++) {
+		size_t nrel = tab_len[k] / sizeof(Elf64_Rela);
+
+		if (!tab_at[k] || !nrel || tab_len[k] > (64u << 20))
+			continue;
+		free(rel);
+		rel = malloc(nrel * sizeof(*rel));
+		if (!rel || mem_read(t->pid, t->memfd, tab_at[k], rel, nrel * sizeof(*rel), &e) < 0)
+			goto out;
+		for (size_t i = 0; i < nrel && *n < HCS_MAXSLOTS; i++) {
+			uint32_t type = ELF64_R_TYPE(rel[i].r_info), si = ELF64_R_SYM(rel[i].r_info);
+			uint64_t slot = rel[i].r_offset + o->bias;
+			Elf64_Sym sym;
+			int id, prot;
+
+			if (!si || (type != t->arch->r_jump_slot && type != t->arch->r_glob_dat))
+				continue;
+			if (mem_read(t->pid, t->memfd, d.symtab + si * sizeof(sym), &sym, sizeof(sym), &e) < 0)
+				continue;
+			if (sym.st_name >= d.strsz || (id = hook_id(strs + sym.st_name, orig)) < 0)
+				continue;
+			prot = prot_at(maps, nmaps, slot);
+			if (prot < 0 || (slot & 7))
+				continue;
+			out[*n] = (struct hcs_slot){ .addr = slot, .id = (uint32_t)id, .prot = (uint32_t)prot };
+			(*n)++;
+		}
+	}
+out:
+	free(rel);
+	free(strs);
+}
+
+/*
+ * The slots to hook now: those of every object but the dynamic loader, the
+ * vDSO, the sampler and the allocator's own object (its calls to itself
+ * stay inside it), less those the sampler holds already.
+ */
+static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, struct hcs_slot *out,
+		     unsigned *n, struct hc_err *err)
+{
+	struct obj *own = obj_malloc_owner(t);
+	struct hcs_slot *have = NULL;
+	struct range *maps;
+	size_t nmaps;
+	unsigned k = 0;
+
+	*n = 0;
+	maps = read_maps(t, &nmaps, NULL, err);
+	if (!maps)
+		return -1;
+	for (size_t i = 0; i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+
+		if (!o->base || o->is_vdso || o->is_ldso || strstr(o->path, "/memfd:" HCS_NAME))
+			continue;
+		if (o == own && !strstr(o->path, "/libc.so"))
+			continue;
+		object_slots(t, o, orig, maps, nmaps, out, n);
+	}
+	free(maps);
+	if (in->state && in->s.nslots) {
+		size_t len = (size_t)in->s.nslots * sizeof(*have);
+
+		have = malloc(len);
+		if (!have || mem_read(t->pid, t->memfd, in->s.slots, have, len, err) < 0) {
+			free(have);
+			return -1;
+		}
+	}
+	for (unsigned i = 0; i < *n; i++) {
+		bool dup = false;
+
+		for (unsigned j = 0; have && j < in->s.nslots && !dup; j++)
+			dup = have[j].addr == out[i].addr;
+		if (!dup)
+			out[k++] = out[i];
+	}
+	*n = k;
+	free(have);
+	return 0;
+}
+
+/* ---- loading --------------------------------------------------------------------------- */
+
+static uint64_t libc_fn(struct hc_target *t, const char *name)
+{
+	for (size_t i = 0; i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+		struct hc_err e = { 0 };
+		const struct sym *s;
+
+		if (!o->base || !strstr(o->path, "/libc.so") || sym_load(t, o, false, &e) < 0)
+			continue;
+		s = sym_by_name(o, name);
+		if (s)
+			return s->raddr;
+	}
+	return 0;
+}
+
+/* Copy the sampler into the target's memfd, through /proc: the target writes nothing. */
+static int fill_memfd(struct hc_target *t, int64_t fd, struct hc_err *err)
+{
+	size_t len = (size_t)(hc_sampler_so_end - hc_sampler_so), done = 0;
+	char path[96];
+	int lfd;
+
+	snprintf(path, sizeof(path), "%s/fd/%" PRId64, t->proc, fd);
+	lfd = open(path, O_WRONLY | O_CLOEXEC);
+	if (lfd < 0)
+		return err_set(err, HC_E_PERM, errno, "cannot open the sampler's memfd %s: %s", path,
+			       strerror(errno));
+	while (done < len) {
+		ssize_t w = write(lfd, hc_sampler_so + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = errno;
+
+			close(lfd);
+			return err_set(err, HC_E_IO, e, "cannot write the sampler into pid %d: %s", t->pid,
+				       strerror(e));
+		}
+		done += (size_t)w;
+	}
+	close(lfd);
+	return 0;
+}
+
+static int load(struct hc_target *t, struct inj *in, struct hc_err *err)
+{
+	uint64_t f_dlopen = libc_fn(t, "dlopen"), f_dlerror = libc_fn(t, "dlerror");
+	uint64_t a[3], name, handle = 0;
+	int64_t fd;
+	char path[64], why[256] = "";
+	int rc = -1;
+
+	if (!f_dlopen)
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "heapctl's sampler needs glibc 2.34 or later (dlopen in libc.so.6)",
+				   "pid %d has no dlopen in its libc", t->pid);
+	name = call_strdup(t, HCS_NAME, err);
+	if (!name)
+		return -1;
+	a[0] = name;
+	a[1] = MFD_CLOEXEC | 0x0010u; /* MFD_EXEC: with vm.memfd_noexec, ask for it */
+	if (call_syscall(t, t->arch->nr_memfd_create, a, 2, &fd, err) < 0)
+		return -1;
+	if (fd == -EINVAL) { /* before Linux 6.3, no MFD_EXEC */
+		a[1] = MFD_CLOEXEC;
+		if (call_syscall(t, t->arch->nr_memfd_create, a, 2, &fd, err) < 0)
+			return -1;
+	}
+	if (fd < 0)
+		return err_sethint(err, HC_E_UNSUPPORTED, (int)-fd,
+				   "the process may forbid memfd_create (seccomp); use --sampler native",
+				   "memfd_create in pid %d failed: %s", t->pid, strerror((int)-fd));
+	if (fill_memfd(t, fd, err) < 0)
+		goto close;
+	snprintf(path, sizeof(path), "/proc/self/fd/%" PRId64, fd);
+	a[0] = call_strdup(t, path, err);
+	a[1] = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
+	if (!a[0] || call_fn(t, f_dlopen, a, 2, &handle, NULL, NULL, err) < 0)
+		goto close;
+	if (!handle) {
+		uint64_t msg = 0;
+
+		if (f_dlerror && call_fn(t, f_dlerror, NULL, 0, &msg, NULL, NULL, err) == 0 && msg)
+			(void)call_read_str(t, msg, why, sizeof(why), err);
+		err_sethint(err, HC_E_UNSUPPORTED, 0,
+			    "a process without /proc, or with little static TLS left, cannot load it; "
+			    "use --sampler native where the allocator can profile",
+			    "pid %d could not load heapctl's sampler: %s", t->pid, why[0] ? why : "dlopen failed");
+		goto close;
+	}
+	rc = 0;
+close:
+	a[0] = (uint64_t)fd;
+	if (call_syscall(t, t->arch->nr_close, a, 1, &fd, err) < 0)
+		rc = -1;
+	if (rc < 0)
+		return -1;
+	if (inj_probe(t, in, err) <= 0)
+		return err_isset(err) ? -1 :
+		       err_set(err, HC_E_INTERNAL, 0, "the sampler is loaded in pid %d but cannot be found",
+			       t->pid);
+	in->loaded_now = true;
+	pr_info("sampler: loaded at 0x%" PRIx64 ", state at 0x%" PRIx64, in->base, in->state);
+	return 0;
+}
+
+/* ---- switching ------------------------------------------------------------------------- */
+
+static int write_field(struct hc_target *t, struct inj *in, size_t off, const void *v, size_t len,
+		       struct hc_err *err)
+{
+	return call_write(t, in->state + off, v, len, err);
+}
+
+/* rescan: only hook what is new, and make no remote call if nothing is */
+static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool rescan,
+		   struct hc_err *err)
+{
+	struct obj *own = obj_malloc_owner(t);
+	struct hcs_slot *slots;
+	uint64_t orig[HCS_NHOOK], ret, pagesz = (uint64_t)sysconf(_SC_PAGESIZE), a[2];
+	unsigned n;
+	int rc = -1;
+
+	if (!own)
+		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->pid);
+	if (own->is_exe)
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "start the process with the allocator's own profiler "
+				   "(jemalloc: MALLOC_CONF=prof:true,prof_active:false)",
+				   "the allocator is linked into %s: heapctl's sampler hooks allocators "
+				   "in shared libraries only", own->path);
+	find_originals(t, own, orig);
+	if (!orig[HCS_H_MALLOC] || !orig[HCS_H_FREE])
+		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->pid);
+	slots = calloc(HCS_MAXSLOTS, sizeof(*slots));
+	if (!slots)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	/* before the borrow: only reads */
+	if (new_slots(t, in, orig, slots, &n, err) < 0)
+		goto out;
+	if (rescan && !n) {
+		rc = 0;
+		goto out;
+	}
+	if (!in->state && load(t, in, err) < 0)
+		goto out;
+	if (!in->s.initialised) {
+		uint64_t text[2] = { in->text_lo, in->text_hi };
+
+		if (write_field(t, in, offsetof(struct hcs_state, orig), orig, sizeof(orig), err) < 0 ||
+		    write_field(t, in, offsetof(struct hcs_state, text_lo), text, sizeof(text), err) < 0 ||
+		    write_field(t, in, offsetof(struct hcs_state, pagesize), &pagesz, 8, err) < 0 ||
+		    call_fn(t, in->s.fn_init, NULL, 0, &ret, NULL, NULL, err) < 0)
+			goto out;
+		if ((int)ret == HCS_ERR_UNWIND) {
+			err_sethint(err, HC_E_UNSUPPORTED, 0, "install libgcc-s1 in the process's root",
+				    "heapctl's sampler found no stack unwinder in pid %d (libgcc_s.so.1)",
+				    t->pid);
+			goto out;
+		}
+	}
+	if (in->s.nslots + n > HCS_MAXSLOTS)
+		n = HCS_MAXSLOTS - in->s.nslots;
+	if (n) {
+		uint32_t total = in->s.nslots + n;
+
+		if (call_write(t, in->s.slots + (uint64_t)in->s.nslots * sizeof(*slots), slots,
+			       n * sizeof(*slots), err) < 0 ||
+		    write_field(t, in, offsetof(struct hcs_state, nslots), &total, 4, err) < 0)
+			goto out;
+	}
+	/* the slots first, sampling next: each state in between passes everything through */
+	if (call_fn(t, in->s.fn_patch, NULL, 0, &ret, NULL, NULL, err) < 0)
+		goto out;
+	a[0] = interval;
+	a[1] = 1;
+	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+		goto out;
+	pr_info("sampler: %u new slots, enabled with a mean interval of %" PRIu64 " bytes", n, interval);
+	rc = 0;
+out:
+	free(slots);
+	return rc;
+}
+
+int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err *err)
+{
+	return turn_on(t, in, interval, false, err);
+}
+
+int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err)
+{
+	if (!in->state || !in->s.enabled)
+		return 0;
+	return turn_on(t, in, in->s.interval, true, err);
+}
+
+int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
+{
+	uint64_t ret;
+
+	if (!in->state)
+		return 0;
+	if (call_fn(t, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+		return -1;
+	if (ret)
+		pr_warn("sampler: %u GOT slots were changed by the process since: left as they are",
+			(unsigned)ret);
+	return 0;
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, struct hc_err *err)
+{
+	struct hcs_slot *sl = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (!in->state)
+		return 0;
+	out->installed = true;
+	out->enabled = in->s.enabled;
+	out->loaded_now = in->loaded_now;
+	out->interval = in->s.interval;
+	out->samples = in->s.samples;
+	out->live = in->s.live_count;
+	out->stacks = in->s.nstacks;
+	out->dropped = in->s.dropped_live + in->s.dropped_stacks;
+	out->no_stack = in->s.unwind_short;
+	if (!in->s.nslots)
+		return 0;
+	sl = malloc(in->s.nslots * sizeof(*sl));
+	if (!sl || mem_read(t->pid, t->memfd, in->s.slots, sl, in->s.nslots * sizeof(*sl), err) < 0) {
+		free(sl);
+		return err_isset(err) ? -1 : err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	}
+	for (unsigned i = 0; i < in->s.nslots && i < HCS_MAXSLOTS; i++) {
+		struct obj *o;
+		unsigned k;
+
+		if (sl[i].state == HCS_SLOT_CHANGED)
+			out->lost++;
+		if (sl[i].state != HCS_SLOT_PATCHED)
+			continue;
+		out->hooks++;
+		o = obj_at(t, sl[i].addr);
+		for (k = 0; k < out->nobjs; k++)
+			if (!strncmp(out->objs[k].path, o ? o->path : "?", sizeof(out->objs[k].path) - 1))
+				break;
+		if (k == out->nobjs) {
+			if (k == HC_SAMPLER_MAX_OBJS)
+				continue;
+			snprintf(out->objs[k].path, sizeof(out->objs[k].path), "%s", o ? o->path : "?");
+			out->nobjs++;
+		}
+		out->objs[k].hooks++;
+	}
+	free(sl);
+	return 0;
+}
+
+struct agg {
+	uint32_t id;
+	uint64_t objs, bytes;
+};
+
+static int by_id(const void *a, const void *b)
+{
+	const struct agg *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct agg *x = a, *y = b;
+
+	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+/*
+ * jemalloc's heap_v2: the sampled counts and sizes per stack, which
+ * readers un-bias with the period in the header (as jeprof does), then the
+ * target's maps.
+ */
+int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err *err)
+{
+	size_t nlive = 1u << HCS_LIVE_BITS, nst, na = 0;
+	struct hcs_live *live = malloc(nlive * sizeof(*live));
+	struct hcs_stack *st = NULL;
+	struct agg *ag = NULL, tot = { 0 };
+	char path[96], buf[8192];
+	FILE *f = NULL, *maps = NULL;
+	int rc = -1;
+
+	if (read_state(t, in, err) < 0)
+		goto done;
+	nst = in->s.nstacks + 1 < HCS_STACKS ? in->s.nstacks + 1 : HCS_STACKS;
+	st = malloc(nst * sizeof(*st));
+	ag = malloc(nlive * sizeof(*ag));
+	if (!live || !st || !ag) {
+		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		goto done;
+	}
+	if (mem_read(t->pid, t->memfd, in->s.live, live, nlive * sizeof(*live), err) < 0 ||
+	    mem_read(t->pid, t->memfd, in->s.stacks, st, nst * sizeof(*st), err) < 0)
+		goto done;
+	for (size_t i = 0; i < nlive; i++) {
+		uint32_t id = (uint32_t)(live[i].meta & 0xffffff);
+
+		if (live[i].ptr <= HCS_TOMB || !live[i].meta || !id || id >= nst || !st[id].nframes ||
+		    st[id].nframes > HCS_MAXFRAMES)
+			continue;
+		ag[na++] = (struct agg){ id, 1, live[i].meta >> 24 };
+	}
+	qsort(ag, na, sizeof(*ag), by_id);
+	{
+		size_t k = 0;
+
+		for (size_t i = 0; i < na; i++) {
+			if (k && ag[k - 1].id == ag[i].id) {
+				ag[k - 1].objs++;
+				ag[k - 1].bytes += ag[i].bytes;
+			} else {
+				ag[k++] = ag[i];
+			}
+			tot.objs++;
+			tot.bytes += ag[i].bytes;
+		}
+		na = k;
+	}
+	qsort(ag, na, sizeof(*ag), by_bytes);
+	f = fopen(out, "we");
+	if (!f) {
+		err_set(err, HC_E_IO, errno, "cannot write %s: %s", out, strerror(errno));
+		err->local = true;
+		goto done;
+	}
+	fprintf(f, "heap_v2/%" PRIu64 "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", in->s.interval,
+		tot.objs, tot.bytes);
+	for (size_t i = 0; i < na; i++) {
+		const struct hcs_stack *s = &st[ag[i].id];
+
+		fputc('@', f);
+		for (uint32_t k = 0; k < s->nframes; k++)
+			fprintf(f, " 0x%" PRIx64, s->frames[k]);
+		fprintf(f, "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", ag[i].objs, ag[i].bytes);
+	}
+	fputs("\nMAPPED_LIBRARIES:\n", f);
+	snprintf(path, sizeof(path), "%s/maps", t->proc);
+	maps = fopen(path, "re");
+	if (maps) {
+		size_t r;
+
+		while ((r = fread(buf, 1, sizeof(buf), maps)) > 0)
+			fwrite(buf, 1, r, f);
+		fclose(maps);
+	}
+	if (ferror(f) | (fclose(f) != 0)) {
+		f = NULL;
+		err_set(err, HC_E_IO, errno, "cannot write %s: %s", out, strerror(errno));
+		err->local = true;
+		goto done;
+	}
+	f = NULL;
+	rc = 0;
+done:
+	if (f)
+		fclose(f);
+	free(live);
+	free(st);
+	free(ag);
+	return rc;
+}

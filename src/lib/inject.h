@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * heapctl's injected sampler, heapctl's side (inject.c): the API's
+ * hc_prof_* use it when the allocator cannot profile.  inj_on() and
+ * inj_off() make remote calls (inside the caller's session); the rest only
+ * read the target's memory.
+ */
+#ifndef HC_INJECT_H
+#define HC_INJECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../sampler/hcs.h"
+
+struct hc_target;
+struct hc_err;
+struct hc_sampler;
+
+struct inj {
+	uint64_t base;             /* the sampler's ELF header, or 0: not loaded */
+	uint64_t text_lo, text_hi; /* its code */
+	struct {
+		uint64_t lo, hi;
+	} data[4];                 /* its writable mappings */
+	unsigned ndata;
+	uint64_t state;            /* its struct hcs_state, or 0 */
+	struct hcs_state s;        /* as last read */
+	bool loaded_now;
+};
+
+/* Fills in: 1 loaded (in->s read), 0 not loaded, -1 error. */
+int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err);
+/* Load if needed, hook every slot not hooked yet, and sample with this mean interval. */
+int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err *err);
+/* Sampling on: hook the objects loaded since (nothing if none). */
+int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err);
+/* Stop sampling and put every slot back. */
+int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err);
+int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, struct hc_err *err);
+/* Write the sampled live heap to out (heapctl's side), as jemalloc's heap_v2. */
+int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err *err);
+
+#endif

@@ -1,0 +1,664 @@
+// SPDX-License-Identifier: MIT
+/*
+ * heapctl's sampling heap profiler, injected into a running process whose
+ * allocator cannot profile (glibc, tcmalloc_minimal, jemalloc started
+ * without prof:true).  heapctl loads it with dlopen() on a borrowed thread,
+ * points the GOT slots of the target's objects at the hooks below, and
+ * reads the tables back with process_vm_readv.
+ *
+ * The rules that keep the target safe:
+ *   - No constructor does anything; heapctl calls hcs_init() explicitly.
+ *   - The hooks call the real allocator first and never change what it
+ *     returns.  Memory is never tagged or given a header: a sampled pointer
+ *     is only remembered in a side table, so free(), realloc() and
+ *     malloc_usable_size() inside libc, or after removal, see exactly what
+ *     the allocator gave.
+ *   - The path that does not sample takes no lock and calls nothing: a
+ *     thread-local countdown (initial-exec TLS: no __tls_get_addr) on
+ *     allocation, a prefilter counter on free.
+ *   - The sampled path is lock-free too (compare-and-swap into open
+ *     addressing tables of fixed size) and guarded against reentry: what
+ *     the unwinder allocates passes straight through.
+ *   - Removal puts back each GOT slot it changed, if it still holds the
+ *     hook.  The code stays (RTLD_NODELETE): threads may be inside it.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unwind.h>
+
+#include "hcs.h"
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define CAS(p, o, n) __atomic_compare_exchange_n((p), (o), (n), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+
+/* ---- tables: .bss, untouched (and so not resident) until used ---------------------- */
+
+static struct hcs_live live_tab[1u << HCS_LIVE_BITS];
+static uint8_t filter_tab[1u << HCS_FILTER_BITS];
+static struct hcs_stack stack_tab[HCS_STACKS];
+static uint32_t stack_hash[1u << HCS_STACK_HASH_BITS];
+static struct hcs_slot slot_tab[HCS_MAXSLOTS];
+
+/* ---- per thread: initial-exec TLS, reached from the thread pointer ----------------- */
+
+struct tls {
+	int64_t left;  /* bytes until the next sample */
+	uint64_t rng;  /* xorshift state; 0 until the thread's first allocation */
+	uint32_t busy; /* inside the sampled path: do not recurse */
+	uint32_t gen;  /* state.generation this countdown was drawn for */
+};
+static __thread struct tls tls __attribute__((tls_model("initial-exec")));
+
+static int init(void);
+static int patch(void);
+static int unpatch(void);
+static int enable(uint64_t interval, uint32_t on);
+
+HIDDEN struct hcs_state hcs_state;
+
+/* ---- the exponential countdown ------------------------------------------------------ */
+
+static uint64_t rnd(void)
+{
+	uint64_t x = tls.rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	tls.rng = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* ln(u) for u in (0, 1], without libm: exponent, then 2 atanh((m-1)/(m+1)). */
+static double ln(double u)
+{
+	union {
+		double d;
+		uint64_t u;
+	} v = { .d = u };
+	int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+	double z, z2, s;
+
+	v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull; /* m in [1, 2) */
+	z = (v.d - 1) / (v.d + 1);
+	z2 = z * z;
+	s = z * (1 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 + z2 / 11)))));
+	return e * 0.6931471805599453 + 2 * s;
+}
+
+/* Bytes to the next sample: exponential with mean state.interval (a Poisson process on bytes). */
+static int64_t draw(void)
+{
+	double u = (double)((rnd() >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double n = -ln(u) * (double)hcs_state.interval;
+
+	return n > 4e18 ? (int64_t)4e18 : (int64_t)n + 1;
+}
+
+/* ---- stacks -------------------------------------------------------------------------- */
+
+typedef _Unwind_Reason_Code (*bt_fn)(_Unwind_Trace_Fn, void *);
+typedef uintptr_t (*getip_fn)(struct _Unwind_Context *);
+static bt_fn unwind_backtrace;
+static getip_fn unwind_getip;
+
+struct bt {
+	uint64_t *f;
+	uint32_t n;
+};
+
+static _Unwind_Reason_Code bt_cb(struct _Unwind_Context *c, void *arg)
+{
+	struct bt *b = arg;
+	uint64_t ip = unwind_getip(c);
+
+	if (!ip)
+		return _URC_END_OF_STACK;
+	if (ip >= hcs_state.text_lo && ip < hcs_state.text_hi)
+		return _URC_NO_REASON; /* the hook and this file: not the program's */
+	if (b->n >= HCS_MAXFRAMES)
+		return _URC_END_OF_STACK;
+	b->f[b->n++] = ip;
+	return _URC_NO_REASON;
+}
+
+static uint32_t hash_frames(const uint64_t *f, uint32_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ f[i]) * 0xff51afd7ed558ccdull;
+	return (uint32_t)(h ^ h >> 32) | 1;
+}
+
+static int same(const struct hcs_stack *s, const uint64_t *f, uint32_t n, uint32_t h)
+{
+	if (s->hash != h || s->nframes != n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (s->frames[i] != f[i])
+			return 0;
+	return 1;
+}
+
+/* The id of this stack, added if new; 0 when the table is full. */
+static uint32_t stack_id(const uint64_t *f, uint32_t n)
+{
+	uint32_t h = hash_frames(f, n), mask = (1u << HCS_STACK_HASH_BITS) - 1;
+	uint32_t mine = 0;
+
+	for (uint32_t i = 0, at = h & mask; i < (1u << HCS_STACK_HASH_BITS); i++, at = (at + 1) & mask) {
+		uint32_t id = LOAD(&stack_hash[at]);
+
+		if (id) {
+			if (same(&stack_tab[id], f, n, h))
+				return id;
+			continue;
+		}
+		if (!mine) {
+			uint64_t next = ADD(&hcs_state.nstacks, 1) + 1;
+
+			if (next >= HCS_STACKS) {
+				ADD(&hcs_state.dropped_stacks, 1);
+				return 0;
+			}
+			mine = (uint32_t)next;
+			stack_tab[mine].nframes = n;
+			stack_tab[mine].hash = h;
+			for (uint32_t k = 0; k < n; k++)
+				stack_tab[mine].frames[k] = f[k];
+		}
+		/* Publish: the entry is complete before its id can be seen. */
+		if (CAS(&stack_hash[at], &id, mine))
+			return mine;
+		if (same(&stack_tab[id], f, n, h))
+			return id; /* another thread added the same stack; ours is wasted */
+	}
+	return 0;
+}
+
+/* ---- the live table -------------------------------------------------------------- */
+
+static uint32_t ptr_hash(uint64_t p, unsigned bits)
+{
+	p ^= p >> 33;
+	p *= 0xff51afd7ed558ccdull;
+	p ^= p >> 33;
+	return (uint32_t)(p >> (64 - bits));
+}
+
+static void remember(uint64_t p, uint64_t size, uint32_t id)
+{
+	uint32_t mask = (1u << HCS_LIVE_BITS) - 1, at = ptr_hash(p, HCS_LIVE_BITS);
+	uint8_t *fc = &filter_tab[ptr_hash(p ^ 0x5bd1e995, HCS_FILTER_BITS)];
+
+	if (LOAD(&hcs_state.live_count) >= (3u << HCS_LIVE_BITS) / 4)
+		goto full;
+	for (unsigned i = 0; i < HCS_PROBES; i++, at = (at + 1) & mask) {
+		uint64_t cur = LOAD(&live_tab[at].ptr);
+
+		if ((cur == 0 || cur == HCS_TOMB) && CAS(&live_tab[at].ptr, &cur, p)) {
+			STORE(&live_tab[at].meta, size << 24 | id);
+			/* Saturates at 255: such a counter is never decremented again. */
+			if (LOAD(fc) != 255)
+				ADD(fc, 1);
+			ADD(&hcs_state.live_count, 1);
+			return;
+		}
+	}
+full:
+	ADD(&hcs_state.dropped_live, 1);
+}
+
+/* Forget p if it was sampled: before the real free, as another thread may get p next. */
+static int forget(uint64_t p, struct hcs_live *was)
+{
+	uint32_t mask = (1u << HCS_LIVE_BITS) - 1, at = ptr_hash(p, HCS_LIVE_BITS);
+	uint8_t *fc = &filter_tab[ptr_hash(p ^ 0x5bd1e995, HCS_FILTER_BITS)];
+
+	if (likely(!LOAD(fc)))
+		return 0;
+	for (unsigned i = 0; i < HCS_PROBES; i++, at = (at + 1) & mask) {
+		uint64_t cur = LOAD(&live_tab[at].ptr);
+
+		if (cur == 0)
+			return 0;
+		if (cur != p)
+			continue;
+		if (was)
+			was->meta = LOAD(&live_tab[at].meta);
+		STORE(&live_tab[at].meta, 0);
+		if (!CAS(&live_tab[at].ptr, &cur, HCS_TOMB))
+			return 0; /* a double free raced us: the program's bug, not ours to judge */
+		if (LOAD(fc) != 255)
+			__atomic_fetch_sub(fc, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&hcs_state.live_count, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the hooks' two paths ------------------------------------------------------------ */
+
+static __attribute__((noinline)) void sampled(uint64_t p, uint64_t size)
+{
+	uint64_t frames[HCS_MAXFRAMES];
+	struct bt b = { frames, 0 };
+
+	tls.busy = 1;
+	if (!tls.rng || tls.gen != LOAD(&hcs_state.generation)) {
+		/* A thread's first countdown: seed it, sample nothing yet (no bias: memoryless). */
+		tls.rng = ((uint64_t)(uintptr_t)&tls * 0x9e3779b97f4a7c15ull) ^
+			  (ADD(&hcs_state.samples, 0) << 17) ^ p;
+		if (!tls.rng)
+			tls.rng = 1;
+		tls.gen = (uint32_t)LOAD(&hcs_state.generation);
+		tls.left = draw();
+		tls.busy = 0;
+		return;
+	}
+	tls.left = draw();
+	unwind_backtrace(bt_cb, &b);
+	if (b.n == 0)
+		ADD(&hcs_state.unwind_short, 1);
+	ADD(&hcs_state.samples, 1);
+	remember(p, size, stack_id(frames, b.n));
+	tls.busy = 0;
+}
+
+static inline void note_alloc(void *p, uint64_t size)
+{
+	if (unlikely(!p) || !LOAD(&hcs_state.enabled))
+		return;
+	tls.left -= (int64_t)size;
+	if (likely(tls.left >= 0) || tls.busy)
+		return;
+	sampled((uint64_t)(uintptr_t)p, size);
+}
+
+static inline void note_free(void *p)
+{
+	if (p)
+		forget((uint64_t)(uintptr_t)p, NULL);
+}
+
+/* ---- hooks ------------------------------------------------------------------------ */
+
+#define ORIG(id, type) ((type)(uintptr_t)hcs_state.orig[HCS_H_##id])
+
+static void *hk_malloc(size_t n)
+{
+	void *p = ORIG(MALLOC, void *(*)(size_t))(n);
+
+	note_alloc(p, n);
+	return p;
+}
+
+static void hk_free(void *p)
+{
+	note_free(p);
+	ORIG(FREE, void (*)(void *))(p);
+}
+
+static void *hk_calloc(size_t n, size_t m)
+{
+	void *p = ORIG(CALLOC, void *(*)(size_t, size_t))(n, m);
+
+	note_alloc(p, (uint64_t)n * m);
+	return p;
+}
+
+/* Forget the old block first; if the real call fails the old block lives on: remember it again. */
+#define REALLOC_BODY(call, newsize)                                                  \
+	struct hcs_live was = { 0 };                                                 \
+	int had = p ? forget((uint64_t)(uintptr_t)p, &was) : 0;                      \
+	void *q = call;                                                              \
+	if (q)                                                                       \
+		note_alloc(q, newsize);                                              \
+	else if (had && was.meta && (newsize) != 0)                                  \
+		remember((uint64_t)(uintptr_t)p, was.meta >> 24, (uint32_t)(was.meta & 0xffffff)); \
+	return q
+
+static void *hk_realloc(void *p, size_t n)
+{
+	REALLOC_BODY(ORIG(REALLOC, void *(*)(void *, size_t))(p, n), n);
+}
+
+static void *hk_reallocarray(void *p, size_t n, size_t m)
+{
+	REALLOC_BODY(ORIG(REALLOCARRAY, void *(*)(void *, size_t, size_t))(p, n, m), (uint64_t)n * m);
+}
+
+static int hk_posix_memalign(void **out, size_t al, size_t n)
+{
+	int r = ORIG(POSIX_MEMALIGN, int (*)(void **, size_t, size_t))(out, al, n);
+
+	if (r == 0)
+		note_alloc(*out, n);
+	return r;
+}
+
+#define ALIGNED_HOOK(id, fn)                                          \
+	static void *fn(size_t al, size_t n)                          \
+	{                                                             \
+		void *p = ORIG(id, void *(*)(size_t, size_t))(al, n); \
+		note_alloc(p, n);                                     \
+		return p;                                             \
+	}
+ALIGNED_HOOK(ALIGNED_ALLOC, hk_aligned_alloc)
+ALIGNED_HOOK(MEMALIGN, hk_memalign)
+
+#define SIZE_HOOK(id, fn)                                     \
+	static void *fn(size_t n)                             \
+	{                                                     \
+		void *p = ORIG(id, void *(*)(size_t))(n);     \
+		note_alloc(p, n);                             \
+		return p;                                     \
+	}
+SIZE_HOOK(VALLOC, hk_valloc)
+SIZE_HOOK(PVALLOC, hk_pvalloc)
+SIZE_HOOK(NEW, hk_new)
+SIZE_HOOK(NEW_ARR, hk_new_arr)
+
+/* jemalloc's non-standard API */
+static void *hk_mallocx(size_t n, int fl)
+{
+	void *p = ORIG(MALLOCX, void *(*)(size_t, int))(n, fl);
+
+	note_alloc(p, n);
+	return p;
+}
+
+static void *hk_rallocx(void *p, size_t n, int fl)
+{
+	/* rallocx never fails with p freed: on failure p lives on */
+	REALLOC_BODY(ORIG(RALLOCX, void *(*)(void *, size_t, int))(p, n, fl), n);
+}
+
+/* In place: the block stays where it is; its sampled size is what it was. */
+static size_t hk_xallocx(void *p, size_t n, size_t extra, int fl)
+{
+	return ORIG(XALLOCX, size_t (*)(void *, size_t, size_t, int))(p, n, extra, fl);
+}
+
+static void hk_sdallocx(void *p, size_t n, int fl)
+{
+	note_free(p);
+	ORIG(SDALLOCX, void (*)(void *, size_t, int))(p, n, fl);
+}
+
+static void hk_dallocx(void *p, int fl)
+{
+	note_free(p);
+	ORIG(DALLOCX, void (*)(void *, int))(p, fl);
+}
+
+/* C++: a throwing operator new unwinds through these frames (they have CFI). */
+struct nothrow;
+static void *hk_new_nt(size_t n, const struct nothrow *nt)
+{
+	void *p = ORIG(NEW_NT, void *(*)(size_t, const struct nothrow *))(n, nt);
+
+	note_alloc(p, n);
+	return p;
+}
+
+static void *hk_new_arr_nt(size_t n, const struct nothrow *nt)
+{
+	void *p = ORIG(NEW_ARR_NT, void *(*)(size_t, const struct nothrow *))(n, nt);
+
+	note_alloc(p, n);
+	return p;
+}
+
+static void *hk_new_al(size_t n, size_t al)
+{
+	void *p = ORIG(NEW_AL, void *(*)(size_t, size_t))(n, al);
+
+	note_alloc(p, n);
+	return p;
+}
+
+static void *hk_new_arr_al(size_t n, size_t al)
+{
+	void *p = ORIG(NEW_ARR_AL, void *(*)(size_t, size_t))(n, al);
+
+	note_alloc(p, n);
+	return p;
+}
+
+#define DEL1(id, fn)                                  \
+	static void fn(void *p)                       \
+	{                                             \
+		note_free(p);                         \
+		ORIG(id, void (*)(void *))(p);        \
+	}
+#define DEL2(id, fn)                                    \
+	static void fn(void *p, size_t a)               \
+	{                                               \
+		note_free(p);                           \
+		ORIG(id, void (*)(void *, size_t))(p, a); \
+	}
+DEL1(DEL, hk_del)
+DEL1(DEL_ARR, hk_del_arr)
+DEL2(DEL_SZ, hk_del_sz)
+DEL2(DEL_ARR_SZ, hk_del_arr_sz)
+DEL2(DEL_AL, hk_del_al)
+DEL2(DEL_ARR_AL, hk_del_arr_al)
+
+static void hk_del_sz_al(void *p, size_t n, size_t al)
+{
+	note_free(p);
+	ORIG(DEL_SZ_AL, void (*)(void *, size_t, size_t))(p, n, al);
+}
+
+static void hk_del_arr_sz_al(void *p, size_t n, size_t al)
+{
+	note_free(p);
+	ORIG(DEL_ARR_SZ_AL, void (*)(void *, size_t, size_t))(p, n, al);
+}
+
+/* ---- the state heapctl finds --------------------------------------------------------- */
+
+HIDDEN struct hcs_state hcs_state = {
+	.magic = HCS_MAGIC,
+	.version = HCS_VERSION,
+	.size = sizeof(struct hcs_state),
+	.fn_init = (uint64_t)(uintptr_t)init,
+	.fn_patch = (uint64_t)(uintptr_t)patch,
+	.fn_unpatch = (uint64_t)(uintptr_t)unpatch,
+	.fn_enable = (uint64_t)(uintptr_t)enable,
+	.hook = {
+		[HCS_H_MALLOC] = (uint64_t)(uintptr_t)hk_malloc,
+		[HCS_H_FREE] = (uint64_t)(uintptr_t)hk_free,
+		[HCS_H_CALLOC] = (uint64_t)(uintptr_t)hk_calloc,
+		[HCS_H_REALLOC] = (uint64_t)(uintptr_t)hk_realloc,
+		[HCS_H_REALLOCARRAY] = (uint64_t)(uintptr_t)hk_reallocarray,
+		[HCS_H_POSIX_MEMALIGN] = (uint64_t)(uintptr_t)hk_posix_memalign,
+		[HCS_H_ALIGNED_ALLOC] = (uint64_t)(uintptr_t)hk_aligned_alloc,
+		[HCS_H_MEMALIGN] = (uint64_t)(uintptr_t)hk_memalign,
+		[HCS_H_VALLOC] = (uint64_t)(uintptr_t)hk_valloc,
+		[HCS_H_PVALLOC] = (uint64_t)(uintptr_t)hk_pvalloc,
+		[HCS_H_MALLOCX] = (uint64_t)(uintptr_t)hk_mallocx,
+		[HCS_H_RALLOCX] = (uint64_t)(uintptr_t)hk_rallocx,
+		[HCS_H_XALLOCX] = (uint64_t)(uintptr_t)hk_xallocx,
+		[HCS_H_SDALLOCX] = (uint64_t)(uintptr_t)hk_sdallocx,
+		[HCS_H_DALLOCX] = (uint64_t)(uintptr_t)hk_dallocx,
+		[HCS_H_NEW] = (uint64_t)(uintptr_t)hk_new,
+		[HCS_H_NEW_ARR] = (uint64_t)(uintptr_t)hk_new_arr,
+		[HCS_H_NEW_NT] = (uint64_t)(uintptr_t)hk_new_nt,
+		[HCS_H_NEW_ARR_NT] = (uint64_t)(uintptr_t)hk_new_arr_nt,
+		[HCS_H_NEW_AL] = (uint64_t)(uintptr_t)hk_new_al,
+		[HCS_H_NEW_ARR_AL] = (uint64_t)(uintptr_t)hk_new_arr_al,
+		[HCS_H_DEL] = (uint64_t)(uintptr_t)hk_del,
+		[HCS_H_DEL_ARR] = (uint64_t)(uintptr_t)hk_del_arr,
+		[HCS_H_DEL_SZ] = (uint64_t)(uintptr_t)hk_del_sz,
+		[HCS_H_DEL_ARR_SZ] = (uint64_t)(uintptr_t)hk_del_arr_sz,
+		[HCS_H_DEL_AL] = (uint64_t)(uintptr_t)hk_del_al,
+		[HCS_H_DEL_ARR_AL] = (uint64_t)(uintptr_t)hk_del_arr_al,
+		[HCS_H_DEL_SZ_AL] = (uint64_t)(uintptr_t)hk_del_sz_al,
+		[HCS_H_DEL_ARR_SZ_AL] = (uint64_t)(uintptr_t)hk_del_arr_sz_al,
+	},
+	.live = (uint64_t)(uintptr_t)live_tab,
+	.filter = (uint64_t)(uintptr_t)filter_tab,
+	.stacks = (uint64_t)(uintptr_t)stack_tab,
+	.slots = (uint64_t)(uintptr_t)slot_tab,
+};
+
+/* ---- called by heapctl, on a borrowed thread at a safe point ------------------------- */
+
+/* A fork()ed child inherits the hooks; it never samples (its tables are the parent's). */
+static void in_child(void)
+{
+	STORE(&hcs_state.enabled, 0);
+	STORE(&hcs_state.in_child, 1);
+}
+
+static int prime_cb_depth;
+static _Unwind_Reason_Code prime_cb(struct _Unwind_Context *c, void *arg)
+{
+	(void)c;
+	(void)arg;
+	prime_cb_depth++;
+	return _URC_NO_REASON;
+}
+
+/*
+ * Find libgcc's unwinder (loading libgcc_s if the program has not) and run
+ * it once here, so that nothing it does on first use happens inside a hook.
+ */
+static int init(void)
+{
+	void *h;
+
+	if (hcs_state.initialised)
+		return 0;
+	h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NODELETE);
+	if (!h)
+		return HCS_ERR_UNWIND;
+	unwind_backtrace = (bt_fn)(uintptr_t)dlsym(h, "_Unwind_Backtrace");
+	unwind_getip = (getip_fn)(uintptr_t)dlsym(h, "_Unwind_GetIP");
+	if (!unwind_backtrace || !unwind_getip)
+		return HCS_ERR_UNWIND;
+	unwind_backtrace(prime_cb, NULL);
+	pthread_atfork(NULL, NULL, in_child);
+	STORE(&hcs_state.initialised, 1);
+	return 0;
+}
+
+/* Write v into the slot at addr if it holds old; the page made writable for the moment. */
+static int swap_slot(struct hcs_slot *s, uint64_t old, uint64_t v)
+{
+	uint64_t page = s->addr & ~(hcs_state.pagesize - 1);
+	int ok, writable = (s->prot & PROT_WRITE) != 0;
+
+	if (!writable && mprotect((void *)(uintptr_t)page, hcs_state.pagesize, PROT_READ | PROT_WRITE)) {
+		s->err = (uint32_t)errno;
+		return -1;
+	}
+	ok = CAS((uint64_t *)(uintptr_t)s->addr, &old, v);
+	if (!writable)
+		mprotect((void *)(uintptr_t)page, hcs_state.pagesize, (int)s->prot);
+	return ok ? 0 : 1;
+}
+
+/* Point the pending slots at the hooks; returns how many are hooked now. */
+static int patch(void)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < hcs_state.nslots && i < HCS_MAXSLOTS; i++) {
+		struct hcs_slot *s = &slot_tab[i];
+		uint64_t hook = hcs_state.hook[s->id];
+
+		if (s->state == HCS_SLOT_PATCHED) {
+			n++;
+			continue;
+		}
+		if (s->state != HCS_SLOT_PENDING)
+			continue;
+		for (int tries = 0; tries < 4; tries++) {
+			uint64_t cur = LOAD((uint64_t *)(uintptr_t)s->addr);
+			int r;
+
+			if (cur == hook) {
+				s->state = HCS_SLOT_FAILED; /* someone else's copy of our hook: leave it */
+				break;
+			}
+			s->saved = cur;
+			r = swap_slot(s, cur, hook);
+			if (r == 0) {
+				s->state = HCS_SLOT_PATCHED;
+				n++;
+			} else if (r < 0) {
+				s->state = HCS_SLOT_FAILED;
+			} else {
+				continue; /* the loader resolved it meanwhile: again */
+			}
+			break;
+		}
+	}
+	return n;
+}
+
+/* Put back what patch() changed, where the slot still holds the hook; returns how many could not be. */
+static int unpatch(void)
+{
+	int left = 0;
+
+	STORE(&hcs_state.enabled, 0);
+	for (uint32_t i = 0; i < hcs_state.nslots && i < HCS_MAXSLOTS; i++) {
+		struct hcs_slot *s = &slot_tab[i];
+
+		if (s->state != HCS_SLOT_PATCHED)
+			continue;
+		if (swap_slot(s, hcs_state.hook[s->id], s->saved) == 0) {
+			s->state = HCS_SLOT_RESTORED;
+		} else {
+			s->state = HCS_SLOT_CHANGED;
+			left++;
+		}
+	}
+	/* Restored slots may be patched again by a later "prof on". */
+	for (uint32_t i = 0; i < hcs_state.nslots && i < HCS_MAXSLOTS; i++)
+		if (slot_tab[i].state == HCS_SLOT_RESTORED)
+			slot_tab[i].state = HCS_SLOT_PENDING;
+	return left;
+}
+
+/*
+ * Start (on) or stop sampling.  A start after a stop forgets what was
+ * sampled before: frees made while the hooks were out were not seen.
+ */
+static int enable(uint64_t interval, uint32_t on)
+{
+	if (!on) {
+		STORE(&hcs_state.enabled, 0);
+		return 0;
+	}
+	/* the tables are zero until a first start; after a stop, or in a fork()ed child, stale */
+	if (!LOAD(&hcs_state.enabled) && (hcs_state.generation || hcs_state.in_child)) {
+		for (size_t i = 0; i < sizeof(live_tab) / sizeof(live_tab[0]); i++)
+			STORE(&live_tab[i].ptr, 0);
+		for (size_t i = 0; i < sizeof(filter_tab); i++)
+			STORE(&filter_tab[i], 0);
+		STORE(&hcs_state.live_count, 0);
+		STORE(&hcs_state.in_child, 0);
+	}
+	if (!LOAD(&hcs_state.enabled)) {
+		STORE(&hcs_state.samples, 0);
+		hcs_state.interval = interval;
+		ADD(&hcs_state.generation, 1);
+	}
+	STORE(&hcs_state.enabled, 1);
+	return 0;
+}

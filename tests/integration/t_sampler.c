@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/*
+ * heapctl's injected sampler on processes started without a profiler:
+ * glibc, jemalloc without prof:true, tcmalloc_minimal.  Each test checks
+ * the profile against what the victim itself says it leaked, and that the
+ * victim is unharmed (registers, syscalls, signals, fds) with its hooks in
+ * and after they are taken out.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unistd.h>
+
+#include "itest.h"
+
+#if defined(__aarch64__)
+#define LIBDIR "/usr/lib/aarch64-linux-gnu/"
+#else
+#define LIBDIR "/usr/lib/x86_64-linux-gnu/"
+#endif
+
+static bool start(struct victim *v, const char *name, const char *conf, const char *env)
+{
+	char why[512];
+
+	if (victim_start_env(v, name, conf, env, why, sizeof(why))) {
+		t_fail("%s", why);
+		return false;
+	}
+	return true;
+}
+
+static double num(const char *json, const char *key)
+{
+	double d = -1;
+
+	return json_get_num(json, key, &d) ? -1 : d;
+}
+
+/* "prof status --json" of v: the sampler's object as text, in out. */
+static bool sampler_status(struct victim *v, char *out, size_t sz)
+{
+	struct hres r = { 0 };
+	const char *val;
+	size_t len;
+	bool ok = false;
+
+	if (hc_expect(&r, 0, "prof", "status", "-p", v->spid, "--json", NULL) == 0) {
+		if (json_member(r.out, "sampler", &val, &len) || len + 1 > sz)
+			t_fail("prof status --json has no sampler object: %.300s", r.out);
+		else {
+			memcpy(out, val, len);
+			out[len] = '\0';
+			ok = true;
+		}
+	}
+	hres_free(&r);
+	return ok;
+}
+
+/*
+ * Dump, have the victim leak (cmd, bytes), dump again: the growth heapctl
+ * reports from the two profiles must be within 20% of bytes and name site.
+ */
+static void growth(struct victim *v, const char *cmd, const char *want, double bytes, const char *site)
+{
+	char a[512], b[512], reply[256];
+	struct hres r = { 0 };
+	double got;
+
+	snprintf(a, sizeof(a), "%s/smp-a.%s.heap", cfg.tmpdir, v->spid);
+	snprintf(b, sizeof(b), "%s/smp-b.%s.heap", cfg.tmpdir, v->spid);
+	if (hc_expect(&r, 0, "dump", "-p", v->spid, "-o", a, NULL))
+		goto out;
+	hres_free(&r);
+	if (victim_expect(v, cmd, want, reply, sizeof(reply)))
+		return;
+	if (hc_expect(&r, 0, "dump", "-p", v->spid, "-o", b, NULL))
+		goto out;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "report", b, "--base", a, "--json", "-p", v->spid, NULL))
+		goto out;
+	got = num(r.out, "bytes") - num(r.out, "base_bytes");
+	t_note("growth: %.1f MiB sampled and un-biased, %.1f MiB leaked", got / 1048576, bytes / 1048576);
+	if (got < 0.8 * bytes || got > 1.2 * bytes)
+		t_fail("the profiles' growth is %.0f bytes; the victim leaked %.0f (more than 20%% apart)",
+		       got, bytes);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "report", b, "--base", a, "--format", "folded", "-p", v->spid, NULL))
+		goto out;
+	if (!strstr(r.out, site))
+		t_fail("the growth's stacks do not name %s: %.400s", site, r.out);
+out:
+	hres_free(&r);
+	remove(a);
+	remove(b);
+}
+
+/*
+ * prof on loads the sampler and says so; the growth is right; prof off
+ * takes every hook out; prof on again reuses the loaded sampler.  The
+ * victim is checked with the sampler in and out.
+ */
+static void sampler_cycle(struct victim *v, const char *cmd, const char *want, double bytes,
+			  const char *site)
+{
+	struct hres r = { 0 };
+	char st[2048];
+
+	if (hc_expect(&r, 0, "prof", "on", "-p", v->spid, "--sample-bytes", "128K", NULL))
+		goto out;
+	if (!strstr(r.out, "heapctl's sampler") || !strstr(r.out, "128.0 KiB") ||
+	    !strstr(r.out, "loaded into the process now") || !strstr(r.out, "not seen"))
+		t_fail("prof on: does not say it loaded heapctl's sampler, its interval, and what "
+		       "it cannot see: %.500s", r.out);
+	hres_free(&r);
+	/* the sampler stays loaded by design: its mappings are the new normal */
+	victim_baseline(v);
+	if (!sampler_status(v, st, sizeof(st)))
+		goto out;
+	if (num(st, "hooks") < 1 || num(st, "interval") != 131072 || !strstr(st, "\"enabled\":true"))
+		t_fail("prof status: the sampler should be on with hooks: %s", st);
+	growth(v, cmd, want, bytes, site);
+	victim_check(v, 0);
+	if (t_failed())
+		goto out;
+	if (hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL))
+		goto out;
+	hres_free(&r);
+	if (sampler_status(v, st, sizeof(st)) &&
+	    (num(st, "hooks") != 0 || num(st, "hooks_lost") != 0 || !strstr(st, "\"enabled\":false")))
+		t_fail("prof off: every hook should be out: %s", st);
+	if (!hc_expect(&r, 1, "dump", "-p", v->spid, "-o", "/dev/null", NULL) &&
+	    (!strstr(r.err, "is off") || !strstr(r.err, "hint: run 'heapctl prof on'")))
+		t_fail("dump with the sampler off: %.300s", r.err);
+	hres_free(&r);
+	victim_check(v, 0);
+	if (hc_expect(&r, 0, "prof", "on", "-p", v->spid, NULL))
+		goto out;
+	if (strstr(r.out, "loaded into the process now"))
+		t_fail("prof on after off loaded a second sampler: %.300s", r.out);
+	hres_free(&r);
+	if (sampler_status(v, st, sizeof(st)) && num(st, "hooks") < 1)
+		t_fail("prof on again: no hooks: %s", st);
+	if (hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL) == 0)
+		victim_check(v, 0);
+out:
+	hres_free(&r);
+}
+
+static void test_glibc(void)
+{
+	struct victim v;
+
+	if (!start(&v, "alloc_victim", NULL, NULL))
+		return;
+	sampler_cycle(&v, "grow 1024", "grow ok", 1024.0 * 65536, "victim_grow_site");
+	victim_stop(&v);
+}
+
+static void test_jemalloc(void)
+{
+	struct victim v;
+
+	/* no prof:true: jemalloc's own profiler cannot run */
+	if (!start(&v, "jemalloc_victim", NULL, NULL))
+		return;
+	sampler_cycle(&v, "leak 67108864", "leak ok", 67108864.0, "cmd_leak");
+	victim_stop(&v);
+}
+
+static void test_tcmalloc_minimal(void)
+{
+	char env[256];
+	struct victim v;
+
+	if (access(LIBDIR "libtcmalloc_minimal.so.4", R_OK)) {
+		t_skip(true, "%s missing", LIBDIR "libtcmalloc_minimal.so.4");
+		return;
+	}
+	snprintf(env, sizeof(env), "LD_PRELOAD=" LIBDIR "libtcmalloc_minimal.so.4");
+	if (!start(&v, "alloc_victim", NULL, env))
+		return;
+	sampler_cycle(&v, "grow 1024", "grow ok", 1024.0 * 65536, "victim_grow_site");
+	victim_stop(&v);
+}
+
+/* A statically linked allocator has no GOT slot to hook: a clear refusal, nothing loaded. */
+static void test_static_refused(void)
+{
+	char path[512], why[512];
+	struct hres r = { 0 };
+	struct victim v;
+
+	snprintf(path, sizeof(path), "%s/fx_jemalloc_static", cfg.victim_dir);
+	if (access(path, X_OK)) {
+		t_skip(false, "no fx_jemalloc_static fixture (A64_FIXTURES= leaves it out)");
+		return;
+	}
+	if (victim_start(&v, "fx_jemalloc_static", NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (!hc_expect(&r, 1, "prof", "on", "-p", v.spid, "--sampler", "inject", NULL) &&
+	    (!strstr(r.err, "linked into") || !strstr(r.err, "hint:")))
+		t_fail("prof on --sampler inject, static jemalloc: want a refusal naming why: %.300s",
+		       r.err);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "maps", "-p", v.spid, NULL) == 0 && strstr(r.out, "heapctl-sampler"))
+		t_fail("the refused sampler is mapped in the process anyway");
+	hres_free(&r);
+	victim_stop(&v);
+}
+
+/*
+ * Threads hammering malloc/free/realloc with signals while the sampler is
+ * loaded, dumped from and taken out, many times: the hammers go on, the
+ * registers hold, nothing is lost.
+ */
+static void test_hammer(void)
+{
+	char reply[512], out[512];
+	struct hres r = { 0 };
+	struct victim v;
+
+	if (!start(&v, "glibc_torture", NULL, NULL))
+		return;
+	snprintf(out, sizeof(out), "%s/smp-h.%s.heap", cfg.tmpdir, v.spid);
+	for (int i = 0; i < 8 && !t_failed(); i++) {
+		hc_expect(&r, 0, "prof", "on", "-p", v.spid, "--sample-bytes", i & 1 ? "4K" : "64K", NULL);
+		hres_free(&r);
+		hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, NULL);
+		hres_free(&r);
+		hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+		hres_free(&r);
+		if (victim_expect(&v, "check", "check ok", reply, sizeof(reply)))
+			break;
+	}
+	remove(out);
+	victim_check(&v, 0);
+	victim_stop(&v);
+}
+
+const struct itest t_sampler_tests[] = {
+	{ "sampler-glibc", test_glibc, 0 },
+	{ "sampler-jemalloc", test_jemalloc, 0 },
+	{ "sampler-tcmalloc-minimal", test_tcmalloc_minimal, 0 },
+	{ "sampler-static-refused", test_static_refused, 0 },
+	{ "sampler-hammer", test_hammer, 0 },
+	{ NULL, NULL, 0 },
+};
