@@ -43,7 +43,16 @@ static const char *const hook_names[HCS_NHOOK] = { HCS_HOOKS(HOOK_NAME) };
 struct range {
 	uint64_t lo, hi;
 	int prot;
+	bool elf_start; /* a file's first page: maybe an object heapctl has not read */
+	char *path;
 };
+
+static void free_maps(struct range *r, size_t n)
+{
+	for (size_t i = 0; r && i < n; i++)
+		free(r[i].path);
+	free(r);
+}
 
 /* The target's mappings; NULL on failure (err set). */
 static struct range *read_maps(struct hc_target *t, size_t *n, struct inj *in, struct hc_err *err)
@@ -78,6 +87,8 @@ static struct range *read_maps(struct hc_target *t, size_t *n, struct inj *in, s
 		r[*n].hi = m.hi;
 		r[*n].prot = (m.perms[0] == 'r' ? PROT_READ : 0) | (m.perms[1] == 'w' ? PROT_WRITE : 0) |
 			     (m.perms[2] == 'x' ? PROT_EXEC : 0);
+		r[*n].elf_start = m.off == 0 && m.path[0] == '/' && m.inode;
+		r[*n].path = r[*n].elf_start ? strdup(m.path) : NULL;
 		(*n)++;
 		if (in && strstr(m.path, "/memfd:" HCS_NAME)) {
 			if (m.off == 0 && !in->base)
@@ -154,7 +165,7 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 	r = read_maps(t, &n, in, err);
 	if (!r)
 		return -1;
-	free(r);
+	free_maps(r, n);
 	if (!in->base)
 		return 0;
 	if (find_state(t, in, err) < 0)
@@ -347,7 +358,21 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, 
 			continue;
 		object_slots(t, o, orig, maps, nmaps, out, n);
 	}
-	free(maps);
+	/* objects loaded since heapctl read the maps (libgcc_s, loaded for the unwinder) */
+	for (size_t i = 0; i < nmaps; i++) {
+		struct obj o = { .base = maps[i].lo, .path = maps[i].path };
+		struct hc_err e = { 0 };
+		bool known = false;
+
+		for (size_t j = 0; j < t->nobjs && !known; j++)
+			known = t->objs[j].base == maps[i].lo;
+		if (!maps[i].elf_start || known || strstr(o.path, "/ld-linux") ||
+		    strstr(o.path, "/memfd:" HCS_NAME) ||
+		    obj_read_phdrs(t, &o, &e) != 0)
+			continue;
+		object_slots(t, &o, orig, maps, nmaps, out, n);
+	}
+	free_maps(maps, nmaps);
 	if (in->state && in->s.nslots) {
 		size_t len = (size_t)in->s.nslots * sizeof(*have);
 
@@ -535,6 +560,9 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 				    t->pid);
 			goto out;
 		}
+		/* loading may have brought libgcc_s: its slots too */
+		if (new_slots(t, in, orig, slots, &n, err) < 0)
+			goto out;
 	}
 	if (in->s.nslots + n > HCS_MAXSLOTS)
 		n = HCS_MAXSLOTS - in->s.nslots;

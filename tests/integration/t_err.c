@@ -408,10 +408,10 @@ static void test_not_jemalloc(void)
 {
 	static const char *const cmds[][3] = {
 		/*
-		 * glibc is driven now: its stats work, but it has no profiler and no
-		 * mallctl ("prof status" says "unavailable" and succeeds: alloc-prof-glibc)
+		 * glibc is driven now: its stats work, but it has no profiler of its
+		 * own ("prof on" loads heapctl's: t_sampler.c) and no mallctl
 		 */
-		{ "prof", "on", NULL }, { "get", "opt.prof", NULL },
+		{ "prof", "on", "--sampler=native" }, { "get", "opt.prof", NULL },
 	};
 	struct victim vv, *v = &vv;
 	char why[512], reply[256];
@@ -429,6 +429,8 @@ static void test_not_jemalloc(void)
 		args[n++] = cmds[i][0];
 		if (cmds[i][1] && strcmp(cmds[i][0], "get"))
 			args[n++] = cmds[i][1];
+		if (cmds[i][2])
+			args[n++] = cmds[i][2];
 		args[n++] = "-p";
 		args[n++] = v->spid;
 		if (!strcmp(cmds[i][0], "get"))
@@ -457,7 +459,8 @@ static void test_no_prof(void)
 		t_fail("%s", why);
 		return;
 	}
-	hc_run(&r, NULL, "prof", "on", "-p", v->spid, NULL);
+	/* the allocator's own profiler; "prof on" alone loads heapctl's (sampler-jemalloc) */
+	hc_run(&r, NULL, "prof", "on", "-p", v->spid, "--sampler", "native", NULL);
 	if (expect_failure(&r, "prof on without opt.prof"))
 		goto out;
 	if (!strstr(r.err, "MALLOC_CONF=prof:true")) {
