@@ -197,6 +197,12 @@ $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_CFLAGS) $(JE_LIBS)
 
+# glibc malloc's fast path, hooked or not by heapctl's sampler
+$(B)/bench/mallocloop: bench/mallocloop.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -O2 -o $@ $<
+
 $(B)/demo/%: demo/%.c
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
@@ -298,6 +304,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@bench/run.sh $(B)
 	@bench/report.sh $(B)
+	@bench/sampler.sh $(B)
 
 format-check:
 	@git diff -U0 --no-color origin/main -- '*.c' '*.h' 2>/dev/null | \
@@ -315,6 +322,7 @@ clean:
 report-bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/report.sh $(B)
+	@bench/sampler.sh $(B)
 
 # ---- Hardening suites: fixtures, torture, fuzzing --------------------------------
 # tests/integration/t_hostile.c, t_kill.c, t_torture.c run in `make test` at a

@@ -457,9 +457,19 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 		} else {
 			r = t->alloc->prof_set(t, false, was, err);
 		}
-	} else if (mode == HC_SAMPLER_NATIVE ||
-		   (mode == HC_SAMPLER_AUTO && !sampling(t) && native_prof(t))) {
+	} else if (mode == HC_SAMPLER_NATIVE) {
 		r = t->alloc->prof_set(t, true, was, err);
+	} else if (mode == HC_SAMPLER_AUTO && !sampling(t)) {
+		/* the sampler's reads first, while nothing is stopped: native_prof() may stop the thread */
+		struct hc_err why = { 0 };
+		bool can_inject = inj_prepare(t, t->inj, &why) == 0;
+
+		if (native_prof(t))
+			r = t->alloc->prof_set(t, true, was, err);
+		else if (can_inject)
+			r = inj_on(t, t->inj, interval, err);
+		else
+			r = (*err = why, -1);
 	} else {
 		*was = sampling(t);
 		r = inj_on(t, t->inj, interval, err);

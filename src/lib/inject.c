@@ -158,10 +158,12 @@ static int read_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 
 int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
+	struct inj_prep prep = in->prep;
 	struct range *r;
 	size_t n;
 
 	memset(in, 0, sizeof(*in));
+	in->prep = prep;
 	r = read_maps(t, &n, in, err);
 	if (!r)
 		return -1;
@@ -286,6 +288,7 @@ static void object_slots(struct hc_target *t, const struct obj *o, const uint64_
 	struct dyn d;
 	char *strs = NULL;
 	Elf64_Rela *rel = NULL;
+	Elf64_Sym *syms = NULL;
 	uint64_t tab_at[2], tab_len[2];
 
 	if (read_dyn(t, o, &d, &e) < 0)
@@ -307,17 +310,26 @@ static void object_slots(struct hc_target *t, const struct obj *o, const uint64_
 		rel = malloc(nrel * sizeof(*rel));
 		if (!rel || mem_read(t->pid, t->memfd, tab_at[k], rel, nrel * sizeof(*rel), &e) < 0)
 			goto out;
+		{
+			/* the symbols the relocations name, in one read (no DT_ entry gives the count) */
+			uint32_t nsym = 0;
+
+			for (size_t i = 0; i < nrel; i++)
+				if (ELF64_R_SYM(rel[i].r_info) >= nsym)
+					nsym = (uint32_t)ELF64_R_SYM(rel[i].r_info) + 1;
+			free(syms);
+			syms = nsym && nsym < (1u << 20) ? malloc(nsym * sizeof(*syms)) : NULL;
+			if (!syms || mem_read(t->pid, t->memfd, d.symtab, syms, nsym * sizeof(*syms), &e) < 0)
+				continue;
+		}
 		for (size_t i = 0; i < nrel && *n < HCS_MAXSLOTS; i++) {
 			uint32_t type = ELF64_R_TYPE(rel[i].r_info), si = ELF64_R_SYM(rel[i].r_info);
 			uint64_t slot = rel[i].r_offset + o->bias;
-			Elf64_Sym sym;
 			int id, prot;
 
 			if (!si || (type != t->arch->r_jump_slot && type != t->arch->r_glob_dat))
 				continue;
-			if (mem_read(t->pid, t->memfd, d.symtab + si * sizeof(sym), &sym, sizeof(sym), &e) < 0)
-				continue;
-			if (sym.st_name >= d.strsz || (id = hook_id(strs + sym.st_name, orig)) < 0)
+			if (syms[si].st_name >= d.strsz || (id = hook_id(strs + syms[si].st_name, orig)) < 0)
 				continue;
 			prot = prot_at(maps, nmaps, slot);
 			if (prot < 0 || (slot & 7))
@@ -327,8 +339,16 @@ static void object_slots(struct hc_target *t, const struct obj *o, const uint64_
 		}
 	}
 out:
+	free(syms);
 	free(rel);
 	free(strs);
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct hcs_slot *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
 /*
@@ -392,6 +412,8 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, 
 	}
 	*n = k;
 	free(have);
+	/* by address: the sampler opens each read-only page once */
+	qsort(out, *n, sizeof(*out), by_addr);
 	return 0;
 }
 
@@ -514,15 +536,19 @@ static int write_field(struct hc_target *t, struct inj *in, size_t off, const vo
 }
 
 /* rescan: only hook what is new, and make no remote call if nothing is */
-static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool rescan,
-		   struct hc_err *err)
+void inj_free(struct inj *in)
+{
+	if (in)
+		free(in->prep.slots);
+	free(in);
+}
+
+int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
 	struct obj *own = obj_malloc_owner(t);
-	struct hcs_slot *slots;
-	uint64_t orig[HCS_NHOOK], ret, pagesz = (uint64_t)sysconf(_SC_PAGESIZE), a[2];
-	unsigned n;
-	int rc = -1;
+	struct inj_prep *p = &in->prep;
 
+	p->ready = false;
 	if (!own)
 		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->pid);
 	if (own->is_exe)
@@ -531,25 +557,40 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 				   "(jemalloc: MALLOC_CONF=prof:true,prof_active:false)",
 				   "the allocator is linked into %s: heapctl's sampler hooks allocators "
 				   "in shared libraries only", own->path);
-	find_originals(t, own, orig);
-	if (!orig[HCS_H_MALLOC] || !orig[HCS_H_FREE])
+	find_originals(t, own, p->orig);
+	if (!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE])
 		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->pid);
-	slots = calloc(HCS_MAXSLOTS, sizeof(*slots));
-	if (!slots)
+	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	/* before the borrow: only reads */
-	if (new_slots(t, in, orig, slots, &n, err) < 0)
-		goto out;
-	if (rescan && !n) {
-		rc = 0;
-		goto out;
-	}
+	if (new_slots(t, in, p->orig, p->slots, &p->n, err) < 0)
+		return -1;
+	p->ready = true;
+	return 0;
+}
+
+static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool rescan,
+		   struct hc_err *err)
+{
+	struct inj_prep *p = &in->prep;
+	struct hcs_slot *slots;
+	uint64_t *orig = p->orig, ret, pagesz = (uint64_t)sysconf(_SC_PAGESIZE), a[2];
+	unsigned n;
+	int rc = -1;
+
+	/* before the borrow, unless the caller did it already: only reads */
+	if (!p->ready && inj_prepare(t, in, err) < 0)
+		return -1;
+	p->ready = false; /* used once: the next operation works it out again */
+	slots = p->slots;
+	n = p->n;
+	if (rescan && !n)
+		return 0;
 	if (!in->state && load(t, in, err) < 0)
 		goto out;
 	if (!in->s.initialised) {
 		uint64_t text[2] = { in->text_lo, in->text_hi };
 
-		if (write_field(t, in, offsetof(struct hcs_state, orig), orig, sizeof(orig), err) < 0 ||
+		if (write_field(t, in, offsetof(struct hcs_state, orig), orig, sizeof(p->orig), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, text_lo), text, sizeof(text), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, pagesize), &pagesz, 8, err) < 0 ||
 		    call_fn(t, in->s.fn_init, NULL, 0, &ret, NULL, NULL, err) < 0)
@@ -584,7 +625,6 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 	pr_info("sampler: %u new slots, enabled with a mean interval of %" PRIu64 " bytes", n, interval);
 	rc = 0;
 out:
-	free(slots);
 	return rc;
 }
 

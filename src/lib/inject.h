@@ -27,10 +27,23 @@ struct inj {
 	uint64_t state;            /* its struct hcs_state, or 0 */
 	struct hcs_state s;        /* as last read */
 	bool loaded_now;
+	/* inj_prepare(): what inj_on() will do, worked out while nothing is stopped */
+	struct inj_prep {
+		bool ready;
+		uint64_t orig[HCS_NHOOK];
+		struct hcs_slot *slots;
+		unsigned n;
+	} prep;
 };
 
 /* Fills in: 1 loaded (in->s read), 0 not loaded, -1 error. */
 int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err);
+/*
+ * Reads only (no thread is stopped): the real definitions and the slots to
+ * hook, for the next inj_on().  Refuses a target the sampler cannot hook.
+ */
+int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err);
+void inj_free(struct inj *in);
 /* Load if needed, hook every slot not hooked yet, and sample with this mean interval. */
 int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err *err);
 /* Sampling on: hook the objects loaded since (nothing if none). */

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "procfs.h"
+#include "inject.h"
 #include "target.h"
 
 struct hc_target *target_new(pid_t pid)
@@ -30,7 +31,7 @@ void target_free(struct hc_target *t)
 	if (!t)
 		return;
 	objs_free(t);
-	free(t->inj);
+	inj_free(t->inj);
 	if (t->memfd >= 0)
 		close(t->memfd);
 	free(t);

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define HCS_MAGIC 0x314c504d41534348ull /* "HCSAMPL1" */
-#define HCS_VERSION 1
+#define HCS_VERSION 2
 /* The memfd's name: maps shows "/memfd:heapctl-sampler (deleted)". */
 #define HCS_NAME "heapctl-sampler"
 
@@ -68,8 +68,8 @@ struct hcs_stack {
 	uint64_t frames[HCS_MAXFRAMES]; /* return addresses, innermost first */
 };
 
-enum hcs_slot_state { HCS_SLOT_PENDING, HCS_SLOT_PATCHED, HCS_SLOT_RESTORED,
-		      HCS_SLOT_CHANGED, HCS_SLOT_FAILED };
+/* pending: not hooked (or put back); changed: the process wrote it since, left alone */
+enum hcs_slot_state { HCS_SLOT_PENDING, HCS_SLOT_PATCHED, HCS_SLOT_CHANGED, HCS_SLOT_FAILED };
 
 /* One GOT slot: heapctl fills addr, id and prot; the sampler the rest. */
 struct hcs_slot {

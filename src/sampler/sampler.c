@@ -42,8 +42,9 @@
 
 /* ---- tables: .bss, untouched (and so not resident) until used ---------------------- */
 
-static struct hcs_live live_tab[1u << HCS_LIVE_BITS];
-static uint8_t filter_tab[1u << HCS_FILTER_BITS];
+/* Aligned to any page size: emptied with MADV_DONTNEED, which also gives their memory back. */
+static struct hcs_live live_tab[1u << HCS_LIVE_BITS] __attribute__((aligned(65536)));
+static uint8_t filter_tab[1u << HCS_FILTER_BITS] __attribute__((aligned(65536)));
 static struct hcs_stack stack_tab[HCS_STACKS];
 static uint32_t stack_hash[1u << HCS_STACK_HASH_BITS];
 static struct hcs_slot slot_tab[HCS_MAXSLOTS];
@@ -555,83 +556,123 @@ static int init(void)
 	return 0;
 }
 
-/* Write v into the slot at addr if it holds old; the page made writable for the moment. */
-static int swap_slot(struct hcs_slot *s, uint64_t old, uint64_t v)
+/*
+ * Slots [i, end) that share slot i's page, made writable for the moment
+ * where RELRO made them read-only: one mprotect() pair per page, not per
+ * slot (each system call is two stops of the borrowed thread).
+ */
+static uint32_t page_end(uint32_t i)
 {
-	uint64_t page = s->addr & ~(hcs_state.pagesize - 1);
-	int ok, writable = (s->prot & PROT_WRITE) != 0;
+	uint64_t page = slot_tab[i].addr & ~(hcs_state.pagesize - 1);
+	uint32_t j = i + 1;
 
-	if (!writable && mprotect((void *)(uintptr_t)page, hcs_state.pagesize, PROT_READ | PROT_WRITE)) {
-		s->err = (uint32_t)errno;
-		return -1;
-	}
-	ok = CAS((uint64_t *)(uintptr_t)s->addr, &old, v);
-	if (!writable)
-		mprotect((void *)(uintptr_t)page, hcs_state.pagesize, (int)s->prot);
-	return ok ? 0 : 1;
+	while (j < hcs_state.nslots && j < HCS_MAXSLOTS &&
+	       (slot_tab[j].addr & ~(hcs_state.pagesize - 1)) == page)
+		j++;
+	return j;
 }
 
-/* Point the pending slots at the hooks; returns how many are hooked now. */
+static int page_open(uint32_t i, uint32_t end)
+{
+	void *page = (void *)(uintptr_t)(slot_tab[i].addr & ~(hcs_state.pagesize - 1));
+
+	if ((slot_tab[i].prot & PROT_WRITE) || !mprotect(page, hcs_state.pagesize, PROT_READ | PROT_WRITE))
+		return 0;
+	for (uint32_t k = i; k < end; k++)
+		slot_tab[k].err = (uint32_t)errno;
+	return -1;
+}
+
+static void page_close(uint32_t i)
+{
+	void *page = (void *)(uintptr_t)(slot_tab[i].addr & ~(hcs_state.pagesize - 1));
+
+	if (!(slot_tab[i].prot & PROT_WRITE))
+		mprotect(page, hcs_state.pagesize, (int)slot_tab[i].prot);
+}
+
+static int any_in(uint32_t i, uint32_t end, uint32_t state)
+{
+	for (uint32_t k = i; k < end; k++)
+		if (slot_tab[k].state == state)
+			return 1;
+	return 0;
+}
+
+/*
+ * Point the pending slots at the hooks (heapctl appends them sorted by
+ * address); returns how many are hooked now.
+ */
 static int patch(void)
 {
 	int n = 0;
 
-	for (uint32_t i = 0; i < hcs_state.nslots && i < HCS_MAXSLOTS; i++) {
-		struct hcs_slot *s = &slot_tab[i];
-		uint64_t hook = hcs_state.hook[s->id];
-
-		if (s->state == HCS_SLOT_PATCHED) {
-			n++;
+	for (uint32_t i = 0, end; i < hcs_state.nslots && i < HCS_MAXSLOTS; i = end) {
+		end = page_end(i);
+		if (!any_in(i, end, HCS_SLOT_PENDING))
+			continue;
+		if (page_open(i, end) < 0) {
+			for (uint32_t k = i; k < end; k++)
+				if (slot_tab[k].state == HCS_SLOT_PENDING)
+					slot_tab[k].state = HCS_SLOT_FAILED;
 			continue;
 		}
-		if (s->state != HCS_SLOT_PENDING)
-			continue;
-		for (int tries = 0; tries < 4; tries++) {
-			uint64_t cur = LOAD((uint64_t *)(uintptr_t)s->addr);
-			int r;
+		for (uint32_t k = i; k < end; k++) {
+			struct hcs_slot *s = &slot_tab[k];
+			uint64_t *slot = (uint64_t *)(uintptr_t)s->addr, hook = hcs_state.hook[s->id], cur;
 
-			if (cur == hook) {
-				s->state = HCS_SLOT_FAILED; /* someone else's copy of our hook: leave it */
-				break;
-			}
+			if (s->state != HCS_SLOT_PENDING)
+				continue;
+			/* the loader may resolve a lazy slot meanwhile: read again and retry */
+			do {
+				cur = LOAD(slot);
+			} while (cur != hook && !CAS(slot, &cur, hook));
+			/* a hook already there is someone else's copy of ours: leave it */
+			s->state = cur == hook ? HCS_SLOT_FAILED : HCS_SLOT_PATCHED;
 			s->saved = cur;
-			r = swap_slot(s, cur, hook);
-			if (r == 0) {
-				s->state = HCS_SLOT_PATCHED;
-				n++;
-			} else if (r < 0) {
-				s->state = HCS_SLOT_FAILED;
-			} else {
-				continue; /* the loader resolved it meanwhile: again */
-			}
-			break;
 		}
+		page_close(i);
 	}
+	for (uint32_t i = 0; i < hcs_state.nslots && i < HCS_MAXSLOTS; i++)
+		n += slot_tab[i].state == HCS_SLOT_PATCHED;
 	return n;
 }
 
-/* Put back what patch() changed, where the slot still holds the hook; returns how many could not be. */
+/*
+ * Put back what patch() changed, where the slot still holds the hook;
+ * returns how many could not be.  Restored slots become pending: a later
+ * "prof on" hooks them again.
+ */
 static int unpatch(void)
 {
 	int left = 0;
 
 	STORE(&hcs_state.enabled, 0);
-	for (uint32_t i = 0; i < hcs_state.nslots && i < HCS_MAXSLOTS; i++) {
-		struct hcs_slot *s = &slot_tab[i];
-
-		if (s->state != HCS_SLOT_PATCHED)
+	for (uint32_t i = 0, end; i < hcs_state.nslots && i < HCS_MAXSLOTS; i = end) {
+		end = page_end(i);
+		if (!any_in(i, end, HCS_SLOT_PATCHED))
 			continue;
-		if (swap_slot(s, hcs_state.hook[s->id], s->saved) == 0) {
-			s->state = HCS_SLOT_RESTORED;
-		} else {
-			s->state = HCS_SLOT_CHANGED;
-			left++;
+		if (page_open(i, end) < 0) {
+			/* still hooked, still passing every call through */
+			for (uint32_t k = i; k < end; k++)
+				left += slot_tab[k].state == HCS_SLOT_PATCHED;
+			continue;
 		}
+		for (uint32_t k = i; k < end; k++) {
+			struct hcs_slot *s = &slot_tab[k];
+			uint64_t hook = hcs_state.hook[s->id];
+
+			if (s->state != HCS_SLOT_PATCHED)
+				continue;
+			if (CAS((uint64_t *)(uintptr_t)s->addr, &hook, s->saved)) {
+				s->state = HCS_SLOT_PENDING;
+			} else {
+				s->state = HCS_SLOT_CHANGED;
+				left++;
+			}
+		}
+		page_close(i);
 	}
-	/* Restored slots may be patched again by a later "prof on". */
-	for (uint32_t i = 0; i < hcs_state.nslots && i < HCS_MAXSLOTS; i++)
-		if (slot_tab[i].state == HCS_SLOT_RESTORED)
-			slot_tab[i].state = HCS_SLOT_PENDING;
 	return left;
 }
 
@@ -647,10 +688,12 @@ static int enable(uint64_t interval, uint32_t on)
 	}
 	/* the tables are zero until a first start; after a stop, or in a fork()ed child, stale */
 	if (!LOAD(&hcs_state.enabled) && (hcs_state.generation || hcs_state.in_child)) {
-		for (size_t i = 0; i < sizeof(live_tab) / sizeof(live_tab[0]); i++)
-			STORE(&live_tab[i].ptr, 0);
-		for (size_t i = 0; i < sizeof(filter_tab); i++)
-			STORE(&filter_tab[i], 0);
+		if (madvise(live_tab, sizeof(live_tab), MADV_DONTNEED))
+			for (size_t i = 0; i < sizeof(live_tab) / sizeof(live_tab[0]); i++)
+				STORE(&live_tab[i].ptr, 0);
+		if (madvise(filter_tab, sizeof(filter_tab), MADV_DONTNEED))
+			for (size_t i = 0; i < sizeof(filter_tab); i++)
+				STORE(&filter_tab[i], 0);
 		STORE(&hcs_state.live_count, 0);
 		STORE(&hcs_state.in_child, 0);
 	}

@@ -28,6 +28,7 @@ struct redis {
 	char port[16], dir[300], log[340];
 	pid_t pid;
 	char spid[16];
+	bool no_prof; /* started without MALLOC_CONF=prof:true: heapctl's sampler profiles it */
 };
 
 /* redis-cli -p PORT args...; output in r. */
@@ -71,7 +72,7 @@ static int redis_try(struct redis *rd)
 	logfd = open(rd->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	o.out_fd = o.err_fd = logfd;
 	o.cwd = rd->dir;
-	o.setenv_kv = env;
+	o.setenv_kv = rd->no_prof ? NULL : env;
 	rd->pid = spawn(argv, &o, why, sizeof(why));
 	if (logfd >= 0)
 		close(logfd);
@@ -308,7 +309,98 @@ out:
 	redis_stop(&rd);
 }
 
+/*
+ * Debian's redis-server started the usual way, without prof:true, under
+ * redis-benchmark: heapctl's sampler is loaded, dumped from and taken out
+ * again and again, leak runs on it, and every key is intact.
+ */
+static void test_redis_sampler(void)
+{
+	static const char *const ping[] = { "ping", NULL };
+	char why[512], dump[400], svg[400];
+	struct redis rd = { .pid = -1, .no_prof = true };
+	struct hproc bp;
+	struct hres r = { 0 }, br = { 0 };
+	int rounds = 0;
+	bool bench_running = false;
+
+	if (!find_in_path("redis-server", rd.server, sizeof(rd.server)) ||
+	    !find_in_path("redis-cli", rd.cli, sizeof(rd.cli)) ||
+	    !find_in_path("redis-benchmark", rd.bench, sizeof(rd.bench))) {
+		t_skip(true, "redis-server, redis-cli or redis-benchmark not installed");
+		return;
+	}
+	if (redis_start(&rd) || set_keys(&rd))
+		goto out;
+	{
+		const char *argv[] = {
+			rd.bench, "-h", "127.0.0.1", "-p", rd.port, "-q", "-n", "100000",
+			"-t", "set,get,lpush,lpop", "-P", "8", NULL,
+		};
+
+		if (prog_start(&bp, argv)) {
+			t_fail("cannot start redis-benchmark");
+			goto out;
+		}
+		bench_running = true;
+	}
+	do {
+		snprintf(dump, sizeof(dump), "%s/redis-smp.%d.heap", rd.dir, rounds);
+		if (hc_expect(&r, 0, "prof", "on", "-p", rd.spid, NULL))
+			goto out;
+		if (!rounds && !strstr(r.out, "heapctl's sampler")) {
+			t_fail("prof on, redis without prof:true: %.300s", r.out);
+			goto out;
+		}
+		hres_free(&r);
+		if (hc_expect(&r, 0, "dump", "-p", rd.spid, "-o", dump, NULL))
+			goto out;
+		hres_free(&r);
+		if (!file_starts_with(dump, "heap_v2/", why, sizeof(why))) {
+			t_fail("redis dump: %s", why);
+			goto out;
+		}
+		unlink(dump);
+		if (hc_expect(&r, 0, "prof", "off", "-p", rd.spid, NULL))
+			goto out;
+		hres_free(&r);
+		if (proc_check_tasks(rd.pid, false, why, sizeof(why))) {
+			t_fail("redis: %s", why);
+			goto out;
+		}
+		rounds++;
+	} while (rounds < 30 && !pid_exited(bp.pid));
+	snprintf(svg, sizeof(svg), "%s/redis-leak.svg", rd.dir);
+	if (hc_expect(&r, 0, "leak", "-p", rd.spid, "--for", "1", "-o", svg, NULL))
+		goto out;
+	hres_free(&r);
+	hc_finish(&bp, &br, 180);
+	bench_running = false;
+	if (hres_exit(&br) != 0 || strcasestr_(br.out, "error") || strcasestr_(br.err, "error")) {
+		t_fail("redis-benchmark: %s %.200s", hres_desc(&br), br.out);
+		goto out;
+	}
+	t_note("%d rounds of prof on/dump/prof off with heapctl's sampler during redis-benchmark",
+	       rounds);
+	if (check_keys(&rd))
+		goto out;
+	cli(&rd, &r, ping);
+	if (hres_exit(&r) != 0 || !strstr(r.out, "PONG"))
+		t_fail("redis no longer answers PING: %s", hres_desc(&r));
+	else if (proc_check_tasks(rd.pid, false, why, sizeof(why)))
+		t_fail("redis: %s", why);
+out:
+	if (bench_running) {
+		hc_finish(&bp, &br, 1);
+		kill_wait(bp.pid);
+	}
+	hres_free(&br);
+	hres_free(&r);
+	redis_stop(&rd);
+}
+
 const struct itest t_redis_tests[] = {
 	{ "redis-under-load", test_redis, 600 },
+	{ "redis-sampler", test_redis_sampler, 600 },
 	{ NULL, NULL, 0 },
 };

@@ -220,12 +220,14 @@ static void test_static_refused(void)
  */
 static void test_hammer(void)
 {
-	char reply[512], out[512];
+	char reply[512], out[512], *fds0, *fds1;
 	struct hres r = { 0 };
 	struct victim v;
 
 	if (!start(&v, "glibc_torture", NULL, NULL))
 		return;
+	/* the hammers make glibc arenas as they go: the maps are theirs to change; the fds are not */
+	fds0 = proc_fd_set(v.pid);
 	snprintf(out, sizeof(out), "%s/smp-h.%s.heap", cfg.tmpdir, v.spid);
 	for (int i = 0; i < 8 && !t_failed(); i++) {
 		hc_expect(&r, 0, "prof", "on", "-p", v.spid, "--sample-bytes", i & 1 ? "4K" : "64K", NULL);
@@ -238,7 +240,12 @@ static void test_hammer(void)
 			break;
 	}
 	remove(out);
-	victim_check(&v, 0);
+	fds1 = proc_fd_set(v.pid);
+	if (!fds0 || !fds1 || strcmp(fds0, fds1))
+		t_fail("the victim's fds changed: before %s, after %s", fds0 ? fds0 : "?", fds1 ? fds1 : "?");
+	free(fds0);
+	free(fds1);
+	victim_check(&v, VC_NO_PROC);
 	victim_stop(&v);
 }
 

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# bench/sampler.sh BUILD_DIR
+#
+# What heapctl's injected sampler costs a process started without a
+# profiler, next to what a user would use instead, in the same run.  Not a
+# pass/fail test: it prints a table.
+#
+#   fast path     ns per malloc/free pair (64 B, glibc, bench/mallocloop.c):
+#                 before prof on, sampling, and after prof off
+#   redis         Debian's redis-server (no prof:true) under redis-benchmark
+#                 (set, get, lpush, lpop; pipelined): requests/s with no
+#                 profiler, with heapctl's sampler on, and under heaptrack -p
+#   pause         how long prof on (loading the sampler) and prof off kept the
+#                 borrowed thread stopped
+#
+# Knobs (environment): BENCH_LOOP (2000000 pairs), BENCH_REDIS_N (200000
+# requests per test), BENCH_REDIS_ROUNDS (3, best of).
+set -u
+export LC_ALL=C
+
+build=${1:-build}
+heapctl=$build/heapctl
+loop=$build/bench/mallocloop
+pairs=${BENCH_LOOP:-2000000}
+rn=${BENCH_REDIS_N:-200000}
+rounds=${BENCH_REDIS_ROUNDS:-3}
+
+die()
+{
+	echo "bench: $*" >&2
+	exit 1
+}
+
+for f in "$heapctl" "$loop"; do
+	[ -x "$f" ] || die "$f not found; run 'make' first"
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/heapctl-bench-smp.XXXXXX") || die "mktemp failed"
+lpid=
+rpid=
+hpid=
+cleanup()
+{
+	for p in $hpid $lpid $rpid; do
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+# heapctl -v ARGS: prints the stopped time (us) of its borrow, or n/a.
+pause_of()
+{
+	"$heapctl" -v "$@" 2>&1 >/dev/null |
+		awk '/borrowed tid/ { for (i = 1; i <= NF; i++) if ($i == "for") { print $(i + 1); f = 1 } }
+		     END { if (!f) print "n/a" }'
+}
+
+# ---- the fast path ------------------------------------------------------------------
+mkfifo "$tmp/lin" "$tmp/lout" || die "mkfifo failed"
+"$loop" <"$tmp/lin" >"$tmp/lout" &
+lpid=$!
+exec {lin}>"$tmp/lin" {lout}<"$tmp/lout"
+read -t 10 -r word <&"$lout" && [ "$word" = ready ] || die "mallocloop did not start"
+loop_run()
+{
+	local ns
+	echo "run $pairs 64" >&"$lin"
+	read -t 120 -r ns <&"$lout" || die "mallocloop did not answer"
+	echo "$ns"
+}
+before=$(loop_run)
+on_pause=$(pause_of prof on -p "$lpid")
+during=$(loop_run)
+off_pause=$(pause_of prof off -p "$lpid")
+after=$(loop_run)
+exec {lin}>&- {lout}<&-
+wait "$lpid" 2>/dev/null
+lpid=
+
+printf '%-24s no profiler %s ns    sampling %s ns (+%s ns)    after prof off %s ns\n' \
+	"fast path (malloc+free)" "$before" "$during" \
+	"$(awk -v a="$during" -v b="$before" 'BEGIN { printf "%.1f", a - b }')" "$after"
+printf '%-24s (64-byte pairs, best of 5 x %s; goal: <= 10 ns added)\n' "" "$pairs"
+printf '%-24s prof on (loads the sampler) %s us    prof off %s us\n' "pause" "$on_pause" "$off_pause"
+
+# ---- redis ----------------------------------------------------------------------------
+if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+	printf '%-24s not measured: redis-server or redis-benchmark not installed\n' "redis"
+	exit 0
+fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null)
+[ -n "$port" ] || die "no free port"
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+	--dir "$tmp" >"$tmp/redis.log" 2>&1 &
+rpid=$!
+for _ in $(seq 100); do
+	redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
+	sleep 0.1
+done
+redis-cli -p "$port" ping 2>/dev/null | grep -q PONG || die "redis-server did not start"
+
+# requests/s, summed over set, get, lpush and lpop, best of $rounds
+rps()
+{
+	local best=0 r
+	for _ in $(seq "$rounds"); do
+		r=$(redis-benchmark -p "$port" -t set,get,lpush,lpop -n "$rn" -P 16 -q 2>/dev/null |
+			tr '\r' '\n' | awk '/requests per second/ { for (i = 1; i <= NF; i++)
+				if ($(i + 1) == "requests") s += $i } END { printf "%.0f", s }')
+		[ "${r:-0}" -gt "$best" ] && best=$r
+	done
+	echo "$best"
+}
+base=$(rps)
+"$heapctl" prof on -p "$rpid" >/dev/null 2>&1 || die "prof on failed on redis-server"
+with=$(rps)
+"$heapctl" dump -p "$rpid" -o "$tmp/redis.heap" >/dev/null 2>&1 || die "dump failed on redis-server"
+"$heapctl" prof off -p "$rpid" >/dev/null 2>&1 || die "prof off failed on redis-server"
+ht="not measured: heaptrack not installed"
+if command -v heaptrack >/dev/null; then
+	# heaptrack -p injects through gdb's "call", then records every allocation
+	(cd "$tmp" && exec heaptrack -p "$rpid") >"$tmp/ht.log" 2>&1 &
+	hpid=$!
+	for _ in $(seq 300); do
+		grep -q "injection finished" "$tmp/ht.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	if grep -q "injection finished" "$tmp/ht.log"; then
+		h=$(rps)
+		ht=$(awk -v a="$h" -v b="$base" 'BEGIN { printf "%.0f req/s (%.2f of none)", a, a / b }')
+	else
+		# its gdb is stuck in the call (it fails on CPUs with AMX state): let redis go
+		pkill -KILL -P "$hpid" 2>/dev/null
+		pkill -KILL -f "gdb --batch-silent.* -p $rpid " 2>/dev/null
+		kill -CONT "$rpid" 2>/dev/null
+		ht="could not inject within 30 s (gdb's call into redis never returned; redis stayed stopped meanwhile)"
+	fi
+	kill -INT "$hpid" 2>/dev/null
+fi
+printf '%-24s none %s req/s    heapctl sampler %s req/s (%.2f of none; goal >= 0.95)\n' \
+	"redis throughput" "$base" "$with" "$(awk -v a="$with" -v b="$base" 'BEGIN { print a / b }')"
+printf '%-24s heaptrack -p %s\n' "" "$ht"
+if command -v memleak-bpfcc >/dev/null; then
+	printf '%-24s bcc memleak: installed but not measured here\n' ""
+else
+	printf '%-24s bcc memleak: not measured (bpfcc-tools not installed)\n' ""
+fi
+printf '%-24s (set, get, lpush, lpop; %s requests each, -P 16; best of %s)\n' "" "$rn" "$rounds"
