@@ -171,9 +171,9 @@ static void jemalloc(pid_t pid, const struct hc_stats *st, const struct hc_maps 
 	    "takes them back");
 	add(d, HC_CAUSE_FRAGMENTATION, frag,
 	    "heapctl purge cannot return this: jemalloc gives back only wholly free pages.  It "
-	    "shrinks as the live objects beside the holes are freed; a program that can move "
-	    "its objects defragments (Redis: CONFIG SET activedefrag yes); fewer arenas "
-	    "(MALLOC_CONF=narenas:N at start) spread them less",
+	    "shrinks as the live objects beside the holes are freed or reallocated; a program "
+	    "that moves its objects can compact it (Redis built with its bundled jemalloc: "
+	    "CONFIG SET activedefrag yes)",
 	    "free space inside pages that also hold live objects (active %s less allocated %s)",
 	    sz(st->active, a, sizeof(a)), sz(st->allocated, b, sizeof(b)));
 	add(d, HC_CAUSE_METADATA, meta,
