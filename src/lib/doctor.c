@@ -209,8 +209,21 @@ static void glibc(pid_t pid, const struct hc_stats *st, const struct hc_maps *m,
 	 * in RSS.  The sub-page holes between live chunks are resident, so
 	 * they are counted first; whole free pages get what is left.
 	 */
-	if (!fig(st, "trimmable", &trim))
-		trim = 0;
+	if (!fig(st, "trimmable", &trim)) {
+		/* no malloc_info (a static binary): no sizes to split the free chunks by */
+		frag = min64(ford, sub(region, uord));
+		d->live = st->allocated;
+		d->active = st->allocated + frag;
+		d->resident = region + hblkhd;
+		add(d, HC_CAUSE_FRAGMENTATION, frag,
+		    "heapctl purge (malloc_trim) returns only the whole free pages of this, and "
+		    "without malloc_info() heapctl cannot tell how many there are: measure with "
+		    "heapctl purge --json",
+		    "free chunks in glibc's arenas, resident (malloc_info() is missing, so what "
+		    "malloc_trim can return of them is unknown)");
+		*inside = region + hblkhd;
+		return;
+	}
 	untrim = sub(ford, trim);
 	res_free = sub(region, uord);
 	frag = min64(untrim, res_free);

@@ -157,6 +157,14 @@ static void glibc_trimmed(void)
 	      "arenas: %s", f ? f->explanation : "none");
 	f = find(&d, HC_CAUSE_FRAGMENTATION);
 	CHECK(f && f->bytes == 2 * MiB, "frag in the main arena");
+	/* no malloc_info (a static binary): one finding, no promise either way */
+	st.nfig = 3;
+	hc_doctor_run(7, &st, &m, NULL, &d);
+	check_shape(&d);
+	f = find(&d, HC_CAUSE_FRAGMENTATION);
+	CHECK(f && f->bytes == 32 * MiB && strstr(f->advice, "cannot tell") &&
+		      !find(&d, HC_CAUSE_ARENA_FREE) && !find(&d, HC_CAUSE_ARENAS),
+	      "without malloc_info: %s", f ? f->advice : "none");
 	end();
 }
 
