@@ -314,6 +314,11 @@ struct hc_stats {
 	char version[64];
 	uint64_t allocated, active, metadata, resident, mapped, retained, dirty, muzzy;
 	uint64_t rss; /* from /proc/PID/status */
+	/*
+	 * jemalloc: free objects held in thread caches (stats.arenas.<i>.tcache_bytes),
+	 * counted in allocated; 0 elsewhere (tcmalloc's are a figure).
+	 */
+	uint64_t tcache;
 	unsigned narenas;
 	/*
 	 * Drivers other than jemalloc describe themselves with figures; the
@@ -400,6 +405,7 @@ struct hc_maps {
 	uint64_t rss_sum;     /* sum of every mapping's Rss */
 	uint64_t rss_rollup;  /* smaps_rollup Rss, 0 if unknown */
 	uint64_t vmrss;       /* /proc/PID/status VmRSS, 0 if unknown */
+	unsigned threads;     /* /proc/PID/status Threads, 0 if unknown */
 };
 
 /* "heap", "arena", "stack", "alloc", "file", "anon", "shm" (JSON keys). */
@@ -413,6 +419,68 @@ HC_API HC_MUST_CHECK int hc_maps_parse(const char *text, size_t len, struct hc_m
 HC_API HC_MUST_CHECK int hc_maps_read(pid_t pid, struct hc_maps *m, struct hc_err *err);
 /* One-line diagnosis of m, e.g. "37 glibc arenas hold 1.9 GiB resident of 2.3 GiB ...". */
 HC_API void hc_maps_diagnose(const struct hc_maps *m, char *out, size_t len);
+
+/*
+ * heapctl doctor: the process's RSS explained, cause by cause, from the
+ * allocator's figures (hc_stats_get()) and /proc/PID/smaps (hc_maps_read())
+ * taken one after the other.  Pure: nothing is read or stopped.
+ */
+enum hc_cause {
+	HC_CAUSE_DIRTY,         /* freed pages the allocator keeps mapped; purge returns them */
+	HC_CAUSE_MUZZY,         /* jemalloc: lazily released pages (MADV_FREE) */
+	HC_CAUSE_FRAGMENTATION, /* free space among live objects; purge cannot return it */
+	HC_CAUSE_ARENA_FREE,    /* glibc: whole free pages in the arenas; malloc_trim returns them */
+	HC_CAUSE_ARENAS,        /* glibc: free memory stranded in many thread arenas */
+	HC_CAUSE_METADATA,      /* the allocator's bookkeeping */
+	HC_CAUSE_TCACHE,        /* free objects in per-thread caches */
+	HC_CAUSE_STACKS,        /* thread stacks */
+	HC_CAUSE_SHARED,        /* shared memory */
+	HC_CAUSE_FILE,          /* file-backed pages */
+	HC_CAUSE_ANON,          /* anonymous memory the allocator does not account for */
+	HC_CAUSE_RETAINED,      /* address space kept for reuse: not RSS */
+	HC_CAUSE__COUNT
+};
+
+/* "dirty", "muzzy", "fragmentation", "arena_free", ... (the JSON and Prometheus words). */
+HC_API const char *hc_cause_key(enum hc_cause c);
+
+struct hc_finding {
+	enum hc_cause cause;
+	uint64_t bytes;
+	bool rss;              /* false: address space only (retained), not part of the RSS */
+	char explanation[400]; /* what it is, for this process */
+	char advice[400];      /* the command or setting that addresses it, or why none does */
+};
+
+/* Settings that only shape the advice, read in the same borrow; unknown as below. */
+#define HC_DECAY_UNKNOWN INT64_MIN
+struct hc_doctor_settings {
+	int64_t dirty_decay_ms;  /* jemalloc arena 0's; -1 never, HC_DECAY_UNKNOWN */
+	int64_t muzzy_decay_ms;
+	int background_thread;   /* 1, 0, or -1 unknown */
+};
+
+struct hc_doctor {
+	uint64_t rss;         /* smaps' Rss sum: the total the findings explain */
+	uint64_t allocated;   /* the allocator's own figure (jemalloc: tcache included) */
+	uint64_t live;        /* allocated, less what thread caches hold */
+	uint64_t active;      /* jemalloc's active; an estimate elsewhere (live + fragmentation) */
+	uint64_t resident;    /* the allocator's pages in RAM (an estimate outside jemalloc) */
+	/* as Redis' INFO memory prints them; 0 when a figure is missing */
+	double frag_ratio;         /* rss / allocated (mem_fragmentation_ratio) */
+	double alloc_frag_ratio;   /* active / allocated (allocator_frag_ratio) */
+	double alloc_rss_ratio;    /* resident / active (allocator_rss_ratio) */
+	double rss_overhead_ratio; /* rss / resident (rss_overhead_ratio) */
+	uint64_t unexplained; /* rss less live and every RSS finding, if any is left */
+	unsigned threads, narenas;
+	/* RSS findings by bytes, largest first, then those that are not RSS */
+	struct hc_finding f[HC_CAUSE__COUNT];
+	unsigned n;
+};
+
+/* s may be NULL (advice without the settings); pid only goes into the advice's commands. */
+HC_API void hc_doctor_run(pid_t pid, const struct hc_stats *st, const struct hc_maps *m,
+			  const struct hc_doctor_settings *s, struct hc_doctor *d);
 
 /* Timing of the last operation, for -v and benchmarks. */
 struct hc_timing {

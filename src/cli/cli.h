@@ -219,6 +219,7 @@ int cmd_report(struct cli_env *env);
 int cmd_leak(struct cli_env *env);
 int cmd_maps(struct cli_env *env);
 int cmd_watch(struct cli_env *env);
+int cmd_doctor(struct cli_env *env);
 
 /*
  * cmd_stats.c: the figures of stats --json as one JSON object on f; time

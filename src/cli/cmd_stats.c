@@ -135,6 +135,38 @@ static void prom_metric(FILE *f, const char *name, bool bytes, const char *help,
 	fprintf(f, "\"} %llu\n", (unsigned long long)v);
 }
 
+/*
+ * heapctl doctor's findings, one series per cause: from the figures of the
+ * same borrow and smaps, read now that the thread is given back.  Nothing
+ * when smaps cannot be read (the process has just exited).
+ */
+static void prom_findings(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st)
+{
+	struct hc_doctor *d = malloc(sizeof(*d));
+	struct hc_maps m;
+	struct hc_err err;
+
+	memset(&err, 0, sizeof(err));
+	if (!d || hc_maps_read(pid, &m, &err)) {
+		free(d);
+		return;
+	}
+	hc_doctor_run(pid, st, &m, NULL, d);
+	fputs("# HELP heapctl_finding_bytes what heapctl doctor finds behind the RSS, by cause "
+	      "(retained: address space, not RSS)\n"
+	      "# TYPE heapctl_finding_bytes gauge\n",
+	      f);
+	for (unsigned i = 0; i < d->n; i++) {
+		fprintf(f, "heapctl_finding_bytes{pid=\"%d\",comm=\"", (int)pid);
+		prom_label(f, comm);
+		fputs("\",allocator=\"", f);
+		prom_label(f, st->allocator);
+		fprintf(f, "\",cause=\"%s\"} %llu\n", hc_cause_key(d->f[i].cause),
+			(unsigned long long)d->f[i].bytes);
+	}
+	free(d);
+}
+
 void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st)
 {
 	size_t i;
@@ -143,6 +175,7 @@ void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats 
 		for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
 			prom_metric(f, figures[i].name, true, figures[i].what, figure(st, i), pid,
 				    comm, st->allocator);
+		prom_findings(f, pid, comm, st);
 		return;
 	}
 	/* what every driver fills, then the allocator's own figures */
@@ -155,6 +188,7 @@ void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats 
 			    !strstr(st->fig[i].what, "(count)") && !strstr(st->fig[i].what, "(0/1)"),
 			    st->fig[i].what, st->fig[i].value, pid, comm, st->allocator);
 	prom_metric(f, "rss", true, figures[8].what, st->rss, pid, comm, st->allocator);
+	prom_findings(f, pid, comm, st);
 }
 
 /*

@@ -274,6 +274,23 @@ static const char maps_examples[] =
 	"    heapctl maps -p 1234\n"
 	"    heapctl maps -p \"$(pidof -s mysqld)\" --json | jq .glibc_arenas\n";
 
+static const char doctor_help[] =
+	"Explain the process's RSS: the live allocations, then the rest cause by\n"
+	"cause, largest first, each with its size, what it means and the command or\n"
+	"setting that addresses it (dirty and muzzy pages, fragmentation, glibc's\n"
+	"trimmable free pages and arenas, metadata, thread caches, stacks, shared\n"
+	"memory, files, other anonymous memory; retained address space apart, as it\n"
+	"is not RSS), with Redis' ratios.  One borrow reads the allocator's figures;\n"
+	"/proc/PID/smaps is read after.  Advice names 'heapctl purge' only for what\n"
+	"a purge returns.\n";
+static const char doctor_opts[] =
+	"  --json              one JSON object: pid, allocator, rss, allocated,\n"
+	"                      ratios, findings (cause, bytes, explanation, advice;\n"
+	"                      largest first) and not_rss\n";
+static const char doctor_examples[] =
+	"    heapctl doctor -p 1234\n"
+	"    heapctl doctor -p \"$(pidof -s mysqld)\" --json | jq '.findings[0]'\n";
+
 #define CMD(n, o, lo, hi, use, sum, opts_text)                                              \
 	{                                                                                   \
 		.name = #n, .fn = cmd_##n, .opts = (o), .min_args = (lo), .max_args = (hi), \
@@ -295,6 +312,8 @@ static const struct cli_cmd cmds[] = {
 	CMD(stats, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_FULL | CLI_O_OPTS | CLI_O_FORMAT, 0, 0,
 	    "heapctl stats -p PID [--json | --format prometheus | --full [--opts STR]]",
 	    "where the heap memory is: live, allocator overhead, dirty, RSS", stats_opts),
+	CMD(doctor, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl doctor -p PID [--json]",
+	    "why the RSS is what it is: causes, largest first, with advice", doctor_opts),
 	CMD(purge, CLI_O_COMMON | CLI_O_PID | CLI_O_ARENA | CLI_O_JSON, 0, 0,
 	    "heapctl purge -p PID [--arena N] [--json]",
 	    "return dirty pages to the OS and show what it saved", purge_opts),

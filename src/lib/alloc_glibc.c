@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <expat.h>
 
@@ -270,8 +271,23 @@ struct xml_ctx {
 	struct gl_xml *x;
 	int depth;
 	int heap; /* index into x->arena while inside <heap>, else -1 */
+	bool in_heap;
 	bool in_sizes;
+	struct gl_arena cur; /* the <heap> being read, whether arena[] has room or not */
+	uint64_t page;
 };
+
+uint64_t gl_trim_estimate(uint64_t size, uint64_t page)
+{
+	/*
+	 * mtrim() frees from the first page boundary past the chunk header
+	 * plus a struct malloc_chunk (48 bytes on 64-bit): half a page in on
+	 * average.
+	 */
+	uint64_t skip = 48 + page / 2;
+
+	return size > skip ? (size - skip) & ~(page - 1) : 0;
+}
 
 static uint64_t attr_u64(const XML_Char **at, const char *name)
 {
@@ -303,11 +319,11 @@ static void XMLCALL on_start(void *arg, const XML_Char *el, const XML_Char **at)
 	}
 	if (!strcmp(el, "heap") && c->depth == 2) {
 		c->heap = -1;
-		if (x->narenas < GL_MAX_ARENAS) {
+		if (x->narenas < GL_MAX_ARENAS)
 			c->heap = (int)x->narenas;
-			memset(&x->arena[c->heap], 0, sizeof(x->arena[0]));
-			x->arena[c->heap].nr = (unsigned)attr_u64(at, "nr");
-		}
+		memset(&c->cur, 0, sizeof(c->cur));
+		c->cur.nr = (unsigned)attr_u64(at, "nr");
+		c->in_heap = true;
 		x->narenas_total++;
 		x->narenas = x->narenas < GL_MAX_ARENAS ? x->narenas + 1 : x->narenas;
 		return;
@@ -316,10 +332,19 @@ static void XMLCALL on_start(void *arg, const XML_Char *el, const XML_Char **at)
 		c->in_sizes = true;
 		return;
 	}
-	if (c->in_sizes)
+	if (c->in_sizes) {
+		/* <size from to total count/> and <unsorted .../>: the free chunks, by size */
+		uint64_t total = attr_u64(at, "total"), count = attr_u64(at, "count");
+
+		if (c->in_heap && c->depth == 4 && count &&
+		    (!strcmp(el, "size") || !strcmp(el, "unsorted"))) {
+			c->cur.binned += total;
+			c->cur.trim += count * gl_trim_estimate(total / count, c->page);
+		}
 		return;
+	}
 	/* <total>, <system>, <aspace>: in a heap (depth 3) or for the process (depth 2) */
-	a = c->depth == 3 && c->heap >= 0 ? &x->arena[c->heap] : c->depth == 2 ? &x->all : NULL;
+	a = c->depth == 3 && c->in_heap ? &c->cur : c->depth == 2 ? &x->all : NULL;
 	if (!a)
 		return;
 	type = attr_str(at, "type");
@@ -347,16 +372,32 @@ static void XMLCALL on_end(void *arg, const XML_Char *el)
 {
 	struct xml_ctx *c = arg;
 
-	if (!strcmp(el, "sizes"))
+	if (!strcmp(el, "sizes")) {
 		c->in_sizes = false;
-	else if (!strcmp(el, "heap") && c->depth == 2)
+	} else if (!strcmp(el, "heap") && c->depth == 2) {
+		struct gl_xml *x = c->x;
+		struct gl_arena *a = &c->cur;
+
+		/* "rest" is the top chunk plus the binned chunks that are not fastbins' */
+		if (a->nr == 0 && a->rest + a->fast > a->binned)
+			a->trim += gl_trim_estimate(a->rest + a->fast - a->binned, c->page);
+		x->trim += a->trim;
+		if (a->nr != 0) {
+			x->free_threads += a->rest + a->fast;
+			x->trim_threads += a->trim;
+		}
+		if (c->heap >= 0)
+			x->arena[c->heap] = *a;
 		c->heap = -1;
+		c->in_heap = false;
+	}
 	c->depth--;
 }
 
 int gl_xml_parse(const char *xml, size_t len, struct gl_xml *x, struct hc_err *err)
 {
-	struct xml_ctx c = { .x = x, .heap = -1 };
+	long page = sysconf(_SC_PAGESIZE);
+	struct xml_ctx c = { .x = x, .heap = -1, .page = page > 0 ? (uint64_t)page : 4096 };
 	XML_Parser p;
 	int ok;
 
@@ -413,6 +454,8 @@ static int gl_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 	char *xml = NULL;
 	struct mi m;
 	size_t len = 0;
+	uint64_t trim = 0, free_threads = 0, trim_threads = 0;
+	bool have_xml = false;
 
 	snprintf(st->allocator, sizeof(st->allocator), "glibc");
 	version_of(t, st->version, sizeof(st->version));
@@ -431,10 +474,15 @@ end:
 		struct hc_err e = { 0 };
 
 		x = malloc(sizeof(*x));
-		if (x && gl_xml_parse(xml, len, x, &e) == 0)
+		if (x && gl_xml_parse(xml, len, x, &e) == 0) {
 			st->narenas = x->narenas_total;
-		else
+			trim = x->trim;
+			free_threads = x->free_threads;
+			trim_threads = x->trim_threads;
+			have_xml = true;
+		} else {
 			pr_warn("pid %d: %s", t->pid, e.msg);
+		}
 		free(x);
 		free(xml);
 	}
@@ -445,9 +493,15 @@ end:
 	fig(st, "ordblks", m.f[1], "free chunks (count)");
 	fig(st, "hblkhd", m.f[4], "space in mmapped chunks");
 	fig(st, "uordblks", m.f[7], "in use: live bytes the program holds");
-	fig(st, "fordblks", m.f[8], "free in the arenas: what malloc_trim can return");
+	fig(st, "fordblks", m.f[8], "free in the arenas (malloc_trim returns whole pages only)");
 	fig(st, "keepcost", m.f[9], "releasable top of the main heap");
 	fig(st, "fsmblks", m.f[6], "free in fastbins");
+	if (have_xml) {
+		fig(st, "trimmable", trim, "whole free pages malloc_trim can return (estimate)");
+		fig(st, "thread_arenas_free", free_threads, "free in the thread arenas");
+		fig(st, "thread_arenas_trimmable", trim_threads,
+		    "of which malloc_trim can return (estimate)");
+	}
 	st->allocated = m.f[7] + m.f[4];
 	st->mapped = m.f[0] + m.f[4];
 	st->dirty = m.f[8];

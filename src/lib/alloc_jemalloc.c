@@ -753,6 +753,11 @@ static int je_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 	st->dirty = pdirty * page;
 	st->muzzy = pmuzzy * page;
 	st->narenas = (unsigned)narenas;
+	/* older jemallocs have no tcache_bytes: the figure stays 0 */
+	if (je_read(t, "stats.arenas.4096.tcache_bytes", HC_T_SIZE, &v, &rc, err) < 0)
+		goto end;
+	if (!rc)
+		st->tcache = v.u;
 end:
 	return err_isset(err) ? -1 : 0;
 }

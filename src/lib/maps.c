@@ -345,6 +345,8 @@ int hc_maps_read(pid_t pid, struct hc_maps *m, struct hc_err *err)
 	m->rss_rollup = proc_kb(path, "Rss");
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	m->vmrss = proc_kb(path, "VmRSS");
+	/* a count, not kB: proc_kb() scaled it */
+	m->threads = (unsigned)(proc_kb(path, "Threads") / 1024);
 	return 0;
 }
 

@@ -294,6 +294,7 @@ extern const struct itest t_torture_tests[];
 extern const struct itest t_timers_tests[];	/* timed waits are never made late */
 extern const struct itest t_concurrent_tests[];	/* t_concurrent.c */
 extern const struct itest t_syms_tests[];	/* symbols elsewhere: MiniDebugInfo, debuginfod */
+extern const struct itest t_doctor_tests[];	/* heapctl doctor: causes, advice, measured */
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 extern const struct itest t_sampler_tests[];	/* heapctl's injected sampler */
 

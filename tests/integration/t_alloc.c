@@ -526,7 +526,9 @@ static void borrow_once(struct victim *v, const struct once_cmd *cmds, size_t n)
 
 #define ONCE_COMMON                                                                \
 	{ { "stats" }, 0, 1 }, { { "stats", "--full" }, 0, 1 },                     \
-		{ { "stats", "--json" }, 0, 1 }, { { "info" }, 0, 1 }, { { "purge" }, 0, 1 }
+		{ { "stats", "--json" }, 0, 1 }, { { "info" }, 0, 1 }, { { "purge" }, 0, 1 }, \
+		{ { "doctor" }, 0, 1 }, { { "doctor", "--json" }, 0, 1 },                   \
+		{ { "stats", "--format", "prometheus" }, 0, 1 }
 
 static void test_once_jemalloc(void)
 {

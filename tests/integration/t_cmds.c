@@ -1946,7 +1946,7 @@ static bool metric_of(const char *page, const char *metric, const char *pid)
 
 /*
  * watch --textfile against Debian's node exporter with only its textfile
- * collector: the heapctl metrics are served, and the file parsed cleanly
+ * collector: the heapctl metrics and doctor's findings are served, and the file parsed cleanly
  * (node_textfile_scrape_error 0).  stats --format prometheus prints the
  * same metrics.
  */
@@ -1997,8 +1997,10 @@ static void test_watch_exporter(void)
 		t_fail("the node exporter did not start listening: %.400s", buf);
 	else if (!(page = http_get(port, "/metrics")))
 		t_fail("no answer from the node exporter on port %d", port);
-	else if (!metric_of(page, "heapctl_allocated_bytes{", v->spid))
-		t_fail("the node exporter does not serve heapctl's metrics:\n%.600s", page);
+	else if (!metric_of(page, "heapctl_allocated_bytes{", v->spid) ||
+		 !metric_of(page, "heapctl_finding_bytes{", v->spid))
+		t_fail("the node exporter does not serve heapctl's metrics and findings:\n%.600s",
+		       page);
 	else if (!strstr(page, "node_textfile_scrape_error 0"))
 		t_fail("the node exporter could not parse heapctl's file:\n%.600s",
 		       strstr(page, "node_textfile_scrape_error") ?

@@ -18,6 +18,13 @@
  *   shm MIB     maps and touches MIB MiB of shared anonymous memory and MIB MiB
  *               of POSIX shm (unlinked at once, nothing stays in /dev/shm):
  *               shm ok rss=KIB
+ *   holes MIB   main (the main arena) allocates 2 x MIB MiB in 1000-byte blocks and
+ *               frees every other one: MIB MiB free in holes smaller than a page,
+ *               which malloc_trim cannot return.  Reply: holes ok rss=KIB
+ *   arenas N MIB
+ *               N threads, started one after the other, each make MIB MiB of
+ *               holes (as "holes") in the arena glibc gives it, then wait until
+ *               the victim exits: arenas ok rss=KIB
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -72,6 +79,68 @@ static void *frag_thread(void *arg)
 		free(blocks[i]);
 	free(blocks);
 	return NULL;
+}
+
+/*
+ * 2 x mib MiB of 1000-byte blocks, every other one freed: each hole sits
+ * between two live blocks, so none merge.  The live ones are kept.
+ */
+static bool make_holes(long mib)
+{
+	size_t n = (size_t)mib * 2 * 1048576 / 1000, i;
+	void **b = malloc(n * sizeof(*b));
+
+	if (!b)
+		return false;
+	for (i = 0; i < n; i++) {
+		b[i] = malloc(1000);
+		if (!b[i])
+			return false;
+		memset(b[i], 0x3c, 1000);
+	}
+	for (i = 0; i < n; i += 2)
+		free(b[i]);
+	/* the array itself would be one more hole: a large block, returned whole */
+	free(b);
+	return true;
+}
+
+static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cv = PTHREAD_COND_INITIALIZER;
+static int parked_ok, parked_done;
+
+static void *holes_thread(void *arg)
+{
+	bool ok = make_holes((long)arg);
+
+	pthread_mutex_lock(&park_mu);
+	parked_ok += ok;
+	parked_done++;
+	pthread_cond_broadcast(&park_cv);
+	/* parked for good: the arena stays this thread's */
+	for (;;)
+		pthread_cond_wait(&park_cv, &park_mu);
+	return NULL;
+}
+
+static bool start_arenas(long n, long mib)
+{
+	for (long i = 0; i < n; i++) {
+		pthread_attr_t at;
+		pthread_t t;
+
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &at, holes_thread, (void *)mib))
+			return false;
+		pthread_attr_destroy(&at);
+		/* one after the other, as a server's workers start */
+		pthread_mutex_lock(&park_mu);
+		while (parked_done <= i)
+			pthread_cond_wait(&park_cv, &park_mu);
+		pthread_mutex_unlock(&park_mu);
+	}
+	return parked_ok == parked_done;
 }
 
 static void **grown;
@@ -139,6 +208,21 @@ static bool extra_cmd(int fd, const char *cmd, const char *arg)
 		}
 		vreply(fd, "tcflags verbose=%d alloc=%lld dealloc=%lld inuse=%lld time=%lld",
 		       vb ? *vb : -1, v[0], v[1], v[2], v[3]);
+	} else if (!strcmp(cmd, "holes")) {
+		long mib = strtol(arg, NULL, 10);
+
+		if (mib < 1 || mib > 1024 || !make_holes(mib))
+			vreply(fd, "holes bad");
+		else
+			vreply(fd, "holes ok rss=%ld", rss_kib());
+	} else if (!strcmp(cmd, "arenas")) {
+		char *end;
+		long n = strtol(arg, &end, 10), mib = strtol(end, NULL, 10);
+
+		if (n < 1 || n > 200 || mib < 1 || mib > 64 || !start_arenas(n, mib))
+			vreply(fd, "arenas bad");
+		else
+			vreply(fd, "arenas ok rss=%ld", rss_kib());
 	} else if (!strcmp(cmd, "shm")) {
 		long mib = strtol(arg, NULL, 10);
 		size_t len = (size_t)mib << 20;
