@@ -14,6 +14,7 @@
  * target's memory (a deleted or unreadable file is no obstacle).  A dump
  * reads the tables with process_vm_readv and runs nothing in the target.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -419,6 +420,58 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, 
 
 /* ---- loading --------------------------------------------------------------------------- */
 
+/*
+ * The target's fds that are a sampler's memfd: a heapctl killed between
+ * its memfd_create and its close (the load's one window) left them.  Up
+ * to max of them into fds; returns how many.
+ */
+static unsigned memfds(const struct hc_target *t, int *fds, unsigned max)
+{
+	char dir[96], path[160], link[128];
+	struct dirent *d;
+	unsigned n = 0;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/fd", t->proc);
+	dp = opendir(dir);
+	while (dp && n < max && (d = readdir(dp))) {
+		ssize_t len;
+
+		if (d->d_name[0] == '.' || snprintf(path, sizeof(path), "%s/%s", dir, d->d_name) < 0)
+			continue;
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0 && (link[len] = '\0', !strncmp(link, "/memfd:" HCS_NAME, 7 + strlen(HCS_NAME))))
+			fds[n++] = atoi(d->d_name);
+	}
+	if (dp)
+		closedir(dp);
+	return n;
+}
+
+/*
+ * Close what memfds() finds, once the thread is borrowed: the per-target
+ * lock is held then, so no other heapctl is inside a load, and the program
+ * never knew these fds.  Looked for again under the lock before closing.
+ */
+static int reclaim_memfds(struct hc_target *t, struct hc_err *err)
+{
+	int fds[16];
+	unsigned n = memfds(t, fds, 16);
+
+	if (!n || !call_scratch(t, 8, err))
+		return err_isset(err) ? -1 : 0;
+	n = memfds(t, fds, 16);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t a = (uint64_t)fds[i];
+		int64_t ret;
+
+		if (call_syscall(t, t->arch->nr_close, &a, 1, &ret, err) < 0)
+			return -1;
+		pr_info("sampler: closed fd %d, left by a heapctl killed while loading", fds[i]);
+	}
+	return 0;
+}
+
 static uint64_t libc_fn(struct hc_target *t, const char *name)
 {
 	for (size_t i = 0; i < t->nobjs; i++) {
@@ -585,6 +638,8 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 	n = p->n;
 	if (rescan && !n)
 		return 0;
+	if (reclaim_memfds(t, err) < 0)
+		return -1;
 	if (!in->state && load(t, in, err) < 0)
 		goto out;
 	if (!in->s.initialised) {
@@ -646,6 +701,8 @@ int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
 
 	if (!in->state)
 		return 0;
+	if (reclaim_memfds(t, err) < 0)
+		return -1;
 	if (call_fn(t, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	if (ret)

@@ -6,6 +6,8 @@
  * victim is unharmed (registers, syscalls, signals, fds) with its hooks in
  * and after they are taken out.
  */
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,11 +251,170 @@ static void test_hammer(void)
 	victim_stop(&v);
 }
 
+/* Lines of stderr a full "heapctl -vvv ARGS -p PID" prints. */
+static long lines_of(struct victim *v, const char *a1, const char *a2)
+{
+	struct hres r = { 0 };
+	long n = 0;
+
+	hc_run(&r, NULL, "-vvv", a1, a2, "-p", v->spid, NULL);
+	if (hres_exit(&r) == 0)
+		n = count_str(r.err, "\n");
+	else
+		t_fail("%s %s: %s %.300s", a1, a2, hres_desc(&r), r.err);
+	hres_free(&r);
+	return n;
+}
+
+/* Runs "heapctl -vvv A1 A2 -p PID" and SIGKILLs it right after its line'th line of stderr. */
+static void kill_at_line(struct victim *v, const char *a1, const char *a2, long line)
+{
+	const char *args[] = { "-vvv", a1, a2, "-p", v->spid, NULL };
+	struct hproc hp;
+	struct hres r = { 0 };
+	long seen = 0;
+	char c;
+
+	if (hc_startv(&hp, NULL, args)) {
+		t_fail("cannot start heapctl");
+		return;
+	}
+	while (seen < line && read(hp.err, &c, 1) == 1)
+		seen += c == '\n';
+	kill(hp.pid, SIGKILL);
+	hc_finish(&hp, &r, 10);
+	hres_free(&r);
+}
+
+/* fds of pid that are a sampler's memfd: what a kill inside the load leaves. */
+static int memfds_left(pid_t pid)
+{
+	char dir[64], path[320], link[256];
+	struct dirent *d;
+	int n = 0;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	dp = opendir(dir);
+	while (dp && (d = readdir(dp))) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0 && (link[len] = '\0', strstr(link, "memfd:heapctl-sampler")))
+			n++;
+	}
+	if (dp)
+		closedir(dp);
+	return n;
+}
+
+/*
+ * After a kill: the victim runs untraced, not stopped, its threads take
+ * their wake-ups, it allocates (through hooks or not), and heapctl can
+ * finish the job: prof on, a dump that names the growth, prof off.
+ */
+static void after_kill(struct victim *v, const char *what, long line)
+{
+	char why[512], reply[256], out[512];
+	struct hres r = { 0 };
+	long end = now_ms() + 1000;
+	int rc;
+
+	while ((rc = proc_check_tasks(v->pid, false, why, sizeof(why))) && now_ms() < end)
+		sleep_ms(2);
+	if (rc || !victim_alive(v)) {
+		t_fail("%s killed at line %ld: target harmed: %s", what, line, rc ? why : "died");
+		return;
+	}
+	if (victim_expect(v, "grow 16", "grow ok", reply, sizeof(reply)))
+		return;
+	snprintf(out, sizeof(out), "%s/smp-k.%s.heap", cfg.tmpdir, v->spid);
+	if (!hc_expect(&r, 0, "prof", "on", "-p", v->spid, NULL)) {
+		hres_free(&r);
+		victim_expect(v, "grow 64", "grow ok", reply, sizeof(reply));
+		if (!hc_expect(&r, 0, "dump", "-p", v->spid, "-o", out, NULL)) {
+			hres_free(&r);
+			if (!hc_expect(&r, 0, "report", out, "--format", "folded", "-p", v->spid, NULL) &&
+			    !strstr(r.out, "victim_grow_site"))
+				t_fail("%s killed at line %ld: the next dump does not see the growth: %.300s",
+				       what, line, r.out);
+		}
+	}
+	hres_free(&r);
+	remove(out);
+	hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL);
+	hres_free(&r);
+}
+
+/*
+ * heapctl SIGKILLed at every step of loading and switching the sampler
+ * (each line -vvv prints: every ptrace stop), each load on a fresh
+ * process; then at every step of prof off and of prof on again.
+ */
+static void test_kill_sweep(void)
+{
+	struct victim v;
+	long lines, fds = 0, runs = 0;
+
+	if (!start(&v, "alloc_victim", NULL, NULL))
+		return;
+	lines = lines_of(&v, "prof", "on");
+	victim_stop(&v);
+	for (long l = 1; l < lines && !t_failed(); l += lines / 24 + 1, runs++) {
+		if (!start(&v, "alloc_victim", NULL, NULL))
+			return;
+		kill_at_line(&v, "prof", "on", l);
+		fds += memfds_left(v.pid);
+		after_kill(&v, "prof on (loading)", l);
+		if (memfds_left(v.pid))
+			t_fail("prof on killed at line %ld: the next heapctl left the sampler's memfd "
+			       "open in the target", l);
+		victim_check(&v, VC_NO_PROC);
+		victim_stop(&v);
+	}
+	if (t_failed() || !start(&v, "alloc_victim", NULL, NULL))
+		return;
+	{
+		struct hres r = { 0 };
+
+		hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL);
+		hres_free(&r);
+	}
+	for (int pass = 0; pass < 2 && !t_failed(); pass++) {
+		/* pass 0: prof off with the hooks in; pass 1: prof on again after an off */
+		const char *word = pass ? "on" : "off";
+
+		lines = lines_of(&v, "prof", word);
+		if (pass == 0) {
+			struct hres r = { 0 };
+
+			hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL);
+			hres_free(&r);
+		}
+		for (long l = 1; l < lines && !t_failed(); l += lines / 16 + 1, runs++) {
+			struct hres r = { 0 };
+
+			kill_at_line(&v, "prof", word, l);
+			after_kill(&v, pass ? "prof on (again)" : "prof off", l);
+			if (pass == 0)
+				hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL);
+			hres_free(&r);
+		}
+	}
+	fds += memfds_left(v.pid);
+	victim_check(&v, VC_NO_PROC);
+	victim_stop(&v);
+	t_note("%ld kills: the targets lived on and heapctl finished each job; %ld kill(s) inside "
+	       "the load left the sampler's memfd open until the next heapctl closed it", runs, fds);
+}
+
 const struct itest t_sampler_tests[] = {
 	{ "sampler-glibc", test_glibc, 0 },
 	{ "sampler-jemalloc", test_jemalloc, 0 },
 	{ "sampler-tcmalloc-minimal", test_tcmalloc_minimal, 0 },
 	{ "sampler-static-refused", test_static_refused, 0 },
 	{ "sampler-hammer", test_hammer, 0 },
+	{ "sampler-kill-sweep", test_kill_sweep, 600 },
 	{ NULL, NULL, 0 },
 };
