@@ -251,6 +251,60 @@ static void test_hammer(void)
 	victim_stop(&v);
 }
 
+/*
+ * A library dlopen()ed after prof on: its GOT slot for malloc is hooked at
+ * the next heapctl call on the process (here prof status), and from then
+ * on its allocations are in the profile.
+ */
+static void test_dlopen_later(void)
+{
+	char reply[512], cmd[400], a[400], b[400], st[2048];
+	struct hres r = { 0 };
+	struct victim v;
+	double hooks0;
+
+	if (!start(&v, "alloc_victim", NULL, NULL))
+		return;
+	snprintf(a, sizeof(a), "%s/smp-late-a.heap", cfg.tmpdir);
+	snprintf(b, sizeof(b), "%s/smp-late-b.heap", cfg.tmpdir);
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, "--sample-bytes", "128K", NULL))
+		goto out;
+	hres_free(&r);
+	if (!sampler_status(&v, st, sizeof(st)))
+		goto out;
+	hooks0 = num(st, "hooks");
+	snprintf(cmd, sizeof(cmd), "dlopen %s/late_alloc.so", cfg.victim_dir);
+	if (victim_expect(&v, cmd, "dlopen ok", reply, sizeof(reply)))
+		goto out;
+	/* the next call: prof status hooks the new library */
+	if (!sampler_status(&v, st, sizeof(st)))
+		goto out;
+	if (num(st, "hooks") <= hooks0 || !strstr(st, "late_alloc.so"))
+		t_fail("prof status after a dlopen did not hook the new library (%.0f hooks before): %s",
+		       hooks0, st);
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", a, NULL))
+		goto out;
+	hres_free(&r);
+	if (victim_expect(&v, "grow 512 late", "grow ok", reply, sizeof(reply)))
+		goto out;
+	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", b, NULL))
+		goto out;
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "report", b, "--base", a, "--format", "folded", "-p", v.spid, NULL) &&
+	    !strstr(r.out, "late_grow_site"))
+		t_fail("the growth through the late library is not in the profile: %.300s", r.out);
+	hres_free(&r);
+	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+	if (sampler_status(&v, st, sizeof(st)) && num(st, "hooks") != 0)
+		t_fail("prof off left hooks: %s", st);
+out:
+	hres_free(&r);
+	remove(a);
+	remove(b);
+	victim_check(&v, VC_NO_PROC);
+	victim_stop(&v);
+}
+
 /* Lines of stderr a full "heapctl -vvv ARGS -p PID" prints. */
 static long lines_of(struct victim *v, const char *a1, const char *a2)
 {
@@ -415,6 +469,7 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-tcmalloc-minimal", test_tcmalloc_minimal, 0 },
 	{ "sampler-static-refused", test_static_refused, 0 },
 	{ "sampler-hammer", test_hammer, 0 },
+	{ "sampler-dlopen-later", test_dlopen_later, 0 },
 	{ "sampler-kill-sweep", test_kill_sweep, 600 },
 	{ NULL, NULL, 0 },
 };

@@ -13,6 +13,8 @@
  *   mi          mi rss=KIB arena=.. uordblks=.. fordblks=.. keepcost=..
  *               hblkhd=.. tc_free=.. tc_alloc=.. (tc_*: -1 without tcmalloc)
  *   grow N      victim_grow_site() keeps N blocks of 64 KiB: grow ok
+ *   grow N late the same through late_grow_site() of a dlopen()ed library
+ *   dlopen PATH dlopen(PATH, RTLD_NOW): dlopen ok, or dlopen bad ERROR
  *   tcflags     gperftools' FLAGS_verbose and heap profile dump intervals:
  *               tcflags verbose=N alloc=N dealloc=N inuse=N time=N (-1: absent)
  *   shm MIB     maps and touches MIB MiB of shared anonymous memory and MIB MiB
@@ -144,6 +146,7 @@ static bool start_arenas(long n, long mib)
 }
 
 static void **grown;
+static void *late; /* "dlopen" */
 static size_t ngrown;
 
 __attribute__((noinline)) void *victim_grow_site(size_t len);
@@ -178,18 +181,28 @@ static bool extra_cmd(int fd, const char *cmd, const char *arg)
 		       tc_prop("tcmalloc.pageheap_free_bytes"),
 		       tc_prop("generic.current_allocated_bytes"));
 	} else if (!strcmp(cmd, "grow")) {
-		long n = strtol(arg, NULL, 10);
+		char *rest;
+		long n = strtol(arg, &rest, 10);
 		void **nb = n > 0 && n < 100000 ? realloc(grown, (ngrown + (size_t)n) * sizeof(*nb)) :
 						  NULL;
+		void *(*site)(size_t) = victim_grow_site;
 
-		if (!nb) {
+		if (strstr(rest, "late"))
+			site = late ? (void *(*)(size_t))dlsym(late, "late_grow_site") : NULL;
+		if (!nb || !site) {
 			vreply(fd, "grow bad");
 			return true;
 		}
 		grown = nb;
 		for (long i = 0; i < n; i++)
-			grown[ngrown++] = victim_grow_site(65536);
+			grown[ngrown++] = site(65536);
 		vreply(fd, "grow ok");
+	} else if (!strcmp(cmd, "dlopen")) {
+		late = dlopen(arg, RTLD_NOW);
+		if (late)
+			vreply(fd, "dlopen ok");
+		else
+			vreply(fd, "dlopen bad %s", dlerror());
 	} else if (!strcmp(cmd, "tcflags")) {
 #define TCF(t, n) "_ZN61FLAG__namespace_do_not_use_directly_use_DECLARE_" t "_instead" n "E"
 		int32_t *vb = dlsym(RTLD_DEFAULT, TCF("int32", "13FLAGS_verbose"));
