@@ -197,6 +197,8 @@ int cli_parse_duration(const char *s, unsigned int *ms);
 /* A size: a number, fractions allowed, with B, K/KiB/KB, M/MiB/MB or G/GiB/GB (all 1024-based). */
 int cli_parse_size(const char *s, uint64_t *out);
 void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
+/* ,"sampler":{...} of prof status --json and info --json (docs/cli.md) */
+void cli_sampler_json(const struct hc_sampler *s);
 const char *cli_size(uint64_t n, char *buf, size_t len);
 /* A small file (/proc) read whole, NUL-terminated; -1 on error. */
 ssize_t cli_read_small(const char *path, char *buf, size_t len);

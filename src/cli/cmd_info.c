@@ -43,7 +43,7 @@ static void json_conf(const char *kv)
 		hc_json_str(stdout, val);
 }
 
-static void print_json(pid_t pid, const char *name, const struct hc_where *w,
+static void print_json(pid_t pid, const char *name, const struct hc_where *w, const struct hc_sampler *smp,
 		       const struct hc_info *in)
 {
 	unsigned int i;
@@ -79,7 +79,9 @@ static void print_json(pid_t pid, const char *name, const struct hc_where *w,
 			putchar(',');
 		json_conf(in->conf[i]);
 	}
-	fputs("}}\n", stdout);
+	putchar('}');
+	cli_sampler_json(smp);
+	fputs("}\n", stdout);
 }
 
 /* The heap profiler in the allocator's own terms. */
@@ -112,8 +114,24 @@ static void print_prof(const char *allocator, const struct hc_info *in)
 	}
 }
 
+/* heapctl's own sampler: loaded or not, and what it hooks. */
+static void print_sampler(const struct hc_sampler *s)
+{
+	char iv[32];
+
+	if (!s->installed) {
+		printf("sampler       heapctl's: not loaded ('heapctl prof on' loads it where the "
+		       "allocator cannot profile)\n");
+		return;
+	}
+	printf("sampler       heapctl's: loaded, %s, one sample per %s; %u GOT slots hooked in %u "
+	       "objects; %llu samples, %llu live\n", s->enabled ? "sampling" : "off",
+	       cli_size(s->interval, iv, sizeof(iv)), s->hooks, s->nobjs,
+	       (unsigned long long)s->samples, (unsigned long long)s->live);
+}
+
 static void print_human(pid_t pid, const char *name, const struct hc_where *w,
-			const struct hc_info *in)
+			const struct hc_info *in, const struct hc_sampler *smp)
 {
 	const char *prefix = w->prefix ? w->prefix : "";
 	unsigned int i;
@@ -139,6 +157,7 @@ static void print_human(pid_t pid, const char *name, const struct hc_where *w,
 	printf("others        %s\n", or_none(w->others));
 rest:
 	print_prof(w->allocator, in);
+	print_sampler(smp);
 	if (!in->nconf)
 		return;
 	puts("settings");
@@ -158,6 +177,7 @@ int cmd_info(struct cli_env *env)
 	struct hc_target *t;
 	struct hc_where w;
 	struct hc_info in;
+	struct hc_sampler smp;
 	struct hc_err err;
 	char name[64];
 
@@ -172,12 +192,17 @@ int cmd_info(struct cli_env *env)
 		cli_close(t);
 		return cli_fail(env, &err);
 	}
+	/* a sampler heapctl cannot read (another version's) is worth a warning, not a failure */
+	if (hc_sampler_get(t, &smp, &err)) {
+		fprintf(stderr, "heapctl: warning: %s\n", err.msg);
+		memset(&err, 0, sizeof(err));
+	}
 	cli_timing(env, t);
 	cli_read_comm(env->pid, name, sizeof(name));
 	if (env->json)
-		print_json(env->pid, name, &w, &in);
+		print_json(env->pid, name, &w, &smp, &in);
 	else
-		print_human(env->pid, name, &w, &in);
+		print_human(env->pid, name, &w, &in, &smp);
 	/* The where strings belong to t: print before closing. */
 	cli_close(t);
 	return CLI_EXIT_OK;

@@ -35,23 +35,6 @@ static const char *profiler(const struct prof_state *p)
 	}
 }
 
-static void sampler_json(const struct hc_sampler *s)
-{
-	printf(",\"sampler\":{\"installed\":%s,\"enabled\":%s,\"interval\":%llu,\"samples\":%llu,"
-	       "\"live_samples\":%llu,\"stacks\":%llu,\"dropped\":%llu,\"no_stack\":%llu,"
-	       "\"hooks\":%u,\"hooks_lost\":%u,\"objects\":[",
-	       cli_bool(s->installed), cli_bool(s->enabled), (unsigned long long)s->interval,
-	       (unsigned long long)s->samples, (unsigned long long)s->live,
-	       (unsigned long long)s->stacks, (unsigned long long)s->dropped,
-	       (unsigned long long)s->no_stack, s->hooks, s->lost);
-	for (unsigned i = 0; i < s->nobjs; i++) {
-		printf("%s{\"path\":", i ? "," : "");
-		hc_json_str(stdout, s->objs[i].path);
-		printf(",\"hooks\":%u}", s->objs[i].hooks);
-	}
-	fputs("]}", stdout);
-}
-
 static void sampler_text(int pid, const struct prof_state *p)
 {
 	const struct hc_sampler *s = &p->smp;
@@ -90,7 +73,7 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 		       cli_bool(p->enabled), cli_bool(p->enabled), cli_bool(p->active), profiler(p));
 		if (p->changed)
 			printf(",\"previous_active\":%s", cli_bool(p->prev));
-		sampler_json(&p->smp);
+		cli_sampler_json(&p->smp);
 		fputs("}\n", stdout);
 		return;
 	}

@@ -458,3 +458,21 @@ const char *cli_bool(bool b)
 {
 	return b ? "true" : "false";
 }
+
+/* ,"sampler":{...}: heapctl's sampler as prof status --json and info --json show it */
+void cli_sampler_json(const struct hc_sampler *s)
+{
+	printf(",\"sampler\":{\"installed\":%s,\"enabled\":%s,\"interval\":%llu,\"samples\":%llu,"
+	       "\"live_samples\":%llu,\"stacks\":%llu,\"dropped\":%llu,\"no_stack\":%llu,"
+	       "\"hooks\":%u,\"hooks_lost\":%u,\"objects\":[",
+	       cli_bool(s->installed), cli_bool(s->enabled), (unsigned long long)s->interval,
+	       (unsigned long long)s->samples, (unsigned long long)s->live,
+	       (unsigned long long)s->stacks, (unsigned long long)s->dropped,
+	       (unsigned long long)s->no_stack, s->hooks, s->lost);
+	for (unsigned i = 0; i < s->nobjs; i++) {
+		printf("%s{\"path\":", i ? "," : "");
+		hc_json_str(stdout, s->objs[i].path);
+		printf(",\"hooks\":%u}", s->objs[i].hooks);
+	}
+	fputs("]}", stdout);
+}
