@@ -251,6 +251,70 @@ static void test_hammer(void)
 	victim_stop(&v);
 }
 
+/* "hammered": the hammers' operations so far and the blocks found corrupt. */
+static bool hammered(struct victim *v, unsigned long *ops, unsigned long *bad)
+{
+	char reply[256];
+
+	return victim_expect(v, "hammered", "hammered", reply, sizeof(reply)) == 0 &&
+	       sscanf(reply, "hammered ops=%lu bad=%lu", ops, bad) == 2;
+}
+
+/*
+ * 16 threads hammering malloc, calloc, realloc, posix_memalign and free,
+ * each block checked for its pattern, through ten rounds of loading (once),
+ * sampling at 4 KiB or 64 KiB, dumping and removal: no block corrupt or
+ * lost, the hammers never stall, the sampler's counts hold together.
+ */
+static void test_threads(void)
+{
+	char reply[256], out[512], st[2048], *fds0, *fds1;
+	unsigned long ops0 = 0, ops, bad = 0;
+	struct hres r = { 0 };
+	struct victim v;
+
+	if (!start(&v, "alloc_victim", NULL, NULL))
+		return;
+	fds0 = proc_fd_set(v.pid);
+	if (victim_expect(&v, "hammer 16", "hammer ok", reply, sizeof(reply)))
+		goto out;
+	snprintf(out, sizeof(out), "%s/smp-t.%s.heap", cfg.tmpdir, v.spid);
+	for (int i = 0; i < 10 && !t_failed(); i++) {
+		if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, "--sample-bytes", i & 1 ? "64K" : "4K",
+			      NULL))
+			break;
+		hres_free(&r);
+		if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, NULL))
+			break;
+		hres_free(&r);
+		if (sampler_status(&v, st, sizeof(st)) &&
+		    (num(st, "live_samples") > num(st, "samples") || num(st, "samples") < 1))
+			t_fail("round %d: the sampler's counts do not hold together: %s", i, st);
+		if (hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL))
+			break;
+		hres_free(&r);
+		if (!hammered(&v, &ops, &bad))
+			break;
+		if (bad)
+			t_fail("round %d: %lu blocks lost their pattern", i, bad);
+		if (ops <= ops0)
+			t_fail("round %d: the hammers made no progress (%lu ops)", i, ops);
+		ops0 = ops;
+	}
+	hres_free(&r);
+	remove(out);
+	if (!t_failed())
+		t_note("16 hammers, %lu operations through 10 rounds, no block corrupt", ops0);
+out:
+	fds1 = proc_fd_set(v.pid);
+	if (!fds0 || !fds1 || strcmp(fds0, fds1))
+		t_fail("the victim's fds changed: before %s, after %s", fds0 ? fds0 : "?", fds1 ? fds1 : "?");
+	free(fds0);
+	free(fds1);
+	victim_check(&v, VC_NO_PROC);
+	victim_stop(&v);
+}
+
 /*
  * A library dlopen()ed after prof on: its GOT slot for malloc is hooked at
  * the next heapctl call on the process (here prof status), and from then
@@ -469,6 +533,7 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-tcmalloc-minimal", test_tcmalloc_minimal, 0 },
 	{ "sampler-static-refused", test_static_refused, 0 },
 	{ "sampler-hammer", test_hammer, 0 },
+	{ "sampler-threads", test_threads, 0 },
 	{ "sampler-dlopen-later", test_dlopen_later, 0 },
 	{ "sampler-kill-sweep", test_kill_sweep, 600 },
 	{ NULL, NULL, 0 },

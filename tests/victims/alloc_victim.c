@@ -15,6 +15,10 @@
  *   grow N      victim_grow_site() keeps N blocks of 64 KiB: grow ok
  *   grow N late the same through late_grow_site() of a dlopen()ed library
  *   dlopen PATH dlopen(PATH, RTLD_NOW): dlopen ok, or dlopen bad ERROR
+ *   hammer N    N threads malloc, calloc, realloc, posix_memalign and free
+ *               forever, each block filled with a pattern checked before it
+ *               is resized or freed: hammer ok
+ *   hammered    hammered ops=N bad=N (bad: a block that lost its pattern)
  *   tcflags     gperftools' FLAGS_verbose and heap profile dump intervals:
  *               tcflags verbose=N alloc=N dealloc=N inuse=N time=N (-1: absent)
  *   shm MIB     maps and touches MIB MiB of shared anonymous memory and MIB MiB
@@ -35,6 +39,7 @@
 #include <malloc.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 
 #include "vcommon.h"
@@ -145,6 +150,65 @@ static bool start_arenas(long n, long mib)
 	return parked_ok == parked_done;
 }
 
+static atomic_ulong hammer_ops, hammer_bad;
+
+/* One byte pattern per block, from its thread and slot; checked before each resize and free. */
+static bool pattern_ok(const unsigned char *p, size_t n, unsigned char c)
+{
+	for (size_t i = 0; i < n; i += 61)
+		if (p[i] != c)
+			return false;
+	return true;
+}
+
+static void *hammer_thread(void *arg)
+{
+	enum { SLOTS = 64 };
+	unsigned char *blk[SLOTS] = { 0 };
+	size_t len[SLOTS] = { 0 };
+	unsigned long seed = (unsigned long)arg * 2654435761u + 1;
+
+	for (;;) {
+		for (int k = 0; k < 256; k++) {
+			unsigned i, op;
+			unsigned char c;
+			size_t n;
+
+			seed = seed * 6364136223846793005ul + 1442695040888963407ul;
+			i = (unsigned)(seed >> 33) % SLOTS;
+			op = (unsigned)(seed >> 40) % 5;
+			n = 16 + (seed >> 45) % 8192;
+			c = (unsigned char)(i * 7 + (unsigned long)arg);
+			if (blk[i] && !pattern_ok(blk[i], len[i], c))
+				atomic_fetch_add(&hammer_bad, 1);
+			if (op == 0 && blk[i]) {
+				unsigned char *q = realloc(blk[i], n);
+
+				if (q) {
+					blk[i] = q;
+					memset(q, c, n);
+					len[i] = n;
+				}
+				continue;
+			}
+			free(blk[i]);
+			blk[i] = NULL;
+			if (op == 1)
+				blk[i] = calloc(1, n);
+			else if (op == 2 && posix_memalign((void **)&blk[i], 64, n))
+				blk[i] = NULL;
+			else if (op >= 3)
+				blk[i] = malloc(n);
+			if (blk[i]) {
+				memset(blk[i], c, n);
+				len[i] = n;
+			}
+		}
+		atomic_fetch_add(&hammer_ops, 256);
+	}
+	return NULL;
+}
+
 static void **grown;
 static void *late; /* "dlopen" */
 static size_t ngrown;
@@ -197,6 +261,21 @@ static bool extra_cmd(int fd, const char *cmd, const char *arg)
 		for (long i = 0; i < n; i++)
 			grown[ngrown++] = site(65536);
 		vreply(fd, "grow ok");
+	} else if (!strcmp(cmd, "hammer")) {
+		long n = strtol(arg, NULL, 10);
+
+		for (long i = 0; i < n && i < 64; i++) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, hammer_thread, (void *)(i + 1))) {
+				vreply(fd, "hammer bad");
+				return true;
+			}
+			pthread_detach(t);
+		}
+		vreply(fd, "hammer ok");
+	} else if (!strcmp(cmd, "hammered")) {
+		vreply(fd, "hammered ops=%lu bad=%lu", atomic_load(&hammer_ops), atomic_load(&hammer_bad));
 	} else if (!strcmp(cmd, "dlopen")) {
 		late = dlopen(arg, RTLD_NOW);
 		if (late)
