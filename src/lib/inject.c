@@ -180,6 +180,8 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 
 /* ---- what to hook -------------------------------------------------------------------- */
 
+static uint64_t libc_fn(struct hc_target *t, const char *name);
+
 /* Objects in the dynamic linker's search order: the executable first. */
 static size_t link_order(struct hc_target *t, struct obj **out)
 {
@@ -588,6 +590,43 @@ static int write_field(struct hc_target *t, struct inj *in, size_t off, const vo
 	return call_write(t, in->state + off, v, len, err);
 }
 
+/*
+ * jemalloc's experimental.hooks.install with the sampler's hooks_t, its
+ * handle kept in the sampler's state; or .remove with that handle.
+ */
+static int je_hooks(struct hc_target *t, struct inj *in, uint64_t mallctl, bool install,
+		    struct hc_err *err)
+{
+	uint64_t a[5], ret, len = 8, zero = 0;
+	uint64_t handle = in->state + offsetof(struct hcs_state, je_handle);
+
+	a[0] = call_strdup(t, install ? "experimental.hooks.install" : "experimental.hooks.remove", err);
+	a[2] = call_scratch(t, 8, err);
+	if (!a[0] || !a[2] || call_write(t, a[2], &len, 8, err) < 0)
+		return -1;
+	if (install) {
+		a[1] = handle;
+		a[3] = in->state + offsetof(struct hcs_state, je_hooks);
+		a[4] = 32; /* sizeof(hooks_t): four pointers */
+	} else {
+		a[1] = a[2] = 0;
+		a[3] = handle;
+		a[4] = 8;
+	}
+	if (call_fn(t, mallctl, a, 5, &ret, NULL, NULL, err) < 0)
+		return -1;
+	if ((int)ret)
+		return err_sethint(err, HC_E_UNSUPPORTED, (int)ret,
+				   (int)ret == ENOENT ? "jemalloc 5.2 and later have it; or start the "
+							"process with MALLOC_CONF=prof:true" :
+							"start the process with MALLOC_CONF=prof:true",
+				   "jemalloc in pid %d refused experimental.hooks.%s: %s", t->pid,
+				   install ? "install" : "remove", strerror((int)ret));
+	if (!install && call_write(t, handle, &zero, 8, err) < 0)
+		return -1;
+	return read_state(t, in, err);
+}
+
 /* rescan: only hook what is new, and make no remote call if nothing is */
 void inj_free(struct inj *in)
 {
@@ -602,19 +641,39 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 	struct inj_prep *p = &in->prep;
 
 	p->ready = false;
+	p->je_mallctl = 0;
+	p->n = 0;
+	if (!libc_fn(t, "dlopen"))
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "start it with the allocator's own profiler "
+				   "(jemalloc: MALLOC_CONF=prof:true,prof_active:false)",
+				   "pid %d has no dynamic loader or no dlopen in its libc (static, or glibc "
+				   "before 2.34): heapctl's sampler cannot be loaded into it", t->pid);
+	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	/*
+	 * No GOT slot leads to an allocator linked into the executable (a Rust
+	 * program's _rjem_ jemalloc, or one that exports malloc itself); a
+	 * jemalloc's own hooks (5.2 and later) do.  Slots elsewhere stay as
+	 * they are: they may bind to it too, and would count twice.
+	 */
+	if (t->where.allocator && !strcmp(t->where.allocator, "jemalloc") && t->where.ctl_raddr &&
+	    obj_at(t, t->where.ctl_raddr) && obj_at(t, t->where.ctl_raddr)->is_exe) {
+		p->je_mallctl = t->where.ctl_raddr;
+		p->ready = true;
+		return 0;
+	}
+	if (own && own->is_exe)
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "start the process with the allocator's own profiler",
+				   "the allocator is linked into %s: heapctl's sampler hooks allocators "
+				   "in shared libraries, and jemalloc through its own hooks, only",
+				   own->path);
 	if (!own)
 		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->pid);
-	if (own->is_exe)
-		return err_sethint(err, HC_E_UNSUPPORTED, 0,
-				   "start the process with the allocator's own profiler "
-				   "(jemalloc: MALLOC_CONF=prof:true,prof_active:false)",
-				   "the allocator is linked into %s: heapctl's sampler hooks allocators "
-				   "in shared libraries only", own->path);
 	find_originals(t, own, p->orig);
 	if (!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE])
 		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->pid);
-	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	if (new_slots(t, in, p->orig, p->slots, &p->n, err) < 0)
 		return -1;
 	p->ready = true;
@@ -657,9 +716,11 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 			goto out;
 		}
 		/* loading may have brought libgcc_s: its slots too */
-		if (new_slots(t, in, orig, slots, &n, err) < 0)
+		if (!p->je_mallctl && new_slots(t, in, orig, slots, &n, err) < 0)
 			goto out;
 	}
+	if (p->je_mallctl && !in->s.je_handle && je_hooks(t, in, p->je_mallctl, true, err) < 0)
+		goto out;
 	if (in->s.nslots + n > HCS_MAXSLOTS)
 		n = HCS_MAXSLOTS - in->s.nslots;
 	if (n) {
@@ -703,6 +764,8 @@ int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
 		return 0;
 	if (reclaim_memfds(t, err) < 0)
 		return -1;
+	if (in->s.je_handle && je_hooks(t, in, t->where.ctl_raddr, false, err) < 0)
+		return -1;
 	if (call_fn(t, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	if (ret)
@@ -729,6 +792,13 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 	out->stacks = in->s.nstacks;
 	out->dropped = in->s.dropped_live + in->s.dropped_stacks;
 	out->no_stack = in->s.unwind_short;
+	if (in->s.je_handle) {
+		out->hooks++;
+		out->nobjs = 1;
+		out->objs[0].hooks = 1;
+		snprintf(out->objs[0].path, sizeof(out->objs[0].path), "jemalloc's hooks in %s",
+			 t->where.object ? t->where.object : "?");
+	}
 	if (!in->s.nslots)
 		return 0;
 	sl = malloc(in->s.nslots * sizeof(*sl));

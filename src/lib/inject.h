@@ -33,6 +33,8 @@ struct inj {
 		uint64_t orig[HCS_NHOOK];
 		struct hcs_slot *slots;
 		unsigned n;
+		/* the allocator is in the executable: jemalloc's own hooks instead of GOT slots */
+		uint64_t je_mallctl;
 	} prep;
 };
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define HCS_MAGIC 0x314c504d41534348ull /* "HCSAMPL1" */
-#define HCS_VERSION 2
+#define HCS_VERSION 3
 /* The memfd's name: maps shows "/memfd:heapctl-sampler (deleted)". */
 #define HCS_NAME "heapctl-sampler"
 
@@ -92,6 +92,13 @@ struct hcs_state {
 	uint64_t fn_init, fn_patch, fn_unpatch, fn_enable;
 	uint64_t hook[HCS_NHOOK];
 	uint64_t live, filter, stacks, slots; /* the tables in .bss */
+	/*
+	 * jemalloc's hooks_t for experimental.hooks.install (alloc, dalloc,
+	 * expand, extra): an allocator linked into the executable has no GOT
+	 * slot; its own hooks tell the sampler instead.
+	 */
+	uint64_t je_hooks[4];
+	uint64_t je_handle; /* what the install returned; 0: not installed */
 	uint64_t text_lo, text_hi;            /* frames to leave out of stacks */
 	/* Written by heapctl before hcs_init(). */
 	uint64_t orig[HCS_NHOOK]; /* the real definitions; 0: not hooked */

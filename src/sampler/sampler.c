@@ -468,6 +468,65 @@ static void hk_del_arr_sz_al(void *p, size_t n, size_t al)
 	ORIG(DEL_ARR_SZ_AL, void (*)(void *, size_t, size_t))(p, n, al);
 }
 
+/*
+ * jemalloc's experimental hooks (5.2 and later), for an allocator with no
+ * GOT slot to hook: called after each allocation and before each free,
+ * with the arguments as integers (jemalloc's hook.h gives their order).
+ */
+enum { JE_MALLOC, JE_POSIX_MEMALIGN, JE_ALIGNED_ALLOC, JE_CALLOC, JE_MEMALIGN, JE_VALLOC,
+       JE_MALLOCX, JE_REALLOC, JE_RALLOCX };
+
+static void je_alloc_hook(void *extra, int type, void *result, uintptr_t raw, uintptr_t args[3])
+{
+	uint64_t size;
+
+	(void)extra;
+	(void)raw;
+	switch (type) {
+	case JE_MALLOC:
+	case JE_VALLOC:
+	case JE_MALLOCX:
+		size = args[0];
+		break;
+	case JE_POSIX_MEMALIGN:
+		size = args[2];
+		break;
+	case JE_CALLOC:
+		size = (uint64_t)args[0] * args[1];
+		break;
+	case JE_ALIGNED_ALLOC:
+	case JE_MEMALIGN:
+	case JE_REALLOC:
+	case JE_RALLOCX:
+		size = args[1];
+		break;
+	default:
+		return;
+	}
+	note_alloc(result, size);
+}
+
+static void je_dalloc_hook(void *extra, int type, void *address, uintptr_t args[3])
+{
+	(void)extra;
+	(void)type;
+	(void)args;
+	note_free(address);
+}
+
+/* In place: the block stays where it is, with the size it was sampled at. */
+static void je_expand_hook(void *extra, int type, void *address, size_t old_usize, size_t new_usize,
+			   uintptr_t raw, uintptr_t args[4])
+{
+	(void)extra;
+	(void)type;
+	(void)address;
+	(void)old_usize;
+	(void)new_usize;
+	(void)raw;
+	(void)args;
+}
+
 /* ---- the state heapctl finds --------------------------------------------------------- */
 
 HIDDEN struct hcs_state hcs_state = {
@@ -513,6 +572,8 @@ HIDDEN struct hcs_state hcs_state = {
 	.filter = (uint64_t)(uintptr_t)filter_tab,
 	.stacks = (uint64_t)(uintptr_t)stack_tab,
 	.slots = (uint64_t)(uintptr_t)slot_tab,
+	.je_hooks = { (uint64_t)(uintptr_t)je_alloc_hook, (uint64_t)(uintptr_t)je_dalloc_hook,
+		      (uint64_t)(uintptr_t)je_expand_hook, 0 },
 };
 
 /* ---- called by heapctl, on a borrowed thread at a safe point ------------------------- */

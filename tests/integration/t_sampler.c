@@ -188,6 +188,30 @@ static void test_tcmalloc_minimal(void)
 	victim_stop(&v);
 }
 
+/*
+ * jemalloc linked into the executable with the _rjem_ prefix (a Rust
+ * program's tikv-jemallocator), started without prof:true: no GOT slot
+ * leads to it, so the sampler goes in through jemalloc's own
+ * experimental.hooks.install, and comes out through .remove.
+ */
+static void test_rjem(void)
+{
+	char path[512], why[512];
+	struct victim v;
+
+	snprintf(path, sizeof(path), "%s/fx_jemalloc_rjem", cfg.victim_dir);
+	if (access(path, X_OK)) {
+		t_skip(false, "no fx_jemalloc_rjem fixture (A64_FIXTURES= leaves it out)");
+		return;
+	}
+	if (victim_start(&v, "fx_jemalloc_rjem", NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	sampler_cycle(&v, "leak 67108864", "leak ok", 67108864.0, "cmd_leak");
+	victim_stop(&v);
+}
+
 /* A statically linked allocator has no GOT slot to hook: a clear refusal, nothing loaded. */
 static void test_static_refused(void)
 {
@@ -205,7 +229,7 @@ static void test_static_refused(void)
 		return;
 	}
 	if (!hc_expect(&r, 1, "prof", "on", "-p", v.spid, "--sampler", "inject", NULL) &&
-	    (!strstr(r.err, "linked into") || !strstr(r.err, "hint:")))
+	    (!strstr(r.err, "cannot be loaded") || !strstr(r.err, "hint:")))
 		t_fail("prof on --sampler inject, static jemalloc: want a refusal naming why: %.300s",
 		       r.err);
 	hres_free(&r);
@@ -531,6 +555,7 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-glibc", test_glibc, 0 },
 	{ "sampler-jemalloc", test_jemalloc, 0 },
 	{ "sampler-tcmalloc-minimal", test_tcmalloc_minimal, 0 },
+	{ "sampler-jemalloc-rjem", test_rjem, 0 },
 	{ "sampler-static-refused", test_static_refused, 0 },
 	{ "sampler-hammer", test_hammer, 0 },
 	{ "sampler-threads", test_threads, 0 },
