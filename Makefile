@@ -212,7 +212,7 @@ $(B)/demo/%: demo/%.c
 DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev libbz2-dev liblzma-dev \
 	libdebuginfod-dev libdebuginfod1 debuginfod xz-utils \
 	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb strace prometheus-node-exporter \
-	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 memcached \
+	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 memcached mariadb-server mariadb-client \
 	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \

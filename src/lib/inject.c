@@ -360,7 +360,7 @@ static int by_addr(const void *a, const void *b)
  * stay inside it), less those the sampler holds already.
  */
 static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, struct hcs_slot *out,
-		     unsigned *n, struct hc_err *err)
+		     unsigned *n, bool only_new_objects, struct hc_err *err)
 {
 	struct obj *own = obj_malloc_owner(t);
 	struct hcs_slot *have = NULL;
@@ -368,11 +368,10 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, 
 	size_t nmaps;
 	unsigned k = 0;
 
-	*n = 0;
 	maps = read_maps(t, &nmaps, NULL, err);
 	if (!maps)
 		return -1;
-	for (size_t i = 0; i < t->nobjs; i++) {
+	for (size_t i = 0; i < t->nobjs && !only_new_objects; i++) {
 		struct obj *o = &t->objs[i];
 
 		if (!o->base || o->is_vdso || o->is_ldso || strstr(o->path, "/memfd:" HCS_NAME))
@@ -674,7 +673,8 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 	find_originals(t, own, p->orig);
 	if (!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE])
 		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->pid);
-	if (new_slots(t, in, p->orig, p->slots, &p->n, err) < 0)
+	p->n = 0;
+	if (new_slots(t, in, p->orig, p->slots, &p->n, false, err) < 0)
 		return -1;
 	p->ready = true;
 	return 0;
@@ -715,8 +715,8 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 				    t->pid);
 			goto out;
 		}
-		/* loading may have brought libgcc_s: its slots too */
-		if (!p->je_mallctl && new_slots(t, in, orig, slots, &n, err) < 0)
+		/* loading may have brought libgcc_s: its slots too, on top of the rest */
+		if (!p->je_mallctl && new_slots(t, in, orig, slots, &n, true, err) < 0)
 			goto out;
 	}
 	if (p->je_mallctl && !in->s.je_handle && je_hooks(t, in, p->je_mallctl, true, err) < 0)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <unistd.h>
 
@@ -393,6 +394,140 @@ out:
 	victim_stop(&v);
 }
 
+/*
+ * Debian's MariaDB (glibc malloc, no profiler), started as it ships, under
+ * a load that creates and fills tables: prof on loads the sampler, leak
+ * names the server's own frames for what grew (the table cache), and the
+ * server answers and keeps every row.
+ */
+static void test_mariadb(void)
+{
+	char server[256], client[256], installdb[256], dir[300], sock[340], datadir[340];
+	char sql[400], svg[400], arg[512], why[256], *log;
+	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	struct hres r = { 0 };
+	pid_t pid = -1, load = -1;
+	FILE *f;
+
+	if (!find_in_path("mariadbd", server, sizeof(server)) &&
+	    access(strcpy(server, "/usr/sbin/mariadbd"), X_OK)) {
+		t_skip(true, "mariadbd not installed (mariadb-server)");
+		return;
+	}
+	if (!find_in_path("mariadb", client, sizeof(client)) ||
+	    !find_in_path("mariadb-install-db", installdb, sizeof(installdb))) {
+		t_skip(true, "mariadb or mariadb-install-db not installed (mariadb-client, mariadb-server)");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/mariadb", cfg.tmpdir);
+	snprintf(datadir, sizeof(datadir), "%s/data", dir);
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	mkdir(dir, 0755);
+	snprintf(arg, sizeof(arg), "--datadir=%s", datadir);
+	{
+		const char *argv[] = { installdb, "--no-defaults", arg, "--user=root", "--skip-test-db",
+				       "--auth-root-authentication-method=normal", NULL };
+
+		run_prog(&r, argv, 120);
+		if (hres_exit(&r) != 0) {
+			t_fail("mariadb-install-db: %s %.300s", hres_desc(&r), r.err);
+			goto out;
+		}
+		hres_free(&r);
+	}
+	{
+		char s_arg[400], l_arg[400];
+		const char *argv[] = { server, "--no-defaults", arg, s_arg, "--skip-networking",
+				       "--user=root", "--skip-grant-tables", l_arg,
+				       "--innodb-buffer-pool-size=16M", "--table-open-cache=4000", NULL };
+
+		snprintf(s_arg, sizeof(s_arg), "--socket=%s", sock);
+		snprintf(l_arg, sizeof(l_arg), "--log-error=%s/err.log", dir);
+		o.cwd = dir;
+		pid = spawn(argv, &o, why, sizeof(why));
+		if (pid < 0) {
+			t_fail("mariadbd: %s", why);
+			goto out;
+		}
+	}
+	for (int i = 0; i < 300 && access(sock, F_OK); i++)
+		sleep_ms(100);
+	snprintf(arg, sizeof(arg), "--socket=%s", sock);
+	{
+		const char *argv[] = { client, "--no-defaults", arg, "-e", "CREATE DATABASE t", NULL };
+
+		for (int i = 0; i < 50; i++) {
+			hres_free(&r);
+			run_prog(&r, argv, 20);
+			if (hres_exit(&r) == 0)
+				break;
+			sleep_ms(100);
+		}
+		if (hres_exit(&r) != 0) {
+			snprintf(sql, sizeof(sql), "%s/err.log", dir);
+			log = read_file_str(sql);
+			t_fail("mariadbd does not answer: %s %.200s; its log: %.300s", hres_desc(&r), r.err,
+			       log ? log : "");
+			free(log);
+			goto out;
+		}
+		hres_free(&r);
+	}
+	/* the load: 300 tables created and filled, over and over */
+	snprintf(sql, sizeof(sql), "%s/load.sql", dir);
+	f = fopen(sql, "w");
+	if (!f) {
+		t_fail("cannot write %s", sql);
+		goto out;
+	}
+	for (int i = 0; i < 300; i++)
+		fprintf(f, "CREATE TABLE IF NOT EXISTS t.a%d (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(200));\n"
+			   "INSERT INTO t.a%d (v) VALUES (REPEAT('x', 200)), (REPEAT('y', 200));\n", i, i);
+	fclose(f);
+	{
+		char script[2048];
+		const char *argv[] = { "/bin/sh", "-c", script, NULL };
+
+		snprintf(script, sizeof(script), "for i in 1 2 3 4 5 6 7 8 9 10; do %s --no-defaults %s "
+			 "< %s || exit 1; done", client, arg, sql);
+		load = spawn(argv, &o, why, sizeof(why));
+	}
+	if (hc_expect(&r, 0, "prof", "on", "-p", (snprintf(why, sizeof(why), "%d", (int)pid), why),
+		      NULL))
+		goto out;
+	if (!strstr(r.out, "heapctl's sampler"))
+		t_fail("prof on, mariadbd: %.300s", r.out);
+	hres_free(&r);
+	snprintf(svg, sizeof(svg), "%s/leak.folded", dir);
+	if (hc_expect(&r, 0, "leak", "-p", why, "--for", "3", "-o", svg, NULL))
+		goto out;
+	if (!strstr(r.out, "dispatch_command") && !strstr(r.out, "mysql_"))
+		t_fail("leak on mariadbd names neither dispatch_command nor mysql_*: %.600s", r.out);
+	hres_free(&r);
+	hc_expect(&r, 0, "prof", "off", "-p", why, NULL);
+	hres_free(&r);
+	if (wait_pid(load, NULL, 120000) == 0)
+		load = -1;
+	{
+		const char *argv[] = { client, "--no-defaults", arg, "-N", "-e",
+				       "SELECT COUNT(*) FROM t.a299", NULL };
+
+		run_prog(&r, argv, 20);
+		if (hres_exit(&r) != 0 || atoi(r.out) != 20)
+			t_fail("mariadbd after heapctl: t.a299 has %.20s rows, want 20 (%s)", r.out,
+			       hres_desc(&r));
+	}
+out:
+	hres_free(&r);
+	if (load > 0)
+		kill_wait(load);
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		if (wait_pid(pid, NULL, 30000))
+			kill_wait(pid);
+	}
+}
+
 /* Lines of stderr a full "heapctl -vvv ARGS -p PID" prints. */
 static long lines_of(struct victim *v, const char *a1, const char *a2)
 {
@@ -561,5 +696,6 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-threads", test_threads, 0 },
 	{ "sampler-dlopen-later", test_dlopen_later, 0 },
 	{ "sampler-kill-sweep", test_kill_sweep, 600 },
+	{ "sampler-mariadb", test_mariadb, 300 },
 	{ NULL, NULL, 0 },
 };
