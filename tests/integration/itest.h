@@ -236,6 +236,12 @@ int victim_start(struct victim *v, const char *name, const char *malloc_conf, ch
 /* victim_start() with one more "NAME=VALUE" (e.g. LD_PRELOAD=...) in the environment, or NULL. */
 int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
 		     const char *extra_env, char *why, size_t whysz);
+/*
+ * victim_start_env() that t_fail()s with the reason; a fixture (built by
+ * make fixtures) that is missing is skipped instead.  true when started.
+ */
+bool victim_up(struct victim *v, const char *name, const char *malloc_conf, const char *extra_env,
+	       bool fixture);
 /* Sends one command, reads one reply line (timeout_ms). 0, or -1 with reply = reason. */
 int victim_cmd(struct victim *v, const char *cmd, char *reply, size_t sz, int timeout_ms);
 /* victim_cmd() that t_fail()s unless the reply starts with want. */

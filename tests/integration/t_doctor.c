@@ -207,17 +207,6 @@ static int run_advised_purge(const struct finding *f, const char *spid)
 	return rc;
 }
 
-static bool start(struct victim *v, const char *name, const char *conf, const char *env)
-{
-	char why[512];
-
-	if (victim_start_env(v, name, conf, env, why, sizeof(why))) {
-		t_fail("%s", why);
-		return false;
-	}
-	return true;
-}
-
 static void test_jemalloc_dirty(void)
 {
 	struct victim v;
@@ -227,7 +216,7 @@ static void test_jemalloc_dirty(void)
 	struct hres r = { 0 };
 	long dirty;
 
-	if (!start(&v, "jemalloc_victim", "dirty_decay_ms:-1,muzzy_decay_ms:-1", NULL))
+	if (!victim_up(&v, "jemalloc_victim", "dirty_decay_ms:-1,muzzy_decay_ms:-1", NULL, false))
 		return;
 	if (victim_expect(&v, "leak 67108864", "leak ok", reply, sizeof(reply)) ||
 	    victim_expect(&v, "free", "free ok", reply, sizeof(reply)) ||
@@ -291,7 +280,7 @@ static void test_glibc_trim(void)
 	const struct finding *af, *fr;
 	double rss0, rss1, af1, fr1;
 
-	if (!start(&v, "alloc_victim", NULL, NULL))
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 		return;
 	/* 16 MiB of sub-page holes in the main arena, then a 64 MiB free run in a thread arena */
 	if (victim_expect(&v, "holes 16", "holes ok", reply, sizeof(reply)) ||
@@ -340,7 +329,7 @@ static double arenas_victim(struct victim *v, const char *env, struct doc *d)
 {
 	char reply[512];
 
-	if (!start(v, "alloc_victim", NULL, env))
+	if (!victim_up(v, "alloc_victim", NULL, env, false))
 		return -1;
 	if (victim_expect(v, "arenas 40 2", "arenas ok", reply, sizeof(reply)))
 		return -1;
@@ -405,7 +394,7 @@ static void test_tcmalloc(void)
 	const struct finding *f;
 	long tc_free;
 
-	if (!start(&v, "tcmalloc_victim", NULL, NULL))
+	if (!victim_up(&v, "tcmalloc_victim", NULL, NULL, false))
 		return;
 	if (victim_expect(&v, "frag 128", "frag ok", reply, sizeof(reply)) ||
 	    victim_expect(&v, "mi", "mi ", reply, sizeof(reply)))
@@ -443,7 +432,7 @@ static void test_shared(void)
 	struct doc d;
 	char reply[512];
 
-	if (!start(&v, "alloc_victim", NULL, NULL))
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 		return;
 	if (victim_expect(&v, "shm 32", "shm ok", reply, sizeof(reply)))
 		goto out;
@@ -488,7 +477,7 @@ static void test_prometheus(void)
 	char reply[512], line[160];
 	struct hres r = { 0 };
 
-	if (!start(&v, "jemalloc_victim", "dirty_decay_ms:-1,muzzy_decay_ms:-1", NULL))
+	if (!victim_up(&v, "jemalloc_victim", "dirty_decay_ms:-1,muzzy_decay_ms:-1", NULL, false))
 		return;
 	if (victim_expect(&v, "leak 33554432", "leak ok", reply, sizeof(reply)) ||
 	    victim_expect(&v, "free", "free ok", reply, sizeof(reply)))

@@ -194,39 +194,49 @@ out:
 	return ret;
 }
 
+static bool redis_found(struct redis *rd)
+{
+	if (find_in_path("redis-server", rd->server, sizeof(rd->server)) &&
+	    find_in_path("redis-cli", rd->cli, sizeof(rd->cli)) &&
+	    find_in_path("redis-benchmark", rd->bench, sizeof(rd->bench)))
+		return true;
+	t_skip(true, "redis-server, redis-cli or redis-benchmark not installed");
+	return false;
+}
+
+/* redis-benchmark -n N -t TESTS -P PIPELINE against rd, in the background. */
+static bool bench_start(struct redis *rd, struct hproc *bp, const char *n, const char *tests,
+			const char *pipeline)
+{
+	const char *argv[] = {
+		rd->bench, "-h", "127.0.0.1", "-p", rd->port, "-q", "-n", n, "-t", tests, "-P", pipeline, NULL,
+	};
+
+	if (prog_start(bp, argv) == 0)
+		return true;
+	t_fail("cannot start redis-benchmark");
+	return false;
+}
+
 static void test_redis(void)
 {
 	static const char *const ping[] = { "ping", NULL };
-	char *base_maps = NULL, *extra = NULL, why[512], dump[400], nreq[16];
+	char *base_maps = NULL, *extra = NULL, why[512], dump[400];
 	struct redis rd = { .pid = -1 };
 	struct hproc bp;
 	struct hres r = { 0 }, br = { 0 };
 	int rounds = 0;
 	bool bench_running = false;
 
-	if (!find_in_path("redis-server", rd.server, sizeof(rd.server)) ||
-	    !find_in_path("redis-cli", rd.cli, sizeof(rd.cli)) ||
-	    !find_in_path("redis-benchmark", rd.bench, sizeof(rd.bench))) {
-		t_skip(true, "redis-server, redis-cli or redis-benchmark not installed");
+	if (!redis_found(&rd))
 		return;
-	}
 	if (redis_start(&rd) || set_keys(&rd))
 		goto out;
 	base_maps = proc_odd_maps(rd.pid, false);
 
-	snprintf(nreq, sizeof(nreq), "%d", 20000);
-	{
-		const char *argv[] = {
-			rd.bench, "-h", "127.0.0.1", "-p", rd.port, "-q", "-n", nreq,
-			"-t", "set,get", NULL,
-		};
-
-		if (prog_start(&bp, argv)) {
-			t_fail("cannot start redis-benchmark");
-			goto out;
-		}
-		bench_running = true;
-	}
+	if (!bench_start(&rd, &bp, "20000", "set,get", "1"))
+		goto out;
+	bench_running = true;
 
 	/* Keep heapctl busy on redis for as long as the benchmark runs. */
 	do {
@@ -324,26 +334,13 @@ static void test_redis_sampler(void)
 	int rounds = 0;
 	bool bench_running = false;
 
-	if (!find_in_path("redis-server", rd.server, sizeof(rd.server)) ||
-	    !find_in_path("redis-cli", rd.cli, sizeof(rd.cli)) ||
-	    !find_in_path("redis-benchmark", rd.bench, sizeof(rd.bench))) {
-		t_skip(true, "redis-server, redis-cli or redis-benchmark not installed");
+	if (!redis_found(&rd))
 		return;
-	}
 	if (redis_start(&rd) || set_keys(&rd))
 		goto out;
-	{
-		const char *argv[] = {
-			rd.bench, "-h", "127.0.0.1", "-p", rd.port, "-q", "-n", "100000",
-			"-t", "set,get,lpush,lpop", "-P", "8", NULL,
-		};
-
-		if (prog_start(&bp, argv)) {
-			t_fail("cannot start redis-benchmark");
-			goto out;
-		}
-		bench_running = true;
-	}
+	if (!bench_start(&rd, &bp, "100000", "set,get,lpush,lpop", "8"))
+		goto out;
+	bench_running = true;
 	do {
 		snprintf(dump, sizeof(dump), "%s/redis-smp.%d.heap", rd.dir, rounds);
 		if (hc_expect(&r, 0, "prof", "on", "-p", rd.spid, NULL))

@@ -23,17 +23,6 @@
 #define LIBDIR "/usr/lib/x86_64-linux-gnu/"
 #endif
 
-static bool start(struct victim *v, const char *name, const char *conf, const char *env)
-{
-	char why[512];
-
-	if (victim_start_env(v, name, conf, env, why, sizeof(why))) {
-		t_fail("%s", why);
-		return false;
-	}
-	return true;
-}
-
 static double num(const char *json, const char *key)
 {
 	double d = -1;
@@ -152,41 +141,37 @@ out:
 	hres_free(&r);
 }
 
-static void test_glibc(void)
+/* sampler_cycle() on victim name started with env (or NULL); a missing fixture is skipped. */
+static void cycle_on(const char *name, const char *env, bool fixture, const char *cmd, const char *want,
+		     double bytes, const char *site)
 {
 	struct victim v;
 
-	if (!start(&v, "alloc_victim", NULL, NULL))
+	/* no MALLOC_CONF=prof:true: jemalloc's own profiler cannot run */
+	if (!victim_up(&v, name, NULL, env, fixture))
 		return;
-	sampler_cycle(&v, "grow 1024", "grow ok", 1024.0 * 65536, "victim_grow_site");
+	sampler_cycle(&v, cmd, want, bytes, site);
 	victim_stop(&v);
+}
+
+static void test_glibc(void)
+{
+	cycle_on("alloc_victim", NULL, false, "grow 1024", "grow ok", 1024.0 * 65536, "victim_grow_site");
 }
 
 static void test_jemalloc(void)
 {
-	struct victim v;
-
-	/* no prof:true: jemalloc's own profiler cannot run */
-	if (!start(&v, "jemalloc_victim", NULL, NULL))
-		return;
-	sampler_cycle(&v, "leak 67108864", "leak ok", 67108864.0, "cmd_leak");
-	victim_stop(&v);
+	cycle_on("jemalloc_victim", NULL, false, "leak 67108864", "leak ok", 67108864.0, "cmd_leak");
 }
 
 static void test_tcmalloc_minimal(void)
 {
-	char env[256];
-	struct victim v;
-
 	if (access(LIBDIR "libtcmalloc_minimal.so.4", R_OK)) {
 		t_skip(true, "%s missing", LIBDIR "libtcmalloc_minimal.so.4");
 		return;
 	}
-	snprintf(env, sizeof(env), "LD_PRELOAD=" LIBDIR "libtcmalloc_minimal.so.4");
-	if (!start(&v, "alloc_victim", NULL, env))
-		return;
-	sampler_cycle(&v, "grow 1024", "grow ok", 1024.0 * 65536, "victim_grow_site");
-	victim_stop(&v);
+	cycle_on("alloc_victim", "LD_PRELOAD=" LIBDIR "libtcmalloc_minimal.so.4", false, "grow 1024",
+		 "grow ok", 1024.0 * 65536, "victim_grow_site");
 }
 
 /*
@@ -197,38 +182,17 @@ static void test_tcmalloc_minimal(void)
  */
 static void test_rjem(void)
 {
-	char path[512], why[512];
-	struct victim v;
-
-	snprintf(path, sizeof(path), "%s/fx_jemalloc_rjem", cfg.victim_dir);
-	if (access(path, X_OK)) {
-		t_skip(false, "no fx_jemalloc_rjem fixture (A64_FIXTURES= leaves it out)");
-		return;
-	}
-	if (victim_start(&v, "fx_jemalloc_rjem", NULL, why, sizeof(why))) {
-		t_fail("%s", why);
-		return;
-	}
-	sampler_cycle(&v, "leak 67108864", "leak ok", 67108864.0, "cmd_leak");
-	victim_stop(&v);
+	cycle_on("fx_jemalloc_rjem", NULL, true, "leak 67108864", "leak ok", 67108864.0, "cmd_leak");
 }
 
 /* A statically linked allocator has no GOT slot to hook: a clear refusal, nothing loaded. */
 static void test_static_refused(void)
 {
-	char path[512], why[512];
 	struct hres r = { 0 };
 	struct victim v;
 
-	snprintf(path, sizeof(path), "%s/fx_jemalloc_static", cfg.victim_dir);
-	if (access(path, X_OK)) {
-		t_skip(false, "no fx_jemalloc_static fixture (A64_FIXTURES= leaves it out)");
+	if (!victim_up(&v, "fx_jemalloc_static", NULL, NULL, true))
 		return;
-	}
-	if (victim_start(&v, "fx_jemalloc_static", NULL, why, sizeof(why))) {
-		t_fail("%s", why);
-		return;
-	}
 	if (!hc_expect(&r, 1, "prof", "on", "-p", v.spid, "--sampler", "inject", NULL) &&
 	    (!strstr(r.err, "cannot be loaded") || !strstr(r.err, "hint:")))
 		t_fail("prof on --sampler inject, static jemalloc: want a refusal naming why: %.300s",
@@ -251,7 +215,7 @@ static void test_hammer(void)
 	struct hres r = { 0 };
 	struct victim v;
 
-	if (!start(&v, "glibc_torture", NULL, NULL))
+	if (!victim_up(&v, "glibc_torture", NULL, NULL, false))
 		return;
 	/* the hammers make glibc arenas as they go: the maps are theirs to change; the fds are not */
 	fds0 = proc_fd_set(v.pid);
@@ -298,7 +262,7 @@ static void test_threads(void)
 	struct hres r = { 0 };
 	struct victim v;
 
-	if (!start(&v, "alloc_victim", NULL, NULL))
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 		return;
 	fds0 = proc_fd_set(v.pid);
 	if (victim_expect(&v, "hammer 16", "hammer ok", reply, sizeof(reply)))
@@ -352,7 +316,7 @@ static void test_dlopen_later(void)
 	struct victim v;
 	double hooks0;
 
-	if (!start(&v, "alloc_victim", NULL, NULL))
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 		return;
 	snprintf(a, sizeof(a), "%s/smp-late-a.heap", cfg.tmpdir);
 	snprintf(b, sizeof(b), "%s/smp-late-b.heap", cfg.tmpdir);
@@ -634,12 +598,12 @@ static void test_kill_sweep(void)
 	struct victim v;
 	long lines, fds = 0, runs = 0;
 
-	if (!start(&v, "alloc_victim", NULL, NULL))
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 		return;
 	lines = lines_of(&v, "prof", "on");
 	victim_stop(&v);
 	for (long l = 1; l < lines && !t_failed(); l += lines / 24 + 1, runs++) {
-		if (!start(&v, "alloc_victim", NULL, NULL))
+		if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 			return;
 		kill_at_line(&v, "prof", "on", l);
 		fds += memfds_left(v.pid);
@@ -650,7 +614,7 @@ static void test_kill_sweep(void)
 		victim_check(&v, VC_NO_PROC);
 		victim_stop(&v);
 	}
-	if (t_failed() || !start(&v, "alloc_victim", NULL, NULL))
+	if (t_failed() || !victim_up(&v, "alloc_victim", NULL, NULL, false))
 		return;
 	{
 		struct hres r = { 0 };

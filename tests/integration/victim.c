@@ -257,6 +257,23 @@ int victim_start_argv(struct victim *v, const char *const *argv, const char *mal
 	return 0;
 }
 
+bool victim_up(struct victim *v, const char *name, const char *malloc_conf, const char *extra_env,
+	       bool fixture)
+{
+	char why[512];
+
+	snprintf(why, sizeof(why), "%s/%s", cfg.victim_dir, name);
+	if (fixture && access(why, X_OK)) {
+		t_skip(false, "no %s fixture (make fixtures; A64_FIXTURES= leaves them out)", name);
+		return false;
+	}
+	if (victim_start_env(v, name, malloc_conf, extra_env, why, sizeof(why))) {
+		t_fail("%s", why);
+		return false;
+	}
+	return true;
+}
+
 int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
 		     const char *extra_env, char *why, size_t whysz)
 {
