@@ -438,7 +438,7 @@ int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err 
 
 int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
-	uint64_t interval = t->opts.sample_bytes ? t->opts.sample_bytes : 512 * 1024;
+	uint64_t interval = t->opts.sample_bytes; /* 0: the sampler keeps its own */
 	int mode = t->opts.sampler, r;
 	bool old = false;
 

@@ -738,7 +738,7 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 	a[1] = 1;
 	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		goto out;
-	pr_info("sampler: %u new slots, enabled with a mean interval of %" PRIu64 " bytes", n, interval);
+	pr_info("sampler: %u new slots, sampling with a mean interval of %" PRIu64 " bytes", n, in->s.interval);
 	rc = 0;
 out:
 	return rc;
@@ -753,7 +753,7 @@ int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
 	if (!in->state || !in->s.enabled)
 		return 0;
-	return turn_on(t, in, in->s.interval, true, err);
+	return turn_on(t, in, 0, true, err);
 }
 
 int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)

@@ -738,17 +738,24 @@ static int unpatch(void)
 }
 
 /*
- * Start (on) or stop sampling.  A start after a stop forgets what was
- * sampled before: frees made while the hooks were out were not seen.
+ * Start (on) or stop sampling; interval 0 keeps the last one (512 KiB at
+ * first).  A start after a stop forgets what was sampled before (frees
+ * made while the hooks were out were not seen), and so does a new interval
+ * (one profile has one period), as jemalloc's prof.reset does.
  */
 static int enable(uint64_t interval, uint32_t on)
 {
+	uint64_t want = interval ? interval : hcs_state.interval ? hcs_state.interval : 512 * 1024;
+	int restart;
+
 	if (!on) {
 		STORE(&hcs_state.enabled, 0);
 		return 0;
 	}
+	restart = !LOAD(&hcs_state.enabled) || want != hcs_state.interval;
+	STORE(&hcs_state.enabled, 0);
 	/* the tables are zero until a first start; after a stop, or in a fork()ed child, stale */
-	if (!LOAD(&hcs_state.enabled) && (hcs_state.generation || hcs_state.in_child)) {
+	if (restart && (hcs_state.generation || hcs_state.in_child)) {
 		if (madvise(live_tab, sizeof(live_tab), MADV_DONTNEED))
 			for (size_t i = 0; i < sizeof(live_tab) / sizeof(live_tab[0]); i++)
 				STORE(&live_tab[i].ptr, 0);
@@ -758,9 +765,9 @@ static int enable(uint64_t interval, uint32_t on)
 		STORE(&hcs_state.live_count, 0);
 		STORE(&hcs_state.in_child, 0);
 	}
-	if (!LOAD(&hcs_state.enabled)) {
+	if (restart) {
 		STORE(&hcs_state.samples, 0);
-		hcs_state.interval = interval;
+		hcs_state.interval = want;
 		ADD(&hcs_state.generation, 1);
 	}
 	STORE(&hcs_state.enabled, 1);

@@ -571,7 +571,8 @@ static void after_kill(struct victim *v, const char *what, long line)
 	if (victim_expect(v, "grow 16", "grow ok", reply, sizeof(reply)))
 		return;
 	snprintf(out, sizeof(out), "%s/smp-k.%s.heap", cfg.tmpdir, v->spid);
-	if (!hc_expect(&r, 0, "prof", "on", "-p", v->spid, NULL)) {
+	/* 4 KiB: 64 blocks of 64 KiB are then sampled for sure (at 512 KiB, none with p = 3e-4) */
+	if (!hc_expect(&r, 0, "prof", "on", "-p", v->spid, "--sample-bytes", "4K", NULL)) {
 		hres_free(&r);
 		victim_expect(v, "grow 64", "grow ok", reply, sizeof(reply));
 		if (!hc_expect(&r, 0, "dump", "-p", v->spid, "-o", out, NULL)) {
