@@ -5,8 +5,8 @@
  * a non-root operator, kubectl debug's general profile, a unit with a
  * bounding set).  An allocator library upgraded under a running process, or
  * unpacked and unlinked on purpose, has a "(deleted)" name that opens
- * nothing: its symbols come from its loaded image.  A deleted executable is
- * read through /proc/PID/exe.  The allocator must be the right one (the
+ * nothing: its symbols and its allocator's strings come from its loaded
+ * image.  A deleted executable is read through /proc/PID/exe.  The allocator must be the right one (the
  * wrong one's functions free the other's pointers: free(): invalid
  * pointer), its figures must be its own, and the target must go on
  * allocating and freeing afterwards.
@@ -195,6 +195,12 @@ static void drive_nocap(struct victim *v, const char *obj, const char *grow_cmd,
 	snprintf(want, sizeof(want), "malloc from   %s", obj);
 	if (!strstr(r.out, "allocator     jemalloc") || !strstr(r.out, want)) {
 		t_fail("info does not show jemalloc from %s:\n%.500s", obj, r.out);
+		goto out;
+	}
+	/* its strings, read from the file or the loaded image */
+	snprintf(want, sizeof(want), "evidence      jemalloc in %s", obj);
+	if (!strstr(r.out, want)) {
+		t_fail("info shows no jemalloc evidence in %s:\n%.500s", obj, r.out);
 		goto out;
 	}
 	hres_free(&r);
