@@ -695,7 +695,7 @@ static int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err);
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
 	Elf *elf;
-	int fd;
+	int fd, e;
 
 	/*
 	 * Symbols from elsewhere cost milliseconds or a download: only when
@@ -718,21 +718,23 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	if (o->is_vdso)
 		return 0;
 	fd = obj_open(o, NULL);
-	if (fd < 0) {
+	e = fd < 0 ? errno : 0;
+	elf = sym_elf_open(fd);
+	if (!elf) {
+		/* not there, or no longer ELF under that name: what is mapped still is */
 		struct hc_err me = { 0 };
-		int e = errno;
+		const char *why = e ? strerror(e) : "not an ELF file";
 
 		if (sym_load_mem(t, o, &me) == 0) {
-			pr_info("%s cannot be opened (%s): its symbols come from its loaded image",
-				o->path, strerror(e));
+			pr_info("%s cannot be read (%s): its symbols come from its loaded image",
+				o->path, why);
 			return 0;
 		}
 		o->unreadable = true;
 		return err_set(err, me.code == HC_E_NOMEM ? HC_E_NOMEM : HC_E_NO_SYM, e,
-			       "%s: cannot open it (%s), nor read its symbols in memory: %s",
-			       o->path, strerror(e), me.msg);
+			       "%s cannot be read (%s), nor its symbols in memory (%s)", o->path,
+			       why, me.msg);
 	}
-	elf = sym_elf_open(fd);
 	sym_load_elf(t, o, elf, debug, err);
 	if (elf)
 		elf_end(elf);
@@ -808,8 +810,8 @@ static uint64_t dyn_ptr(const struct obj *o, uint64_t p)
  * start, the entry whose low bit is set (the format of glibc's
  * elf/dl-lookup.c, do_lookup_x()).
  */
-static int dyn_count(struct hc_target *t, const struct obj *o, uint64_t hash, uint64_t gnu,
-		     uint32_t *n, struct hc_err *err)
+static int dyn_count(struct hc_target *t, uint64_t hash, uint64_t gnu, uint32_t *n,
+		     struct hc_err *err)
 {
 	uint32_t h[4], *b, top = 0, w = 0;
 	uint64_t chain;
@@ -824,8 +826,7 @@ static int dyn_count(struct hc_target *t, const struct obj *o, uint64_t hash, ui
 	if (mem_read(t->pid, t->memfd, gnu, h, 16, err) < 0)
 		return -1;
 	if (!h[0] || h[0] > MEM_MAX_SYMS || h[1] > MEM_MAX_SYMS || h[2] > MEM_MAX_SYMS)
-		return err_set(err, HC_E_NO_SYM, 0, "%s: a DT_GNU_HASH table of %u buckets",
-			       o->path, h[0]);
+		return err_set(err, HC_E_NO_SYM, 0, "a DT_GNU_HASH table of %u buckets", h[0]);
 	b = malloc(h[0] * sizeof(*b));
 	if (!b)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
@@ -851,7 +852,7 @@ static int dyn_count(struct hc_target *t, const struct obj *o, uint64_t hash, ui
 			return 0;
 		}
 	}
-	return err_set(err, HC_E_NO_SYM, 0, "%s: a DT_GNU_HASH chain without an end", o->path);
+	return err_set(err, HC_E_NO_SYM, 0, "a DT_GNU_HASH chain without an end");
 }
 
 /*
@@ -875,8 +876,7 @@ static int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
 	uint32_t n = 0;
 
 	if (!o->dynamic || !ndyn)
-		return err_set(err, HC_E_NO_SYM, 0, "%s: no PT_DYNAMIC in its loaded image",
-			       o->path);
+		return err_set(err, HC_E_NO_SYM, 0, "no PT_DYNAMIC");
 	if (ndyn > MEM_MAX_DYN)
 		ndyn = MEM_MAX_DYN;
 	dyn = calloc(ndyn, sizeof(*dyn));
@@ -898,19 +898,18 @@ static int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
 		}
 	}
 	if (!symtab || !strtab || !strsz || (!hash && !gnu) || syment != sizeof(Elf64_Sym)) {
-		err_set(err, HC_E_NO_SYM, 0, "%s: its dynamic section names no symbol table",
-			o->path);
+		err_set(err, HC_E_NO_SYM, 0, "its dynamic section names no symbol table");
 		goto out;
 	}
 	if (strsz > MEM_MAX_STRS) {
-		err_set(err, HC_E_NO_SYM, 0, "%s: a dynamic string table of %llu bytes", o->path,
+		err_set(err, HC_E_NO_SYM, 0, "a dynamic string table of %llu bytes",
 			(unsigned long long)strsz);
 		goto out;
 	}
-	if (dyn_count(t, o, hash, gnu, &n, err) < 0)
+	if (dyn_count(t, hash, gnu, &n, err) < 0)
 		goto out;
 	if (n > MEM_MAX_SYMS) {
-		err_set(err, HC_E_NO_SYM, 0, "%s: a dynamic symbol table of %u entries", o->path, n);
+		err_set(err, HC_E_NO_SYM, 0, "a dynamic symbol table of %u entries", n);
 		goto out;
 	}
 	es = calloc(n ? n : 1, sizeof(*es));
