@@ -33,16 +33,27 @@
 
 #define NOCAP_BOUND "--bounding-set=-sys_admin,-checkpoint_restore"
 #define NOCAP_INH "--inh-caps=-sys_admin,-checkpoint_restore"
+#define NODAC_BOUND "--bounding-set=-dac_override,-dac_read_search"
+#define NODAC_INH "--inh-caps=-dac_override,-dac_read_search"
 
-static bool have_setpriv(void)
+/* Root, and a setpriv (util-linux's: busybox's has no --bounding-set) that drops these. */
+static bool have_setpriv(const char *bound, const char *inh)
 {
+	const char *argv[] = { "setpriv", bound, inh, "--", "true", NULL };
 	char path[PATH_MAX];
+	struct hres r;
+	bool ok;
 
 	if (getuid() != 0 || !find_in_path("setpriv", path, sizeof(path))) {
 		t_skip(false, "needs root and setpriv (util-linux) to drop a capability");
 		return false;
 	}
-	return true;
+	run_prog(&r, argv, 10);
+	ok = hres_exit(&r) == 0;
+	if (!ok)
+		t_skip(false, "setpriv %s %s fails here: %s", bound, inh, hres_desc(&r));
+	hres_free(&r);
+	return ok;
 }
 
 /* cp src dst, mode 0755; false with t_fail() */
@@ -240,10 +251,11 @@ static void test_deleted_preload_nocap(void)
 	char why[512];
 	int st;
 
-	if (!have_setpriv())
+	if (!have_setpriv(NOCAP_BOUND, NOCAP_INH))
 		return;
 	if (!jemalloc_so(lib, sizeof(lib))) {
-		t_skip(false, "jemalloc_victim links no shared libjemalloc (ldd): nothing to preload");
+		t_skip(false, "ldd names no shared libjemalloc of jemalloc_victim (a static build, "
+			      "or no ldd): nothing to preload");
 		return;
 	}
 	snprintf(dir, sizeof(dir), "%s/deleted-preload", cfg.tmpdir);
@@ -291,7 +303,7 @@ static void test_deleted_exe_nocap(void)
 	const char *argv[] = { copy, "3", "4", "5", NULL };
 	struct victim v;
 
-	if (!have_setpriv())
+	if (!have_setpriv(NOCAP_BOUND, NOCAP_INH))
 		return;
 	snprintf(src, sizeof(src), "%s/fx_jemalloc_plain", cfg.victim_dir);
 	if (access(src, X_OK)) {
@@ -340,7 +352,7 @@ static void test_mem_dac_override(void)
 	struct victim v;
 	struct stat st;
 
-	if (!have_setpriv())
+	if (!have_setpriv(NODAC_BOUND, NODAC_INH))
 		return;
 	if (victim_start_wrapped(&v, as_nobody, "plain_victim", NULL, NULL, why, sizeof(why))) {
 		t_skip(false, "the victim cannot run as uid 65534 here: %s", why);
@@ -354,9 +366,8 @@ static void test_mem_dac_override(void)
 		goto out;
 	}
 	{
-		const char *argv[] = { "setpriv", "--bounding-set=-dac_override,-dac_read_search",
-				       "--inh-caps=-dac_override,-dac_read_search", "--",
-				       cfg.heapctl, "stats", "-p", v.spid, NULL };
+		const char *argv[] = { "setpriv", NODAC_BOUND, NODAC_INH, "--", cfg.heapctl,
+				       "stats", "-p", v.spid, NULL };
 
 		run_prog(&r, argv, HC_TIMEOUT_S);
 	}
