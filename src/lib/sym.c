@@ -690,8 +690,6 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
-static int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err);
-
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
 	Elf *elf;
@@ -790,6 +788,7 @@ out:
 #define MEM_MAX_SYMS (1u << 20)
 #define MEM_MAX_STRS (64u << 20)
 #define MEM_MAX_DYN 1024
+#define MEM_MAX_CHAIN (1u << 16)
 
 /*
  * An address from o's dynamic section in memory.  glibc's loader
@@ -813,7 +812,7 @@ static uint64_t dyn_ptr(const struct obj *o, uint64_t p)
 static int dyn_count(struct hc_target *t, uint64_t hash, uint64_t gnu, uint32_t *n,
 		     struct hc_err *err)
 {
-	uint32_t h[4], *b, top = 0, w = 0;
+	uint32_t h[4], *b, top = 0, w[64];
 	uint64_t chain;
 
 	if (hash) {
@@ -844,13 +843,25 @@ static int dyn_count(struct hc_target *t, uint64_t hash, uint64_t gnu, uint32_t 
 		return 0;
 	}
 	chain = gnu + 16 + (uint64_t)h[2] * 8 + (uint64_t)h[0] * 4;
-	for (uint32_t i = top; i < MEM_MAX_SYMS; i++) {
-		if (mem_read(t->pid, t->memfd, chain + (uint64_t)(i - h[1]) * 4, &w, 4, err) < 0)
-			return -1;
-		if (w & 1) {
-			*n = i + 1;
-			return 0;
+	/*
+	 * A chain holds the few symbols of one bucket: read 64 entries at a
+	 * time, one at a time only where the mapping ends within them.
+	 */
+	for (uint32_t i = top; i - top < MEM_MAX_CHAIN && i < MEM_MAX_SYMS;) {
+		size_t k = sizeof(w) / sizeof(w[0]);
+
+		if (mem_read(t->pid, t->memfd, chain + (uint64_t)(i - h[1]) * 4, w, sizeof(w),
+			     &(struct hc_err){ 0 }) < 0) {
+			k = 1;
+			if (mem_read(t->pid, t->memfd, chain + (uint64_t)(i - h[1]) * 4, w, 4,
+				     err) < 0)
+				return -1;
 		}
+		for (size_t j = 0; j < k; j++, i++)
+			if (w[j] & 1) {
+				*n = i + 1;
+				return 0;
+			}
 	}
 	return err_set(err, HC_E_NO_SYM, 0, "a DT_GNU_HASH chain without an end");
 }
@@ -865,7 +876,7 @@ static int dyn_count(struct hc_target *t, uint64_t hash, uint64_t gnu, uint32_t 
  * where; every malloc that can replace another's is among them.  What the
  * target's memory says is bounded and checked like a file's contents.
  */
-static int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
+int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
 {
 	uint64_t symtab = 0, strtab = 0, strsz = 0, syment = sizeof(Elf64_Sym), hash = 0, gnu = 0;
 	size_t ndyn = o->dynamic_len / sizeof(Elf64_Dyn);

@@ -144,6 +144,13 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
  * from memory).  elf may be NULL (then: not an ELF file).
  */
 int sym_load_elf(struct hc_target *t, struct obj *o, struct Elf *elf, bool debug, struct hc_err *err);
+/*
+ * .dynsym of o from its loaded image (PT_DYNAMIC's DT_SYMTAB, DT_STRTAB and
+ * hash table), for an object whose file cannot be read; sym_load() falls
+ * back to it.  Needs obj_read_phdrs() done; the target's bytes are bounded
+ * and checked (fuzzed).  o->symsrc becomes ".dynsym in memory".
+ */
+int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err);
 /* The ELF and program headers read from the target's memory at o->base. */
 int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
 /* --debug-file: an ELF file with .symtab, of the executable's build-id. */
