@@ -146,7 +146,8 @@ static bool map_files_followed_without_caps(const struct hcns *ns, pid_t pid)
 	return ok;
 }
 
-__attribute__((sentinel)) static int hcns(const struct hcns *ns, struct hres *r, bool nocap, ...)
+/* hcns_run() with the arguments listed; nocap an int: va_start() after a bool is undefined */
+__attribute__((sentinel)) static int hcns(const struct hcns *ns, struct hres *r, int nocap, ...)
 {
 	const char *args[48], *a;
 	va_list ap;
