@@ -367,7 +367,11 @@ int main(int argc, char **argv)
 #endif
 	};
 	const char *filter = getenv("ITEST_FILTER");
-	const char *hc = argc > 1 ? argv[1] : getenv("HEAPCTL");
+	const char *hc;
+
+	if (argc > 1 && (!strcmp(argv[1], "--without-caps") || !strcmp(argv[1], "--uid")))
+		return itest_exec_as(argv + 1);
+	hc = argc > 1 ? argv[1] : getenv("HEAPCTL");
 	const char *vd = getenv("VICTIM_DIR");
 	const char *vf = getenv("ITEST_VFLAG");
 	const char *ci = getenv("CI");

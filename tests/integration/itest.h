@@ -304,7 +304,12 @@ extern const struct itest t_timers_tests[];	/* timed waits are never made late *
 extern const struct itest t_concurrent_tests[];	/* t_concurrent.c */
 extern const struct itest t_syms_tests[];	/* symbols elsewhere: MiniDebugInfo, debuginfod */
 extern const struct itest t_ns_tests[];	/* heapctl and its target in other mount namespaces */
-extern const struct itest t_deleted_tests[];	/* objects deleted since mapped, without map_files */
+extern const struct itest t_deleted_tests[];
+/*
+ * itest --without-caps N,N -- PROG ARGS, or itest --uid N -- PROG ARGS
+ * (t_deleted.c): PROG without those capabilities, or as another user.
+ */
+int itest_exec_as(char **argv);	/* objects deleted since mapped, without map_files */
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 
 #endif /* ITEST_H */

@@ -21,37 +21,122 @@
 #endif
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "itest.h"
 
-#define NOCAP_BOUND "--bounding-set=-sys_admin,-checkpoint_restore"
-#define NOCAP_INH "--inh-caps=-sys_admin,-checkpoint_restore"
-#define NODAC_BOUND "--bounding-set=-dac_override,-dac_read_search"
-#define NODAC_INH "--inh-caps=-dac_override,-dac_read_search"
+#ifndef CAP_CHECKPOINT_RESTORE
+#define CAP_CHECKPOINT_RESTORE 40 /* Linux 5.9 */
+#endif
+/* the capabilities that let heapctl follow /proc/PID/map_files */
+#define NOCAP_MAPFILES "21,40" /* CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE */
+/* those that let it open another user's /proc/PID/mem */
+#define NOCAP_DAC "1,2" /* CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH */
 
-/* Root, and a setpriv (util-linux's: busybox's has no --bounding-set) that drops these. */
-static bool have_setpriv(const char *bound, const char *inh)
+_Static_assert(CAP_SYS_ADMIN == 21 && CAP_CHECKPOINT_RESTORE == 40 && CAP_DAC_OVERRIDE == 1 &&
+		       CAP_DAC_READ_SEARCH == 2,
+	       "the capability numbers above");
+
+/*
+ * itest --without-caps N,N,... -- PROG ARGS: exec PROG with those
+ * capabilities out of the bounding, inheritable and ambient sets, as
+ * util-linux's setpriv --bounding-set=-... --inh-caps=-... does (busybox's
+ * setpriv, all the arm64 lane has, cannot): root's exec then leaves them
+ * out of the permitted and effective sets (capabilities(7)).  A capability
+ * this kernel does not know is not there to drop.  itest --uid N -- PROG
+ * ARGS: as uid and gid N, without supplementary groups.
+ */
+int itest_exec_as(char **argv)
 {
-	const char *argv[] = { "setpriv", bound, inh, "--", "true", NULL };
-	char path[PATH_MAX];
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	const char *what = argv[0], *arg = argv[1];
+	char *end;
+
+	if (!what || !arg || !argv[2] || strcmp(argv[2], "--") || !argv[3]) {
+		fprintf(stderr, "usage: itest --without-caps N,N | --uid N -- PROG ARGS\n");
+		return 2;
+	}
+	if (!strcmp(what, "--uid")) {
+		long id = strtol(arg, NULL, 10);
+
+		if (setgroups(0, NULL) || setgid((gid_t)id) || setuid((uid_t)id)) {
+			perror("setuid");
+			return 1;
+		}
+	} else if (syscall(SYS_capget, &hdr, data)) {
+		perror("capget");
+		return 1;
+	} else {
+		for (long c = strtol(arg, &end, 10);; c = strtol(end + 1, &end, 10)) {
+			if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL) {
+				perror("PR_CAPBSET_DROP");
+				return 1;
+			}
+			prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, c, 0, 0);
+			if (c >= 0 && c < 64)
+				data[c / 32].inheritable &= ~(1u << (c % 32));
+			if (*end != ',')
+				break;
+		}
+		if (syscall(SYS_capset, &hdr, data)) {
+			perror("capset");
+			return 1;
+		}
+	}
+	execvp(argv[3], argv + 3);
+	perror(argv[3]);
+	return 127;
+}
+
+/* argv[0..3] for run_prog(): this harness with how (--without-caps, --uid), arg and -- */
+static int exec_as(const char **argv, const char *how, const char *arg)
+{
+	static char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	self[n > 0 ? n : 0] = '\0';
+	argv[0] = self;
+	argv[1] = how;
+	argv[2] = arg;
+	argv[3] = "--";
+	return 4;
+}
+
+static int without(const char **argv, const char *caps)
+{
+	return exec_as(argv, "--without-caps", caps);
+}
+
+/* Root, who may drop capabilities from its bounding set, and does here. */
+static bool can_drop(const char *caps)
+{
+	const char *argv[8];
 	struct hres r;
 	bool ok;
+	int n;
 
-	if (getuid() != 0 || !find_in_path("setpriv", path, sizeof(path))) {
-		t_skip(false, "needs root and setpriv (util-linux) to drop a capability");
+	if (getuid() != 0) {
+		t_skip(false, "needs root to drop a capability");
 		return false;
 	}
+	n = without(argv, caps);
+	argv[n++] = "true";
+	argv[n] = NULL;
 	run_prog(&r, argv, 10);
 	ok = hres_exit(&r) == 0;
 	if (!ok)
-		t_skip(false, "setpriv %s %s fails here: %s", bound, inh, hres_desc(&r));
+		t_skip(false, "cannot drop capabilities %s here: %s", caps, hres_desc(&r));
 	hres_free(&r);
 	return ok;
 }
@@ -85,6 +170,7 @@ static bool copy_file(const char *src, const char *dst)
 /* The libjemalloc jemalloc_victim links (ldd); false if it links none (a static build). */
 static bool jemalloc_so(char *out, size_t sz)
 {
+	static const char *const multiarch[] = { "x86_64-linux-gnu", "aarch64-linux-gnu" };
 	char victim[PATH_MAX];
 	const char *argv[] = { "ldd", victim, NULL };
 	const char *p, *arrow;
@@ -100,6 +186,12 @@ static bool jemalloc_so(char *out, size_t sz)
 		snprintf(out, sz, "%.*s", (int)n, arrow + 4);
 	}
 	hres_free(&r);
+	/* no ldd (the arm64 lane's busybox): where Debian puts it */
+	for (size_t i = 0; !n && i < sizeof(multiarch) / sizeof(multiarch[0]); i++) {
+		snprintf(out, sz, "/usr/lib/%s/libjemalloc.so.2", multiarch[i]);
+		if (!access(out, R_OK) && !access(victim, X_OK))
+			n = strlen(out);
+	}
 	return n > 0;
 }
 
@@ -108,12 +200,9 @@ __attribute__((sentinel)) static void run_nocap(struct hres *r, ...)
 {
 	const char *argv[40], *a;
 	va_list ap;
-	int n = 0;
+	int n;
 
-	argv[n++] = "setpriv";
-	argv[n++] = NOCAP_BOUND;
-	argv[n++] = NOCAP_INH;
-	argv[n++] = "--";
+	n = without(argv, NOCAP_MAPFILES);
 	argv[n++] = cfg.heapctl;
 	if (cfg.vflag)
 		argv[n++] = cfg.vflag;
@@ -132,12 +221,12 @@ __attribute__((sentinel)) static void run_nocap(struct hres *r, ...)
 static bool map_files_open_nocap(pid_t pid)
 {
 	char dir[64], link[PATH_MAX];
-	const char *argv[] = { "setpriv", NOCAP_BOUND, NOCAP_INH, "--", "head", "-c", "4", link,
-			       NULL };
+	const char *argv[10];
 	struct dirent *de = NULL;
 	struct hres r;
 	bool ok;
 	DIR *d;
+	int n;
 
 	snprintf(dir, sizeof(dir), "/proc/%d/map_files", (int)pid);
 	d = opendir(dir);
@@ -150,6 +239,12 @@ static bool map_files_open_nocap(pid_t pid)
 	}
 	snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
 	closedir(d);
+	n = without(argv, NOCAP_MAPFILES);
+	argv[n++] = "head";
+	argv[n++] = "-c";
+	argv[n++] = "4";
+	argv[n++] = link;
+	argv[n] = NULL;
 	run_prog(&r, argv, 10);
 	ok = hres_exit(&r) == 0;
 	hres_free(&r);
@@ -251,7 +346,7 @@ static void test_deleted_preload_nocap(void)
 	char why[512];
 	int st;
 
-	if (!have_setpriv(NOCAP_BOUND, NOCAP_INH))
+	if (!can_drop(NOCAP_MAPFILES))
 		return;
 	if (!jemalloc_so(lib, sizeof(lib))) {
 		t_skip(false, "ldd names no shared libjemalloc of jemalloc_victim (a static build, "
@@ -303,7 +398,7 @@ static void test_deleted_exe_nocap(void)
 	const char *argv[] = { copy, "3", "4", "5", NULL };
 	struct victim v;
 
-	if (!have_setpriv(NOCAP_BOUND, NOCAP_INH))
+	if (!can_drop(NOCAP_MAPFILES))
 		return;
 	snprintf(src, sizeof(src), "%s/fx_jemalloc_plain", cfg.victim_dir);
 	if (access(src, X_OK)) {
@@ -345,15 +440,15 @@ out:
  */
 static void test_mem_dac_override(void)
 {
-	static const char *const as_nobody[] = { "setpriv", "--reuid=65534", "--regid=65534",
-						  "--clear-groups", NULL };
+	const char *as_nobody[5];
 	char path[64], why[512], reply[64];
 	struct hres r = { 0 };
 	struct victim v;
 	struct stat st;
 
-	if (!have_setpriv(NODAC_BOUND, NODAC_INH))
+	if (!can_drop(NOCAP_DAC))
 		return;
+	as_nobody[exec_as(as_nobody, "--uid", "65534")] = NULL;
 	if (victim_start_wrapped(&v, as_nobody, "plain_victim", NULL, NULL, why, sizeof(why))) {
 		t_skip(false, "the victim cannot run as uid 65534 here: %s", why);
 		return;
@@ -366,9 +461,14 @@ static void test_mem_dac_override(void)
 		goto out;
 	}
 	{
-		const char *argv[] = { "setpriv", NODAC_BOUND, NODAC_INH, "--", cfg.heapctl,
-				       "stats", "-p", v.spid, NULL };
+		const char *argv[10];
+		int n = without(argv, NOCAP_DAC);
 
+		argv[n++] = cfg.heapctl;
+		argv[n++] = "stats";
+		argv[n++] = "-p";
+		argv[n++] = v.spid;
+		argv[n] = NULL;
 		run_prog(&r, argv, HC_TIMEOUT_S);
 	}
 	if (hres_crash(&r) || hres_exit(&r) != 1 || !strstr(r.err, "heapctl: error: ") ||
