@@ -899,13 +899,26 @@ int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
 		uint64_t v = dyn[i].d_un.d_val;
 
 		switch (dyn[i].d_tag) {
-		case DT_SYMTAB: symtab = dyn_ptr(o, v); break;
-		case DT_STRTAB: strtab = dyn_ptr(o, v); break;
-		case DT_HASH: hash = dyn_ptr(o, v); break;
-		case DT_GNU_HASH: gnu = dyn_ptr(o, v); break;
-		case DT_STRSZ: strsz = v; break;
-		case DT_SYMENT: syment = v; break;
-		default: break;
+		case DT_SYMTAB:
+			symtab = dyn_ptr(o, v);
+			break;
+		case DT_STRTAB:
+			strtab = dyn_ptr(o, v);
+			break;
+		case DT_HASH:
+			hash = dyn_ptr(o, v);
+			break;
+		case DT_GNU_HASH:
+			gnu = dyn_ptr(o, v);
+			break;
+		case DT_STRSZ:
+			strsz = v;
+			break;
+		case DT_SYMENT:
+			syment = v;
+			break;
+		default:
+			break;
 		}
 	}
 	if (!symtab || !strtab || !strsz || (!hash && !gnu) || syment != sizeof(Elf64_Sym)) {

@@ -6,10 +6,11 @@
  * bounding set).  An allocator library upgraded under a running process, or
  * unpacked and unlinked on purpose, has a "(deleted)" name that opens
  * nothing: its symbols and its allocator's strings come from its loaded
- * image.  A deleted executable is read through /proc/PID/exe.  The allocator must be the right one (the
- * wrong one's functions free the other's pointers: free(): invalid
- * pointer), its figures must be its own, and the target must go on
- * allocating and freeing afterwards.
+ * image.  A deleted executable is read through /proc/PID/exe.  The
+ * allocator must be the right one (the wrong one's functions free the
+ * other's pointers: free(): invalid pointer), its figures must be its own,
+ * and the target must go on allocating and freeing afterwards.  Capabilities
+ * are dropped by the harness itself (itest_exec_as()), as setpriv would.
  *
  *   deleted-preload-nocap  LD_PRELOAD=a copy of libjemalloc, deleted
  *   deleted-exe-nocap      fx_jemalloc_plain (jemalloc linked in), its copy deleted
