@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "err.h"
 #include "target.h"
 
 /*
@@ -41,6 +42,21 @@ int alloc_detect(struct hc_target *t, struct hc_err *err)
 	const struct alloc_ops *order[NDRIVERS];
 
 	pick_order(t, order);
+	if (t->malloc_unread) {
+		/*
+		 * Whatever serves malloc after it may not be what the process
+		 * calls: taking libc's for a preloaded jemalloc's has its
+		 * functions free jemalloc's pointers (free(): invalid pointer).
+		 */
+		const char *own = t->malloc_obj ? strrchr(t->malloc_obj->path, '/') : NULL;
+
+		return err_sethint(err, HC_E_NO_SYM, t->malloc_unread_err.sys_errno,
+				   "give heapctl CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, so that it "
+				   "reads the very file mapped through /proc/PID/map_files, or "
+				   "restart the process",
+				   "pid %d: %s; it may define malloc (it comes before %s)", t->pid,
+				   t->malloc_unread_err.msg, own ? own + 1 : "any other definition");
+	}
 	for (size_t i = 0; i < NDRIVERS; i++) {
 		int r = order[i]->detect(t, err);
 

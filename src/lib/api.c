@@ -2,6 +2,7 @@
 /* The public entry points: open a target, dispatch to its allocator driver. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,31 @@ static int perm_error(pid_t pid, int e, struct hc_err *err)
 			   strerror(e));
 }
 
+/*
+ * Opening /proc/PID/mem takes two checks (fs/proc/base.c): the file's mode,
+ * 0600 and owned by the target's user, then ptrace access (mm_access()).
+ * Root that may trace (CAP_SYS_PTRACE) still fails the first on another
+ * user's process without CAP_DAC_OVERRIDE, as in a container or unit that
+ * drops it: a ptrace hint would send the user the wrong way.
+ */
+static int mem_open_error(pid_t pid, const char *path, int e, struct hc_err *err)
+{
+	struct procfs_status self;
+	struct stat st;
+	char hint[256];
+
+	if (e != EACCES || stat(path, &st) < 0 || procfs_status("/proc/self/status", &self) < 0 ||
+	    st.st_uid == self.fsuid || (self.capeff & (1ull << CAP_DAC_OVERRIDE)) ||
+	    !(self.capeff & (1ull << CAP_SYS_PTRACE)))
+		return perm_error(pid, e, err);
+	snprintf(hint, sizeof(hint),
+		 "give heapctl CAP_DAC_OVERRIDE as well as CAP_SYS_PTRACE, or run it as uid %u, "
+		 "the target's user", (unsigned)st.st_uid);
+	return err_sethint(err, HC_E_PERM, e, hint,
+			   "cannot open %s: it belongs to uid %u and heapctl runs as uid %u without "
+			   "CAP_DAC_OVERRIDE", path, (unsigned)st.st_uid, (unsigned)self.fsuid);
+}
+
 struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, struct hc_err *err)
 {
 	struct procfs_status ps;
@@ -261,7 +287,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	t->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (t->memfd < 0) {
 		if (errno == EACCES || errno == EPERM)
-			perm_error(pid, errno, err);
+			mem_open_error(pid, path, errno, err);
 		else if (errno == ENOENT || errno == ESRCH)
 			err_set(err, HC_E_NO_PROC, errno, "pid %d exited", pid);
 		else

@@ -305,13 +305,61 @@ static bool out_of_scope(const struct obj *o)
 	       !strncmp(b, "librt.so", 8);
 }
 
+/* The most of one object's loaded image read when its file cannot be opened. */
+#define EV_MAX_MEM (64ull << 20)
+
+/*
+ * The signs in o's loaded image, for an object whose file cannot be
+ * opened: deleted since it was mapped (an allocator library upgraded or
+ * unlinked under the process) while /proc/PID/map_files cannot be followed.
+ * What a file without section headers gives (evidence_file()): its
+ * read-only PT_LOAD segments, from the program headers in memory.  1, 0,
+ * or -1 as evidence_file().
+ */
+static int evidence_mem(const struct obj *o, struct evidence *ev)
+{
+	uint64_t budget = EV_MAX_MEM;
+	struct tally ta;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	bool scanned = false;
+
+	memset(&ta, 0, sizeof(ta));
+	memset(ev, 0, sizeof(*ev));
+	if (!o->base || mem_read(o->pid, -1, o->base, &eh, sizeof(eh), &(struct hc_err){ 0 }) < 0 ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    !eh.e_phnum || eh.e_phnum > 64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+	    mem_read(o->pid, -1, o->base + eh.e_phoff, ph, eh.e_phnum * sizeof(ph[0]),
+		     &(struct hc_err){ 0 }) < 0)
+		return -1;
+	for (unsigned i = 0; i < eh.e_phnum && budget; i++) {
+		uint64_t len = ph[i].p_filesz < budget ? ph[i].p_filesz : budget;
+		char *buf;
+
+		if (ph[i].p_type != PT_LOAD || (ph[i].p_flags & PF_W) || !len)
+			continue;
+		buf = malloc(len);
+		if (!buf)
+			break;
+		if (mem_read(o->pid, -1, ph[i].p_vaddr + o->bias, buf, len,
+			     &(struct hc_err){ 0 }) == 0) {
+			scan_buf(buf, len, &ta);
+			scanned = true;
+			budget -= len;
+		}
+		free(buf);
+	}
+	return scanned ? judge(&ta, ev) : -1;
+}
+
 static int scan_obj(const struct obj *o, struct evidence *ev)
 {
-	int r;
+	int r, fd;
 
 	if (out_of_scope(o))
 		return 0;
-	r = evidence_file(obj_open(o, NULL), ev);
+	fd = obj_open(o, NULL);
+	r = fd < 0 && !o->is_vdso ? evidence_mem(o, ev) : evidence_file(fd, ev);
 	if (r > 0)
 		pr_debug("%s: %s (found: %s)", o->path, ev->alloc, ev->found);
 	return r > 0;

@@ -40,6 +40,8 @@ void procfs_status_parse(FILE *f, struct procfs_status *st)
 			st->shdpnd = strtoull(line + 7, NULL, 16);
 		else if (!strncmp(line, "SigBlk:", 7))
 			st->sigblk = strtoull(line + 7, NULL, 16);
+		else if (!strncmp(line, "CapEff:", 7))
+			st->capeff = strtoull(line + 7, NULL, 16);
 		else if (!strncmp(line, "VmRSS:", 6))
 			st->rss = strtoull(line + 6, NULL, 10) * 1024;
 		else if (!strncmp(line, "VmSize:", 7))

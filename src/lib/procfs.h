@@ -20,6 +20,7 @@ struct procfs_status {
 	uid_t euid;      /* effective uid (Uid: field 2); (uid_t)-1 if absent */
 	uid_t fsuid;
 	gid_t fsgid;
+	uint64_t capeff; /* CapEff: effective capabilities, bit CAP_* (linux/capability.h) */
 	uint64_t rss;    /* VmRSS in bytes */
 	uint64_t vmsize; /* VmSize in bytes: what RLIMIT_AS is checked against */
 };

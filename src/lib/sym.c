@@ -89,8 +89,10 @@ int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
 			o->eh_hdr = ph[i].p_vaddr + o->bias;
 			o->eh_hdr_len = ph[i].p_memsz;
 		}
-		if (ph[i].p_type == PT_DYNAMIC)
+		if (ph[i].p_type == PT_DYNAMIC) {
 			o->dynamic = ph[i].p_vaddr + o->bias;
+			o->dynamic_len = ph[i].p_memsz;
+		}
 	}
 	return 0;
 }
@@ -145,6 +147,22 @@ int obj_open(const struct obj *o, struct stat *st)
 	}
 	if (o->open_path)
 		return file_open(0, o->open_path, 0, st);
+	if (o->is_exe) {
+		/*
+		 * The executable is the very file /proc/PID/exe links to, and
+		 * following that link is a ptrace read check only, no
+		 * CAP_SYS_ADMIN: it reaches an executable replaced or deleted
+		 * since it started (a package upgrade), which its name no
+		 * longer does.  Not there when the leader has exited.
+		 */
+		char exe[64];
+		int fd;
+
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)o->pid);
+		fd = file_open(0, exe, 0, st);
+		if (fd >= 0)
+			return fd;
+	}
 	/* the name maps shows is the mapped file's own, never a link */
 	return file_open(o->pid, o->path, O_NOFOLLOW, st);
 }
@@ -675,12 +693,14 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
 	Elf *elf;
-	int fd;
+	int fd, e;
 
 	/*
 	 * Symbols from elsewhere cost milliseconds or a download: only when
 	 * asked to, and only where an allocator may be (syms_elsewhere()).
 	 */
+	if (o->syms_loaded && o->unreadable)
+		return err_set(err, HC_E_NO_SYM, 0, "%s: its symbols cannot be read", o->path);
 	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc ||
 			       strcmp(o->symsrc, ".dynsym") || !evidence_likely(o)))
 		return 0;
@@ -696,13 +716,42 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	if (o->is_vdso)
 		return 0;
 	fd = obj_open(o, NULL);
-	if (fd < 0)
-		return err_errno(err, errno, "open %s", o->path);
+	e = fd < 0 ? errno : 0;
 	elf = sym_elf_open(fd);
+	if (!elf) {
+		/* not there, or no longer ELF under that name: what is mapped still is */
+		struct hc_err me = { 0 };
+		const char *why = e ? strerror(e) : "not an ELF file";
+
+		if (sym_load_mem(t, o, &me) == 0) {
+			pr_info("%s cannot be read (%s): its symbols come from its loaded image",
+				o->path, why);
+			return 0;
+		}
+		o->unreadable = true;
+		return err_set(err, me.code == HC_E_NOMEM ? HC_E_NOMEM : HC_E_NO_SYM, e,
+			       "%s cannot be read (%s), nor its symbols in memory (%s)", o->path,
+			       why, me.msg);
+	}
 	sym_load_elf(t, o, elf, debug, err);
 	if (elf)
 		elf_end(elf);
 	return err_isset(err) ? -1 : 0;
+}
+
+/* The symbols loaded into sv become o's (sv keeps nothing). */
+static void syms_take(struct obj *o, struct symvec *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		sv->v[i].name = sv->strs + (uintptr_t)sv->v[i].name;
+	o->sorted = false; /* sorted on first address lookup: detection only needs names */
+	o->syms = sv->v;
+	o->nsyms = sv->nf;
+	o->ndata = sv->n - sv->nf;
+	o->strs = sv->strs;
+	sv->v = NULL;
+	sv->strs = NULL;
+	pr_debug("%s: %zu function symbols from %s", o->path, o->nsyms, o->symsrc);
 }
 
 int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struct hc_err *err)
@@ -726,17 +775,198 @@ int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struc
 		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory reading symbols of %s", o->path);
 		goto out;
 	}
-	for (size_t i = 0; i < sv.n; i++)
-		sv.v[i].name = sv.strs + (uintptr_t)sv.v[i].name;
-	o->sorted = false; /* sorted on first address lookup: detection only needs names */
-	o->syms = sv.v;
-	o->nsyms = sv.nf;
-	o->ndata = sv.n - sv.nf;
-	o->strs = sv.strs;
-	sv.v = NULL;
-	sv.strs = NULL;
-	pr_debug("%s: %zu function symbols from %s", o->path, o->nsyms, o->symsrc);
+	syms_take(o, &sv);
 out:
+	free(sv.v);
+	free(sv.strs);
+	return err_isset(err) ? -1 : 0;
+}
+
+/* ---- symbols from the loaded image -------------------------------------------------- */
+
+/* The most a target's own dynamic section may make heapctl read. */
+#define MEM_MAX_SYMS (1u << 20)
+#define MEM_MAX_STRS (64u << 20)
+#define MEM_MAX_DYN 1024
+#define MEM_MAX_CHAIN (1u << 16)
+
+/*
+ * An address from o's dynamic section in memory.  glibc's loader
+ * relocates the pointer entries in place when the section is writable, as
+ * it is on x86_64 and arm64 (elf/get-dynamic-info.h, dl_relocate_ld());
+ * musl's, or a read-only section, keep the link-time address.  A
+ * relocated one already lies within o's mappings.
+ */
+static uint64_t dyn_ptr(const struct obj *o, uint64_t p)
+{
+	return p >= o->lo && p < o->hi ? p : p + o->bias;
+}
+
+/*
+ * How many entries .dynsym has.  DT_HASH says it (nchain).  DT_GNU_HASH
+ * does not: the symbols past symoffset are the hashed ones, in bucket
+ * order, so the last is at the end of the chain of the highest bucket
+ * start, the entry whose low bit is set (the format of glibc's
+ * elf/dl-lookup.c, do_lookup_x()).
+ */
+static int dyn_count(struct hc_target *t, uint64_t hash, uint64_t gnu, uint32_t *n,
+		     struct hc_err *err)
+{
+	uint32_t h[4], *b, top = 0, w[64];
+	uint64_t chain;
+
+	if (hash) {
+		if (mem_read(t->pid, t->memfd, hash, h, 8, err) < 0)
+			return -1;
+		*n = h[1];
+		return 0;
+	}
+	/* nbuckets, symoffset, bloom size (in 64-bit words), bloom shift */
+	if (mem_read(t->pid, t->memfd, gnu, h, 16, err) < 0)
+		return -1;
+	if (!h[0] || h[0] > MEM_MAX_SYMS || h[1] > MEM_MAX_SYMS || h[2] > MEM_MAX_SYMS)
+		return err_set(err, HC_E_NO_SYM, 0, "a DT_GNU_HASH table of %u buckets", h[0]);
+	b = malloc(h[0] * sizeof(*b));
+	if (!b)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	if (mem_read(t->pid, t->memfd, gnu + 16 + (uint64_t)h[2] * 8, b, h[0] * sizeof(*b),
+		     err) < 0) {
+		free(b);
+		return -1;
+	}
+	for (uint32_t i = 0; i < h[0]; i++)
+		if (b[i] > top)
+			top = b[i];
+	free(b);
+	if (top < h[1]) {
+		*n = h[1]; /* no symbol is hashed: only the unhashed ones below symoffset */
+		return 0;
+	}
+	chain = gnu + 16 + (uint64_t)h[2] * 8 + (uint64_t)h[0] * 4;
+	/*
+	 * A chain holds the few symbols of one bucket: read 64 entries at a
+	 * time, one at a time only where the mapping ends within them.
+	 */
+	for (uint32_t i = top; i - top < MEM_MAX_CHAIN && i < MEM_MAX_SYMS;) {
+		size_t k = sizeof(w) / sizeof(w[0]);
+
+		if (mem_read(t->pid, t->memfd, chain + (uint64_t)(i - h[1]) * 4, w, sizeof(w),
+			     &(struct hc_err){ 0 }) < 0) {
+			k = 1;
+			if (mem_read(t->pid, t->memfd, chain + (uint64_t)(i - h[1]) * 4, w, 4,
+				     err) < 0)
+				return -1;
+		}
+		for (size_t j = 0; j < k; j++, i++)
+			if (w[j] & 1) {
+				*n = i + 1;
+				return 0;
+			}
+	}
+	return err_set(err, HC_E_NO_SYM, 0, "a DT_GNU_HASH chain without an end");
+}
+
+/*
+ * .dynsym from o's loaded image, for an object whose file cannot be
+ * opened: deleted or replaced since it was mapped (an allocator library
+ * upgraded under a running process, or unpacked and unlinked on purpose)
+ * when /proc/PID/map_files cannot be followed without CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE.  The dynamic linker itself looks symbols up
+ * there, so .dynsym and .dynstr are always loaded, and PT_DYNAMIC says
+ * where; every malloc that can replace another's is among them.  What the
+ * target's memory says is bounded and checked like a file's contents.
+ */
+int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
+{
+	uint64_t symtab = 0, strtab = 0, strsz = 0, syment = sizeof(Elf64_Sym), hash = 0, gnu = 0;
+	size_t ndyn = o->dynamic_len / sizeof(Elf64_Dyn);
+	struct symvec sv = { 0 };
+	Elf64_Dyn *dyn = NULL;
+	Elf64_Sym *es = NULL;
+	char *str = NULL;
+	uint32_t n = 0;
+
+	if (!o->dynamic || !ndyn)
+		return err_set(err, HC_E_NO_SYM, 0, "no PT_DYNAMIC");
+	if (ndyn > MEM_MAX_DYN)
+		ndyn = MEM_MAX_DYN;
+	dyn = calloc(ndyn, sizeof(*dyn));
+	if (!dyn)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	if (mem_read(t->pid, t->memfd, o->dynamic, dyn, ndyn * sizeof(*dyn), err) < 0)
+		goto out;
+	for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
+		uint64_t v = dyn[i].d_un.d_val;
+
+		switch (dyn[i].d_tag) {
+		case DT_SYMTAB:
+			symtab = dyn_ptr(o, v);
+			break;
+		case DT_STRTAB:
+			strtab = dyn_ptr(o, v);
+			break;
+		case DT_HASH:
+			hash = dyn_ptr(o, v);
+			break;
+		case DT_GNU_HASH:
+			gnu = dyn_ptr(o, v);
+			break;
+		case DT_STRSZ:
+			strsz = v;
+			break;
+		case DT_SYMENT:
+			syment = v;
+			break;
+		default:
+			break;
+		}
+	}
+	if (!symtab || !strtab || !strsz || (!hash && !gnu) || syment != sizeof(Elf64_Sym)) {
+		err_set(err, HC_E_NO_SYM, 0, "its dynamic section names no symbol table");
+		goto out;
+	}
+	if (strsz > MEM_MAX_STRS) {
+		err_set(err, HC_E_NO_SYM, 0, "a dynamic string table of %llu bytes",
+			(unsigned long long)strsz);
+		goto out;
+	}
+	if (dyn_count(t, hash, gnu, &n, err) < 0)
+		goto out;
+	if (n > MEM_MAX_SYMS) {
+		err_set(err, HC_E_NO_SYM, 0, "a dynamic symbol table of %u entries", n);
+		goto out;
+	}
+	es = calloc(n ? n : 1, sizeof(*es));
+	str = malloc(strsz + 1);
+	if (!es || !str) {
+		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (mem_read(t->pid, t->memfd, symtab, es, n * sizeof(*es), err) < 0 ||
+	    mem_read(t->pid, t->memfd, strtab, str, strsz, err) < 0)
+		goto out;
+	str[strsz] = 0;
+	for (uint32_t i = 1; i < n; i++) {
+		int st = ELF64_ST_TYPE(es[i].st_info);
+
+		if ((st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_OBJECT) ||
+		    es[i].st_shndx == SHN_UNDEF || !es[i].st_value || es[i].st_name >= strsz ||
+		    !str[es[i].st_name])
+			continue;
+		if (symvec_add(&sv, es[i].st_value + o->bias, es[i].st_size, str + es[i].st_name,
+			       ELF64_ST_BIND(es[i].st_info) != STB_LOCAL, st == STT_OBJECT) < 0) {
+			err_set(err, HC_E_NOMEM, ENOMEM, "out of memory reading symbols of %s",
+				o->path);
+			goto out;
+		}
+	}
+	o->symsrc = ".dynsym in memory";
+	o->build_id[0] = 0;
+	syms_take(o, &sv);
+out:
+	free(dyn);
+	free(es);
+	free(str);
 	free(sv.v);
 	free(sv.strs);
 	return err_isset(err) ? -1 : 0;
@@ -851,7 +1081,21 @@ struct obj *obj_malloc_owner(struct hc_target *t)
 		if (!next)
 			break;
 		next->malloc_checked = true;
-		if (sym_load(t, next, false, &e) == 0 && sym_by_name(next, "malloc")) {
+		if (sym_load(t, next, false, &e) < 0) {
+			/*
+			 * Not a silent skip: this object may be the very one that
+			 * serves malloc, and the next definition (libc's) would
+			 * then be the wrong allocator to call.  alloc_detect()
+			 * refuses; an object unknown to the linker's list (rank
+			 * UINT32_MAX + 1) is searched last and cannot hide it.
+			 */
+			if (rank <= UINT32_MAX && !t->malloc_unread) {
+				t->malloc_unread = next;
+				t->malloc_unread_err = e;
+			}
+			continue;
+		}
+		if (sym_by_name(next, "malloc")) {
 			best = next;
 			break;
 		}

@@ -29,9 +29,11 @@ struct obj {
 	uint64_t text_lo, text_hi;  /* hull of executable mappings */
 	uint64_t eh_hdr, eh_hdr_len; /* .eh_frame_hdr in the target, or 0 */
 	uint64_t dynamic;            /* PT_DYNAMIC in the target, or 0 */
+	uint64_t dynamic_len;        /* its p_memsz */
 	uint32_t link_idx;           /* place in the dynamic linker's search order */
 	bool is_exe, is_vdso, is_ldso;
 	bool syms_loaded;
+	bool unreadable;     /* sym_load() could read its symbols from nowhere */
 	bool malloc_checked; /* obj_malloc_owner() looked for malloc here */
 	bool debug_tried;
 	struct sym *syms; /* nsyms functions, sorted by raddr once sorted is set */
@@ -68,6 +70,13 @@ struct hc_target {
 	unsigned int nanon_rx;
 	/* the object that serves malloc() (obj_malloc_owner()), or NULL */
 	struct obj *malloc_obj;
+	/*
+	 * An object searched before malloc was found whose symbols could be
+	 * read neither from its file nor from its loaded image: it may define
+	 * malloc itself (obj_malloc_owner()), so no allocator can be trusted.
+	 */
+	struct obj *malloc_unread;
+	struct hc_err malloc_unread_err;
 	/* the allocator driver and its private state */
 	const struct alloc_ops *alloc;
 	void *alloc_priv;
@@ -137,6 +146,13 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
  * from memory).  elf may be NULL (then: not an ELF file).
  */
 int sym_load_elf(struct hc_target *t, struct obj *o, struct Elf *elf, bool debug, struct hc_err *err);
+/*
+ * .dynsym of o from its loaded image (PT_DYNAMIC's DT_SYMTAB, DT_STRTAB and
+ * hash table), for an object whose file cannot be read; sym_load() falls
+ * back to it.  Needs obj_read_phdrs() done; the target's bytes are bounded
+ * and checked (fuzzed).  o->symsrc becomes ".dynsym in memory".
+ */
+int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err);
 /* The ELF and program headers read from the target's memory at o->base. */
 int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
 /* --debug-file: an ELF file with .symtab, of the executable's build-id. */

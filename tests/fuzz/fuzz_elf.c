@@ -8,7 +8,8 @@
  * separate debug file; then looked up with sym_by_name().  The same bytes, placed in this
  * process's memory right before an unmapped page, go through
  * obj_read_phdrs(), which reads the ELF and program headers from the
- * target's memory.
+ * target's memory, and sym_load_mem(), which reads .dynsym there through
+ * PT_DYNAMIC (pointers relocated or not, DT_HASH or DT_GNU_HASH).
  */
 #include <fcntl.h>
 #include <gelf.h>
@@ -81,8 +82,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memset(&o, 0, sizeof(o));
 			memset(&err, 0, sizeof(err));
 			o.base = (uint64_t)(uintptr_t)mem;
+			o.lo = o.base;
+			o.hi = o.base + len;
+			o.path = path;
 			o.is_exe = data[0] & 1;
-			obj_read_phdrs(&t, &o, &err);
+			/* then .dynsym through PT_DYNAMIC, as for an object deleted since mapped */
+			if (obj_read_phdrs(&t, &o, &err) == 0 &&
+			    sym_load_mem(&t, &o, &err) == 0) {
+				sym_by_name(&o, "mallctl");
+				for (size_t i = 0; i < o.nsyms + o.ndata; i++)
+					if (!o.syms[i].name || !memchr(o.syms[i].name, 0, 4096))
+						__builtin_trap();
+			}
+			free(o.syms);
+			free(o.strs);
 		}
 	}
 	return 0;

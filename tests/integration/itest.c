@@ -360,13 +360,18 @@ int main(int argc, char **argv)
 	static const struct itest *const groups[] = {
 		t_basic_tests, t_cmds_tests, t_tid_tests, t_err_tests, t_redis_tests, t_alloc_tests,
 		t_hostile_tests, t_kill_tests, t_torture_tests, t_timers_tests,
-		t_concurrent_tests, t_syms_tests, t_evidence_tests, t_doctor_tests, t_sampler_tests,
+		t_concurrent_tests, t_syms_tests, t_evidence_tests, t_ns_tests,
+		t_deleted_tests, t_doctor_tests, t_sampler_tests,
 #if defined(__aarch64__)
 		t_aarch64_tests,
 #endif
 	};
 	const char *filter = getenv("ITEST_FILTER");
-	const char *hc = argc > 1 ? argv[1] : getenv("HEAPCTL");
+	const char *hc;
+
+	if (argc > 1 && (!strcmp(argv[1], "--without-caps") || !strcmp(argv[1], "--uid")))
+		return itest_exec_as(argv + 1);
+	hc = argc > 1 ? argv[1] : getenv("HEAPCTL");
 	const char *vd = getenv("VICTIM_DIR");
 	const char *vf = getenv("ITEST_VFLAG");
 	const char *ci = getenv("CI");

@@ -228,6 +228,15 @@ enum {
  */
 int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
 		      const char *extra_env, unsigned int flags, char *why, size_t whysz);
+/*
+ * Starts build/victims/NAME (fds as victim_start_env()) through prefix, a
+ * NULL-terminated command that gets the victim's path and "3 4 5" as its
+ * last arguments and must end by exec'ing it, never forking: a namespace
+ * maker (unshare ... sh -c '... exec "$0" "$@"'), so that the victim's
+ * pid is the one spawned.
+ */
+int victim_start_wrapped(struct victim *v, const char *const *prefix, const char *name,
+			 const char *malloc_conf, const char *extra_env, char *why, size_t whysz);
 /* Asks a started victim for its "tids" and takes the fd and mapping baselines. */
 int victim_adopt(struct victim *v, char *why, size_t whysz);
 /* Starts build/victims/NAME with MALLOC_CONF=malloc_conf (NULL: unset). */
@@ -301,6 +310,13 @@ extern const struct itest t_timers_tests[];	/* timed waits are never made late *
 extern const struct itest t_concurrent_tests[];	/* t_concurrent.c */
 extern const struct itest t_syms_tests[];	/* symbols elsewhere: MiniDebugInfo, debuginfod */
 extern const struct itest t_doctor_tests[];	/* heapctl doctor: causes, advice, measured */
+extern const struct itest t_ns_tests[];	/* heapctl and its target in other mount namespaces */
+extern const struct itest t_deleted_tests[];
+/*
+ * itest --without-caps N,N -- PROG ARGS, or itest --uid N -- PROG ARGS
+ * (t_deleted.c): PROG without those capabilities, or as another user.
+ */
+int itest_exec_as(char **argv);	/* objects deleted since mapped, without map_files */
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 extern const struct itest t_sampler_tests[];	/* heapctl's injected sampler */
 

@@ -175,10 +175,11 @@ int victim_adopt(struct victim *v, char *why, size_t whysz)
 	return 0;
 }
 
-int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
-		      const char *extra_env, unsigned int flags, char *why, size_t whysz)
+/* victim_start_argv(), its directory named after name rather than argv[0] */
+static int start_named(struct victim *v, const char *name, const char *const *argv,
+		       const char *malloc_conf, const char *extra_env, unsigned int flags,
+		       char *why, size_t whysz)
 {
-	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	char conf[256];
 	const char *setenv_kv[3] = { NULL, NULL, NULL };
 	int nenv = 0;
@@ -274,19 +275,45 @@ bool victim_up(struct victim *v, const char *name, const char *malloc_conf, cons
 	return true;
 }
 
-int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
-		     const char *extra_env, char *why, size_t whysz)
+int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
+		      const char *extra_env, unsigned int flags, char *why, size_t whysz)
 {
+	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+
+	return start_named(v, name, argv, malloc_conf, extra_env, flags, why, whysz);
+}
+
+int victim_start_wrapped(struct victim *v, const char *const *prefix, const char *name,
+			 const char *malloc_conf, const char *extra_env, char *why, size_t whysz)
+{
+	const char *argv[40];
 	char path[512];
-	const char *argv[] = { path, "3", "4", "5", NULL };
+	size_t n = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", cfg.victim_dir, name);
 	if (access(path, X_OK)) {
 		snprintf(why, whysz, "victim %s: %s", path, strerror(errno));
 		return -1;
 	}
-	return victim_start_argv(v, argv, malloc_conf, extra_env,
-				 VS_TIDS | (strstr(name, "jemalloc") ? VS_JEMALLOC : 0), why, whysz);
+	while (prefix[n] && n < 35) {
+		argv[n] = prefix[n];
+		n++;
+	}
+	argv[n++] = path;
+	argv[n++] = "3";
+	argv[n++] = "4";
+	argv[n++] = "5";
+	argv[n] = NULL;
+	return start_named(v, name, argv, malloc_conf, extra_env,
+			   VS_TIDS | (strstr(name, "jemalloc") ? VS_JEMALLOC : 0), why, whysz);
+}
+
+int victim_start_env(struct victim *v, const char *name, const char *malloc_conf,
+		     const char *extra_env, char *why, size_t whysz)
+{
+	static const char *const none[] = { NULL };
+
+	return victim_start_wrapped(v, none, name, malloc_conf, extra_env, why, whysz);
 }
 
 int victim_start(struct victim *v, const char *name, const char *malloc_conf, char *why,
