@@ -426,6 +426,31 @@ static void test_container_mount_ns(void)
 		goto out;
 	}
 
+	/*
+	 * heapctl's sampler across the namespaces: the target dlopen()s it from
+	 * its own /proc/self/fd, and the dump comes from its tables to this side
+	 */
+	if (hcns(&ns, &r, false, "prof", "on", "-p", v.spid, "--sampler", "inject", "--sample-bytes",
+		 "64K", NULL) ||
+	    victim_expect(&v, "leak 8388608 0", "leak ok", reply, sizeof(reply)))
+		goto out;
+	if (!strstr(r.out, "heapctl's sampler")) {
+		t_fail("prof on --sampler inject in a mount namespace: %.300s", r.out);
+		goto out;
+	}
+	snprintf(dump, sizeof(dump), "/tmp/heapctl-ns-smp.%s.heap", v.spid);
+	if (hcns(&ns, &r, false, "dump", "-p", v.spid, "-o", dump, NULL) ||
+	    profile_on_hc_side(&ns, vroot, dump) ||
+	    hcns(&ns, &r, false, "report", dump, "-p", v.spid, "--format", "folded", NULL))
+		goto out;
+	if (!strstr(r.out, "cmd_leak")) {
+		t_fail("the sampler's profile from another mount namespace does not name cmd_leak:"
+		       "\n%.400s", r.out);
+		goto out;
+	}
+	if (hcns(&ns, &r, false, "prof", "off", "-p", v.spid, NULL))
+		goto out;
+
 	/* controls */
 	if (hcns(&ns, &r, false, "purge", "-p", v.spid, NULL) ||
 	    hcns(&ns, &r, false, "get", "-p", v.spid, "opt.narenas", NULL) ||
