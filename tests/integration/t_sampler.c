@@ -185,6 +185,75 @@ static void test_rjem(void)
 	cycle_on("fx_jemalloc_rjem", NULL, true, "leak 67108864", "leak ok", 67108864.0, "cmd_leak");
 }
 
+/*
+ * A process under MemoryDenyWriteExecute (the kernel's PR_SET_MDWE, as
+ * systemd's MemoryDenyWriteExecute= asks of a service): the sampler's
+ * code comes from a file mapping, never from writable memory made
+ * executable, so loading it works there too.
+ */
+static void test_mdwe(void)
+{
+	char reply[256];
+	struct victim v;
+
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+		return;
+	if (victim_cmd(&v, "mdwe", reply, sizeof(reply), 5000) || strncmp(reply, "mdwe ok", 7)) {
+		t_skip(false, "this kernel has no PR_SET_MDWE (Linux 6.3): %s", reply);
+		victim_stop(&v);
+		return;
+	}
+	victim_baseline(&v);
+	sampler_cycle(&v, "grow 1024", "grow ok", 1024.0 * 65536, "victim_grow_site");
+	victim_stop(&v);
+}
+
+/*
+ * fork() after prof on: the child inherits the hooks but never samples
+ * (the sampler's fork handler), and still allocates; an exec leaves
+ * nothing of the sampler.
+ */
+static void test_fork_exec(void)
+{
+	char reply[256], pid[16], st[2048];
+	struct hres r = { 0 };
+	struct victim v;
+
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+		return;
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out;
+	hres_free(&r);
+	victim_baseline(&v);
+	if (victim_expect(&v, "fork", "fork ok", reply, sizeof(reply)))
+		goto out;
+	snprintf(pid, sizeof(pid), "%s", strstr(reply, "pid=") + 4);
+	if (hc_expect(&r, 0, "prof", "status", "-p", pid, "--json", NULL))
+		goto out;
+	if (!strstr(r.out, "\"installed\":true") || strstr(r.out, "\"enabled\":true,\"interval"))
+		t_fail("a fork()ed child samples, or has no sampler: %.400s", r.out);
+	hres_free(&r);
+	if (victim_expect(&v, "forkexec", "forkexec ok", reply, sizeof(reply)))
+		goto out;
+	snprintf(pid, sizeof(pid), "%s", strstr(reply, "pid=") + 4);
+	/* wait until it is sleep, then look: the new image has nothing of the sampler */
+	if (!wait_exec((pid_t)atoi(pid), "/bin/sleep", 5000) &&
+	    !wait_exec((pid_t)atoi(pid), "/usr/bin/sleep", 100))
+		t_note("the exec'ed child did not become sleep in time");
+	if (hc_expect(&r, 0, "maps", "-p", pid, NULL) == 0 && strstr(r.out, "heapctl-sampler"))
+		t_fail("after exec the child still maps heapctl's sampler");
+	hres_free(&r);
+	if (victim_expect(&v, "reap", "reap ok status=0", reply, sizeof(reply)))
+		goto out;
+	if (sampler_status(&v, st, sizeof(st)) && !strstr(st, "\"enabled\":true"))
+		t_fail("the parent's sampler stopped with the fork: %s", st);
+	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+out:
+	hres_free(&r);
+	victim_check(&v, 0);
+	victim_stop(&v);
+}
+
 /* A statically linked allocator has no GOT slot to hook: a clear refusal, nothing loaded. */
 static void test_static_refused(void)
 {
@@ -660,6 +729,8 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-hammer", test_hammer, 0 },
 	{ "sampler-threads", test_threads, 0 },
 	{ "sampler-dlopen-later", test_dlopen_later, 0 },
+	{ "sampler-mdwe", test_mdwe, 0 },
+	{ "sampler-fork-exec", test_fork_exec, 0 },
 	{ "sampler-kill-sweep", test_kill_sweep, 600 },
 	{ "sampler-mariadb", test_mariadb, 300 },
 	{ NULL, NULL, 0 },

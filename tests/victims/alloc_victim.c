@@ -19,6 +19,13 @@
  *               forever, each block filled with a pattern checked before it
  *               is resized or freed: hammer ok
  *   hammered    hammered ops=N bad=N (bad: a block that lost its pattern)
+ *   mdwe        prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN): no memory may
+ *               become writable and executable from now on: mdwe ok, or
+ *               mdwe unsupported ERRNO
+ *   fork        a child that allocates 16 blocks of 64 KiB, then waits for
+ *               "reap": fork ok pid=N
+ *   forkexec    a child that execs sleep: forkexec ok pid=N
+ *   reap        both children go and are reaped: reap ok
  *   tcflags     gperftools' FLAGS_verbose and heap profile dump intervals:
  *               tcflags verbose=N alloc=N dealloc=N inuse=N time=N (-1: absent)
  *   shm MIB     maps and touches MIB MiB of shared anonymous memory and MIB MiB
@@ -40,6 +47,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/mman.h>
 
 #include "vcommon.h"
@@ -209,6 +219,9 @@ static void *hammer_thread(void *arg)
 	return NULL;
 }
 
+static int fork_w = -1;
+static pid_t fork_pid = -1, exec_pid = -1;
+
 static void **grown;
 static void *late; /* "dlopen" */
 static size_t ngrown;
@@ -276,6 +289,53 @@ static bool extra_cmd(int fd, const char *cmd, const char *arg)
 		vreply(fd, "hammer ok");
 	} else if (!strcmp(cmd, "hammered")) {
 		vreply(fd, "hammered ops=%lu bad=%lu", atomic_load(&hammer_ops), atomic_load(&hammer_bad));
+	} else if (!strcmp(cmd, "mdwe")) {
+		/* PR_SET_MDWE = 65, PR_MDWE_REFUSE_EXEC_GAIN = 1 (Linux 6.3) */
+		if (prctl(65, 1UL, 0UL, 0UL, 0UL) == 0)
+			vreply(fd, "mdwe ok");
+		else
+			vreply(fd, "mdwe unsupported %d", errno);
+	} else if (!strcmp(cmd, "fork")) {
+		int p[2];
+
+		if (fork_pid > 0 || pipe(p)) {
+			vreply(fd, "fork bad");
+			return true;
+		}
+		fork_pid = fork();
+		if (fork_pid == 0) {
+			char c;
+
+			close(p[1]);
+			for (int i = 0; i < 16; i++)
+				memset(malloc(65536), 1, 65536);
+			while (read(p[0], &c, 1) < 0 && errno == EINTR)
+				;
+			_exit(0);
+		}
+		close(p[0]);
+		fork_w = p[1];
+		vreply(fd, "fork ok pid=%d", (int)fork_pid);
+	} else if (!strcmp(cmd, "forkexec")) {
+		exec_pid = fork();
+		if (exec_pid == 0) {
+			execl("/bin/sleep", "sleep", "1000", (char *)NULL);
+			_exit(127);
+		}
+		vreply(fd, "forkexec ok pid=%d", (int)exec_pid);
+	} else if (!strcmp(cmd, "reap")) {
+		int st = 0;
+
+		if (fork_w >= 0)
+			close(fork_w);
+		if (exec_pid > 0)
+			kill(exec_pid, SIGKILL);
+		if (fork_pid > 0)
+			waitpid(fork_pid, &st, 0);
+		if (exec_pid > 0)
+			waitpid(exec_pid, NULL, 0);
+		fork_w = fork_pid = exec_pid = -1;
+		vreply(fd, "reap ok status=%d", st);
 	} else if (!strcmp(cmd, "dlopen")) {
 		late = dlopen(arg, RTLD_NOW);
 		if (late)
