@@ -502,11 +502,12 @@ FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -MMD -MP -Iinclude -iquote src/lib -iquote arch \
 	-iquote src/prof $(PKG_CFLAGS)
-FUZZ_LIB_OBJS := $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRCS))
+# the sampler's bytes (data only) go into every libheapctl.a: inject.c names them
+FUZZ_LIB_OBJS := $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o
 FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 # seeds: tests/fuzz/corpus/NAME, but the profile parser's are the report tests' own
 fuzz_seeds = $(if $(filter prof,$(1)),tests/data/prof,tests/fuzz/corpus/$(1))
-REPLAY_LIB_OBJS := $(patsubst %.c,$(B)/replayobj/%.o,$(LIB_SRCS))
+REPLAY_LIB_OBJS := $(patsubst %.c,$(B)/replayobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o
 REPLAY_BINS := $(patsubst tests/fuzz/fuzz_%.c,$(B)/fuzz-replay/%,$(wildcard tests/fuzz/fuzz_*.c))
 .PHONY: fuzz fuzz-engine fuzz-replay
 
