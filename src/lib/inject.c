@@ -32,6 +32,7 @@
 #include "log.h"
 #include "ptrace.h"
 #include "target.h"
+#include "troot.h"
 
 extern const unsigned char hc_sampler_so[], hc_sampler_so_end[];
 
@@ -40,6 +41,12 @@ static const char *const hook_names[HCS_NHOOK] = { HCS_HOOKS(HOOK_NAME) };
 #undef HOOK_NAME
 
 /* ---- finding a loaded sampler ------------------------------------------------------ */
+
+/* Its mappings: from the memfd, or from the file load_file() made (both deleted by then). */
+static bool is_sampler(const char *path)
+{
+	return strstr(path, "/memfd:" HCS_NAME) || strstr(path, "/" HCS_NAME ".so");
+}
 
 struct range {
 	uint64_t lo, hi;
@@ -91,7 +98,7 @@ static struct range *read_maps(struct hc_target *t, size_t *n, struct inj *in, s
 		r[*n].elf_start = m.off == 0 && m.path[0] == '/' && m.inode;
 		r[*n].path = r[*n].elf_start ? strdup(m.path) : NULL;
 		(*n)++;
-		if (in && strstr(m.path, "/memfd:" HCS_NAME)) {
+		if (in && is_sampler(m.path)) {
 			if (m.off == 0 && !in->base)
 				in->base = m.lo;
 			if (m.perms[2] == 'x') {
@@ -374,7 +381,7 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, 
 	for (size_t i = 0; i < t->nobjs && !only_new_objects; i++) {
 		struct obj *o = &t->objs[i];
 
-		if (!o->base || o->is_vdso || o->is_ldso || strstr(o->path, "/memfd:" HCS_NAME))
+		if (!o->base || o->is_vdso || o->is_ldso || is_sampler(o->path))
 			continue;
 		if (o == own && !strstr(o->path, "/libc.so"))
 			continue;
@@ -389,7 +396,7 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, 
 		for (size_t j = 0; j < t->nobjs && !known; j++)
 			known = t->objs[j].base == maps[i].lo;
 		if (!maps[i].elf_start || known || strstr(o.path, "/ld-linux") ||
-		    strstr(o.path, "/memfd:" HCS_NAME) ||
+		    is_sampler(o.path) ||
 		    obj_read_phdrs(t, &o, &e) != 0)
 			continue;
 		object_slots(t, &o, orig, maps, nmaps, out, n);
@@ -489,49 +496,60 @@ static uint64_t libc_fn(struct hc_target *t, const char *name)
 	return 0;
 }
 
-/* Copy the sampler into the target's memfd, through /proc: the target writes nothing. */
-static int fill_memfd(struct hc_target *t, int64_t fd, struct hc_err *err)
+/* Write the sampler's bytes to fd, which is closed. */
+static int write_sampler(struct hc_target *t, int fd, struct hc_err *err)
 {
 	size_t len = (size_t)(hc_sampler_so_end - hc_sampler_so), done = 0;
-	char path[96];
-	int lfd;
 
-	snprintf(path, sizeof(path), "%s/fd/%" PRId64, t->proc, fd);
-	lfd = open(path, O_WRONLY | O_CLOEXEC);
-	if (lfd < 0)
-		return err_set(err, HC_E_PERM, errno, "cannot open the sampler's memfd %s: %s", path,
-			       strerror(errno));
 	while (done < len) {
-		ssize_t w = write(lfd, hc_sampler_so + done, len - done);
+		ssize_t w = write(fd, hc_sampler_so + done, len - done);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
 			int e = errno;
 
-			close(lfd);
-			return err_set(err, HC_E_IO, e, "cannot write the sampler into pid %d: %s", t->pid,
+			close(fd);
+			return err_set(err, HC_E_IO, e, "cannot write the sampler for pid %d: %s", t->pid,
 				       strerror(e));
 		}
 		done += (size_t)w;
 	}
-	close(lfd);
+	close(fd);
 	return 0;
 }
 
-static int load(struct hc_target *t, struct inj *in, struct hc_err *err)
+/* dlopen(path) in the target; 1 loaded, 0 refused (why filled), -1 error. */
+static int remote_dlopen(struct hc_target *t, const char *path, char *why, size_t whylen,
+			 struct hc_err *err)
 {
 	uint64_t f_dlopen = libc_fn(t, "dlopen"), f_dlerror = libc_fn(t, "dlerror");
-	uint64_t a[3], name, handle = 0;
-	int64_t fd;
-	char path[64], why[256] = "";
-	int rc = -1;
+	uint64_t a[2], handle = 0, msg = 0;
 
-	if (!f_dlopen)
-		return err_sethint(err, HC_E_UNSUPPORTED, 0,
-				   "heapctl's sampler needs glibc 2.34 or later (dlopen in libc.so.6)",
-				   "pid %d has no dlopen in its libc", t->pid);
-	name = call_strdup(t, HCS_NAME, err);
+	a[0] = call_strdup(t, path, err);
+	a[1] = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
+	if (!a[0] || call_fn(t, f_dlopen, a, 2, &handle, NULL, NULL, err) < 0)
+		return -1;
+	if (handle)
+		return 1;
+	why[0] = '\0';
+	if (f_dlerror && call_fn(t, f_dlerror, NULL, 0, &msg, NULL, NULL, err) == 0 && msg)
+		(void)call_read_str(t, msg, why, whylen, err);
+	return err_isset(err) ? -1 : 0;
+}
+
+/*
+ * From a memfd made in the target: nothing touches its filesystem.  1
+ * loaded, 0 not possible here (memfd_create refused, /proc not mounted in
+ * its namespace, memfds not executable), -1 error.
+ */
+static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
+{
+	uint64_t a[2], name = call_strdup(t, HCS_NAME, err);
+	int64_t fd, ret;
+	char path[96];
+	int lfd, rc;
+
 	if (!name)
 		return -1;
 	a[0] = name;
@@ -543,35 +561,71 @@ static int load(struct hc_target *t, struct inj *in, struct hc_err *err)
 		if (call_syscall(t, t->arch->nr_memfd_create, a, 2, &fd, err) < 0)
 			return -1;
 	}
-	if (fd < 0)
-		return err_sethint(err, HC_E_UNSUPPORTED, (int)-fd,
-				   "the process may forbid memfd_create (seccomp); use --sampler native",
-				   "memfd_create in pid %d failed: %s", t->pid, strerror((int)-fd));
-	if (fill_memfd(t, fd, err) < 0)
-		goto close;
-	snprintf(path, sizeof(path), "/proc/self/fd/%" PRId64, fd);
-	a[0] = call_strdup(t, path, err);
-	a[1] = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
-	if (!a[0] || call_fn(t, f_dlopen, a, 2, &handle, NULL, NULL, err) < 0)
-		goto close;
-	if (!handle) {
-		uint64_t msg = 0;
-
-		if (f_dlerror && call_fn(t, f_dlerror, NULL, 0, &msg, NULL, NULL, err) == 0 && msg)
-			(void)call_read_str(t, msg, why, sizeof(why), err);
-		err_sethint(err, HC_E_UNSUPPORTED, 0,
-			    "a process without /proc, or with little static TLS left, cannot load it; "
-			    "use --sampler native where the allocator can profile",
-			    "pid %d could not load heapctl's sampler: %s", t->pid, why[0] ? why : "dlopen failed");
-		goto close;
+	if (fd < 0) {
+		snprintf(why, whylen, "memfd_create: %s", strerror((int)-fd));
+		return 0;
 	}
-	rc = 0;
-close:
-	a[0] = (uint64_t)fd;
-	if (call_syscall(t, t->arch->nr_close, a, 1, &fd, err) < 0)
+	snprintf(path, sizeof(path), "%s/fd/%" PRId64, t->proc, fd);
+	lfd = open(path, O_WRONLY | O_CLOEXEC);
+	if (lfd < 0)
+		rc = err_set(err, HC_E_PERM, errno, "cannot open the sampler's memfd %s: %s", path,
+			     strerror(errno));
+	else if (write_sampler(t, lfd, err) < 0)
 		rc = -1;
-	if (rc < 0)
+	else {
+		snprintf(path, sizeof(path), "/proc/self/fd/%" PRId64, fd);
+		rc = remote_dlopen(t, path, why, whylen, err);
+	}
+	a[0] = (uint64_t)fd;
+	if (call_syscall(t, t->arch->nr_close, a, 1, &ret, err) < 0)
 		return -1;
+	return rc;
+}
+
+/*
+ * From a file in a private directory in the target's root (its mount
+ * namespace), removed again at once; the guardian removes it should
+ * heapctl die meanwhile.  The file is 0444 in the target's 0700 directory.
+ */
+static int load_file(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
+{
+	struct troot_dir d;
+	char path[PATH_MAX + 32];
+	int fd, rc;
+
+	if (troot_mkdir(t->pid, &d, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s.so", d.path, HCS_NAME);
+	fd = troot_create(t->pid, path, 0444);
+	if (fd < 0)
+		rc = err_set(err, HC_E_IO, errno, "cannot write the sampler into pid %d's %s: %s",
+			     t->pid, d.path, strerror(errno));
+	else if (write_sampler(t, fd, err) < 0)
+		rc = -1;
+	else
+		rc = remote_dlopen(t, path, why, whylen, err);
+	troot_remove(&d);
+	return rc;
+}
+
+static int load(struct hc_target *t, struct inj *in, struct hc_err *err)
+{
+	char why[256] = "", why2[256] = "";
+	int r;
+
+	r = load_memfd(t, why, sizeof(why), err);
+	if (r == 0) {
+		pr_info("sampler: no memfd (%s): a file in the process's root instead", why);
+		r = load_file(t, why2, sizeof(why2), err);
+	}
+	if (r < 0)
+		return -1;
+	if (r == 0)
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "a process with little static TLS left, or whose temporary "
+				   "directories are all noexec, cannot load it; use --sampler native "
+				   "where the allocator can profile",
+				   "pid %d could not load heapctl's sampler: %s; %s", t->pid, why, why2);
 	if (inj_probe(t, in, err) <= 0)
 		return err_isset(err) ? -1 :
 		       err_set(err, HC_E_INTERNAL, 0, "the sampler is loaded in pid %d but cannot be found",

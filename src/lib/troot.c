@@ -83,6 +83,19 @@ int troot_open(pid_t pid, const char *path, int flags)
 	return fd;
 }
 
+int troot_create(pid_t pid, const char *path, mode_t mode)
+{
+	int root = root_fd(pid), fd, e;
+
+	if (root < 0)
+		return -1;
+	fd = open_in(root, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+	e = errno;
+	close(root);
+	errno = e;
+	return fd;
+}
+
 static void fs_ids(pid_t pid, uid_t *uid, gid_t *gid)
 {
 	struct procfs_status st;

@@ -36,6 +36,8 @@ int troot_mkdir(pid_t pid, struct troot_dir *dir, struct hc_err *err);
  * for open(2), O_CLOEXEC added.  Returns an fd, or -1 with errno.
  */
 int troot_open(pid_t pid, const char *path, int flags);
+/* Create path (O_EXCL, never through a link) in pid's root, writable, with mode; an fd or -1, errno. */
+int troot_create(pid_t pid, const char *path, mode_t mode);
 /* Copy the target's regular file path (at most max bytes) to our file to. */
 int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struct hc_err *err);
 /* Remove the directory and everything heapctl or the allocator put in it. */

@@ -351,6 +351,45 @@ out:
 	victim_kill(v);
 }
 
+/*
+ * A target whose seccomp filter refuses memfd_create: heapctl's sampler
+ * comes in through a file in the target's own /tmp instead, removed at
+ * once, and works; nothing is left in the target's temporary directories.
+ */
+static void test_sampler_no_memfd(void)
+{
+	struct victim vv, *v = &vv;
+	char why[512], reply[64], out[512];
+	struct hres r = { 0 };
+
+	if (hv_start(v, "threads", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (victim_expect(v, "filter memfd", "filter ok", reply, sizeof(reply)))
+		goto out;
+	if (hc_expect(&r, 0, "-v", "prof", "on", "-p", v->spid, "--sampler", "inject", NULL))
+		goto out;
+	if (!strstr(r.err, "no memfd") || !strstr(r.out, "heapctl's sampler"))
+		t_fail("prof on without memfd_create: %.300s %.300s", r.out, r.err);
+	hres_free(&r);
+	snprintf(out, sizeof(out), "%.256s/nomemfd.%.15s.heap", cfg.tmpdir, v->spid);
+	if (!hc_expect(&r, 0, "dump", "-p", v->spid, "-o", out, NULL) &&
+	    !file_starts_with(out, "heap_v2/", why, sizeof(why)))
+		t_fail("dump from the file-loaded sampler: %s", why);
+	hres_free(&r);
+	remove(out);
+	hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL);
+	hres_free(&r);
+	if (dump_leftovers(v->pid, false, NULL))
+		t_fail("the sampler's file or directory is left in the target's temporary directories");
+	if (!victim_cmd(v, "sigsys", reply, sizeof(reply), REPLY_MS) && strcmp(reply, "sigsys 0"))
+		t_fail("the target caught SIGSYS (%s)", reply);
+out:
+	hres_free(&r);
+	victim_kill(v);
+}
+
 static void test_seccomp_errno(void)
 {
 	seccomp_filter("errno", false);
@@ -900,6 +939,7 @@ const struct itest t_hostile_tests[] = {
 	{ "hostile-execve-during-call", test_execve_during_call, 0 },
 	{ "hostile-seccomp-strict", test_seccomp_strict, 0 },
 	{ "hostile-seccomp-filter-errno", test_seccomp_errno, 0 },
+	{ "hostile-sampler-no-memfd", test_sampler_no_memfd, 0 },
 	{ "hostile-seccomp-filter-kill", test_seccomp_kill, 0 },
 	{ "hostile-seccomp-filter-trap", test_seccomp_trap, 0 },
 	{ "hostile-seccomp-filter-skipped", test_seccomp_skipped, 0 },

@@ -196,6 +196,12 @@ static void on_sigsys(int sig)
 	atomic_fetch_add(&sigsys_count, 1);
 }
 
+#if defined(__aarch64__)
+#define NATIVE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#else
+#define NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#endif
+
 static int install_filter(const char *what)
 {
 	uint32_t act;
@@ -212,6 +218,10 @@ static int install_filter(const char *what)
 		/* as an allowlist filter does: a syscall number of -1 is unknown, and kills */
 		act = SECCOMP_RET_KILL_PROCESS;
 		nr = -1;
+	} else if (!strcmp(what, "memfd")) {
+		/* no memfd_create (a sandbox's allowlist): heapctl's sampler needs another way in */
+		act = SECCOMP_RET_ERRNO | EPERM;
+		nr = SYS_memfd_create;
 	} else if (!strcmp(what, "none")) {
 		act = SECCOMP_RET_ERRNO | EPERM;
 		nr = SYS_acct;
@@ -224,7 +234,8 @@ static int install_filter(const char *what)
 	{
 		struct sock_filter f[] = {
 			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr == SYS_memfd_create ? NATIVE_AUDIT_ARCH :
+				 AUDIT_ARCH_X86_64, 1, 0),
 			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 1),
