@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <unistd.h>
 
@@ -378,14 +379,14 @@ out:
  * the next heapctl call on the process (here prof status), and from then
  * on its allocations are in the profile.
  */
-static void test_dlopen_later(void)
+static void late_library(const char *lib, const char *env)
 {
 	char reply[512], cmd[400], a[400], b[400], st[2048];
 	struct hres r = { 0 };
 	struct victim v;
 	double hooks0;
 
-	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+	if (!victim_up(&v, "alloc_victim", NULL, env, false))
 		return;
 	snprintf(a, sizeof(a), "%s/smp-late-a.heap", cfg.tmpdir);
 	snprintf(b, sizeof(b), "%s/smp-late-b.heap", cfg.tmpdir);
@@ -395,13 +396,13 @@ static void test_dlopen_later(void)
 	if (!sampler_status(&v, st, sizeof(st)))
 		goto out;
 	hooks0 = num(st, "hooks");
-	snprintf(cmd, sizeof(cmd), "dlopen %s/late_alloc.so", cfg.victim_dir);
+	snprintf(cmd, sizeof(cmd), "dlopen %s/%s", cfg.victim_dir, lib);
 	if (victim_expect(&v, cmd, "dlopen ok", reply, sizeof(reply)))
 		goto out;
 	/* the next call: prof status hooks the new library */
 	if (!sampler_status(&v, st, sizeof(st)))
 		goto out;
-	if (num(st, "hooks") <= hooks0 || !strstr(st, "late_alloc.so"))
+	if (num(st, "hooks") <= hooks0 || !strstr(st, lib))
 		t_fail("prof status after a dlopen did not hook the new library (%.0f hooks before): %s",
 		       hooks0, st);
 	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", a, NULL))
@@ -425,6 +426,25 @@ out:
 	remove(b);
 	victim_check(&v, VC_NO_PROC);
 	victim_stop(&v);
+}
+
+static void test_dlopen_later(void)
+{
+	late_library("late_alloc.so", NULL);
+}
+
+/*
+ * C++'s operator new[] under tcmalloc_minimal: tcmalloc defines it with
+ * its own fast path, which never calls malloc, so the sampler hooks the
+ * operator itself where the allocator's object defines it.
+ */
+static void test_cxx_new(void)
+{
+	if (access(LIBDIR "libtcmalloc_minimal.so.4", R_OK)) {
+		t_skip(true, "%s missing", LIBDIR "libtcmalloc_minimal.so.4");
+		return;
+	}
+	late_library("cxx_new.so", "LD_PRELOAD=" LIBDIR "libtcmalloc_minimal.so.4");
 }
 
 /*
@@ -596,6 +616,24 @@ static void kill_at_line(struct victim *v, const char *a1, const char *a2, long 
 	hres_free(&r);
 }
 
+/* Runs "heapctl A1 A2 -p PID" and SIGKILLs it after us microseconds (or when it ends). */
+static void kill_after_us(struct victim *v, const char *a1, const char *a2, long us)
+{
+	const char *args[] = { a1, a2, "-p", v->spid, NULL };
+	struct hproc hp;
+	struct hres r = { 0 };
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	if (hc_startv(&hp, NULL, args)) {
+		t_fail("cannot start heapctl");
+		return;
+	}
+	nanosleep(&ts, NULL);
+	kill(hp.pid, SIGKILL);
+	hc_finish(&hp, &r, 10);
+	hres_free(&r);
+}
+
 /* fds of pid that are a sampler's memfd: what a kill inside the load leaves. */
 static int memfds_left(pid_t pid)
 {
@@ -634,7 +672,7 @@ static void after_kill(struct victim *v, const char *what, long line)
 	while ((rc = proc_check_tasks(v->pid, false, why, sizeof(why))) && now_ms() < end)
 		sleep_ms(2);
 	if (rc || !victim_alive(v)) {
-		t_fail("%s killed at line %ld: target harmed: %s", what, line, rc ? why : "died");
+		t_fail("%s killed at %ld: target harmed: %s", what, line, rc ? why : "died");
 		return;
 	}
 	if (victim_expect(v, "grow 16", "grow ok", reply, sizeof(reply)))
@@ -648,7 +686,7 @@ static void after_kill(struct victim *v, const char *what, long line)
 			hres_free(&r);
 			if (!hc_expect(&r, 0, "report", out, "--format", "folded", "-p", v->spid, NULL) &&
 			    !strstr(r.out, "victim_grow_site"))
-				t_fail("%s killed at line %ld: the next dump does not see the growth: %.300s",
+				t_fail("%s killed at %ld: the next dump does not see the growth: %.300s",
 				       what, line, r.out);
 		}
 	}
@@ -677,12 +715,35 @@ static void test_kill_sweep(void)
 			return;
 		kill_at_line(&v, "prof", "on", l);
 		fds += memfds_left(v.pid);
-		after_kill(&v, "prof on (loading)", l);
+		after_kill(&v, "prof on (loading), -vvv line", l);
 		if (memfds_left(v.pid))
-			t_fail("prof on killed at line %ld: the next heapctl left the sampler's memfd "
+			t_fail("prof on killed at -vvv line %ld: the next heapctl left the sampler's memfd "
 			       "open in the target", l);
 		victim_check(&v, VC_NO_PROC);
 		victim_stop(&v);
+	}
+	/* and at random moments of a load: uniform over how long a whole one took */
+	{
+		long span_ms;
+
+		if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+			return;
+		span_ms = now_ms();
+		lines_of(&v, "prof", "on");
+		span_ms = now_ms() - span_ms + 1;
+		victim_stop(&v);
+		srandom((unsigned)getpid());
+		for (int i = 0; i < 12 && !t_failed(); i++, runs++) {
+			long us = random() % (span_ms * 1000);
+
+			if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+				return;
+			kill_after_us(&v, "prof", "on", us);
+			fds += memfds_left(v.pid);
+			after_kill(&v, "prof on (loading), us", us);
+			victim_check(&v, VC_NO_PROC);
+			victim_stop(&v);
+		}
 	}
 	if (t_failed() || !victim_up(&v, "alloc_victim", NULL, NULL, false))
 		return;
@@ -707,7 +768,7 @@ static void test_kill_sweep(void)
 			struct hres r = { 0 };
 
 			kill_at_line(&v, "prof", word, l);
-			after_kill(&v, pass ? "prof on (again)" : "prof off", l);
+			after_kill(&v, pass ? "prof on (again), -vvv line" : "prof off, -vvv line", l);
 			if (pass == 0)
 				hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL);
 			hres_free(&r);
@@ -729,6 +790,7 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-hammer", test_hammer, 0 },
 	{ "sampler-threads", test_threads, 0 },
 	{ "sampler-dlopen-later", test_dlopen_later, 0 },
+	{ "sampler-cxx-new", test_cxx_new, 0 },
 	{ "sampler-mdwe", test_mdwe, 0 },
 	{ "sampler-fork-exec", test_fork_exec, 0 },
 	{ "sampler-kill-sweep", test_kill_sweep, 600 },
