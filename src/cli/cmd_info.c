@@ -43,8 +43,8 @@ static void json_conf(const char *kv)
 		hc_json_str(stdout, val);
 }
 
-static void print_json(pid_t pid, const char *name, const struct hc_where *w, const struct hc_sampler *smp,
-		       const struct hc_info *in)
+static void print_json(pid_t pid, const char *name, const struct hc_where *w,
+		       const struct hc_sampler *smp, const struct hc_info *in)
 {
 	unsigned int i;
 

@@ -20,10 +20,17 @@ struct prof_state {
 	struct hc_sampler smp; /* heapctl's sampler, if it is loaded */
 };
 
-/* Which profiler answers: the sampler once it is loaded and on, else the allocator's. */
+/* heapctl's sampler answers once it is on, or loaded where the allocator has no profiler. */
+static bool sampler_answers(const struct prof_state *p)
+{
+	return p->smp.installed &&
+	       (p->smp.enabled || p->kind == CLI_PROF_NONE || p->kind == CLI_PROF_MINIMAL);
+}
+
+/* Which profiler answers: the sampler, else the allocator's. */
 static const char *profiler(const struct prof_state *p)
 {
-	if (p->smp.installed && (p->smp.enabled || p->kind == CLI_PROF_NONE || p->kind == CLI_PROF_MINIMAL))
+	if (sampler_answers(p))
 		return "heapctl-sampler";
 	switch (p->kind) {
 	case CLI_PROF_JEMALLOC:
@@ -174,7 +181,7 @@ int cmd_prof(struct cli_env *env)
 	}
 	if (hc_sampler_get(t, &ps.smp, &err))
 		goto fail;
-	if (ps.smp.installed && (ps.smp.enabled || ps.kind == CLI_PROF_NONE || ps.kind == CLI_PROF_MINIMAL)) {
+	if (sampler_answers(&ps)) {
 		ps.enabled = true;
 		ps.active = ps.smp.enabled;
 	}

@@ -366,8 +366,8 @@ static int by_addr(const void *a, const void *b)
  * vDSO, the sampler and the allocator's own object (its calls to itself
  * stay inside it), less those the sampler holds already.
  */
-static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, struct hcs_slot *out,
-		     unsigned *n, bool only_new_objects, struct hc_err *err)
+static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
+		     struct hcs_slot *out, unsigned *n, bool only_new_objects, struct hc_err *err)
 {
 	struct obj *own = obj_malloc_owner(t);
 	struct hcs_slot *have = NULL;
@@ -741,7 +741,6 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 	struct hcs_slot *slots;
 	uint64_t *orig = p->orig, ret, pagesz = (uint64_t)sysconf(_SC_PAGESIZE), a[2];
 	unsigned n;
-	int rc = -1;
 
 	/* before the borrow, unless the caller did it already: only reads */
 	if (!p->ready && inj_prepare(t, in, err) < 0)
@@ -754,7 +753,7 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 	if (reclaim_memfds(t, err) < 0)
 		return -1;
 	if (!in->state && load(t, in, err) < 0)
-		goto out;
+		return -1;
 	if (!in->s.initialised) {
 		uint64_t text[2] = { in->text_lo, in->text_hi };
 
@@ -762,19 +761,19 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 		    write_field(t, in, offsetof(struct hcs_state, text_lo), text, sizeof(text), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, pagesize), &pagesz, 8, err) < 0 ||
 		    call_fn(t, in->s.fn_init, NULL, 0, &ret, NULL, NULL, err) < 0)
-			goto out;
+			return -1;
 		if ((int)ret == HCS_ERR_UNWIND) {
-			err_sethint(err, HC_E_UNSUPPORTED, 0, "install libgcc-s1 in the process's root",
-				    "heapctl's sampler found no stack unwinder in pid %d (libgcc_s.so.1)",
-				    t->pid);
-			goto out;
+			return err_sethint(err, HC_E_UNSUPPORTED, 0,
+					   "install libgcc-s1 in the process's root",
+					   "heapctl's sampler found no stack unwinder in pid %d "
+					   "(libgcc_s.so.1)", t->pid);
 		}
 		/* loading may have brought libgcc_s: its slots too, on top of the rest */
 		if (!p->je_mallctl && new_slots(t, in, orig, slots, &n, true, err) < 0)
-			goto out;
+			return -1;
 	}
 	if (p->je_mallctl && !in->s.je_handle && je_hooks(t, in, p->je_mallctl, true, err) < 0)
-		goto out;
+		return -1;
 	if (in->s.nslots + n > HCS_MAXSLOTS)
 		n = HCS_MAXSLOTS - in->s.nslots;
 	if (n) {
@@ -783,19 +782,18 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 		if (call_write(t, in->s.slots + (uint64_t)in->s.nslots * sizeof(*slots), slots,
 			       n * sizeof(*slots), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, nslots), &total, 4, err) < 0)
-			goto out;
+			return -1;
 	}
 	/* the slots first, sampling next: each state in between passes everything through */
 	if (call_fn(t, in->s.fn_patch, NULL, 0, &ret, NULL, NULL, err) < 0)
-		goto out;
+		return -1;
 	a[0] = interval;
 	a[1] = 1;
 	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
-		goto out;
-	pr_info("sampler: %u new slots, sampling with a mean interval of %" PRIu64 " bytes", n, in->s.interval);
-	rc = 0;
-out:
-	return rc;
+		return -1;
+	pr_info("sampler: %u new slots, sampling with a mean interval of %" PRIu64 " bytes", n,
+		in->s.interval);
+	return 0;
 }
 
 int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err *err)

@@ -38,7 +38,8 @@
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
-#define CAS(p, o, n) __atomic_compare_exchange_n((p), (o), (n), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+#define CAS(p, o, n) \
+	__atomic_compare_exchange_n((p), (o), (n), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 
 /* ---- tables: .bss, untouched (and so not resident) until used ---------------------- */
 
