@@ -317,6 +317,10 @@ extern const struct itest t_deleted_tests[];
  * (t_deleted.c): PROG without those capabilities, or as another user.
  */
 int itest_exec_as(char **argv);	/* objects deleted since mapped, without map_files */
+/* CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE: without them map_files cannot be followed */
+#define NOCAP_MAPFILES "21,40"
+/* This harness's own path, to run itest --without-caps or --uid. */
+const char *itest_self(void);
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 extern const struct itest t_sampler_tests[];	/* heapctl's injected sampler */
 

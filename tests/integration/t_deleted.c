@@ -40,7 +40,6 @@
 #define CAP_CHECKPOINT_RESTORE 40 /* Linux 5.9 */
 #endif
 /* the capabilities that let heapctl follow /proc/PID/map_files */
-#define NOCAP_MAPFILES "21,40" /* CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE */
 /* those that let it open another user's /proc/PID/mem */
 #define NOCAP_DAC "1,2" /* CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH */
 
@@ -100,14 +99,22 @@ int itest_exec_as(char **argv)
 	return 127;
 }
 
+const char *itest_self(void)
+{
+	static char self[PATH_MAX];
+	ssize_t n;
+
+	if (!self[0]) {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		self[n > 0 ? n : 0] = '\0';
+	}
+	return self;
+}
+
 /* argv[0..3] for run_prog(): this harness with how (--without-caps, --uid), arg and -- */
 static int exec_as(const char **argv, const char *how, const char *arg)
 {
-	static char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	self[n > 0 ? n : 0] = '\0';
-	argv[0] = self;
+	argv[0] = itest_self();
 	argv[1] = how;
 	argv[2] = arg;
 	argv[3] = "--";

@@ -96,9 +96,10 @@ static int hcns_run(const struct hcns *ns, struct hres *r, bool nocap, const cha
 	argv[n++] = ns->mnt;
 	argv[n++] = "--";
 	if (nocap) {
-		argv[n++] = "setpriv";
-		argv[n++] = "--bounding-set=-sys_admin,-checkpoint_restore";
-		argv[n++] = "--inh-caps=-sys_admin,-checkpoint_restore";
+		/* the harness itself drops them (itest_exec_as()): busybox's setpriv cannot */
+		argv[n++] = itest_self();
+		argv[n++] = "--without-caps";
+		argv[n++] = NOCAP_MAPFILES;
 		argv[n++] = "--";
 	}
 	argv[n++] = cfg.heapctl;
@@ -120,10 +121,8 @@ static int hcns_run(const struct hcns *ns, struct hres *r, bool nocap, const cha
 static bool map_files_followed_without_caps(const struct hcns *ns, pid_t pid)
 {
 	char dir[64], link[PATH_MAX];
-	const char *argv[] = { "nsenter", ns->mnt, "--", "setpriv",
-			       "--bounding-set=-sys_admin,-checkpoint_restore",
-			       "--inh-caps=-sys_admin,-checkpoint_restore", "--", "head", "-c", "4",
-			       link, NULL };
+	const char *argv[] = { "nsenter", ns->mnt, "--", itest_self(), "--without-caps", NOCAP_MAPFILES,
+			       "--", "head", "-c", "4", link, NULL };
 	struct dirent *de = NULL;
 	struct hres r;
 	bool ok;
@@ -256,7 +255,7 @@ static void test_container_mount_ns(void)
 		"unshare", "--mount", "--propagation", "private", "sh", "-c",
 		PRIVATE_TMP " && cp \"$0\" /tmp/ && exec /tmp/\"${0##*/}\" \"$@\"", NULL,
 	};
-	static const char *const tools[] = { "unshare", "nsenter", "setpriv" };
+	static const char *const tools[] = { "unshare", "nsenter" };
 	struct hcns ns = { .holder = { .pid = -1 } };
 	char path[PATH_MAX], hpath[PATH_MAX], why[512], reply[256], vroot[64], dump[96];
 	char nocap_dump[96], growth[PATH_MAX], val[64], ns_self[64], ns_v[64], ns_h[64];
