@@ -59,14 +59,15 @@ count() {
 settle() {
 	local name=$1 rc=$2 why
 
-	if [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
+	# a part cut short is a failure of its own, even after others: its later tests never ran
+	if [ "$rc" -ne 0 ] && { [ "$nf" -eq 0 ] || [ "$rc" -ge 124 ]; }; then
 		case $rc in
-		124) why="timed out" ;;
+		124) why="timed out (the tests after the last result line never ran)" ;;
 		13[0-9] | 1[4-9][0-9]) why="killed by signal $((rc - 128))" ;;
 		*) why="exited with status $rc" ;;
 		esac
-		echo "FAIL $name: $why without a FAIL line"
-		nf=1
+		echo "FAIL $name: $why"
+		nf=$((nf + 1))
 	fi
 	passed=$((passed + np))
 	failed=$((failed + nf))
