@@ -216,7 +216,8 @@ static void test_without_prof(void)
 		t_skip(false, "the system's jemalloc has profiling (config.prof %s)", val);
 		goto out;
 	}
-	hc_run(&r, NULL, "prof", "on", "-p", v->spid, NULL);
+	/* jemalloc's own profiler: refused with the reason (plain "prof on" loads heapctl's sampler) */
+	hc_run(&r, NULL, "prof", "on", "-p", v->spid, "--sampler", "native", NULL);
 	if (hres_crash(&r) || hres_exit(&r) != 1 || !strstr(r.err, "error:") ||
 	    !strstr(r.err, "hint:")) {
 		t_fail("prof on, jemalloc without profiling: %s (wanted exit 1, error and hint)",
