@@ -413,14 +413,9 @@ int hc_info_get(struct hc_target *t, struct hc_info *info, struct hc_err *err)
  */
 static int sampler_probe(struct hc_target *t, struct hc_err *err)
 {
-	bool now = t->inj && t->inj->loaded_now;
-	int r;
-
 	if (!t->inj && !(t->inj = calloc(1, sizeof(*t->inj))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	r = inj_probe(t, t->inj, err);
-	t->inj->loaded_now = now;
-	return r;
+	return inj_probe(t, t->inj, err);
 }
 
 static bool sampling(const struct hc_target *t)

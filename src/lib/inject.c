@@ -166,12 +166,15 @@ static int read_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 
 int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
+	/* what outlives a probe: the prepared slots, and whether this heapctl loaded it */
 	struct inj_prep prep = in->prep;
+	bool loaded_now = in->loaded_now;
 	struct range *r;
 	size_t n;
 
 	memset(in, 0, sizeof(*in));
 	in->prep = prep;
+	in->loaded_now = loaded_now;
 	r = read_maps(t, &n, in, err);
 	if (!r)
 		return -1;

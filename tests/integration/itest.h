@@ -321,6 +321,12 @@ int itest_exec_as(char **argv);	/* objects deleted since mapped, without map_fil
 #define NOCAP_MAPFILES "21,40"
 /* This harness's own path, to run itest --without-caps or --uid. */
 const char *itest_self(void);
+/*
+ * Can a map_files link of pid be opened without NOCAP_MAPFILES, run after
+ * prefix (e.g. an nsenter; or NULL)?  Then a test that drops them proves
+ * nothing.
+ */
+bool map_files_open_nocap(pid_t pid, const char *const *prefix);
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 extern const struct itest t_sampler_tests[];	/* heapctl's injected sampler */
 

@@ -223,18 +223,19 @@ __attribute__((sentinel)) static void run_nocap(struct hres *r, ...)
 }
 
 /*
- * Can a map_files link of pid be opened without the capabilities?  Then
- * the runs below would not test what they are for.
+ * Can a map_files link of pid be opened without NOCAP_MAPFILES (run after
+ * prefix, e.g. an nsenter, or NULL)?  Then the runs that drop them would
+ * not test what they are for.
  */
-static bool map_files_open_nocap(pid_t pid)
+bool map_files_open_nocap(pid_t pid, const char *const *prefix)
 {
 	char dir[64], link[PATH_MAX];
-	const char *argv[10];
+	const char *argv[24];
 	struct dirent *de = NULL;
 	struct hres r;
 	bool ok;
 	DIR *d;
-	int n;
+	int n = 0;
 
 	snprintf(dir, sizeof(dir), "/proc/%d/map_files", (int)pid);
 	d = opendir(dir);
@@ -247,7 +248,9 @@ static bool map_files_open_nocap(pid_t pid)
 	}
 	snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
 	closedir(d);
-	n = without(argv, NOCAP_MAPFILES);
+	for (; prefix && prefix[n] && n < 12; n++)
+		argv[n] = prefix[n];
+	n += without(argv + n, NOCAP_MAPFILES);
 	argv[n++] = "head";
 	argv[n++] = "-c";
 	argv[n++] = "4";
@@ -377,7 +380,7 @@ static void test_deleted_preload_nocap(void)
 		t_fail("pid %s does not map %s (deleted)", v.spid, copy);
 		goto out;
 	}
-	if (map_files_open_nocap(v.pid)) {
+	if (map_files_open_nocap(v.pid, NULL)) {
 		t_skip(false, "/proc/PID/map_files can be followed without CAP_SYS_ADMIN here");
 		goto out;
 	}
@@ -429,7 +432,7 @@ static void test_deleted_exe_nocap(void)
 		t_fail("pid %s does not map %s (deleted)", v.spid, copy);
 		goto out;
 	}
-	if (map_files_open_nocap(v.pid)) {
+	if (map_files_open_nocap(v.pid, NULL)) {
 		t_skip(false, "/proc/PID/map_files can be followed without CAP_SYS_ADMIN here");
 		goto out;
 	}

@@ -117,32 +117,12 @@ static int hcns_run(const struct hcns *ns, struct hres *r, bool nocap, const cha
 	return 0;
 }
 
-/* Can a map_files link of pid be opened with hcns_run()'s nocap? */
+/* Can a map_files link of pid be opened with hcns_run()'s nocap, inside ns? */
 static bool map_files_followed_without_caps(const struct hcns *ns, pid_t pid)
 {
-	char dir[64], link[PATH_MAX];
-	const char *argv[] = { "nsenter", ns->mnt, "--", itest_self(), "--without-caps", NOCAP_MAPFILES,
-			       "--", "head", "-c", "4", link, NULL };
-	struct dirent *de = NULL;
-	struct hres r;
-	bool ok;
-	DIR *d;
+	const char *const nsenter[] = { "nsenter", ns->mnt, "--", NULL };
 
-	snprintf(dir, sizeof(dir), "/proc/%d/map_files", (int)pid);
-	d = opendir(dir);
-	while (d && (de = readdir(d)) && de->d_name[0] == '.')
-		;
-	if (!d || !de) {
-		if (d)
-			closedir(d);
-		return false;
-	}
-	snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
-	closedir(d);
-	run_prog(&r, argv, 10);
-	ok = hres_exit(&r) == 0;
-	hres_free(&r);
-	return ok;
+	return map_files_open_nocap(pid, nsenter);
 }
 
 /* hcns_run() with the arguments listed; nocap an int: va_start() after a bool is undefined */

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "harm.h"
 #include "itest.h"
 
 #if defined(__aarch64__)
@@ -281,7 +282,7 @@ static void test_static_refused(void)
  */
 static void test_hammer(void)
 {
-	char reply[512], out[512], *fds0, *fds1;
+	char reply[512], out[512], why[768], *fds0;
 	struct hres r = { 0 };
 	struct victim v;
 
@@ -301,11 +302,9 @@ static void test_hammer(void)
 			break;
 	}
 	remove(out);
-	fds1 = proc_fd_set(v.pid);
-	if (!fds0 || !fds1 || strcmp(fds0, fds1))
-		t_fail("the victim's fds changed: before %s, after %s", fds0 ? fds0 : "?", fds1 ? fds1 : "?");
+	if (!fds0 || fds_settle(v.pid, fds0, 2000, why, sizeof(why)))
+		t_fail("the victim's fds: %s", fds0 ? why : "unreadable before");
 	free(fds0);
-	free(fds1);
 	victim_check(&v, VC_NO_PROC);
 	victim_stop(&v);
 }
@@ -327,7 +326,7 @@ static bool hammered(struct victim *v, unsigned long *ops, unsigned long *bad)
  */
 static void test_threads(void)
 {
-	char reply[256], out[512], st[2048], *fds0, *fds1;
+	char reply[256], out[512], st[2048], why[768], *fds0;
 	unsigned long ops0 = 0, ops, bad = 0;
 	struct hres r = { 0 };
 	struct victim v;
@@ -365,11 +364,9 @@ static void test_threads(void)
 	if (!t_failed())
 		t_note("16 hammers, %lu operations through 10 rounds, no block corrupt", ops0);
 out:
-	fds1 = proc_fd_set(v.pid);
-	if (!fds0 || !fds1 || strcmp(fds0, fds1))
-		t_fail("the victim's fds changed: before %s, after %s", fds0 ? fds0 : "?", fds1 ? fds1 : "?");
+	if (!fds0 || fds_settle(v.pid, fds0, 2000, why, sizeof(why)))
+		t_fail("the victim's fds: %s", fds0 ? why : "unreadable before");
 	free(fds0);
-	free(fds1);
 	victim_check(&v, VC_NO_PROC);
 	victim_stop(&v);
 }
@@ -781,7 +778,40 @@ static void test_kill_sweep(void)
 	       "the load left the sampler's memfd open until the next heapctl closed it", runs, fds);
 }
 
+/* Bad --sampler and --sample-bytes are usage errors that name the fix; nothing is attached. */
+static void test_bad_options(void)
+{
+	static const struct {
+		const char *args[6], *want;
+	} cases[] = {
+		{ { "prof", "on", "--sampler", "bogus" }, "invalid --sampler 'bogus'" },
+		{ { "prof", "on", "--sample-bytes", "10" }, "invalid --sample-bytes '10'" },
+		{ { "prof", "on", "--sample-bytes", "lots" }, "invalid --sample-bytes 'lots'" },
+		{ { "stats", "--sampler", "inject" }, "does not apply to 'stats'" },
+	};
+	struct hres r = { 0 };
+	struct victim v;
+
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *const *a = cases[i].args;
+
+		if (!hc_expect(&r, 2, a[0], a[1], a[2], a[3] ? a[3] : "-p", a[3] ? "-p" : v.spid,
+			       a[3] ? v.spid : NULL, NULL) &&
+		    (!strstr(r.err, cases[i].want) || !strstr(r.err, "hint: see 'heapctl")))
+			t_fail("%s %s %s: %.300s", a[0], a[1], a[2], r.err);
+		hres_free(&r);
+	}
+	if (hc_expect(&r, 0, "maps", "-p", v.spid, NULL) == 0 && strstr(r.out, "heapctl-sampler"))
+		t_fail("a refused command loaded the sampler");
+	hres_free(&r);
+	victim_check(&v, 0);
+	victim_stop(&v);
+}
+
 const struct itest t_sampler_tests[] = {
+	{ "sampler-bad-options", test_bad_options, 0 },
 	{ "sampler-glibc", test_glibc, 0 },
 	{ "sampler-jemalloc", test_jemalloc, 0 },
 	{ "sampler-tcmalloc-minimal", test_tcmalloc_minimal, 0 },
