@@ -262,6 +262,7 @@ bool map_files_open_nocap(pid_t pid, const char *const *prefix)
 	return ok;
 }
 
+
 /* pid maps an object whose name ends in "(deleted)" and holds what. */
 static bool maps_deleted(pid_t pid, const char *what)
 {
@@ -281,6 +282,25 @@ static bool maps_deleted(pid_t pid, const char *what)
 	}
 	free(maps);
 	return found;
+}
+
+/*
+ * Delete copy, which v maps, and check that this is the case the tests are
+ * for: v maps it (deleted) and map_files cannot be followed without the
+ * capabilities (else skipped).
+ */
+static bool deleted_and_unreachable(struct victim *v, const char *copy)
+{
+	unlink(copy);
+	if (!maps_deleted(v->pid, copy)) {
+		t_fail("pid %s does not map %s (deleted)", v->spid, copy);
+		return false;
+	}
+	if (map_files_open_nocap(v->pid, NULL)) {
+		t_skip(false, "/proc/PID/map_files can be followed without CAP_SYS_ADMIN here");
+		return false;
+	}
+	return true;
 }
 
 static double json_num(const char *s, const char *key)
@@ -375,15 +395,8 @@ static void test_deleted_preload_nocap(void)
 		unlink(copy);
 		return;
 	}
-	unlink(copy);
-	if (!maps_deleted(v.pid, copy)) {
-		t_fail("pid %s does not map %s (deleted)", v.spid, copy);
+	if (!deleted_and_unreachable(&v, copy))
 		goto out;
-	}
-	if (map_files_open_nocap(v.pid, NULL)) {
-		t_skip(false, "/proc/PID/map_files can be followed without CAP_SYS_ADMIN here");
-		goto out;
-	}
 	drive_nocap(&v, copy, "grow 160", "grow ok", 9.5 * 1048576);
 	if (t_failed())
 		goto out;
@@ -427,15 +440,8 @@ static void test_deleted_exe_nocap(void)
 		unlink(copy);
 		return;
 	}
-	unlink(copy);
-	if (!maps_deleted(v.pid, copy)) {
-		t_fail("pid %s does not map %s (deleted)", v.spid, copy);
+	if (!deleted_and_unreachable(&v, copy))
 		goto out;
-	}
-	if (map_files_open_nocap(v.pid, NULL)) {
-		t_skip(false, "/proc/PID/map_files can be followed without CAP_SYS_ADMIN here");
-		goto out;
-	}
 	/* 64 MiB: the hammer thread's own heap comes and goes by a few */
 	drive_nocap(&v, copy, "leak 67108864 0", "leak ok", 48 * 1048576.0);
 	if (!t_failed())
