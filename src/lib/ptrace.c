@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,12 +148,21 @@ long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
 	return n;
 }
 
+/*
+ * How long a wait polls before it sleeps.  A stop heapctl waits for comes
+ * within microseconds; a tracer asleep in sigtimedwait() needs a wake-up
+ * (on a VM, a halted vCPU's) for each one, which made the stops most of a
+ * borrow's pause.  Polling yields the CPU at each turn, so a target thread
+ * placed on it runs at once; past this, heapctl sleeps as before.
+ */
+#define SPIN_NS 200000ull
+
 int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
 		struct hc_err *err)
 {
 	sigset_t set, old;
 	unsigned int slice = 0;
-	uint64_t left;
+	uint64_t left, spin_until = 0;
 	int ret = -1;
 
 	/*
@@ -184,6 +194,12 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 		if (now >= deadline_ns) {
 			ret = 0;
 			break;
+		}
+		if (!spin_until)
+			spin_until = now + SPIN_NS;
+		if (now < spin_until) {
+			sched_yield();
+			continue;
 		}
 		/*
 		 * Wake up every 100 ms to make sure tid is still ours: when
