@@ -94,7 +94,8 @@ LDLIBS_ALL = $(PKG_LIBS) -llzma -lz -pthread
 STATIC ?= $(if $(CROSS_COMPILE),0,1)
 ifeq ($(STATIC),1)
 HEAPCTL_LIBS = -no-pie -Wl,-Bstatic -ldw -lelf -lunwind-ptrace -lunwind-generic \
-	-lunwind-$(ARCH) -lunwind -lcapstone -lexpat -lz -llzma -lbz2 -Wl,-Bdynamic -pthread
+	-lunwind-$(ARCH) -lunwind -lcapstone -lexpat -lz -llzma -lbz2 -Wl,-Bdynamic -pthread \
+	-Wl,--wrap=sigprocmask
 else
 HEAPCTL_LIBS = $(LDLIBS_ALL)
 endif

@@ -81,11 +81,11 @@ static int mktemp_tracked(char *tmpl)
 
 	sigemptyset(&set);
 	cli_term_sigaddset(&set);
-	sigprocmask(SIG_BLOCK, &set, &old);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
 	fd = mkostemp(tmpl, O_CLOEXEC);
 	if (fd >= 0)
 		track(tmpl);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return fd;
 }
 

@@ -225,7 +225,7 @@ static void hold_signals(void)
 	cli_term_sigaddset(&set);
 	sigaddset(&set, SIGTSTP);
 	sigaddset(&set, SIGTTOU);
-	sigprocmask(SIG_BLOCK, &set, &saved_mask);
+	pthread_sigmask(SIG_BLOCK, &set, &saved_mask);
 }
 
 static void release_signals(void)
@@ -242,7 +242,7 @@ static void release_signals(void)
 					sigabbrev_np(cli_term_sigs[i]));
 				break;
 			}
-	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+	pthread_sigmask(SIG_SETMASK, &saved_mask, NULL);
 }
 
 struct hc_target *cli_open(const struct cli_env *env, pid_t pid, struct hc_err *err)

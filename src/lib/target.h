@@ -50,6 +50,7 @@ struct obj {
 
 struct alloc_ops;
 struct sess;
+struct uw_arg;
 struct Elf;
 
 struct hc_target {
@@ -92,6 +93,7 @@ struct hc_target {
 	struct sess *sess;
 	unsigned int held; /* call_hold() depth: call_done() keeps the thread */
 	void *unw; /* libunwind address space, created once */
+	struct uw_arg *uw; /* where.c: its page cache, as long as the target */
 	uint64_t pac_mask; /* PAC bits of return addresses (arm64), once pac_known */
 	bool pac_known;
 	struct hc_timing timing;

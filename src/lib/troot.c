@@ -161,7 +161,7 @@ static int guard(int parent, const char *name)
 			_exit(0);
 		setsid();
 		sigfillset(&all);
-		sigprocmask(SIG_BLOCK, &all, NULL);
+		pthread_sigmask(SIG_BLOCK, &all, NULL);
 		if (dup2(p[0], 0) < 0 || dup2(parent, 1) < 0)
 			_exit(1);
 		if (syscall(SYS_close_range, 2, ~0U, 0) < 0)

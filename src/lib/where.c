@@ -14,6 +14,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,13 +166,42 @@ static unw_accessors_t uw_accessors = {
 	.access_fpreg = uw_access_fpreg,
 };
 
+/*
+ * libunwind takes its memory pool's lock around every allocation, and
+ * blocks every signal while it holds it: two rt_sigprocmask calls per
+ * lock, four per frame, about half of the safe-point check's time in the
+ * stopped window.  The blocking only protects an unwind run from a signal
+ * handler; heapctl never unwinds in one, so the static libunwind's calls
+ * (linked with --wrap=sigprocmask; heapctl's own code uses
+ * pthread_sigmask) change nothing.
+ */
+int __wrap_sigprocmask(int how, const sigset_t *set, sigset_t *old);
+int __wrap_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	(void)how;
+	(void)set;
+	if (old)
+		sigemptyset(old);
+	return 0;
+}
+
 int where_init(struct hc_target *t, struct hc_err *err)
 {
 	unw_addr_space_t as = unw_create_addr_space(&uw_accessors, 0);
 
 	if (!as)
 		return err_set(err, HC_E_NOMEM, 0, "libunwind: cannot create an address space");
-	unw_set_caching_policy(as, UNW_CACHE_GLOBAL);
+	/*
+	 * No cache: one unwind per thread tried, and each frame has another
+	 * ip.  The page cache lives as long as the target, touched now, so
+	 * the stopped window takes no page fault for it.
+	 */
+	unw_set_caching_policy(as, UNW_CACHE_NONE);
+	t->uw = calloc(1, sizeof(struct uw_arg));
+	if (!t->uw) {
+		unw_destroy_addr_space(as);
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	}
 	t->unw = as;
 	return 0;
 }
@@ -181,6 +211,8 @@ void where_fini(struct hc_target *t)
 	if (t->unw)
 		unw_destroy_addr_space(t->unw);
 	t->unw = NULL;
+	free(t->uw);
+	t->uw = NULL;
 }
 
 bool where_malloc_family(const char *name, const char *prefix)
@@ -320,17 +352,13 @@ static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 
 int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len)
 {
-	struct uw_arg *a = malloc(sizeof(*a)); /* 64 KiB of page cache: not worth zeroing */
+	struct uw_arg *a = t->uw;
 	bool records = t->arch->frame_walk != NULL;
 	uint64_t pac = 0;
 	unw_cursor_t c;
 	unsigned depth = 0;
 	int ret = 0, r;
 
-	if (!a) {
-		snprintf(reason, len, "out of memory");
-		return 0;
-	}
 	for (unsigned int i = 0; i < CACHE_PAGES; i++)
 		a->cache[i].valid = false;
 	a->next = 0;
@@ -383,7 +411,6 @@ int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, 
 out:
 	if (a->upt)
 		_UPT_destroy(a->upt);
-	free(a);
 	return ret;
 }
 
