@@ -215,6 +215,15 @@ struct hc_arch {
 	 * handler).
 	 */
 	void (*restart_now)(void *gregs);
+	/*
+	 * Make in gregs the restart decision the kernel makes after a stop
+	 * when no signal is delivered, the restart block kept: for a restore
+	 * at a syscall-exit stop, where the kernel makes no such decision.
+	 * NULL where registers cannot all be written there (arm64: x7 is the
+	 * syscall stop's entry/exit flag, ptrace_syscall_enter()): the restore
+	 * then takes a stop inside signal delivery.
+	 */
+	void (*restart_here)(void *gregs);
 	/* A call's result, read at ret_tramp's getpid stop. */
 	uint64_t (*get_ret)(const void *gregs);
 	int64_t (*get_syscall_ret)(const void *gregs);

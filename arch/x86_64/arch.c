@@ -269,6 +269,26 @@ static void restart_now(void *gv)
 	}
 }
 
+/*
+ * What arch_do_signal_or_restart() does when no handler runs: the -ERESTART*
+ * syscalls go back to their syscall instruction, a restart-block one
+ * (nanosleep, timed poll and futex) to restart_syscall, which goes on with
+ * the time that is left.
+ */
+static void restart_here(void *gv)
+{
+	struct x64_gregs *g = gv;
+	int64_t rv = (int64_t)g->rax;
+
+	if ((int64_t)g->orig_rax < 0)
+		return;
+	if (rv == -512 || rv == -513 || rv == -514 || rv == -516) {
+		g->rax = rv == -516 ? 219 /* __NR_restart_syscall */ : g->orig_rax;
+		g->rip -= sizeof(x64_syscall);
+	}
+	g->orig_rax = (uint64_t)-1;
+}
+
 static int swaps_mask(const void *gv)
 {
 	/* x86_64: pselect6, ppoll, rt_sigsuspend, epoll_pwait, io_pgetevents, epoll_pwait2 */
@@ -527,6 +547,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.prep_restore = prep_restore,
 	.skip_syscall = skip_syscall,
 	.restart_now = restart_now,
+	.restart_here = restart_here,
 	.get_ret = get_ret,
 	.get_syscall_ret = get_syscall_ret,
 	.no_restart = no_restart,

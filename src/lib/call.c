@@ -22,10 +22,12 @@
  *     heapctl die, the trampoline goes on to unmap its own page and
  *     rt_sigreturn (arch/arch.h): nothing of heapctl's is left behind.
  *     Callbacks are a getpid syscall heapctl watches for.
- *  6. Restore: put back registers, regsets and mask at a stop inside signal
- *     delivery (PTRACE_INTERRUPT), and detach there, so the kernel's restart
- *     logic sees the original registers and a blocked read/nanosleep/futex
- *     resumes exactly as if nothing happened.
+ *  6. Restore: put back registers, regsets and mask at the syscall-exit stop
+ *     of the page's munmap, with the restart decision the kernel would make
+ *     (arch restart_here()), and detach there, so a blocked read/nanosleep/
+ *     futex resumes exactly as if nothing happened.  Where that cannot be
+ *     done (arm64), at a stop inside signal delivery (PTRACE_INTERRUPT),
+ *     where the kernel's own restart logic sees the original registers.
  *
  * This file holds the session: borrow() with the frame and heapctl's page,
  * the calls, scratch space, and the restore in call_end().  step.c runs
@@ -432,11 +434,19 @@ uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
 	return need(t, err) == 0 ? t->sess->code + NOTIFY_OFF : 0;
 }
 
-/* Give the callee the FP state the ABI promises; rt_sigreturn brings the real one back. */
+/*
+ * Give the callee the FP state the ABI promises; rt_sigreturn brings the
+ * real one back.  Once a borrow: a function returns the control words as
+ * it found them and the x87 stack empty (none heapctl calls returns a long
+ * double), so the next call finds the state the ABI promises already.
+ */
 static int prepare_fp(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 
+	if (s->fp_ready)
+		return 0;
+	s->fp_ready = true;
 	for (unsigned int i = 0; i < s->nextra; i++) {
 		uint8_t *copy = malloc(s->extra[i].len);
 		int r = 0;
@@ -552,10 +562,19 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	}
 	/*
 	 * The thread now sits at a syscall-exit stop from which it would
-	 * restore itself.  Stop it once more inside get_signal(): only there
-	 * does x86 run its restart logic on the registers put back below
-	 * (arch_do_signal_or_restart() after get_signal()).
+	 * restore itself.  The kernel runs no restart logic after such a
+	 * stop unless a signal is pending, so heapctl makes the decision it
+	 * would make (restart_here()) and puts everything back right here;
+	 * the restart block is untouched, a nanosleep goes on with the time
+	 * left.  Where registers cannot all be written at a syscall stop
+	 * (arm64), or an rt_sigreturn already reset the restart block, stop
+	 * the thread once more inside get_signal() instead, where the
+	 * kernel's own restart logic sees the registers put back.
 	 */
+	if (t->arch->restart_here && s->at == ST_SYSCALL && !s->real_sigreturn) {
+		t->arch->restart_here(s->gregs);
+		goto put_back;
+	}
 	if (ptrace_interrupt(s->tid, &e) < 0 || ptrace_resume(s->tid, false, 0, &e) < 0)
 		goto fail;
 	for (;;) {
@@ -577,6 +596,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 		if (ptrace_resume(s->tid, false, 0, &e) < 0)
 			goto fail;
 	}
+put_back:
 	/* Mask first, registers last: until then the thread would still restore itself. */
 	if (ptrace_sigmask_set(s->tid, s->mask, &e) < 0)
 		goto fail;

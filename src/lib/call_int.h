@@ -53,6 +53,7 @@ struct sess {
 	bool saved;         /* gregs holds the original registers */
 	bool eintr_undone;  /* gregs re-issues a syscall our stop made fail */
 	bool touched;       /* registers were changed and the thread ran */
+	bool fp_ready;      /* the callee's FP state is in place (prepare_fp()) */
 	bool gone;
 	bool exec_seen;     /* the target ran execve: nothing to restore */
 	bool real_sigreturn; /* an rt_sigreturn ran: the restart block is reset */
