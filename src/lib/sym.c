@@ -27,19 +27,66 @@
 #include "target.h"
 #include "troot.h"
 
+/* Up to 16 hex digits at *pp into *v, *pp moved past them; false if none. */
+static bool hex_field(const char **pp, uint64_t *v)
+{
+	const char *p = *pp;
+	uint64_t x = 0;
+	int n = 0;
+
+	for (;; p++, n++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' :
+			*p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+
+		if (d < 0 || n == 16)
+			break;
+		x = x << 4 | (uint64_t)d;
+	}
+	*pp = p;
+	*v = x;
+	return n > 0 && (n < 16 || *p < '0' || (*p > '9' && *p < 'a') || *p > 'f');
+}
+
+/*
+ * "lo-hi perms off dev inode   path" (proc(5)), by hand: a process with a
+ * thousand threads has thousands of lines, read at every open, and
+ * sscanf() made that a visible part of the round trip.
+ */
 int maps_parse_line(const char *line, struct mapline *m)
 {
-	int pos = 0;
-	unsigned long long lo, hi, off;
+	const char *p = line;
+	uint64_t lo, hi, off, inode = 0;
+	size_t n;
 
-	if (sscanf(line, "%llx-%llx %4s %llx %*s %lu %n", &lo, &hi, m->perms, &off, &m->inode,
-		   &pos) < 5)
+	if (!hex_field(&p, &lo) || *p++ != '-' || !hex_field(&p, &hi) || *p++ != ' ')
 		return -1;
+	for (n = 0; n < 4 && p[n] && p[n] != ' ' && p[n] != '\n'; n++)
+		m->perms[n] = p[n];
+	if (n != 4 || p[4] != ' ')
+		return -1;
+	m->perms[4] = 0;
+	p += 5;
+	if (!hex_field(&p, &off) || *p++ != ' ')
+		return -1;
+	while (*p && *p != ' ' && *p != '\n') /* dev */
+		p++;
+	if (*p++ != ' ' || *p < '0' || *p > '9')
+		return -1;
+	for (n = 0; *p >= '0' && *p <= '9' && n < 20; p++, n++)
+		inode = inode * 10 + (uint64_t)(*p - '0');
+	if (*p && *p != ' ' && *p != '\n')
+		return -1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	n = strcspn(p, "\n");
+	if (n >= sizeof(m->path))
+		n = sizeof(m->path) - 1;
+	memcpy(m->path, p, n);
+	m->path[n] = 0;
 	m->lo = lo;
 	m->hi = hi;
 	m->off = off;
-	snprintf(m->path, sizeof(m->path), "%s", pos ? line + pos : "");
-	m->path[strcspn(m->path, "\n")] = 0;
+	m->inode = (unsigned long)inode;
 	return 0;
 }
 
