@@ -975,6 +975,54 @@ static void x86_restart_now(void)
 	end();
 }
 
+/* The restore at a syscall-exit stop: the kernel's decision, the restart block kept. */
+static void x86_restart_here(void)
+{
+	static const struct {
+		long nr;
+		int64_t rax;
+		uint64_t want_rax;
+		bool rewound;
+	} cases[] = {
+		{ 0, -512, 0, true },     /* read, -ERESTARTSYS: read again */
+		{ 202, -513, 202, true }, /* futex, -ERESTARTNOINTR */
+		{ 7, -514, 7, true },     /* poll, -ERESTARTNOHAND */
+		{ 35, -516, 219, true },  /* nanosleep: restart_syscall, with the time left */
+		{ 0, -4, (uint64_t)-4, false }, /* -EINTR: reported, not restarted */
+		{ 0, 5, 5, false },       /* read returned 5 */
+		{ -1, -512, (uint64_t)-512, false }, /* not in a syscall: rax is just a register */
+	};
+	static const int touched[] = { X_RAX, X_RIP, X_ORIG_RAX };
+	const uint64_t rip = 0x00007f00cccc0302ull;
+	uint64_t g[GWORDS], orig[GWORDS];
+	int d;
+
+	begin("x86_64.restart_here");
+	for (unsigned int i = 0; i < ARRAY_SIZE(cases); i++) {
+		fill(g, GWORDS);
+		g[X_ORIG_RAX] = (uint64_t)cases[i].nr;
+		g[X_RAX] = (uint64_t)cases[i].rax;
+		g[X_RIP] = rip;
+		memcpy(orig, g, sizeof(g));
+		x86->restart_here(g);
+		CHECK(g[X_RAX] == cases[i].want_rax, "case %u: rax %#" PRIx64 ", want %#" PRIx64, i,
+		      g[X_RAX], cases[i].want_rax);
+		CHECK(g[X_RIP] == (cases[i].rewound ? rip - 2 : rip), "case %u: rip %#" PRIx64, i,
+		      g[X_RIP]);
+		CHECK(g[X_ORIG_RAX] == UINT64_MAX, "case %u: orig_rax %#" PRIx64 ", want -1", i,
+		      g[X_ORIG_RAX]);
+		d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
+		CHECK(d < 0, "case %u: word %d changed", i, d);
+		/* deciding twice must not rewind twice */
+		memcpy(orig, g, sizeof(g));
+		x86->restart_here(g);
+		CHECK(!memcmp(g, orig, sizeof(g)), "case %u: second call changed the image", i);
+	}
+	CHECK(!hc_arch_aarch64.restart_here,
+	      "arm64 cannot write x7 at a syscall stop: it restores inside signal delivery");
+	end();
+}
+
 static void x86_sigframe_errors(void)
 {
 	static struct x86_state s;
@@ -2090,6 +2138,7 @@ int main(void)
 	x86_sigframe_restart();
 	x86_skip_syscall();
 	x86_restart_now();
+	x86_restart_here();
 	x86_sigframe_errors();
 	x86_call_fpstate();
 	x86_dump_regs();
