@@ -76,7 +76,7 @@ static int pid_check(pid_t pid, pid_t tid, struct procfs_status *ps, char *proc,
 				   "%d is a thread of pid %d (%s), not a process", pid, ps->tgid,
 				   comm);
 	}
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, pid);
 	if (procfs_stat(path, &st) == 0 && (st.flags & PF_KTHREAD))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "heapctl drives user processes; 'heapctl list' shows them",
@@ -135,7 +135,7 @@ int hc_proc_read(pid_t pid, struct hc_proc *p, struct hc_err *err)
 	p->ppid = ps.ppid;
 	p->euid = ps.euid == (uid_t)-1 ? -1 : (long)ps.euid;
 	p->rss = ps.rss;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, pid);
 	p->kthread = procfs_stat(path, &st) == 0 && (st.flags & PF_KTHREAD);
 	return 0;
 }

@@ -20,7 +20,7 @@ struct hc_target *target_new(pid_t pid)
 	t->lockfd = t->memfd = -1;
 	t->arch = hc_arch_host();
 	snprintf(t->proc, sizeof(t->proc), "/proc/%d", pid);
-	snprintf(path, sizeof(path), "%s/stat", t->proc);
+	snprintf(path, sizeof(path), "%s/task/%d/stat", t->proc, pid);
 	if (procfs_stat(path, &st) == 0 && (st.state == 'Z' || st.state == 'X'))
 		procfs_live_task(pid, t->proc, sizeof(t->proc));
 	return t;

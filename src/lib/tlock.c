@@ -50,7 +50,7 @@ static unsigned long long start_time(pid_t pid)
 	struct procfs_stat st;
 	char path[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, pid);
 	procfs_stat(path, &st);
 	return st.start;
 }
