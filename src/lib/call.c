@@ -258,6 +258,9 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
+/* Threads the first look at a process lists; all of them after that. */
+#define FIRST_LISTED 64
+
 /* Pick and stop a thread at a safe point, save it, map heapctl's pages. */
 static int borrow(struct hc_target *t, struct hc_err *err)
 {
@@ -301,7 +304,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 			tids[0] = t->opts.tid;
 			ntids = 1;
-		} else if (thread_list(t, &tids, &ntids, err) < 0) {
+		} else if (thread_list(t, attempts ? 0 : FIRST_LISTED, &tids, &ntids, err) < 0) {
 			goto fail;
 		}
 		/* two passes over the threads: the first one picky (see thread_try()) */

@@ -110,8 +110,8 @@ int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned in
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now (why), -1: error. */
 int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
 	       struct hc_err *err);
-/* The process's threads in the order to try them; *out is malloc'ed. */
-int thread_list(struct hc_target *t, pid_t **out, size_t *n, struct hc_err *err);
+/* The process's threads (at most max; 0: all) in the order to try them; *out is malloc'ed. */
+int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct hc_err *err);
 /* A job-control stopped process: fails if another thread stopped inside the allocator. */
 int thread_check_stopped(struct hc_target *t, struct hc_err *err);
 
