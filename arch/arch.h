@@ -171,6 +171,26 @@ struct hc_arch {
 	struct hc_bytes syscall_insn;   /* the syscall instruction */
 	struct hc_bytes syscall_ret;    /* "syscall; ret": remote syscalls run here */
 	const struct hc_bytes *restorers; /* sigreturn restorers; len 0 ends the list */
+	/*
+	 * How the C library's munmap() starts, where a return pops its address
+	 * from the stack (x86_64): the mmap of heapctl's page then returns into
+	 * it, with the page's address and length still in its argument
+	 * registers, and on into the restorer, so a page heapctl never got to
+	 * write is gone too should heapctl die (call.c, map_pages()).  Empty
+	 * where a return takes a register (arm64: munmap() would return into
+	 * itself).
+	 */
+	struct hc_bytes munmap_entry;
+	/*
+	 * With munmap_entry: the page's way out from the mmap's exit stop,
+	 * where the chain above returns into once the page is written (one
+	 * word, CHAIN_OFF in the page): unmap the page, rt_sigreturn.  Entered
+	 * with the stack pointer at the frame, whose pretcode it writes
+	 * itself.  page_exit_fill() puts in the page's, the gadget's and the
+	 * restorer's addresses.
+	 */
+	struct hc_bytes page_exit;
+	void (*page_exit_fill)(uint8_t *code, uint64_t page, uint64_t gadget, uint64_t restorer);
 
 	uint64_t (*get_pc)(const void *gregs);
 	uint64_t (*get_sp)(const void *gregs);

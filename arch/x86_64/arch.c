@@ -88,6 +88,28 @@ static const struct hc_bytes x64_restorers[] = {
 	{ x64_restore_rt2, sizeof(x64_restore_rt2) },
 	{ NULL, 0 },
 };
+static const uint8_t x64_page_exit[] = {
+	0x48, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $page,%rdi */
+	0xbe, 0x00, 0x10, 0x00, 0x00, /* mov $4096,%esi */
+	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $restorer,%rcx */
+	0x48, 0x89, 0x0c, 0x24,       /* mov %rcx,(%rsp): the frame's pretcode */
+	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $gadget,%rcx */
+	0x51,                         /* push %rcx */
+	0xb8, 0x0b, 0x00, 0x00, 0x00, /* mov $11,%eax: munmap */
+	0xc3,                         /* ret: to "syscall; ret", then the restorer */
+};
+
+static void page_exit_fill(uint8_t *code, uint64_t page, uint64_t gadget, uint64_t restorer)
+{
+	memcpy(code + 2, &page, 8);
+	memcpy(code + 17, &restorer, 8);
+	memcpy(code + 31, &gadget, 8);
+}
+
+static const uint8_t x64_munmap_entry[] = {
+	0xb8, 0x0b, 0x00, 0x00, 0x00, /* mov $11,%eax: munmap, rdi and rsi untouched */
+	0x0f, 0x05,                   /* syscall */
+};
 /* Saved and restored verbatim: the whole XSAVE image, whatever its size. */
 static const unsigned int x64_extra[] = { NT_X86_XSTATE, 0 };
 
@@ -534,6 +556,9 @@ const struct hc_arch hc_arch_x86_64 = {
 	.notify_sys_end = 7,
 	.syscall_insn = { x64_syscall, sizeof(x64_syscall) },
 	.syscall_ret = { x64_syscall_ret, sizeof(x64_syscall_ret) },
+	.munmap_entry = { x64_munmap_entry, sizeof(x64_munmap_entry) },
+	.page_exit = { x64_page_exit, sizeof(x64_page_exit) },
+	.page_exit_fill = page_exit_fill,
 	.restorers = x64_restorers,
 	.get_pc = get_pc,
 	.get_sp = get_sp,

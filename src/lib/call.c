@@ -208,51 +208,123 @@ static int map_failed(struct hc_target *t, int e, struct hc_err *err)
 			   "%s in pid %d failed: %s", what, t->pid, strerror(e));
 }
 
+/* Point the gadget's "ret" at ret_addr with the stack at the frame (from the mmap's exit stop). */
+static int aim_gadget_ret(struct hc_target *t, uint64_t ret_addr, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	struct hc_call c = { .pc = t->gadget + t->arch->syscall_insn.len, .ret_addr = ret_addr,
+			     .frame = s->frame };
+
+	memcpy(s->cur, s->gregs, t->arch->gregs_len);
+	t->arch->prep_syscall(s->cur, &c);
+	if (c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0)
+		return -1;
+	return step_set_gregs(t, s->cur, err);
+}
+
+/*
+ * Map heapctl's code page, write it, and arm its cleanup.
+ *
+ * Where the arch allows it (x86_64, arch.h's munmap_entry), the page goes
+ * at an address picked before the stop (t->page_hint, MAP_FIXED_NOREPLACE)
+ * and the mmap returns into the C library's munmap(), whose arguments are
+ * still the mmap's first two, then into the restorer: should heapctl die
+ * before the page is written and its own cleanup armed, the page goes
+ * again and the thread restores itself.  Elsewhere (arm64), or if that
+ * address was taken after all, the page is mapped where the kernel likes
+ * and a SIGKILL in the few microseconds before its cleanup is armed leaves
+ * it behind; the next heapctl cannot tell such a blank page from the
+ * program's own.
+ */
 static int map_pages(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	uint8_t code[MAGIC_OFF + 16];
 	uint32_t owner = (uint32_t)getpid();
+	bool chain = t->munmap_fn && t->page_hint;
 	uint64_t a[6];
 	int64_t ret;
 	int r;
 
-	/* the kill tests' mark: a SIGKILL from here to "code page at" may leave the page */
-	pr_debug("pid %d: mapping heapctl's code page", t->pid);
+	/* the kill tests' marks: a SIGKILL from here to "code page at" may leave the page */
+	if (chain)
+		pr_debug("pid %d: mapping heapctl's self-cleaning code page at 0x%llx", t->pid,
+			 (unsigned long long)t->page_hint);
+	else
+		pr_debug("pid %d: mapping heapctl's code page", t->pid);
 	/* r-x from the start; written through /proc/PID/mem, never writable */
-	a[0] = 0;
+	a[0] = chain ? t->page_hint : 0;
 	a[1] = CODE_LEN;
 	a[2] = PROT_READ | PROT_EXEC;
-	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	a[3] = MAP_PRIVATE | MAP_ANONYMOUS | (chain ? MAP_FIXED_NOREPLACE : 0);
 	a[4] = (uint64_t)-1;
 	a[5] = 0;
-	r = step_rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
+	if (chain)
+		r = mem_write(t->memfd, s->frame, &t->restorer, 8, err) < 0 ?
+			    -1 :
+			    step_rsys_to(t, t->arch->nr_mmap, a, 6, s->frame - 8, t->munmap_fn, &ret,
+					 err);
+	else
+		r = step_rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
 	if (r != 0)
 		return r;
+	if (chain && (uint64_t)ret != t->page_hint) {
+		/*
+		 * Before anything else, away from munmap(), in one write: the
+		 * page is not where it points.  The gadget's "ret" returns onto
+		 * itself and then into the restorer.
+		 */
+		uint64_t sled = t->gadget + t->arch->syscall_insn.len;
+
+		if (mem_write(t->memfd, s->frame - 8, &sled, 8, err) < 0)
+			return -1;
+		chain = false;
+		t->page_hint = 0;
+		if (ret == -EEXIST) {
+			/* mapped there meanwhile: where the kernel likes, as without a hint */
+			pr_debug("pid %d: 0x%llx was taken meanwhile; mapping heapctl's code page",
+				 t->pid, (unsigned long long)a[0]);
+			a[0] = 0;
+			a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+			r = step_rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
+			if (r != 0)
+				return r;
+		} else if (ret >= 0 || ret <= -4096) {
+			/* a kernel before 4.17 took the flag for a hint */
+			pr_debug("pid %d: mapping heapctl's code page", t->pid);
+		}
+	}
 	if (ret < 0 && ret > -4096)
 		return map_failed(t, (int)-ret, err); /* the target's errno, not ours */
+	s->code = (uint64_t)ret; /* from here, call_end() unmaps it whatever fails */
 	memset(code, 0, sizeof(code));
 	memcpy(code, t->arch->ret_tramp.b, t->arch->ret_tramp.len);
 	t->arch->ret_tramp_fill(code, t->gadget, t->restorer);
 	memcpy(code + NOTIFY_OFF, t->arch->notify.b, t->arch->notify.len);
+	if (chain) {
+		memcpy(code + CHAIN_OFF, t->arch->page_exit.b, t->arch->page_exit.len);
+		t->arch->page_exit_fill(code + CHAIN_OFF, s->code, t->gadget, t->restorer);
+	}
 	/* The mark lets a later heapctl reclaim a page that outlived its owner. */
 	memcpy(code + MAGIC_OFF, MAGIC, 8);
 	memcpy(code + MAGIC_OFF + 8, &owner, 4);
-	if (mem_write(t->memfd, (uint64_t)ret, code, sizeof(code), err) < 0)
+	if (mem_write(t->memfd, s->code, code, sizeof(code), err) < 0)
 		return -1;
-	s->code = (uint64_t)ret;
 	/*
-	 * The gadget's ret still goes straight to the restorer: aim it at the
-	 * page's cleanup, so that from now on a SIGKILL leaves no page behind.
+	 * Then hand the way out to the page's own code: from now on a SIGKILL
+	 * leaves no page behind through the page's cleanup.  After the chain,
+	 * in one write of its first link (the page's exit writes the frame's
+	 * pretcode itself, which the calls' set-up changes); otherwise by
+	 * aiming the gadget's ret at the cleanup.
 	 */
-	struct hc_call c = { .pc = t->gadget + t->arch->syscall_insn.len,
-			     .ret_addr = s->code + t->arch->ret_tramp_stop, .frame = s->frame };
+	if (chain) {
+		uint64_t exit = s->code + CHAIN_OFF;
 
-	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	t->arch->prep_syscall(s->cur, &c);
-	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
-	    step_set_gregs(t, s->cur, err) < 0)
+		if (mem_write(t->memfd, s->frame - 8, &exit, 8, err) < 0)
+			return -1;
+	} else if (aim_gadget_ret(t, s->code + t->arch->ret_tramp_stop, err) < 0) {
 		return -1;
+	}
 	pr_debug("pid %d: code page at 0x%llx, frame at 0x%llx", t->pid,
 		 (unsigned long long)s->code, (unsigned long long)s->frame);
 	return 0;

@@ -19,6 +19,7 @@
 
 #define CODE_LEN 4096
 #define NOTIFY_OFF 64 /* the callback stub's offset in the code page */
+#define CHAIN_OFF 80  /* the page's way out from its mmap (arch.h, page_exit) */
 #define SCRATCH_LEN (16 * 1024) /* strings and out-values, on the thread's stack */
 #define MAGIC_OFF 128            /* heapctl's mark in its code page */
 #define MAGIC "HEAPCTL1"
@@ -101,6 +102,12 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 /* One syscall in the target, on the gadget; *ret is its raw result. */
 int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	 struct hc_err *err);
+/*
+ * step_rsys() whose "ret" finds ret_addr at sp (x86_64; arm64 takes it in
+ * x30): where the thread goes should heapctl die before the syscall's exit.
+ */
+int step_rsys_to(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+		 uint64_t sp, uint64_t ret_addr, int64_t *ret, struct hc_err *err);
 /* step_rsys(), with a failure in the target turned into HC_E_REMOTE naming what. */
 int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	    const char *what, struct hc_err *err);

@@ -134,6 +134,27 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool 
 	return 0;
 }
 
+/* The C library's munmap(), if it starts as the arch says: see arch.h, munmap_entry. */
+static uint64_t find_munmap(struct hc_target *t)
+{
+	const struct hc_bytes *e = &t->arch->munmap_entry;
+
+	for (size_t i = 0; e->len && i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+		const struct sym *sy;
+		uint8_t buf[16];
+
+		if (!o->text_lo || !strstr(o->path, "/libc.so"))
+			continue;
+		sy = sym_by_name(o, "munmap");
+		if (sy && sy->raddr >= o->text_lo && sy->raddr + e->len <= o->text_hi &&
+		    mem_read(t->pid, t->memfd, sy->raddr, buf, e->len, &(struct hc_err){ 0 }) == 0 &&
+		    !memcmp(buf, e->b, e->len) && where_is_syscall(t, sy->raddr + e->len - t->arch->syscall_insn.len))
+			return sy->raddr;
+	}
+	return 0;
+}
+
 int gadget_find(struct hc_target *t, struct hc_err *err)
 {
 	/* small syscall wrappers end in "syscall; ret"; __restore_rt sits by sigaction */
@@ -149,6 +170,7 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 			t->restorer = find_text(t, r, false);
 		t->restorer_end = t->restorer + r->len;
 	}
+	t->munmap_fn = find_munmap(t);
 	if (!t->gadget || !t->restorer)
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "heapctl needs the C library's signal return code in the target",

@@ -502,15 +502,22 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 	}
 }
 
-/* One syscall in the target, on the gadget, from whatever stop the thread is in. */
 int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
 	 int64_t *ret, struct hc_err *err)
 {
 	struct sess *s = t->sess;
+
 	/* if heapctl dies meanwhile: through its page's cleanup, if it has one, to the restorer */
-	struct hc_call c = { .pc = t->gadget,
-			     .ret_addr = s->code ? s->code + t->arch->ret_tramp_stop : t->restorer,
-			     .frame = s->frame, .nr = nr, .nargs = n };
+	return step_rsys_to(t, nr, args, n, s->frame,
+			    s->code ? s->code + t->arch->ret_tramp_stop : t->restorer, ret, err);
+}
+
+int step_rsys_to(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+		 uint64_t sp, uint64_t ret_addr, int64_t *ret, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	struct hc_call c = { .pc = t->gadget, .ret_addr = ret_addr, .frame = sp, .nr = nr,
+			     .nargs = n };
 	uint64_t r = 0;
 	int rc;
 

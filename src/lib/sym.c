@@ -237,10 +237,31 @@ Elf *sym_elf_open(int fd)
 
 static void link_order(struct hc_target *t);
 
+/* Where heapctl's page may go: above mmap_min_addr's default, below 47 bits. */
+#define PAGE_HINT_MIN 0x10000ull
+#define PAGE_HINT_MAX 0x7ffffffff000ull
+
+/*
+ * An address for heapctl's page nobody else will map: at a random page of
+ * the middle half of the largest free gap (gigabytes at least, terabytes
+ * as a rule), far from where the kernel puts mappings of its own choice
+ * (at the top of the highest gap that fits).  0: no gap that large.
+ */
+static uint64_t page_hint(uint64_t lo, uint64_t hi)
+{
+	uint64_t span = hi - lo, pages;
+
+	if (span < (1ull << 30))
+		return 0;
+	pages = span / 2 / 4096;
+	return (lo + span / 4 + (now_ns() ^ (uint64_t)getpid() << 20) % pages * 4096) & ~4095ull;
+}
+
 int maps_load(struct hc_target *t, struct hc_err *err)
 {
 	char path[96], line[PATH_MAX + 128], exe[PATH_MAX] = "";
 	struct mapline m;
+	uint64_t prev_hi = PAGE_HINT_MIN, gap_lo = 0, gap_hi = 0;
 	FILE *f;
 	ssize_t n;
 
@@ -257,6 +278,12 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 
 		if (maps_parse_line(line, &m) < 0)
 			continue;
+		if (m.lo > prev_hi && m.lo <= PAGE_HINT_MAX && m.lo - prev_hi > gap_hi - gap_lo) {
+			gap_lo = prev_hi;
+			gap_hi = m.lo;
+		}
+		if (m.hi > prev_hi)
+			prev_hi = m.hi;
 		if (!m.inode && !m.path[0] && !strcmp(m.perms, "r-xp") && t->nanon_rx < MAX_ANON_RX) {
 			/* maybe a code page a killed heapctl left: gadget.c looks inside */
 			t->anon_rx[t->nanon_rx].lo = m.lo;
@@ -296,6 +323,7 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 		}
 	}
 	fclose(f);
+	t->page_hint = page_hint(gap_lo, gap_hi);
 	if (t->nobjs == 0)
 		return err_set(err, HC_E_NO_PROC, 0, "pid %d has no mapped objects (zombie or kernel thread?)",
 			       t->pid);

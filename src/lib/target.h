@@ -104,6 +104,8 @@ struct hc_target {
 	uint64_t gadget;   /* "syscall; ret" in the target's text */
 	uint64_t restorer; /* a sigreturn restorer in the target's text */
 	uint64_t restorer_end; /* pc at its rt_sigreturn syscall stops */
+	uint64_t munmap_fn; /* the C library's munmap(), as arch->munmap_entry says; or 0 */
+	uint64_t page_hint; /* where heapctl's page goes: amid the largest free gap; or 0 */
 	/* evidence_check(): the allocator's signs and where they are, or "" */
 	char ev_alloc[16];
 	char ev_found[192];

@@ -286,6 +286,55 @@ static void backend_notify(const struct want *w)
 	end();
 }
 
+/*
+ * The chain from the page's mmap: munmap_entry loads munmap and reaches a
+ * syscall touching neither argument register; page_exit unmaps the page
+ * with no syscall of its own, writes the frame's pretcode, ends in a ret.
+ */
+static void backend_page_exit(const struct want *w)
+{
+	const struct hc_arch *a = w->a;
+	uint8_t filled[128];
+	struct hc_bytes b = { filled, a->page_exit.len };
+	char name[64], ops[2048] = "";
+	struct dec d;
+
+	snprintf(name, sizeof(name), "capstone.%s.page_exit", w->name);
+	begin(name);
+	CHECK(!a->munmap_entry.len == !a->page_exit.len, "munmap_entry and page_exit go together");
+	if (!a->page_exit.len)
+		goto out; /* a return takes a register: no chain */
+	if (decode(a, &a->munmap_entry, &d)) {
+		CHECK(d.n == 2 && loads_nr(w, &d, 0, a->nr_munmap) && !strcmp(d.mn[1], w->sysc),
+		      "munmap_entry is not 'load munmap; %s'", w->sysc);
+	}
+	/* 48 bytes between the chain's offset in the page (80) and the mark (128) */
+	CHECK(a->page_exit.len <= 48, "page_exit is %zu bytes", a->page_exit.len);
+	if (a->page_exit.len > 48)
+		goto out;
+	memcpy(filled, a->page_exit.b, a->page_exit.len);
+	a->page_exit_fill(filled, 0x99990000aaaa0000ull, 0x1111222233334444ull,
+			  0x5555666677778888ull);
+	if (decode(a, &b, &d)) {
+		bool unmaps = false;
+
+		for (size_t i = 0; i < d.n; i++) {
+			if (loads_nr(w, &d, i, a->nr_munmap))
+				unmaps = true;
+			CHECK(strcmp(d.mn[i], w->sysc), "a syscall of its own at +%zu", d.end[i]);
+			snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%s;", d.op[i]);
+		}
+		CHECK(unmaps, "page_exit does not load munmap (%ld)", a->nr_munmap);
+		CHECK(!strcmp(d.mn[d.n - 1], "ret"), "ends with '%s', want ret", d.mn[d.n - 1]);
+		CHECK(strstr(ops, "0x99990000aaaa0000"), "the page's address is not in it: %s", ops);
+		CHECK(strstr(ops, "0x1111222233334444"), "the gadget's address is not in it: %s", ops);
+		CHECK(strstr(ops, "0x5555666677778888") && strstr(ops, "[rsp]"),
+		      "the restorer is not written to the frame's pretcode: %s", ops);
+	}
+out:
+	end();
+}
+
 static void backend_restorers(const struct want *w)
 {
 	const struct hc_arch *a = w->a;
@@ -329,6 +378,7 @@ int main(void)
 		backend_table(&wants[i]);
 		backend_ret_tramp(&wants[i]);
 		backend_notify(&wants[i]);
+		backend_page_exit(&wants[i]);
 		backend_restorers(&wants[i]);
 	}
 	return nfailed ? EXIT_FAILURE : EXIT_SUCCESS;
