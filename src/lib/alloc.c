@@ -2,13 +2,16 @@
 /*
  * The driver table and the allocator guess: which driver drives a target,
  * and what malloc looks like when none does.  api.c asks; the drivers
- * (alloc_*.c) answer; nothing here stops a thread.
+ * (alloc_*.c) answer; nothing here stops a thread.  Also the output
+ * callbacks the drivers share, run while a call they made is in flight.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "call.h"
 #include "err.h"
 #include "target.h"
 
@@ -96,3 +99,36 @@ const char *alloc_guess(struct hc_target *t)
 	return "an unknown allocator";
 }
 
+
+/* The target's string at at, to pc's sink a page at a time: never past the NUL, of any length. */
+static int print_str(const struct print_ctx *pc, struct hc_target *t, uint64_t at,
+		     struct hc_err *err)
+{
+	char buf[4096];
+
+	for (;;) {
+		size_t chunk = sizeof(buf) - (at & (sizeof(buf) - 1));
+		char *nul;
+
+		if (call_read(t, at, buf, chunk, err) < 0)
+			return -1;
+		nul = memchr(buf, 0, chunk);
+		if (pc->sink(pc->arg, buf, nul ? (size_t)(nul - buf) : chunk) < 0)
+			return err_set(err, HC_E_IO, errno, "writing the statistics failed");
+		if (nul)
+			return 0;
+		at += chunk;
+	}
+}
+
+/* write_cb(void *cbopaque, const char *s) */
+int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
+{
+	return print_str(arg, t, a[1], err);
+}
+
+/* mi_output_fun(const char *msg, void *arg) */
+int mi_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
+{
+	return print_str(arg, t, a[0], err);
+}
