@@ -49,8 +49,8 @@ extern "C" {
 	X(HC_E_PERM, "run as the target's user or as root (CAP_SYS_PTRACE); with Yama, "    \
 		     "/proc/sys/kernel/yama/ptrace_scope must be 0 or 1")                   \
 	X(HC_E_TRACED, "detach the other tracer (gdb, strace) first")                       \
-	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc and glibc malloc; the target "    \
-			 "uses none of them")                                               \
+	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc, mimalloc and glibc malloc; the " \
+			 "target uses none of them")                                        \
 	X(HC_E_NO_SYM, "the symbol may be stripped; install the debug package")             \
 	X(HC_E_UNSAFE, "every thread was inside the allocator; retry, or raise --timeout")   \
 	X(HC_E_TIMEOUT, "raise --timeout, or retry when the process is less busy")           \
@@ -329,6 +329,11 @@ struct hc_stats {
 	struct hc_figure fig[HC_MAX_FIGURES];
 	unsigned nfig;
 	char warning[160]; /* e.g. "mallinfo() fields wrap past 2 GiB", or "" */
+	/*
+	 * The allocator counts no live bytes (mimalloc as Debian builds it,
+	 * without MI_STAT): allocated and dirty are unknown, and stay 0.
+	 */
+	bool live_unknown;
 };
 HC_API HC_MUST_CHECK int hc_stats_get(struct hc_target *t, struct hc_stats *st,
 				      struct hc_err *err);

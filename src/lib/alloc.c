@@ -18,15 +18,16 @@
 /*
  * Tried in this order; the first that detects its allocator drives the
  * target.  jemalloc comes first because a program may call a prefixed copy
- * (redis' je_malloc) while libc still serves plain malloc.  glibc detects
- * only when libc really serves malloc.  When the object serving malloc is
- * tcmalloc, tcmalloc is tried first (see pick_order()).
+ * (redis' je_malloc) while libc still serves plain malloc.  tcmalloc,
+ * mimalloc and glibc detect only when they really serve malloc.  When the
+ * object serving malloc is tcmalloc or mimalloc, that driver is tried
+ * first (see pick_order()).
  */
 static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmalloc,
-						   &alloc_glibc };
+						   &alloc_mimalloc, &alloc_glibc };
 #define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
 
-/* A tcmalloc that serves malloc goes before any jemalloc copy merely mapped. */
+/* A tcmalloc or mimalloc that serves malloc goes before any jemalloc copy merely mapped. */
 static void pick_order(struct hc_target *t, const struct alloc_ops **order)
 {
 	struct obj *own = obj_malloc_owner(t);
@@ -34,6 +35,8 @@ static void pick_order(struct hc_target *t, const struct alloc_ops **order)
 
 	if (own && sym_by_name(own, "MallocExtension_GetNumericProperty"))
 		order[n++] = &alloc_tcmalloc;
+	else if (own && sym_by_name(own, "mi_version"))
+		order[n++] = &alloc_mimalloc;
 	for (size_t i = 0; i < NDRIVERS; i++)
 		if (!n || drivers[i] != order[0])
 			order[n++] = drivers[i];
@@ -92,6 +95,8 @@ const char *alloc_guess(struct hc_target *t)
 				snprintf(buf, sizeof(buf), "glibc (%s)", o->path);
 			else if (strstr(o->path, "tcmalloc"))
 				snprintf(buf, sizeof(buf), "tcmalloc (%s)", o->path);
+			else if (strstr(o->path, "mimalloc"))
+				snprintf(buf, sizeof(buf), "mimalloc (%s)", o->path);
 			else
 				snprintf(buf, sizeof(buf), "%s", o->path);
 			return buf;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Allocator drivers.  The engine (call.c) knows nothing of any allocator;
- * a driver turns the public operations into remote calls.  jemalloc is the
- * first driver; glibc and tcmalloc slot in as more entries of alloc_drivers[].
+ * a driver turns the public operations into remote calls: jemalloc,
+ * tcmalloc, mimalloc and glibc are the entries of alloc.c's drivers[].
  *
  * Drivers never open or close a session: the API does (api.c).  The first
  * remote call, write or scratch request of an operation borrows the
@@ -52,6 +52,7 @@ struct alloc_ops {
 
 extern const struct alloc_ops alloc_jemalloc;
 extern const struct alloc_ops alloc_tcmalloc;
+extern const struct alloc_ops alloc_mimalloc;
 extern const struct alloc_ops alloc_glibc;
 
 

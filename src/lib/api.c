@@ -331,10 +331,12 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		/* a stripped executable may hide a statically linked jemalloc */
 		err_sethint(err, HC_E_NO_ALLOC, 0,
 			    exe && exe->symsrc && !strcmp(exe->symsrc, ".dynsym") ?
-				    "heapctl drives jemalloc, tcmalloc and glibc malloc; a stripped "
-				    "binary that links its allocator statically needs its debug file" :
-				    "heapctl drives jemalloc, tcmalloc (gperftools) and glibc malloc; "
-				    "start the process with one of them (e.g. LD_PRELOAD=libjemalloc.so.2)",
+				    "heapctl drives jemalloc, tcmalloc, mimalloc and glibc malloc; a "
+				    "stripped binary that links its allocator statically needs its "
+				    "debug file" :
+				    "heapctl drives jemalloc, tcmalloc (gperftools), mimalloc and glibc "
+				    "malloc; start the process with one of them (e.g. "
+				    "LD_PRELOAD=libjemalloc.so.2)",
 			    "pid %d (%s) uses no allocator heapctl drives: its malloc comes from %s",
 			    pid, ps.name, alloc_guess(t));
 		goto fail;

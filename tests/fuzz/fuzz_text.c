@@ -6,9 +6,10 @@
  * strings: the allocators' output callbacks' text through alloc.c's
  * je_print_cb() (malloc_stats_print's write_cb, the string second) and
  * mi_print_cb() (mimalloc's output function, the string first), and
- * mallctl string values through call_read_str().  Checks: no crash, what
- * reaches the sink is exactly the bytes up to the first NUL,
- * call_read_str() always terminates its buffer.
+ * mallctl string values through call_read_str(); and what the callbacks
+ * brought, as mimalloc's statistics text, through mi_stats_amount().
+ * Checks: no crash, what reaches the sink is exactly the bytes up to the
+ * first NUL, call_read_str() always terminates its buffer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "alloc_mimalloc.h"
 #include "call.h"
 #include "fuzz_mem.h"
 #include "target.h"
@@ -82,6 +84,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 	} else if (memchr(data, 0, size)) {
 		__builtin_trap(); /* a terminated string must be read */
+	}
+	if (sb.len) {
+		char *text = strndup(sb.b, sb.len);
+		uint64_t v;
+
+		if (text)
+			mi_stats_amount(text, "reserved", data[0] % 6, &v);
+		free(text);
 	}
 	free(sb.b);
 
