@@ -324,7 +324,8 @@ struct hc_stats {
 	 * Drivers other than jemalloc describe themselves with figures; the
 	 * jemalloc fields above then stay 0, except allocated and dirty (the
 	 * allocator's free memory that purge can give back), which every driver
-	 * fills.
+	 * fills unless live_unknown says it cannot, and mapped and retained
+	 * where the allocator has them.
 	 */
 	struct hc_figure fig[HC_MAX_FIGURES];
 	unsigned nfig;
@@ -468,7 +469,12 @@ struct hc_doctor_settings {
 struct hc_doctor {
 	uint64_t rss;         /* smaps' Rss sum: the total the findings explain */
 	uint64_t allocated;   /* the allocator's own figure (jemalloc: tcache included) */
-	uint64_t live;        /* allocated, less what thread caches hold */
+	/*
+	 * allocated, less what thread caches hold.  0 when the allocator counts
+	 * no live bytes (hc_stats.live_unknown): resident then stands for them
+	 * and its free memory together.
+	 */
+	uint64_t live;
 	uint64_t active;      /* jemalloc's active; an estimate elsewhere (live + fragmentation) */
 	uint64_t resident;    /* the allocator's pages in RAM (an estimate outside jemalloc) */
 	/* as Redis' INFO memory prints them; 0 when a figure is missing */
@@ -476,7 +482,7 @@ struct hc_doctor {
 	double alloc_frag_ratio;   /* active / allocated (allocator_frag_ratio) */
 	double alloc_rss_ratio;    /* resident / active (allocator_rss_ratio) */
 	double rss_overhead_ratio; /* rss / resident (rss_overhead_ratio) */
-	uint64_t unexplained; /* rss less live and every RSS finding, if any is left */
+	uint64_t unexplained; /* rss less live (or resident) and every RSS finding, if any is left */
 	unsigned threads, narenas;
 	/* RSS findings by bytes, largest first, then those that are not RSS */
 	struct hc_finding f[HC_CAUSE__COUNT];
