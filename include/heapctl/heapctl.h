@@ -189,6 +189,11 @@ struct hc_where {
 	 */
 	const char *malloc_object;
 	/*
+	 * How it came first: "executable" (its own), "LD_PRELOAD" (named in the
+	 * process's environment), "search order" (DT_NEEDED, ld.so.preload), or "".
+	 */
+	const char *malloc_via;
+	/*
 	 * Signs of an allocator found in an object's read-only data, symbols
 	 * or not (its conf-variable and message strings): the allocator, the
 	 * object and what was found, or "" when nothing was.
