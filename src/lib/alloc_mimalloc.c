@@ -359,6 +359,7 @@ static int mi_purge(struct hc_target *t, int arena, struct hc_err *err)
 	/*
 	 * A thread that never allocated has no heap, and mi_collect() then does
 	 * nothing at all (mi_heap_collect_ex() returns at once): give it one.
+	 * (mi_stats_print_out() would, but hc_purge() may come without stats.)
 	 */
 	if (mi_of(t)->thread_init &&
 	    call_fn(t, mi_of(t)->thread_init, NULL, 0, &ret, NULL, NULL, err) < 0)
