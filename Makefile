@@ -187,8 +187,16 @@ JE_VICTIM_SRCS := tests/victims/jemalloc_victim.c tests/victims/vthreads.h tests
 	tests/victims/vregs.h
 TORTURE_SRCS := tests/victims/jemalloc_torture.c tests/victims/vthreads.h tests/victims/vcommon.h \
 	tests/victims/vregs.h
-$(B)/victims/tcmalloc_victim $(B)/victims/alloc_victim: tests/victims/alloc_victim.c \
-	tests/victims/plain_victim.c tests/victims/vcommon.h
+$(B)/victims/tcmalloc_victim $(B)/victims/alloc_victim $(B)/victims/mimalloc_victim: \
+	tests/victims/alloc_victim.c tests/victims/plain_victim.c tests/victims/vcommon.h
+# mimalloc_victim linked with mimalloc (DT_NEEDED) instead of preloaded; the library's own
+# file, so that the runtime package (libmimalloc2.0) is all it needs
+VICTIMS += $(B)/victims/mimalloc_linked
+$(B)/victims/mimalloc_linked: tests/victims/mimalloc_victim.c tests/victims/alloc_victim.c \
+		tests/victims/plain_victim.c tests/victims/vcommon.h
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $< -Wl,--no-as-needed -l:libmimalloc.so.2
 $(B)/victims/jemalloc_victim: $(JE_VICTIM_SRCS)
 $(B)/victims/jemalloc_torture $(B)/victims/glibc_torture $(B)/victims/tcmalloc_torture: \
 	$(TORTURE_SRCS)
@@ -213,7 +221,8 @@ $(B)/demo/%: demo/%.c
 DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev libbz2-dev liblzma-dev \
 	libdebuginfod-dev libdebuginfod1 debuginfod xz-utils \
 	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb strace prometheus-node-exporter \
-	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 memcached mariadb-server mariadb-client \
+	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 libmimalloc2.0 libmimalloc-dev \
+	memcached mariadb-server mariadb-client \
 	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \

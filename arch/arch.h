@@ -27,6 +27,12 @@
  *                           +------------------------------+
  *                           | callee frames grow down      |
  *
+ * An x86_64 call with a 7th and 8th argument starts 16 bytes lower, with
+ * them above its return address (c->stack), which is then the backend's
+ * stub: it pops them and goes on into ret_tramp, sp as after any call.
+ * An arm64 call with an 8th argument enters through its stub instead,
+ * which moves it into x7 (see prep_call()).
+ *
  * A call returns into ret_tramp (in heapctl's page), which leaves the
  * result in a register and issues a harmless getpid: heapctl reads the
  * result at that syscall-entry stop and skips it.  Past it (ret_tramp_stop)
@@ -51,6 +57,8 @@
 struct hc_err;
 
 #define HC_ARCH_MAX_ARGS 8
+/* The backend's stub's offset in heapctl's page: after ret_tramp, before the notify stub */
+#define HC_STUB_OFF 56
 
 struct hc_call {
 	uint64_t pc;       /* in: function to call, or the syscall gadget */
@@ -67,6 +75,12 @@ struct hc_call {
 	 */
 	uint64_t sret;
 	uint64_t slot_addr, slot_val; /* out: one word call.c must write, or 0 */
+	/*
+	 * out: nstack more words call.c writes right above slot_val: the
+	 * arguments a psABI passes on the stack (x86_64: past the sixth)
+	 */
+	uint64_t stack[HC_ARCH_MAX_ARGS - 6];
+	unsigned int nstack;
 };
 
 /* A regset saved from the thread. */
@@ -165,6 +179,12 @@ struct hc_arch {
 	size_t ret_tramp_stop;          /* pc at the getpid's stops: the cleanup's entry */
 	/* Put the target's gadget and restorer into a copy of ret_tramp. */
 	void (*ret_tramp_fill)(uint8_t *tramp, uint64_t gadget, uint64_t restorer);
+	/*
+	 * Code of the backend's own at HC_STUB_OFF, for calls with 8 arguments:
+	 * where x86_64 returns, to pop the two on the stack, and where arm64
+	 * enters, to put the 8th in x7.
+	 */
+	struct hc_bytes stub;
 	struct hc_bytes notify;         /* callback stub: a harmless syscall, then return */
 	size_t notify_sys_end;          /* pc at the notify syscall's stops, from its start */
 	/* Code heapctl looks for in the target's own text. */

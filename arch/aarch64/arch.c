@@ -15,6 +15,8 @@
  *                           | callee frames grow down  |
  *
  *   x0..x7 = arguments, x30 (lr) = trap, pc = fn, PSTATE.BTYPE = 0
+ *
+ * but an 8th argument cannot be left in x7: see prep_call().
  */
 #include <elf.h>
 #include <inttypes.h>
@@ -135,6 +137,13 @@ static const uint8_t a64_ret_tramp[] = {
 };
 #define A64_TRAMP_RESTORER 16 /* the four moves of the restorer, then the gadget's */
 #define A64_TRAMP_GADGET 32
+_Static_assert(sizeof(a64_ret_tramp) <= HC_STUB_OFF, "ret_tramp runs into the stub");
+
+/* At HC_STUB_OFF: a call with an 8th argument starts here (prep_call()). */
+static const uint8_t a64_stub[] = {
+	A64_WORD(0xaa1003e7u), /* mov x7, x16: the 8th argument */
+	A64_WORD(0xd61f0220u), /* br x17: the function (BTYPE 01: "bti c" and paciasp take it) */
+};
 
 static void ret_tramp_fill(uint8_t *tramp, uint64_t gadget, uint64_t restorer)
 {
@@ -219,6 +228,19 @@ static int prep_call(void *gregs, struct hc_call *c, struct hc_err *err)
 	r->sp = c->frame; /* 16-aligned by frame_place() */
 	r->regs[A64_LR] = c->ret_addr;
 	r->pc = c->pc;
+	/*
+	 * Calls start from a syscall stop, where the kernel puts x7 back as it
+	 * was once the tracer is done (report_syscall(), see prep_syscall()):
+	 * an 8th argument goes in x16, the function in x17 (both free to use
+	 * between caller and callee, AAPCS64 6.1.1), and the call starts at
+	 * the stub in heapctl's page (c->ret_addr is its start), which moves
+	 * x16 into x7 and branches to x17.
+	 */
+	if (c->nargs == A64_NARGS) {
+		r->regs[16] = c->args[7];
+		r->regs[17] = c->pc;
+		r->pc = c->ret_addr + HC_STUB_OFF;
+	}
 	/*
 	 * A thread stopped right after an indirect branch has PSTATE.BTYPE
 	 * set; moving pc to a function whose first instruction is not the
@@ -611,6 +633,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.ret_tramp = { a64_ret_tramp, sizeof(a64_ret_tramp) },
 	.ret_tramp_stop = 8,
 	.ret_tramp_fill = ret_tramp_fill,
+	.stub = { a64_stub, sizeof(a64_stub) },
 	.notify = { a64_notify, sizeof(a64_notify) },
 	.notify_sys_end = 8,
 	.syscall_insn = { a64_syscall_insn, sizeof(a64_syscall_insn) },

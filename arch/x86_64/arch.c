@@ -57,6 +57,13 @@ static const uint8_t x64_ret_tramp[] = {
 #define X64_TRAMP_STOP 10 /* pc at the getpid's stops, and where the cleanup starts */
 #define X64_TRAMP_RESTORER 24
 #define X64_TRAMP_GADGET 35
+_Static_assert(sizeof(x64_ret_tramp) <= HC_STUB_OFF, "ret_tramp runs into the stub");
+
+/* At HC_STUB_OFF: a call with a 7th and 8th argument returns here (prep_call()). */
+static const uint8_t x64_stub[] = {
+	0x48, 0x83, 0xc4, 0x10,            /* add $16,%rsp: past the two arguments */
+	0xeb, (uint8_t)-(HC_STUB_OFF + 6), /* jmp ret_tramp: rsp = frame + 8 */
+};
 
 static void ret_tramp_fill(uint8_t *tramp, uint64_t gadget, uint64_t restorer)
 {
@@ -141,13 +148,22 @@ static void set_args(struct x64_gregs *g, const uint64_t *args, unsigned int n)
 		*slot[i] = args[i];
 }
 
+/*
+ * SysV psABI 3.2.3: the 7th and 8th integer arguments go on the stack,
+ * right above the return address.  The call then starts 16 bytes below the
+ * frame and returns to the stub, which pops them and goes on into
+ * ret_tramp (c->ret_addr, the page's start) with rsp = frame + 8, as after
+ * any call: the cleanup works should heapctl die.  The 8th argument lands
+ * on the pretcode, which rt_sigreturn does not read.
+ */
 static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 {
 	struct x64_gregs *g = gv;
 
-	if (c->nargs + (c->sret != 0) > 6)
-		return err_set(err, HC_E_ARGS, 0, "%u arguments; x86_64 passes at most 6 in registers",
-			       c->nargs + (c->sret != 0));
+	if (c->nargs > 8 || (c->sret && c->nargs > 5))
+		return err_set(err, HC_E_ARGS, 0,
+			       "%u arguments%s; x86_64 passes 6 in registers and 2 more on the stack",
+			       c->nargs, c->sret ? " and a struct result" : "");
 	if (c->sret) {
 		/* SysV psABI 3.2.3: a MEMORY-class result's address is a hidden first argument */
 		uint64_t a[6] = { c->sret };
@@ -166,6 +182,14 @@ static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 	/* the return address doubles as the frame's pretcode */
 	c->slot_addr = c->frame;
 	c->slot_val = c->ret_addr;
+	c->nstack = 0;
+	if (c->nargs > 6) {
+		g->rsp = c->frame - 16;
+		c->slot_addr = g->rsp;
+		c->slot_val = c->ret_addr + HC_STUB_OFF;
+		c->nstack = c->nargs - 6;
+		memcpy(c->stack, c->args + 6, c->nstack * sizeof(*c->stack));
+	}
 	return 0;
 }
 
@@ -536,7 +560,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.e_machine = EM_X86_64,
 	.gregs_len = sizeof(struct x64_gregs),
 	.extra_regsets = x64_extra,
-	.max_args = 6,
+	.max_args = 8,
 	.nr_mmap = 9,
 	.nr_munmap = 11,
 	.nr_rt_sigreturn = 15,
@@ -552,6 +576,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.ret_tramp = { x64_ret_tramp, sizeof(x64_ret_tramp) },
 	.ret_tramp_stop = X64_TRAMP_STOP,
 	.ret_tramp_fill = ret_tramp_fill,
+	.stub = { x64_stub, sizeof(x64_stub) },
 	.notify = { x64_notify, sizeof(x64_notify) },
 	.notify_sys_end = 7,
 	.syscall_insn = { x64_syscall, sizeof(x64_syscall) },

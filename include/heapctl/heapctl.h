@@ -49,8 +49,8 @@ extern "C" {
 	X(HC_E_PERM, "run as the target's user or as root (CAP_SYS_PTRACE); with Yama, "    \
 		     "/proc/sys/kernel/yama/ptrace_scope must be 0 or 1")                   \
 	X(HC_E_TRACED, "detach the other tracer (gdb, strace) first")                       \
-	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc and glibc malloc; the target "    \
-			 "uses none of them")                                               \
+	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc, mimalloc and glibc malloc; the " \
+			 "target uses none of them")                                        \
 	X(HC_E_NO_SYM, "the symbol may be stripped; install the debug package")             \
 	X(HC_E_UNSAFE, "every thread was inside the allocator; retry, or raise --timeout")   \
 	X(HC_E_TIMEOUT, "raise --timeout, or retry when the process is less busy")           \
@@ -189,6 +189,11 @@ struct hc_where {
 	 */
 	const char *malloc_object;
 	/*
+	 * How it came first: "executable" (its own), "LD_PRELOAD" (named in the
+	 * process's environment), "search order" (DT_NEEDED, ld.so.preload), or "".
+	 */
+	const char *malloc_via;
+	/*
 	 * Signs of an allocator found in an object's read-only data, symbols
 	 * or not (its conf-variable and message strings): the allocator, the
 	 * object and what was found, or "" when nothing was.
@@ -324,11 +329,17 @@ struct hc_stats {
 	 * Drivers other than jemalloc describe themselves with figures; the
 	 * jemalloc fields above then stay 0, except allocated and dirty (the
 	 * allocator's free memory that purge can give back), which every driver
-	 * fills.
+	 * fills unless live_unknown says it cannot, and mapped and retained
+	 * where the allocator has them.
 	 */
 	struct hc_figure fig[HC_MAX_FIGURES];
 	unsigned nfig;
 	char warning[160]; /* e.g. "mallinfo() fields wrap past 2 GiB", or "" */
+	/*
+	 * The allocator counts no live bytes (mimalloc as Debian builds it,
+	 * without MI_STAT): allocated and dirty are unknown, and stay 0.
+	 */
+	bool live_unknown;
 };
 HC_API HC_MUST_CHECK int hc_stats_get(struct hc_target *t, struct hc_stats *st,
 				      struct hc_err *err);
@@ -463,7 +474,12 @@ struct hc_doctor_settings {
 struct hc_doctor {
 	uint64_t rss;         /* smaps' Rss sum: the total the findings explain */
 	uint64_t allocated;   /* the allocator's own figure (jemalloc: tcache included) */
-	uint64_t live;        /* allocated, less what thread caches hold */
+	/*
+	 * allocated, less what thread caches hold.  0 when the allocator counts
+	 * no live bytes (hc_stats.live_unknown): resident then stands for them
+	 * and its free memory together.
+	 */
+	uint64_t live;
 	uint64_t active;      /* jemalloc's active; an estimate elsewhere (live + fragmentation) */
 	uint64_t resident;    /* the allocator's pages in RAM (an estimate outside jemalloc) */
 	/* as Redis' INFO memory prints them; 0 when a figure is missing */
@@ -471,7 +487,7 @@ struct hc_doctor {
 	double alloc_frag_ratio;   /* active / allocated (allocator_frag_ratio) */
 	double alloc_rss_ratio;    /* resident / active (allocator_rss_ratio) */
 	double rss_overhead_ratio; /* rss / resident (rss_overhead_ratio) */
-	uint64_t unexplained; /* rss less live and every RSS finding, if any is left */
+	uint64_t unexplained; /* rss less live (or resident) and every RSS finding, if any is left */
 	unsigned threads, narenas;
 	/* RSS findings by bytes, largest first, then those that are not RSS */
 	struct hc_finding f[HC_CAUSE__COUNT];

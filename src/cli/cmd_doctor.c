@@ -54,16 +54,28 @@ static void json_findings(const struct hc_doctor *d, bool rss)
 	}
 }
 
+/* "key":N, or null where the allocator counts no live bytes */
+static void json_live(const char *key, uint64_t v, const struct hc_stats *st)
+{
+	printf(",\"%s\":", key);
+	if (st->live_unknown)
+		fputs("null", stdout);
+	else
+		printf("%llu", (unsigned long long)v);
+}
+
 static void print_json(pid_t pid, const struct hc_stats *st, const struct hc_doctor *d)
 {
 	printf("{\"pid\":%d,\"allocator\":", (int)pid);
 	hc_json_str(stdout, st->allocator);
 	fputs(",\"version\":", stdout);
 	hc_json_str(stdout, st->version);
-	printf(",\"rss\":%llu,\"allocated\":%llu,\"live\":%llu,\"active\":%llu,\"resident\":%llu,"
-	       "\"threads\":%u,\"arenas\":%u,\"unexplained\":%llu,\"ratios\":{",
-	       (unsigned long long)d->rss, (unsigned long long)d->allocated,
-	       (unsigned long long)d->live, (unsigned long long)d->active,
+	printf(",\"rss\":%llu", (unsigned long long)d->rss);
+	json_live("allocated", d->allocated, st);
+	json_live("live", d->live, st);
+	json_live("active", d->active, st);
+	printf(",\"resident\":%llu,\"threads\":%u,\"arenas\":%u,\"unexplained\":%llu,"
+	       "\"ratios\":{",
 	       (unsigned long long)d->resident, d->threads, d->narenas,
 	       (unsigned long long)d->unexplained);
 	json_ratio("fragmentation", d->frag_ratio, true);
@@ -124,8 +136,15 @@ static void print_human(pid_t pid, const struct hc_stats *st, const struct hc_do
 
 	if (cli_read_comm(pid, comm, sizeof(comm)))
 		snprintf(comm, sizeof(comm), "?");
-	printf("pid %d (%s), %s %s: RSS %s, live allocations %s\n", (int)pid, comm, st->allocator,
-	       st->version, cli_size(d->rss, a, sizeof(a)), cli_size(d->live, b, sizeof(b)));
+	if (st->live_unknown)
+		printf("pid %d (%s), %s %s: RSS %s, of which %s %s has committed: its live "
+		       "allocations and its free memory, which it does not count apart\n",
+		       (int)pid, comm, st->allocator, st->version, cli_size(d->rss, a, sizeof(a)),
+		       cli_size(d->resident, b, sizeof(b)), st->allocator);
+	else
+		printf("pid %d (%s), %s %s: RSS %s, live allocations %s\n", (int)pid, comm,
+		       st->allocator, st->version, cli_size(d->rss, a, sizeof(a)),
+		       cli_size(d->live, b, sizeof(b)));
 	print_ratio("fragmentation (RSS / allocated)", d->frag_ratio);
 	print_ratio("allocator fragmentation (active / allocated)", d->alloc_frag_ratio);
 	print_ratio("allocator RSS (resident / active)", d->alloc_rss_ratio);
@@ -138,7 +157,8 @@ static void print_human(pid_t pid, const struct hc_stats *st, const struct hc_do
 		any = true;
 	}
 	if (!any)
-		printf("  nothing: live allocations are the whole RSS\n");
+		printf("  nothing: %s are the whole RSS\n",
+		       st->live_unknown ? "those" : "live allocations");
 	if (d->unexplained)
 		printf("  %10s  %-13s %s\n", cli_size(d->unexplained, a, sizeof(a)), "(unexplained)",
 		       "what the figures above do not cover");

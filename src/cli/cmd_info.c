@@ -64,6 +64,8 @@ static void print_json(pid_t pid, const char *name, const struct hc_where *w,
 	       w->ctl_raddr, w->stats_raddr);
 	fputs(",\"malloc_object\":", stdout);
 	hc_json_str(stdout, w->malloc_object ? w->malloc_object : "");
+	fputs(",\"malloc_via\":", stdout);
+	hc_json_str(stdout, w->malloc_via ? w->malloc_via : "");
 	fputs(",\"evidence\":", stdout);
 	hc_json_str(stdout, w->evidence ? w->evidence : "");
 	fputs(",\"evidence_object\":", stdout);
@@ -139,7 +141,14 @@ static void print_human(pid_t pid, const char *name, const struct hc_where *w,
 	printf("pid           %d (%s)\n", (int)pid, name);
 	printf("allocator     %s %s\n", or_none(w->allocator), or_none(in->version));
 	printf("object        %s\n", or_none(w->object));
-	printf("malloc from   %s\n", or_none(w->malloc_object));
+	printf("malloc from   %s", or_none(w->malloc_object));
+	if (w->malloc_via && !strcmp(w->malloc_via, "LD_PRELOAD"))
+		printf(" (LD_PRELOAD)");
+	else if (w->malloc_via && !strcmp(w->malloc_via, "executable"))
+		printf(" (the executable's own)");
+	else if (w->malloc_via && w->malloc_via[0])
+		printf(" (first in the dynamic linker's search order)");
+	putchar('\n');
 	printf("symbols       %s\n", or_none(w->symtab));
 	if (w->evidence && w->evidence[0])
 		printf("evidence      %s in %s (found: %s)\n", w->evidence, w->evidence_object,

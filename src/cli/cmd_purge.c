@@ -7,18 +7,24 @@
 
 #include "cli.h"
 
-/* Only sizes go in "before" and "after": counts and flags are not what purge moves. */
+/* Only sizes go in "before" and "after": counts, flags and peaks are not what purge moves. */
 static bool is_size(const struct hc_figure *f)
 {
-	return !strstr(f->what, "(count)") && !strstr(f->what, "(0/1)");
+	return !strstr(f->what, "(count)") && !strstr(f->what, "(0/1)") &&
+	       strncmp(f->name, "peak_", 5);
 }
 
 static void json_side(const char *key, const struct hc_stats *st)
 {
 	unsigned i;
 
-	printf(",\"%s\":{\"dirty\":%llu,\"muzzy\":%llu,\"rss\":%llu", key,
-	       (unsigned long long)st->dirty, (unsigned long long)st->muzzy,
+	printf(",\"%s\":{\"dirty\":", key);
+	/* an allocator that counts no live bytes (mimalloc) cannot tell what is dirty */
+	if (st->live_unknown)
+		fputs("null", stdout);
+	else
+		printf("%llu", (unsigned long long)st->dirty);
+	printf(",\"muzzy\":%llu,\"rss\":%llu", (unsigned long long)st->muzzy,
 	       (unsigned long long)st->rss);
 	for (i = 0; i < st->nfig; i++) {
 		if (!is_size(&st->fig[i]) || !strcmp(st->fig[i].name, "dirty"))
@@ -86,7 +92,7 @@ int cmd_purge(struct cli_env *env)
 		return CLI_EXIT_OK;
 	}
 	if (before.nfig) {
-		/* glibc, tcmalloc: their own figures, before and after */
+		/* glibc, tcmalloc, mimalloc: their own figures, before and after */
 		printf("purged pid %d (%s, %u arena%s)\n", (int)env->pid, before.allocator,
 		       before.narenas, before.narenas == 1 ? "" : "s");
 		for (unsigned i = 0; i < before.nfig && i < after.nfig; i++)
@@ -104,7 +110,7 @@ int cmd_purge(struct cli_env *env)
 	if (after.rss < before.rss)
 		printf("%-10s%10s back to the OS\n", "released",
 		       cli_size(before.rss - after.rss, size, sizeof(size)));
-	else if (!before.dirty && !before.muzzy)
+	else if (!before.dirty && !before.muzzy && !before.live_unknown)
 		printf("%-10s%10s (there was nothing to purge)\n", "released", "0 B");
 	else
 		printf("%-10s%10s (RSS did not drop; the program may have allocated meanwhile)\n",

@@ -178,11 +178,13 @@ void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats 
 		prom_findings(f, pid, comm, st);
 		return;
 	}
-	/* what every driver fills, then the allocator's own figures */
-	prom_metric(f, "allocated", true, figures[0].what, st->allocated, pid, comm,
-		    st->allocator);
-	prom_metric(f, "dirty", true, "free memory the allocator can return (heapctl purge)",
-		    st->dirty, pid, comm, st->allocator);
+	/* what every driver fills but one that counts no live bytes, then its own figures */
+	if (!st->live_unknown) {
+		prom_metric(f, "allocated", true, figures[0].what, st->allocated, pid, comm,
+			    st->allocator);
+		prom_metric(f, "dirty", true, "free memory the allocator can return (heapctl purge)",
+			    st->dirty, pid, comm, st->allocator);
+	}
 	for (i = 0; i < st->nfig; i++)
 		prom_metric(f, st->fig[i].name,
 			    !strstr(st->fig[i].what, "(count)") && !strstr(st->fig[i].what, "(0/1)"),

@@ -71,7 +71,15 @@ static void print_line(const struct hc_stats *st, const struct hc_stats *prev, d
 	strftime(t, sizeof(t), "%H:%M:%S", &tm);
 	for (int i = 0; i < 4; i++)
 		size_str(now[i], cell[i], sizeof(cell[i]));
-	if (prev && dt > 0) {
+	/* an allocator that counts no live bytes (mimalloc) knows neither allocated nor dirty */
+	if (st->live_unknown) {
+		snprintf(cell[0], sizeof(cell[0]), "-");
+		snprintf(cell[2], sizeof(cell[2]), "-");
+	}
+	if (prev && dt > 0 && st->live_unknown) {
+		snprintf(rate[0], sizeof(rate[0]), "-");
+		rate_str(((double)st->rss - (double)prev->rss) / dt, rate[1], sizeof(rate[1]));
+	} else if (prev && dt > 0) {
 		rate_str(((double)st->allocated - (double)prev->allocated) / dt, rate[0],
 			 sizeof(rate[0]));
 		rate_str(((double)st->rss - (double)prev->rss) / dt, rate[1], sizeof(rate[1]));
@@ -228,6 +236,17 @@ int cmd_watch(struct cli_env *env)
 			(void)hc_session_end(t, &err);
 			goto fail;
 		}
+		if (env->growth && st.live_unknown) {
+			(void)hc_session_end(t, &err);
+			err.code = HC_E_UNSUPPORTED;
+			snprintf(err.msg, sizeof(err.msg),
+				 "--dump-on-growth follows allocated, which %s in pid %d does not count",
+				 st.allocator, (int)env->pid);
+			snprintf(err.hint, sizeof(err.hint),
+				 "take profiles when you choose with heapctl dump -p PID, or let heapctl "
+				 "leak -p PID --for DUR take two and diff them");
+			goto fail;
+		}
 		if (!n)
 			mark = st.allocated;
 		/* the first sample writes the baseline the later ones are diffed against */
@@ -248,7 +267,11 @@ int cmd_watch(struct cli_env *env)
 			char rates[192] = "";
 			double dt = mono - t_prev;
 
-			if (n && dt > 0)
+			if (n && dt > 0 && st.live_unknown)
+				snprintf(rates, sizeof(rates), ",\"rates\":{\"active\":%.0f,\"rss\":%.0f}",
+					 ((double)active_of(&st) - (double)active_of(&prev)) / dt,
+					 ((double)st.rss - (double)prev.rss) / dt);
+			else if (n && dt > 0)
 				snprintf(rates, sizeof(rates),
 					 ",\"rates\":{\"allocated\":%.0f,\"active\":%.0f,"
 					 "\"dirty\":%.0f,\"rss\":%.0f}",

@@ -33,11 +33,11 @@
  */
 static const char list_help[] =
 	"Walk /proc and show every process heapctl can drive: those that use\n"
-	"jemalloc, tcmalloc or glibc malloc, with their user and RSS.  Only /proc\n"
-	"and the processes' ELF files are read: nothing is stopped or called.\n"
-	"PROF, the heap profiling state, needs a call into the process, so it\n"
-	"shows '-' unless --probe is given ('n/a' where there is no profiler:\n"
-	"glibc, tcmalloc_minimal).\n"
+	"jemalloc, tcmalloc, mimalloc or glibc malloc, with their user and RSS.\n"
+	"Only /proc and the processes' ELF files are read: nothing is stopped or\n"
+	"called.  PROF, the heap profiling state, needs a call into the process,\n"
+	"so it shows '-' unless --probe is given ('n/a' where there is no\n"
+	"profiler: glibc, tcmalloc_minimal, mimalloc).\n"
 	"With --probe, PROF is 'active' (sampling now), 'enabled' (started with\n"
 	"profiling, sampling paused), 'off' (started without it) or '?' (the\n"
 	"process could not be asked; -v says why), and each jemalloc or tcmalloc\n"
@@ -66,10 +66,11 @@ static const char prof_help[] =
 	"allocations, in a process started with profiling enabled (opt.prof).\n"
 	"tcmalloc (the full libtcmalloc): 'on' and 'off' start and stop gperftools'\n"
 	"heap profiler.  Where the allocator has no profiler that can run (glibc,\n"
-	"tcmalloc_minimal, jemalloc without opt.prof), 'on' loads heapctl's own\n"
-	"sampler into the process, with no restart: it hooks the allocation\n"
-	"functions in every loaded library's GOT and samples one allocation per\n"
-	"512 KiB on average; allocations made before it starts are not seen.\n"
+	"tcmalloc_minimal, mimalloc, jemalloc without opt.prof), 'on' loads\n"
+	"heapctl's own sampler into the process, with no restart: it hooks the\n"
+	"allocation functions in every loaded library's GOT and samples one\n"
+	"allocation per 512 KiB on average; allocations made before it starts\n"
+	"are not seen.\n"
 	"'off' puts every hook back (the sampler's code stays loaded, idle).\n"
 	"Without a profiler, 'status' says so and 'off' does nothing; both succeed.\n";
 static const char prof_opts[] =
@@ -113,7 +114,7 @@ static const char stats_help[] =
 static const char stats_opts[] =
 	"  --json              one JSON object, sizes in bytes\n"
 	"  --full              the allocator's own full report\n"
-	"                      (malloc_stats_print)\n"
+	"                      (malloc_stats_print, mi_stats_print_out...)\n"
 	"  --opts STR          malloc_stats_print options for --full: 'J' for\n"
 	"                      JSON, 'a' to leave out arenas... (jemalloc(3))\n"
 	"  --raw               glibc: malloc_info()'s XML as is (implies --full)\n"
@@ -141,12 +142,14 @@ static const char purge_examples[] =
 
 static const char get_help[] =
 	"Read the allocator control NAME (jemalloc(3), MALLCTL NAMESPACE; glibc's\n"
-	"mallopt names such as M_ARENA_MAX; tcmalloc's numeric properties) and\n"
-	"print its value, alone, on stdout; notes go to stderr.  stats.* names\n"
-	"are current: the statistics are refreshed (epoch) in the same borrow.\n"
-	"A NAME ending in '.' (glibc: 'M_') lists every readable control under\n"
-	"it as 'name value' lines, all read in one borrow; indexed names such as\n"
-	"arenas.bin.<i> are expanded one index level beyond the prefix.\n";
+	"mallopt names such as M_ARENA_MAX; tcmalloc's numeric properties;\n"
+	"mimalloc 2.0.9's options such as decommit_delay) and print its value,\n"
+	"alone, on stdout; notes go to stderr.  stats.* names are current: the\n"
+	"statistics are refreshed (epoch) in the same borrow.  A NAME ending in\n"
+	"'.' or '_' (glibc: 'M_', mimalloc: 'mi_option_') lists every readable\n"
+	"control under it as 'name value' lines, all read in one borrow; indexed\n"
+	"names such as arenas.bin.<i> are expanded one index level beyond the\n"
+	"prefix.\n";
 static const char get_opts[] =
 	"  --json              {\"name\":..,\"value\":..}; a PREFIX. gives an array\n"
 	"                      of them\n";
@@ -155,7 +158,8 @@ static const char get_examples[] =
 	"    heapctl get -p 1234 stats.allocated\n"
 	"    heapctl get -p 1234 arena.0.dirty_decay_ms\n"
 	"    heapctl get -p 1234 opt.\n"
-	"    heapctl get -p 1234 stats.arenas.0.bins.3.\n";
+	"    heapctl get -p 1234 stats.arenas.0.bins.3.\n"
+	"    heapctl get -p 1234 decommit_delay     # mimalloc\n";
 
 static const char set_help[] =
 	"Write VALUE to the allocator control NAME, read it back in the same\n"
@@ -439,9 +443,9 @@ static void main_help(FILE *f)
 	      "Drive the allocator of a running process from outside.  heapctl borrows one\n"
 	      "thread at a safe point, makes it call the process's own allocator control\n"
 	      "functions (jemalloc's mallctl, glibc malloc's mallinfo2/malloc_trim,\n"
-	      "tcmalloc's MallocExtension and heap profiler), restores it bit for bit and\n"
-	      "detaches; other threads keep running.  'list' (without --probe), 'maps' and\n"
-	      "'report' stop nothing.\n"
+	      "tcmalloc's MallocExtension and heap profiler, mimalloc's mi_collect and\n"
+	      "mi_option_*), restores it bit for bit and detaches; other threads keep\n"
+	      "running.  'list' (without --probe), 'maps' and 'report' stop nothing.\n"
 	      "\n"
 	      "Commands:\n", f);
 	for (i = 0; i < NCMDS; i++)

@@ -2,28 +2,32 @@
 /*
  * The driver table and the allocator guess: which driver drives a target,
  * and what malloc looks like when none does.  api.c asks; the drivers
- * (alloc_*.c) answer; nothing here stops a thread.
+ * (alloc_*.c) answer; nothing here stops a thread.  Also the output
+ * callbacks the drivers share, run while a call they made is in flight.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "call.h"
 #include "err.h"
 #include "target.h"
 
 /*
  * Tried in this order; the first that detects its allocator drives the
  * target.  jemalloc comes first because a program may call a prefixed copy
- * (redis' je_malloc) while libc still serves plain malloc.  glibc detects
- * only when libc really serves malloc.  When the object serving malloc is
- * tcmalloc, tcmalloc is tried first (see pick_order()).
+ * (redis' je_malloc) while libc still serves plain malloc.  tcmalloc,
+ * mimalloc and glibc detect only when they really serve malloc.  When the
+ * object serving malloc is tcmalloc or mimalloc, that driver is tried
+ * first (see pick_order()).
  */
 static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmalloc,
-						   &alloc_glibc };
+						   &alloc_mimalloc, &alloc_glibc };
 #define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
 
-/* A tcmalloc that serves malloc goes before any jemalloc copy merely mapped. */
+/* A tcmalloc or mimalloc that serves malloc goes before any jemalloc copy merely mapped. */
 static void pick_order(struct hc_target *t, const struct alloc_ops **order)
 {
 	struct obj *own = obj_malloc_owner(t);
@@ -31,6 +35,8 @@ static void pick_order(struct hc_target *t, const struct alloc_ops **order)
 
 	if (own && sym_by_name(own, "MallocExtension_GetNumericProperty"))
 		order[n++] = &alloc_tcmalloc;
+	else if (own && sym_by_name(own, "mi_version"))
+		order[n++] = &alloc_mimalloc;
 	for (size_t i = 0; i < NDRIVERS; i++)
 		if (!n || drivers[i] != order[0])
 			order[n++] = drivers[i];
@@ -89,6 +95,8 @@ const char *alloc_guess(struct hc_target *t)
 				snprintf(buf, sizeof(buf), "glibc (%s)", o->path);
 			else if (strstr(o->path, "tcmalloc"))
 				snprintf(buf, sizeof(buf), "tcmalloc (%s)", o->path);
+			else if (strstr(o->path, "mimalloc"))
+				snprintf(buf, sizeof(buf), "mimalloc (%s)", o->path);
 			else
 				snprintf(buf, sizeof(buf), "%s", o->path);
 			return buf;
@@ -96,3 +104,36 @@ const char *alloc_guess(struct hc_target *t)
 	return "an unknown allocator";
 }
 
+
+/* The target's string at at, to pc's sink a page at a time: never past the NUL, of any length. */
+static int print_str(const struct print_ctx *pc, struct hc_target *t, uint64_t at,
+		     struct hc_err *err)
+{
+	char buf[4096];
+
+	for (;;) {
+		size_t chunk = sizeof(buf) - (at & (sizeof(buf) - 1));
+		char *nul;
+
+		if (call_read(t, at, buf, chunk, err) < 0)
+			return -1;
+		nul = memchr(buf, 0, chunk);
+		if (pc->sink(pc->arg, buf, nul ? (size_t)(nul - buf) : chunk) < 0)
+			return err_set(err, HC_E_IO, errno, "writing the statistics failed");
+		if (nul)
+			return 0;
+		at += chunk;
+	}
+}
+
+/* write_cb(void *cbopaque, const char *s) */
+int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
+{
+	return print_str(arg, t, a[1], err);
+}
+
+/* mi_output_fun(const char *msg, void *arg) */
+int mi_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
+{
+	return print_str(arg, t, a[0], err);
+}

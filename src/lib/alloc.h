@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Allocator drivers.  The engine (call.c) knows nothing of any allocator;
- * a driver turns the public operations into remote calls.  jemalloc is the
- * first driver; glibc and tcmalloc slot in as more entries of alloc_drivers[].
+ * a driver turns the public operations into remote calls: jemalloc,
+ * tcmalloc, mimalloc and glibc are the entries of alloc.c's drivers[].
  *
  * Drivers never open or close a session: the API does (api.c).  The first
  * remote call, write or scratch request of an operation borrows the
@@ -52,6 +52,7 @@ struct alloc_ops {
 
 extern const struct alloc_ops alloc_jemalloc;
 extern const struct alloc_ops alloc_tcmalloc;
+extern const struct alloc_ops alloc_mimalloc;
 extern const struct alloc_ops alloc_glibc;
 
 
@@ -63,15 +64,19 @@ extern const struct alloc_ops alloc_glibc;
 int alloc_detect(struct hc_target *t, struct hc_err *err);
 
 /*
- * jemalloc's malloc_stats_print write_cb, run on heapctl's side of a remote
- * call: reads the target's string at a[1] up to its NUL and hands it to
- * sink.  The string is the target's memory, hence untrusted (fuzzed).
+ * An allocator's output callback, run on heapctl's side of a remote call
+ * (arg: a struct print_ctx): reads the target's string up to its NUL and
+ * hands it to sink, so that nothing reaches the target's own fds.  The
+ * string is the target's memory, hence untrusted (fuzzed).  jemalloc's
+ * malloc_stats_print write_cb(cbopaque, s) has it in a[1], mimalloc's
+ * mi_output_fun(msg, arg) in a[0].
  */
-struct je_print_ctx {
+struct print_ctx {
 	hc_sink_fn sink;
 	void *arg;
 };
 int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err);
+int mi_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err);
 /* What malloc looks like in t when no driver matched, for the error message. */
 const char *alloc_guess(struct hc_target *t);
 

@@ -762,32 +762,10 @@ end:
 	return err_isset(err) ? -1 : 0;
 }
 
-/* write_cb(void *cbopaque, const char *s): bring s to heapctl, never to the target's fds. */
-int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
-{
-	struct je_print_ctx *pc = arg;
-	uint64_t at = a[1];
-	char buf[4096];
-
-	for (;;) {
-		size_t chunk = sizeof(buf) - (at & (sizeof(buf) - 1));
-		char *nul;
-
-		if (call_read(t, at, buf, chunk, err) < 0)
-			return -1;
-		nul = memchr(buf, 0, chunk);
-		if (pc->sink(pc->arg, buf, nul ? (size_t)(nul - buf) : chunk) < 0)
-			return err_set(err, HC_E_IO, errno, "writing the statistics failed");
-		if (nul)
-			return 0;
-		at += chunk;
-	}
-}
-
 static int je_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,
 			  struct hc_err *err)
 {
-	struct je_print_ctx pc = { sink, arg };
+	struct print_ctx pc = { sink, arg };
 	uint64_t a[3], ret;
 
 	a[0] = call_cb_raddr(t, err);

@@ -2,6 +2,7 @@
 /* The public entry points: open a target, dispatch to its allocator driver. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -229,6 +230,61 @@ static int mem_open_error(pid_t pid, const char *path, int e, struct hc_err *err
 			   "CAP_DAC_OVERRIDE", path, (unsigned)st.st_uid, (unsigned)self.fsuid);
 }
 
+/* Does path, as the dynamic linker of pid would take it from LD_PRELOAD, name the file in st? */
+static bool same_file(pid_t pid, const char *path, const char *dir, const struct stat *st)
+{
+	char buf[PATH_MAX];
+	struct stat ps;
+	int fd;
+
+	/* a bare name is searched for in the library path: the object's own directory is one */
+	if (!strchr(path, '/') && snprintf(buf, sizeof(buf), "%s/%s", dir, path) < (int)sizeof(buf))
+		path = buf;
+	fd = file_open(pid, path, 0, &ps);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return ps.st_dev == st->st_dev && ps.st_ino == st->st_ino;
+}
+
+/*
+ * How the object that serves malloc came to: the executable's own, an
+ * entry of LD_PRELOAD in the process's environment (the very file: the
+ * linker opens LD_PRELOAD=libmimalloc.so.2 and maps show where that link
+ * leads), or the dynamic linker's search order (DT_NEEDED, ld.so.preload).
+ */
+static const char *malloc_via(struct hc_target *t)
+{
+	struct obj *o = t->malloc_obj;
+	const char *pre, *via = "search order";
+	char dir[PATH_MAX], *env, *list, *tok, *save;
+	struct stat st;
+	size_t len;
+	int fd;
+
+	if (!o)
+		return "";
+	if (o->is_exe)
+		return "executable";
+	env = procfs_environ(t->proc, &len);
+	pre = env ? procfs_env_get(env, len, "LD_PRELOAD") : NULL;
+	fd = pre && *pre ? obj_open(o, &st) : -1;
+	if (fd >= 0 && (list = strdup(pre))) {
+		close(fd);
+		snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(o->path, '/') - o->path), o->path);
+		for (tok = strtok_r(list, " :", &save); tok; tok = strtok_r(NULL, " :", &save))
+			if (same_file(t->pid, tok, dir, &st)) {
+				via = "LD_PRELOAD";
+				break;
+			}
+		free(list);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	free(env);
+	return via;
+}
+
 struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, struct hc_err *err)
 {
 	struct procfs_status ps;
@@ -299,6 +355,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if (alloc_detect(t, err) < 0)
 		goto fail;
 	t->where.malloc_object = t->malloc_obj ? t->malloc_obj->path : "";
+	t->where.malloc_via = malloc_via(t);
 	/*
 	 * Symbols found are not the whole story: an object whose read-only
 	 * data carries another allocator's strings but no symbols for it (a
@@ -331,10 +388,12 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		/* a stripped executable may hide a statically linked jemalloc */
 		err_sethint(err, HC_E_NO_ALLOC, 0,
 			    exe && exe->symsrc && !strcmp(exe->symsrc, ".dynsym") ?
-				    "heapctl drives jemalloc, tcmalloc and glibc malloc; a stripped "
-				    "binary that links its allocator statically needs its debug file" :
-				    "heapctl drives jemalloc, tcmalloc (gperftools) and glibc malloc; "
-				    "start the process with one of them (e.g. LD_PRELOAD=libjemalloc.so.2)",
+				    "heapctl drives jemalloc, tcmalloc, mimalloc and glibc malloc; a "
+				    "stripped binary that links its allocator statically needs its "
+				    "debug file" :
+				    "heapctl drives jemalloc, tcmalloc (gperftools), mimalloc and glibc "
+				    "malloc; start the process with one of them (e.g. "
+				    "LD_PRELOAD=libjemalloc.so.2)",
 			    "pid %d (%s) uses no allocator heapctl drives: its malloc comes from %s",
 			    pid, ps.name, alloc_guess(t));
 		goto fail;

@@ -300,6 +300,7 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	memset(code, 0, sizeof(code));
 	memcpy(code, t->arch->ret_tramp.b, t->arch->ret_tramp.len);
 	t->arch->ret_tramp_fill(code, t->gadget, t->restorer);
+	memcpy(code + HC_STUB_OFF, t->arch->stub.b, t->arch->stub.len);
 	memcpy(code + NOTIFY_OFF, t->arch->notify.b, t->arch->notify.len);
 	if (chain) {
 		memcpy(code + CHAIN_OFF, t->arch->page_exit.b, t->arch->page_exit.len);
@@ -538,6 +539,20 @@ static int prepare_fp(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
+/* The words the backend wants on the stack: a return address, and stack arguments above it. */
+static int write_slot(struct hc_target *t, const struct hc_call *c, struct hc_err *err)
+{
+	uint64_t w[1 + sizeof(c->stack) / sizeof(c->stack[0])];
+
+	if (!c->slot_addr)
+		return 0;
+	if (c->nstack > sizeof(c->stack) / sizeof(c->stack[0]))
+		return err_set(err, HC_E_INTERNAL, 0, "%u stack words from the backend", c->nstack);
+	w[0] = c->slot_val;
+	memcpy(w + 1, c->stack, c->nstack * sizeof(c->stack[0]));
+	return mem_write(t->memfd, c->slot_addr, w, (1 + c->nstack) * sizeof(w[0]), err);
+}
+
 static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint64_t *args,
 		    unsigned int nargs, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 		    struct hc_err *err)
@@ -562,8 +577,8 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	if (t->arch->prep_call(s->cur, &c, err) < 0)
 		return -1;
 	/* registers first, then FP state and mask: each step restores itself */
-	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
-	    step_set_gregs(t, s->cur, err) < 0 || prepare_fp(t, err) < 0 || step_block_signals(t, err) < 0)
+	if (write_slot(t, &c, err) < 0 || step_set_gregs(t, s->cur, err) < 0 ||
+	    prepare_fp(t, err) < 0 || step_block_signals(t, err) < 0)
 		return -1;
 	return step_run(t, STEP_CALL, ret, cb, cb_arg, err) == 0 ? 0 : -1;
 }

@@ -19,6 +19,7 @@
 
 #define CODE_LEN 4096
 #define NOTIFY_OFF 64 /* the callback stub's offset in the code page */
+_Static_assert(HC_STUB_OFF + 8 <= NOTIFY_OFF, "the arch's stub runs into the notify stub");
 #define CHAIN_OFF 80  /* the page's way out from its mmap (arch.h, page_exit) */
 #define SCRATCH_LEN (16 * 1024) /* strings and out-values, on the thread's stack */
 #define MAGIC_OFF 128            /* heapctl's mark in its code page */

@@ -18,7 +18,9 @@
  * Advice names a command only where that command returns the bytes:
  * purge (jemalloc arena.<i>.purge, tcmalloc ReleaseFreeMemory) returns
  * dirty and muzzy pages, glibc's malloc_trim(0) only whole free pages
- * (arena_free); fragmentation is never promised to anything.
+ * (arena_free); fragmentation is never promised to anything.  An allocator
+ * that counts no live bytes (mimalloc) cannot tell its free memory from
+ * its live objects: its resident memory then takes the place of live.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -312,6 +314,27 @@ static void tcmalloc(pid_t pid, const struct hc_stats *st, const struct hc_maps 
 	*inside = min64(d->resident, region);
 }
 
+/*
+ * mimalloc as Debian builds it counts no live bytes (st->live_unknown):
+ * what it has committed, as far as smaps holds it resident, is its live
+ * objects and the free memory it keeps together, and stands for both in
+ * the sum (hc_doctor_run()).  Its reserved address space is the one
+ * finding of its own it measures.
+ */
+static void mimalloc(const struct hc_stats *st, const struct hc_maps *m, struct hc_doctor *d,
+		     uint64_t *inside)
+{
+	/* its segments, 64 MiB-aligned reservations, look like glibc arenas to smaps */
+	const uint64_t region = m->cat[HC_MAP_HEAP].rss + m->cat[HC_MAP_ARENA].rss +
+				m->cat[HC_MAP_ANON].rss + m->cat[HC_MAP_ALLOC].rss;
+
+	d->resident = min64(fig0(st, "committed"), region);
+	add(d, HC_CAUSE_RETAINED, st->retained, "nothing to do: mimalloc commits it as it needs it",
+	    "address space mimalloc reserved and has not committed, or has decommitted: virtual "
+	    "memory, not RSS");
+	*inside = d->resident;
+}
+
 void hc_doctor_run(pid_t pid, const struct hc_stats *st, const struct hc_maps *m,
 		   const struct hc_doctor_settings *s, struct hc_doctor *d)
 {
@@ -336,6 +359,8 @@ void hc_doctor_run(pid_t pid, const struct hc_stats *st, const struct hc_maps *m
 		glibc(pid, st, m, d, &inside);
 	else if (!strncmp(st->allocator, "tcmalloc", 8))
 		tcmalloc(pid, st, m, d, &inside);
+	else if (!strcmp(st->allocator, "mimalloc"))
+		mimalloc(st, m, d, &inside);
 
 	/* outside the allocator */
 	add(d, HC_CAUSE_STACKS, m->cat[HC_MAP_STACK].rss,
@@ -362,7 +387,8 @@ void hc_doctor_run(pid_t pid, const struct hc_stats *st, const struct hc_maps *m
 	    st->allocator[0] ? st->allocator : "the allocator",
 	    !strncmp(st->allocator, "tcmalloc", 8) ? ", tcmalloc's own metadata" : "");
 
-	explained = d->live;
+	/* without a count of live bytes, the allocator's resident memory stands for them */
+	explained = st->live_unknown ? d->resident : d->live;
 	for (unsigned i = 0; i < d->n; i++)
 		if (d->f[i].rss)
 			explained += d->f[i].bytes;

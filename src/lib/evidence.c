@@ -478,20 +478,12 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 			note_ev(t, o, &ev, same);
 			continue;
 		}
-		if (strcmp(ev.alloc, "mimalloc"))
-			ret = err_sethint(err, HC_E_NO_SYM, 0,
-					   "give heapctl its symbols: --debug-file FILE (the "
-					   "unstripped binary or its debug file), DEBUGINFOD_URLS "
-					   "(a debuginfod server), or a build that keeps them",
-					   "pid %d: %s has its own %s (found: %s) but no symbols for it",
-					   t->pid, o->path, ev.alloc, ev.found);
-		else
-			ret = err_sethint(err, HC_E_NO_ALLOC, 0,
-					  "heapctl drives jemalloc, tcmalloc (gperftools) and glibc "
-					  "malloc",
-					  "pid %d: %s has its own %s (found: %s), which heapctl does "
-					  "not drive",
-					  t->pid, o->path, ev.alloc, ev.found);
+		ret = err_sethint(err, HC_E_NO_SYM, 0,
+				  "give heapctl its symbols: --debug-file FILE (the unstripped binary "
+				  "or its debug file), DEBUGINFOD_URLS (a debuginfod server), or a "
+				  "build that keeps them",
+				  "pid %d: %s has its own %s (found: %s) but no symbols for it",
+				  t->pid, o->path, ev.alloc, ev.found);
 		break;
 	}
 	free(order);

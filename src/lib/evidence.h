@@ -29,9 +29,8 @@ int evidence_file(int fd, struct evidence *ev);
  */
 bool evidence_likely(const struct obj *o);
 /*
- * After the driver is chosen: refuse (HC_E_NO_SYM, or HC_E_NO_ALLOC for an
- * allocator heapctl does not drive) if an object holds an allocator that
- * has no symbols and is not the driver's.  Reads the executable and the
+ * After the driver is chosen: refuse (HC_E_NO_SYM) if an object holds an
+ * allocator that has no symbols and is not the driver's.  Reads the executable and the
  * driver's object; with all, every object but glibc's own.  Notes the
  * evidence for the driver in t->ev_*.
  */

@@ -119,6 +119,8 @@ cp -L "$SYS/lib/$MA/ld-linux-aarch64.so.1" "$root/lib/$MA/"
 ln -s "$MA/ld-linux-aarch64.so.1" "$root/lib/ld-linux-aarch64.so.1"
 # Debian's jemalloc, for the test of the "built without profiling" hint.
 cp -L "$SYS/usr/lib/$MA/libjemalloc.so.2" "$root/usr/lib/$MA/"
+# Debian's mimalloc, which the mimalloc tests preload (LD_PRELOAD=libmimalloc.so.2).
+cp -L "$SYS/usr/lib/$MA/libmimalloc.so.2" "$root/usr/lib/$MA/"
 
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$OUT.tmp"
 mv "$OUT.tmp" "$OUT"

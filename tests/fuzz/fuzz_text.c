@@ -3,11 +3,13 @@
  * libFuzzer target: text read back from the target.  The input sits in
  * this process's memory, right before an unmapped page (the worst case a
  * target can set up), and is read the way heapctl reads a target's
- * strings: malloc_stats_print's write_cb text through alloc_jemalloc.c's
- * je_print_cb(), and mallctl string values
- * through call_read_str().  Checks: no crash, what reaches the sink is
- * exactly the bytes up to the first NUL, call_read_str() always
- * terminates its buffer.
+ * strings: the allocators' output callbacks' text through alloc.c's
+ * je_print_cb() (malloc_stats_print's write_cb, the string second) and
+ * mi_print_cb() (mimalloc's output function, the string first), and
+ * mallctl string values through call_read_str(); and what the callbacks
+ * brought, as mimalloc's statistics text, through mi_stats_amount().
+ * Checks: no crash, what reaches the sink is exactly the bytes up to the
+ * first NUL, call_read_str() always terminates its buffer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "alloc_mimalloc.h"
 #include "call.h"
 #include "fuzz_mem.h"
 #include "target.h"
@@ -48,13 +51,17 @@ static int sink(void *arg, const char *s, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static int (*const cbs[2])(void *, struct hc_target *, const uint64_t *, struct hc_err *) = {
+		je_print_cb, mi_print_cb
+	};
 	struct sinkbuf sb = { 0 };
-	struct je_print_ctx pc = { sink, &sb };
+	struct print_ctx pc = { sink, &sb };
 	struct hc_target t;
 	struct hc_err err = { 0 };
 	uint64_t a[6] = { 0 };
 	uint8_t *mem;
 	char out[300];
+	int which;
 
 	if (!size)
 		return 0;
@@ -66,8 +73,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.memfd = -1;
 	t.arch = hc_arch_host();
 
-	a[1] = (uint64_t)(uintptr_t)mem;
-	if (je_print_cb(&pc, &t, a, &err) == 0) {
+	/* each input goes to one of them: je_print_cb reads a[1], mi_print_cb a[0] */
+	which = data[size - 1] & 1;
+	a[which ? 0 : 1] = (uint64_t)(uintptr_t)mem;
+	if (cbs[which](&pc, &t, a, &err) == 0) {
 		const uint8_t *nul = memchr(data, 0, size);
 
 		/* success means a NUL was found, and only what precedes it was passed on */
@@ -76,11 +85,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (memchr(data, 0, size)) {
 		__builtin_trap(); /* a terminated string must be read */
 	}
+	if (sb.len) {
+		char *text = strndup(sb.b, sb.len);
+		uint64_t v;
+
+		if (text)
+			mi_stats_amount(text, "reserved", data[0] % 6, &v);
+		free(text);
+	}
 	free(sb.b);
 
 	memset(&err, 0, sizeof(err));
 	memset(out, 0x55, sizeof(out));
-	if (call_read_str(&t, a[1], out, 1 + data[0] % sizeof(out), &err) == 0 &&
+	if (call_read_str(&t, (uint64_t)(uintptr_t)mem, out, 1 + data[0] % sizeof(out), &err) == 0 &&
 	    !memchr(out, 0, 1 + data[0] % sizeof(out)))
 		__builtin_trap();
 	return 0;

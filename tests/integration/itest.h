@@ -251,6 +251,12 @@ int victim_start_env(struct victim *v, const char *name, const char *malloc_conf
  */
 bool victim_up(struct victim *v, const char *name, const char *malloc_conf, const char *extra_env,
 	       bool fixture);
+/*
+ * mimalloc_victim under LD_PRELOAD=libmimalloc.so.2, or (linked)
+ * mimalloc_linked, which has it in DT_NEEDED; victim_up() otherwise, and a
+ * missing libmimalloc2.0 is skipped.  true when started.
+ */
+bool mimalloc_up(struct victim *v, bool linked);
 /* Sends one command, reads one reply line (timeout_ms). 0, or -1 with reply = reason. */
 int victim_cmd(struct victim *v, const char *cmd, char *reply, size_t sz, int timeout_ms);
 /* victim_cmd() that t_fail()s unless the reply starts with want. */

@@ -897,6 +897,391 @@ static void test_preload_tcmalloc(void)
 	preload_info("libtcmalloc.so.4", "tcmalloc");
 }
 
+/* ---- mimalloc -------------------------------------------------------- */
+
+/* The victim's "mimi" reply: mimalloc's own figures.  false (t_fail) without them. */
+static bool mimi(struct victim *v, char *reply, size_t sz)
+{
+	if (victim_expect(v, "mimi", "mimi ", reply, sz))
+		return false;
+	if (kv_long(reply, "version", -1) <= 0) {
+		t_fail("the victim does not run mimalloc: %s", reply);
+		return false;
+	}
+	return true;
+}
+
+/* mi_version()'s number as heapctl prints it: 209 is 2.0.9 */
+static void mi_words(long ver, char *out, size_t sz)
+{
+	snprintf(out, sz, "%ld.%ld.%ld", ver / 100, ver / 10 % 10, ver % 10);
+}
+
+/*
+ * info names mimalloc with the version the victim's mi_version() gives, the
+ * library, and how it came (LD_PRELOAD, or linked: the search order);
+ * --json the same, with the options as the victim's mi_option_get() reads
+ * them; list shows it, with no profiler of its own.
+ */
+static void mi_info_of(bool linked)
+{
+	char reply[512], want[128], s[256], ver[32], conf[2048];
+	struct victim v;
+	struct hres r = { 0 };
+	double d = -1;
+
+	if (!mimalloc_up(&v, linked))
+		return;
+	if (!mimi(&v, reply, sizeof(reply)))
+		goto out;
+	mi_words(kv_long(reply, "version", -1), ver, sizeof(ver));
+	snprintf(want, sizeof(want), "allocator     mimalloc %s\n", ver);
+	if (!hc_expect(&r, 0, "info", "-p", v.spid, NULL) &&
+	    (!strstr(r.out, want) || !strstr(r.out, "libmimalloc.so.2") ||
+	     !strstr(r.out, linked ? "(first in the dynamic linker's search order)" :
+				     "(LD_PRELOAD)") ||
+	     !strstr(r.out, "decommit_delay")))
+		t_fail("info: want '%.*s', libmimalloc, how it came and the options: %.600s",
+		       (int)strlen(want) - 1, want, r.out);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "info", "-p", v.spid, "--json", NULL))
+		goto out_r;
+	if (json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "mimalloc") ||
+	    json_get_str(r.out, "object", s, sizeof(s)) || !strstr(s, "libmimalloc.so.2") ||
+	    json_get_str(r.out, "malloc_via", s, sizeof(s)) ||
+	    strcmp(s, linked ? "search order" : "LD_PRELOAD")) {
+		t_fail("info --json: %.400s", r.out);
+		goto out_r;
+	}
+	if (!json_sub(r.out, "conf", conf, sizeof(conf)) || json_get_num(conf, "decommit_delay", &d) ||
+	    victim_expect(&v, "miopt 15", "miopt value=", reply, sizeof(reply)) ||
+	    d != (double)kv_long(reply, "value", -2))
+		t_fail("info --json: decommit_delay %.0f, the victim's mi_option_get(15): %s", d, reply);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "list", "--json", NULL))
+		goto out_r;
+	snprintf(want, sizeof(want), "\"pid\":%s,", v.spid);
+	{
+		const char *row = strstr(r.out, want);
+		const char *eol = row ? strchr(row, '}') : NULL;
+
+		if (!row || !eol || !memmem(row, (size_t)(eol - row), "\"allocator\":\"mimalloc\"", 22) ||
+		    !memmem(row, (size_t)(eol - row), "\"prof\":\"n/a\"", 12))
+			t_fail("list --json: pid %s is not shown as mimalloc without a profiler: %.300s",
+			       v.spid, row ? row : r.out);
+	}
+	if (!t_failed())
+		victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
+static void test_mimalloc_info(void)
+{
+	mi_info_of(false);
+}
+
+static void test_mimalloc_linked(void)
+{
+	mi_info_of(true);
+}
+
+/*
+ * stats against the victim's own mi_process_info() and statistics text, as
+ * JSON, for humans and for Prometheus (no allocated or dirty series: it
+ * counts no live bytes).
+ */
+static void test_mimalloc_stats(void)
+{
+	char reply[512], why[256], s[64];
+	struct victim v;
+	struct hres r = { 0 };
+
+	if (!mimalloc_up(&v, false))
+		return;
+	if (victim_expect(&v, "frag 64", "frag ok", reply, sizeof(reply)))
+		goto out;
+	victim_baseline(&v);
+	if (hc_expect(&r, 0, "stats", "-p", v.spid, "--json", NULL))
+		goto out_r;
+	if (!mimi(&v, reply, sizeof(reply)))
+		goto out_r;
+	if (json_valid(r.out, why, sizeof(why))) {
+		t_fail("stats --json: %s: %.200s", why, r.out);
+		goto out_r;
+	}
+	mi_words(kv_long(reply, "version", -1), why, sizeof(why));
+	if (json_get_str(r.out, "allocator", s, sizeof(s)) || strcmp(s, "mimalloc") ||
+	    json_get_str(r.out, "version", s, sizeof(s)) || strcmp(s, why) ||
+	    strstr(r.out, "\"allocated\"") || strstr(r.out, "\"dirty\""))
+		t_fail("stats --json: want mimalloc %s, no allocated or dirty: %.300s", why, r.out);
+	{
+		static const char *const keys[][2] = { { "committed", "commit" },
+						       { "peak_committed", "peak_commit" },
+						       { "reserved", "reserved" },
+						       { "peak_rss", "peak_rss" } };
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			double mine = json_num(r.out, keys[i][0]);
+			double theirs = (double)kv_long(reply, keys[i][1], -1);
+
+			/* the victim's reply and heapctl's borrow allocate a little in between */
+			if (theirs < 32 * 1048576 || !near(mine, theirs, 0.02, 1024 * 1024))
+				t_fail("stats %s=%.0f but the victim says %s=%.0f", keys[i][0], mine,
+				       keys[i][1], theirs);
+		}
+	}
+	hres_free(&r);
+	if (t_failed())
+		goto out;
+	if (!hc_expect(&r, 0, "stats", "-p", v.spid, NULL) &&
+	    (!strstr(r.out, "mimalloc ") || !strstr(r.out, "committed") || !strstr(r.out, "rss")))
+		t_fail("stats: %.400s", r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "stats", "-p", v.spid, "--format", "prometheus", NULL) &&
+	    (!strstr(r.out, "heapctl_committed_bytes{") || !strstr(r.out, "heapctl_reserved_bytes{") ||
+	     !strstr(r.out, "allocator=\"mimalloc\"") || strstr(r.out, "heapctl_allocated_bytes") ||
+	     strstr(r.out, "heapctl_dirty_bytes") || !strstr(r.out, "heapctl_finding_bytes{")))
+		t_fail("stats --format prometheus: %.600s", r.out);
+	hres_free(&r);
+	victim_check(&v, 0);
+	goto out;
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
+/*
+ * stats --full brings mi_stats_print_out()'s text here and writes nothing
+ * into the victim's stderr; then prof on (the sampler), dump, prof off and
+ * the rest of the clean cycle.
+ */
+static void test_clean_mimalloc(void)
+{
+	char *errs0 = NULL;
+	struct victim v;
+	struct hres r = { 0 };
+
+	if (!mimalloc_up(&v, false))
+		return;
+	errs0 = read_file_str(v.errpath);
+	if (!errs0) {
+		t_fail("cannot read the victim's stderr %s", v.errpath);
+		goto out;
+	}
+	if (clean_step(&v, errs0, 0, &r, "stats --full", "stats", "--full", NULL) &&
+	    (!strstr(r.out, "heap stats") || !strstr(r.out, "reserved:") ||
+	     !strstr(r.out, "committed:") || !strstr(r.out, "process:")))
+		t_fail("stats --full: not mimalloc's statistics: %.400s", r.out);
+	hres_free(&r);
+	if (!t_failed())
+		clean_cycle(&v, 0);
+	if (!t_failed())
+		victim_check(&v, 0);
+out:
+	free(errs0);
+	victim_stop(&v);
+}
+
+/*
+ * purge (mi_collect(true)) after a thread freed 128 MiB and exited: the
+ * victim's RSS and mimalloc's commit drop.  Borrowing the main thread,
+ * then the reader, which never allocated and so has no heap of mimalloc's
+ * to collect from until heapctl gives it one.
+ */
+static void mi_purge_on(struct victim *v, const char *tid)
+{
+	char before[512], after[512];
+	struct hres r = { 0 };
+	long rss0, rss1, c0, c1;
+
+	if (victim_expect(v, "frag 128", "frag ok", before, sizeof(before)) ||
+	    !mimi(v, before, sizeof(before)))
+		return;
+	victim_baseline(v);
+	rss0 = kv_long(before, "rss", -1);
+	c0 = kv_long(before, "commit", -1);
+	if (rss0 < 100 * 1024) {
+		t_fail("setup: 128 MiB freed by a thread that exited, but the victim's RSS is %ld KiB",
+		       rss0);
+		return;
+	}
+	if (hc_expect(&r, 0, "purge", "-p", v->spid, tid ? "--tid" : NULL, tid, NULL))
+		goto out;
+	if (!strstr(r.out, "committed") || !strstr(r.out, "released"))
+		t_fail("purge: %.400s", r.out);
+	hres_free(&r);
+	if (!mimi(v, after, sizeof(after)))
+		return;
+	rss1 = kv_long(after, "rss", -1);
+	c1 = kv_long(after, "commit", -1);
+	t_note("mimalloc purge%s%s: victim RSS %ld KiB -> %ld KiB, committed %ld KiB -> %ld KiB",
+	       tid ? " --tid " : "", tid ? tid : "", rss0, rss1, c0 / 1024, c1 / 1024);
+	if (rss0 - rss1 < 64 * 1024 || c0 - c1 < 64 * 1048576L)
+		t_fail("purge%s%s: the victim's RSS went %ld -> %ld KiB and mimalloc's commit %ld -> "
+		       "%ld; wanted both down by 64 MiB or more",
+		       tid ? " --tid " : "", tid ? tid : "", rss0, rss1, c0, c1);
+out:
+	hres_free(&r);
+}
+
+static void test_mimalloc_purge(void)
+{
+	struct victim v;
+	struct hres r = { 0 };
+	char tid[16];
+
+	if (!mimalloc_up(&v, false))
+		return;
+	mi_purge_on(&v, NULL);
+	snprintf(tid, sizeof(tid), "%d", (int)v.t_read);
+	if (!t_failed())
+		mi_purge_on(&v, tid);
+	if (t_failed())
+		goto out;
+	if (!hc_expect(&r, 2, "purge", "-p", v.spid, "--arena", "0", NULL) &&
+	    (!strstr(r.err, "heapctl: error:") || !strstr(r.err, "hint: run 'heapctl purge' without")))
+		t_fail("purge --arena 0: %.300s", r.err);
+	hres_free(&r);
+	victim_check(&v, 0);
+out:
+	victim_stop(&v);
+}
+
+/* One option, get and set by name, against the victim's mi_option_get(id). */
+static long victim_opt(struct victim *v, int id)
+{
+	char cmd[32], reply[128];
+
+	snprintf(cmd, sizeof(cmd), "miopt %d", id);
+	if (victim_expect(v, cmd, "miopt value=", reply, sizeof(reply)))
+		return -12345;
+	return kv_long(reply, "value", -12345);
+}
+
+static void test_mimalloc_getset(void)
+{
+	struct victim v;
+	struct hres r = { 0 };
+	char want[128];
+	long d0;
+	double n = -1;
+
+	if (!mimalloc_up(&v, false))
+		return;
+	/* decommit_delay is mi_option_t 15 in 2.0.9 */
+	d0 = victim_opt(&v, 15);
+	if (hc_expect(&r, 0, "get", "-p", v.spid, "decommit_delay", NULL))
+		goto out_r;
+	if (strtol(r.out, NULL, 10) != d0)
+		t_fail("get decommit_delay: %.50s, the victim's mi_option_get: %ld", r.out, d0);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "set", "-p", v.spid, "decommit_delay", "77", NULL))
+		goto out_r;
+	snprintf(want, sizeof(want), "decommit_delay: %ld -> 77\n", d0);
+	if (strcmp(r.out, want))
+		t_fail("set: want '%s', got '%.100s'", want, r.out);
+	hres_free(&r);
+	if (victim_opt(&v, 15) != 77)
+		t_fail("after set decommit_delay 77 the victim's mi_option_get(15) is %ld",
+		       victim_opt(&v, 15));
+	if (!hc_expect(&r, 0, "get", "-p", v.spid, "mi_option_decommit_delay", "--json", NULL) &&
+	    (json_get_num(r.out, "value", &n) || n != 77))
+		t_fail("get mi_option_decommit_delay --json after set: %.200s", r.out);
+	hres_free(&r);
+	/* a prefix: eager_commit (3) and eager_commit_delay (14), with the victim's values */
+	if (hc_expect(&r, 0, "get", "-p", v.spid, "eager_", NULL))
+		goto out_r;
+	snprintf(want, sizeof(want), "eager_commit %ld\neager_commit_delay %ld\n", victim_opt(&v, 3),
+		 victim_opt(&v, 14));
+	if (strcmp(r.out, want))
+		t_fail("get eager_: want '%s', got '%.200s'", want, r.out);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "get", "-p", v.spid, "mi_option_", NULL) && count_str(r.out, "\n") != 22)
+		t_fail("get mi_option_: %d lines, 2.0.9 has 22 options: %.300s",
+		       count_str(r.out, "\n"), r.out);
+	hres_free(&r);
+	/* read at start only: the value changes, and a note says it does nothing */
+	if (!hc_expect(&r, 0, "set", "-p", v.spid, "max_warnings", "8", NULL) &&
+	    (!strstr(r.out, "max_warnings: 16 -> 8") || !strstr(r.err, "at start only")))
+		t_fail("set max_warnings: %.200s / %.200s", r.out, r.err);
+	hres_free(&r);
+	snprintf(want, sizeof(want), "%ld", d0);
+	if (hc_expect(&r, 0, "set", "-p", v.spid, "decommit_delay", want, NULL) ||
+	    victim_opt(&v, 15) != d0)
+		t_fail("decommit_delay not set back to %ld", d0);
+	victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+	victim_stop(&v);
+}
+
+/*
+ * What mimalloc refuses is refused before anything is stopped, with the
+ * fix: an unknown name (2.1's purge_delay), a bad value, a missing one, an
+ * arena; --sampler native names heapctl's sampler.
+ */
+static void test_mimalloc_refused(void)
+{
+	static const struct {
+		const char *a[4];
+		const char *hint;
+	} cases[] = {
+		{ { "get", "purge_delay" }, "hint: mimalloc 2.0.9's options: decommit_delay" },
+		{ { "set", "no_such_option", "1" }, "'heapctl get -p PID mi_option_' lists" },
+		{ { "get", "nothing_" }, "'heapctl get -p PID mi_option_' lists" },
+		{ { "set", "decommit_delay", "ten" }, "hint: numbers are plain decimal" },
+		{ { "set", "decommit_delay" }, "hint: give VALUE after NAME" },
+		{ { "prof", "on", "--sampler", "native" }, "without --sampler native" },
+	};
+	struct victim v;
+
+	if (!mimalloc_up(&v, false))
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && !t_failed(); i++) {
+		struct hres r = { 0 };
+
+		hc_run(&r, NULL, "-v", cases[i].a[0], "-p", v.spid, cases[i].a[1], cases[i].a[2],
+		       cases[i].a[3], NULL);
+		if (hres_crash(&r) || hres_exit(&r) != 1 || !strstr(r.err, "heapctl: error: ") ||
+		    !strstr(r.err, cases[i].hint) || r.out[0])
+			t_fail("%s %s: want exit 1, an error and '%s': %s", cases[i].a[0],
+			       cases[i].a[1], cases[i].hint, hres_desc(&r));
+		else if (count_str(r.err, "borrowing tid"))
+			t_fail("%s %s was refused after stopping a thread", cases[i].a[0],
+			       cases[i].a[1]);
+		hres_free(&r);
+	}
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_stop(&v);
+}
+
+static void test_once_mimalloc(void)
+{
+	static const struct once_cmd cmds[] = {
+		ONCE_COMMON,
+		{ { "prof", "status" }, 0, 0 }, /* mimalloc has no profiler to ask */
+		{ { "prof", "on", "--sampler", "native" }, 1, 0 },
+		{ { "prof", "on" }, 0, 1 }, /* heapctl's sampler: loaded, hooked, on */
+		{ { "dump", "-o", "@OUT" }, 0, -1 },
+		{ { "prof", "off" }, 0, 1 },
+		{ { "get", "decommit_delay" }, 0, 1 },
+		{ { "get", "eager_" }, 0, 1 },
+		{ { "set", "decommit_delay", "30" }, 0, 1 },
+		{ { "get", "purge_delay" }, 1, 0 },
+	};
+	struct victim v;
+
+	if (!mimalloc_up(&v, false))
+		return;
+	borrow_once(&v, cmds, sizeof(cmds) / sizeof(cmds[0]));
+	victim_stop(&v);
+}
+
 /* ---- memcached ------------------------------------------------------- */
 
 static int mc_connect(int port)
@@ -1077,5 +1462,13 @@ const struct itest t_alloc_tests[] = {
 	{ "alloc-dump-json", test_dump_json, 0 },
 	{ "alloc-prof-glibc", test_prof_glibc, 0 },
 	{ "alloc-maps-shm", test_maps_shm, 0 },
+	{ "alloc-mimalloc-info", test_mimalloc_info, 0 },
+	{ "alloc-mimalloc-linked", test_mimalloc_linked, 0 },
+	{ "alloc-mimalloc-stats", test_mimalloc_stats, 0 },
+	{ "alloc-clean-mimalloc", test_clean_mimalloc, 0 },
+	{ "alloc-mimalloc-purge", test_mimalloc_purge, 0 },
+	{ "alloc-mimalloc-getset", test_mimalloc_getset, 0 },
+	{ "alloc-mimalloc-refused", test_mimalloc_refused, 0 },
+	{ "borrow-once-mimalloc", test_once_mimalloc, 0 },
 	{ NULL, NULL, 0 },
 };

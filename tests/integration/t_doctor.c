@@ -37,7 +37,8 @@ struct finding {
 };
 
 struct doc {
-	double rss, allocated, threads, arenas;
+	double rss, allocated, threads, arenas; /* allocated -1: null, no count of live bytes */
+	double resident, unexplained;
 	char allocator[32];
 	struct finding f[16], nr[4]; /* findings, not_rss */
 	int n, nnr;
@@ -132,10 +133,16 @@ static int doctor(const char *spid, struct doc *d)
 		t_fail("doctor --json: %s: %.300s", why, r.out);
 		goto out;
 	}
+	/* null (-1 here) where the allocator counts no live bytes: live and active with it */
+	d->allocated = -1;
 	if (json_get_num(r.out, "pid", &pid) || pid != atof(spid) ||
 	    json_get_str(r.out, "allocator", d->allocator, sizeof(d->allocator)) ||
-	    json_get_num(r.out, "rss", &d->rss) || json_get_num(r.out, "allocated", &d->allocated) ||
+	    json_get_num(r.out, "rss", &d->rss) ||
+	    (!strstr(r.out, "\"allocated\":null,\"live\":null,\"active\":null,") &&
+	     json_get_num(r.out, "allocated", &d->allocated)) ||
 	    json_get_num(r.out, "threads", &d->threads) ||
+	    json_get_num(r.out, "resident", &d->resident) ||
+	    json_get_num(r.out, "unexplained", &d->unexplained) ||
 	    json_get_num(r.out, "arenas", &d->arenas) || d->rss <= 0) {
 		t_fail("doctor --json: pid, allocator, rss, allocated or threads missing: %.300s",
 		       r.out);
@@ -426,6 +433,74 @@ out:
 	victim_stop(&v);
 }
 
+/*
+ * mimalloc counts no live bytes: doctor says so (null) and takes what it has
+ * committed, as far as it is resident, for its live and free memory
+ * together, within the victim's own commit; none of that is blamed on other
+ * anonymous memory; the RSS adds up.  The purge that returns its free part
+ * shrinks that share as much as the RSS.
+ */
+static void test_mimalloc(void)
+{
+	struct victim v;
+	struct doc d0, d1;
+	char reply[512];
+	struct hres r = { 0 };
+	double commit, reserved, sum, want, got;
+
+	if (!mimalloc_up(&v, false))
+		return;
+	if (victim_expect(&v, "frag 64", "frag ok", reply, sizeof(reply)) ||
+	    victim_expect(&v, "mimi", "mimi ", reply, sizeof(reply)))
+		goto out;
+	victim_baseline(&v);
+	commit = (double)kv_long(reply, "commit", -1);
+	reserved = (double)kv_long(reply, "reserved", -1);
+	if (doctor(v.spid, &d0))
+		goto out;
+	sum = d0.resident + d0.unexplained;
+	for (int i = 0; i < d0.n; i++)
+		sum += d0.f[i].bytes;
+	t_note("mimalloc: RSS %.1f MiB, resident %.1f MiB (committed %.1f MiB), anon %.1f MiB",
+	       d0.rss / MiB, d0.resident / MiB, commit / MiB, bytes_of(&d0, "anon") / MiB);
+	if (strcmp(d0.allocator, "mimalloc") || d0.allocated != -1)
+		t_fail("doctor: allocator %s, allocated %.0f: want mimalloc and null", d0.allocator,
+		       d0.allocated);
+	else if (d0.resident < 60.0 * MiB || d0.resident > commit)
+		t_fail("doctor: mimalloc's resident share is %.0f; it has %.0f committed and 64 MiB "
+		       "of pages freed by a thread in RAM",
+		       d0.resident, commit);
+	else if (bytes_of(&d0, "anon") > 8.0 * MiB)
+		t_fail("doctor: %.0f bytes of anonymous memory not mimalloc's", bytes_of(&d0, "anon"));
+	else if (sum != d0.rss)
+		t_fail("doctor: resident, findings and unexplained add up to %.0f, the RSS is %.0f",
+		       sum, d0.rss);
+	/* retained: reserved less committed, where mimalloc has reserved more */
+	want = reserved > commit ? reserved - commit : 0;
+	got = d0.nnr ? d0.nr[0].bytes : 0;
+	if (got > want + MiB || got + MiB < want)
+		t_fail("doctor: retained %.0f, the victim has %.0f reserved and %.0f committed", got,
+		       reserved, commit);
+	if (t_failed())
+		goto out;
+	if (hc_expect(&r, 0, "purge", "-p", v.spid, NULL) || doctor(v.spid, &d1))
+		goto out_r;
+	t_note("after purge: RSS %.1f MiB, resident %.1f MiB", d1.rss / MiB, d1.resident / MiB);
+	if (d0.rss - d1.rss < 48.0 * MiB || d0.resident - d1.resident < 0.75 * (d0.rss - d1.rss))
+		t_fail("purge: RSS %.0f -> %.0f, mimalloc's share %.0f -> %.0f", d0.rss, d1.rss,
+		       d0.resident, d1.resident);
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "doctor", "-p", v.spid, NULL) &&
+	    (!strstr(r.out, "mimalloc has committed") || !strstr(r.out, "does not count") ||
+	     strstr(r.out, "live allocations 0 B")))
+		t_fail("doctor: unexpected human output: %.400s", r.out);
+	victim_check(&v, 0);
+out_r:
+	hres_free(&r);
+out:
+	victim_stop(&v);
+}
+
 static void test_shared(void)
 {
 	struct victim v;
@@ -508,6 +583,7 @@ const struct itest t_doctor_tests[] = {
 	{ "doctor-glibc-arenas", test_glibc_arenas, 0 },
 	{ "doctor-tcmalloc", test_tcmalloc, 0 },
 	{ "doctor-shared", test_shared, 0 },
+	{ "doctor-mimalloc", test_mimalloc, 0 },
 	{ "doctor-bad-pid", test_bad_pid, 0 },
 	{ "doctor-prometheus", test_prometheus, 0 },
 	{ NULL, NULL, 0 },

@@ -987,9 +987,10 @@ static void test_help_command(void)
 		goto out;
 	if (strcmp(a.out, b.out) || !strstr(a.out, "Commands:"))
 		t_fail("'help' differs from '--help': %.200s", a.out);
-	/* heapctl drives three allocators; the help must not say jemalloc alone. */
-	else if (!strstr(a.out, "glibc") || !strstr(a.out, "tcmalloc") || !strstr(a.out, "  help "))
-		t_fail("--help names neither glibc nor tcmalloc, or not 'help': %.300s", a.out);
+	/* heapctl drives four allocators; the help must not say jemalloc alone. */
+	else if (!strstr(a.out, "glibc") || !strstr(a.out, "tcmalloc") ||
+		 !strstr(a.out, "mimalloc") || !strstr(a.out, "  help "))
+		t_fail("--help names not glibc, tcmalloc and mimalloc, or not 'help': %.300s", a.out);
 	hres_free(&a);
 	memset(&a, 0, sizeof(a));
 	hc_run(&a, NULL, "help", "dmup", NULL);

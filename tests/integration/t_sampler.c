@@ -177,6 +177,78 @@ static void test_tcmalloc_minimal(void)
 }
 
 /*
+ * heapctl leak on v, which runs cmd (growing by about bytes through site)
+ * once the wait has begun; SIGINT ends the wait.  The growth is within 20%
+ * of bytes and names site; profiling is off again after, as it was.
+ */
+static void leak_named(struct victim *v, const char *cmd, const char *want, double bytes,
+		       const char *site)
+{
+	char out[512], err[4096] = "", reply[256], st[2048];
+	const char *args[] = { "leak", "-p", v->spid, "--for", "1h", "--sample-bytes", "64K",
+			       "-o", out, "--json", NULL };
+	struct hproc hp;
+	struct hres r = { 0 };
+	char *folded;
+	double got;
+
+	snprintf(out, sizeof(out), "%s/leak.%s.folded", cfg.tmpdir, v->spid);
+	if (hc_startv(&hp, NULL, args)) {
+		t_fail("cannot start heapctl leak");
+		return;
+	}
+	if (!hp_err_until(&hp, "measuring growth", err, sizeof(err), HC_TIMEOUT_S * 1000L)) {
+		kill(hp.pid, SIGKILL);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		t_fail("leak never said that the wait began: %.300s%.300s", err, r.err);
+		goto out;
+	}
+	victim_expect(v, cmd, want, reply, sizeof(reply));
+	kill(hp.pid, SIGINT);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (hres_crash(&r) || hres_exit(&r) != 0) {
+		t_fail("leak: %s", hres_desc(&r));
+		goto out;
+	}
+	got = num(r.out, "change");
+	t_note("leak: grew %.1f MiB, the victim leaked %.1f MiB", got / 1048576, bytes / 1048576);
+	if (got < 0.8 * bytes || got > 1.2 * bytes)
+		t_fail("leak: the growth is %.0f bytes; the victim leaked %.0f (more than 20%% apart)",
+		       got, bytes);
+	else if (!strstr(r.out, site))
+		t_fail("leak --json: the top functions do not name %s: %.400s", site, r.out);
+	folded = read_file_str(out);
+	if (!folded || !strstr(folded, site))
+		t_fail("leak -o %s: the stacks do not name %s: %.300s", out, site,
+		       folded ? folded : "(none)");
+	free(folded);
+	if (!t_failed() && sampler_status(v, st, sizeof(st)) && !strstr(st, "\"enabled\":false"))
+		t_fail("after leak the sampler should be off again, as it was found: %s", st);
+out:
+	hres_free(&r);
+	remove(out);
+}
+
+/*
+ * mimalloc (LD_PRELOAD=libmimalloc.so.2) has no profiler of its own: prof on
+ * loads heapctl's sampler, which sees the growth and names it, and so does
+ * leak.
+ */
+static void test_mimalloc(void)
+{
+	struct victim v;
+
+	if (!mimalloc_up(&v, false))
+		return;
+	sampler_cycle(&v, "grow 1024", "grow ok", 1024.0 * 65536, "victim_grow_site");
+	if (!t_failed())
+		leak_named(&v, "grow 512", "grow ok", 512.0 * 65536, "victim_grow_site");
+	if (!t_failed())
+		victim_check(&v, 0);
+	victim_stop(&v);
+}
+
+/*
  * jemalloc linked into the executable with the _rjem_ prefix (a Rust
  * program's tikv-jemallocator), started without prof:true: no GOT slot
  * leads to it, so the sampler goes in through jemalloc's own
@@ -815,6 +887,7 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-glibc", test_glibc, 0 },
 	{ "sampler-jemalloc", test_jemalloc, 0 },
 	{ "sampler-tcmalloc-minimal", test_tcmalloc_minimal, 0 },
+	{ "sampler-mimalloc", test_mimalloc, 0 },
 	{ "sampler-jemalloc-rjem", test_rjem, 0 },
 	{ "sampler-static-refused", test_static_refused, 0 },
 	{ "sampler-hammer", test_hammer, 0 },

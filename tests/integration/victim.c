@@ -275,6 +275,23 @@ bool victim_up(struct victim *v, const char *name, const char *malloc_conf, cons
 	return true;
 }
 
+#if defined(__aarch64__)
+#define MI_LIB "/usr/lib/aarch64-linux-gnu/libmimalloc.so.2"
+#else
+#define MI_LIB "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
+#endif
+
+bool mimalloc_up(struct victim *v, bool linked)
+{
+	if (access(MI_LIB, R_OK)) {
+		t_skip(true, "%s missing (apt-get install libmimalloc2.0)", MI_LIB);
+		return false;
+	}
+	/* the name alone, as a user writes it: the dynamic linker finds the file */
+	return linked ? victim_up(v, "mimalloc_linked", NULL, NULL, false) :
+			victim_up(v, "mimalloc_victim", NULL, "LD_PRELOAD=libmimalloc.so.2", false);
+}
+
 int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
 		      const char *extra_env, unsigned int flags, char *why, size_t whysz)
 {

@@ -290,6 +290,8 @@ static const uint8_t x86_sysc[] = { 0x0f, 0x05 };         /* syscall */
 static const uint8_t x86_sysret[] = { 0x0f, 0x05, 0xc3 }; /* syscall; ret */
 /* glibc's and musl's __restore_rt: mov $15,%rax; syscall */
 static const uint8_t x86_restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+/* add $16,%rsp: the stub's first instruction, for calls with a 7th and 8th argument */
+static const uint8_t x86_pop16[] = { 0x48, 0x83, 0xc4, 0x10 };
 
 /* x86_64.table beyond what arch_table() checks on both backends */
 static void x86_table_own(void)
@@ -301,6 +303,12 @@ static void x86_table_own(void)
 	      "extra_regsets");
 	/* ret_tramp: a getpid heapctl stops at and skips, then a cleanup left by a ret */
 	CHECK(t->len && t->b[t->len - 1] == 0xc3, "ret_tramp does not end with ret");
+	/* the stub, after it: add $16,%rsp pops a call's stack arguments, jmp to ret_tramp */
+	CHECK(x86->stub.len == sizeof(x86_pop16) + 2 &&
+		      !memcmp(x86->stub.b, x86_pop16, sizeof(x86_pop16)) &&
+		      x86->stub.b[4] == 0xeb /* jmp rel8 */ &&
+		      HC_STUB_OFF + 6 + (int8_t)x86->stub.b[5] == 0,
+	      "stub is not add $16,%%rsp; jmp ret_tramp");
 	CHECK(t->b && x86->ret_tramp_stop >= sizeof(x86_sysc) && x86->ret_tramp_stop < t->len,
 	      "ret_tramp_stop %zu not inside ret_tramp (%zu bytes), before its cleanup",
 	      x86->ret_tramp_stop, t->len);
@@ -347,9 +355,9 @@ static void x86_prep_call_args(void)
 	CHECK(g[X_RSP] == frame, "rsp %#" PRIx64 ", want the frame %#" PRIx64, g[X_RSP], frame);
 	CHECK(g[X_ORIG_RAX] == UINT64_MAX, "orig_rax %#" PRIx64 ", want -1 (no restart)",
 	      g[X_ORIG_RAX]);
-	CHECK(c.slot_addr == frame && c.slot_val == TRAMP,
-	      "slot (%#" PRIx64 ", %#" PRIx64 "), want (frame, ret_addr)", c.slot_addr,
-	      c.slot_val);
+	CHECK(c.slot_addr == frame && c.slot_val == TRAMP && c.nstack == 0,
+	      "slot (%#" PRIx64 ", %#" PRIx64 ", %u more), want (frame, ret_addr, none)",
+	      c.slot_addr, c.slot_val, c.nstack);
 	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
 	CHECK(d < 0, "word %d changed", d);
 
@@ -394,6 +402,56 @@ static void x86_prep_call_stack(void)
 		      c.slot_addr, fr);
 		CHECK(c.slot_val == TRAMP, "slot_val %#" PRIx64 ", want ret_addr", c.slot_val);
 	}
+	end();
+}
+
+/*
+ * The 7th and 8th arguments on the stack, right above the return address
+ * (SysV psABI 3.2.3): the call starts 16 bytes below the frame and returns
+ * to the stub's add $16,%rsp, which leaves rsp = frame + 8, as any call's
+ * ret does.  They never reach the frame's ucontext.
+ */
+static void x86_prep_call_stack_args(void)
+{
+	static const int argreg[] = { X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_R9 };
+	uint64_t g[GWORDS];
+	struct hc_err err = { 0 };
+	struct hc_call c;
+
+	begin("x86_64.prep_call.stack_args");
+	for (unsigned int n = 7; n <= 8; n++) {
+		uint64_t fr = x86->frame_place(SP, 3300);
+
+		fill(g, GWORDS);
+		call_init(&c, fr, n);
+		CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call(%u args) failed: %s", n, err.msg);
+		for (unsigned int i = 0; i < 6; i++)
+			CHECK(g[argreg[i]] == c.args[i], "%u args: arg %u", n, i);
+		CHECK(g[X_RSP] == fr - 16 && g[X_RSP] % 16 == 8,
+		      "%u args: rsp %#" PRIx64 ", want frame - 16 = %#" PRIx64, n, g[X_RSP], fr - 16);
+		CHECK(c.slot_addr == g[X_RSP] && c.slot_val == TRAMP + HC_STUB_OFF,
+		      "%u args: slot (%#" PRIx64 ", %#" PRIx64 "), want (rsp, stub)", n,
+		      c.slot_addr, c.slot_val);
+		CHECK(c.nstack == n - 6, "%u args: %u stack words", n, c.nstack);
+		for (unsigned int i = 6; i < n && c.nstack == n - 6; i++)
+			CHECK(c.stack[i - 6] == c.args[i], "%u args: arg %u is %#" PRIx64, n, i,
+			      c.stack[i - 6]);
+		/* nothing above the pretcode: the ucontext stays the frame's */
+		CHECK(c.slot_addr + 8 * (1 + c.nstack) <= fr + 8, "%u args: stack words past the pretcode",
+		      n);
+		/* ret pops the return address, the add the two argument words */
+		CHECK(g[X_RSP] + 8 + x86_pop16[3] == fr + 8, "%u args: rsp after the stub's add", n);
+	}
+	/* a struct result's hidden pointer takes a register: 5 arguments left */
+	fill(g, GWORDS);
+	call_init(&c, x86->frame_place(SP, 3300), 5);
+	c.sret = 0x7ffc00001000ull;
+	CHECK(x86->prep_call(g, &c, &err) == 0 && g[X_RDI] == c.sret && g[X_R9] == c.args[4],
+	      "sret with 5 arguments");
+	call_init(&c, x86->frame_place(SP, 3300), 6);
+	c.sret = 0x7ffc00001000ull;
+	CHECK(x86->prep_call(g, &c, &err) == -1 && err.code == HC_E_ARGS,
+	      "sret with 6 arguments accepted");
 	end();
 }
 
@@ -1257,6 +1315,12 @@ static void a64_table_own(void)
 	CHECK(a64->extra_regsets && a64->extra_regsets[0] == NT_PRFPREG_ &&
 		      a64->extra_regsets[1] == 0x405 /* NT_ARM_SVE */ && a64->extra_regsets[2] == 0,
 	      "extra_regsets");
+	/* the stub: mov x7, x16; br x17 (an 8th argument, past the syscall stop's x7) */
+	CHECK(a64->stub.len == 8 &&
+		      !memcmp(a64->stub.b, (const uint8_t[]){ 0xe7, 0x03, 0x10, 0xaa, 0x20, 0x02, 0x1f,
+							       0xd6 },
+			      8),
+	      "stub is not mov x7, x16; br x17");
 	/* ret x16: into the gadget, which needs no landing pad after a ret */
 	CHECK(t->len && t->len % 4 == 0 &&
 		      !memcmp(t->b + t->len - 4, (const uint8_t[]){ 0x00, 0x02, 0x5f, 0xd6 }, 4),
@@ -1293,10 +1357,10 @@ static void a64_prep_call_args(void)
 	begin("aarch64.prep_call.args");
 	fill(g, GWORDS);
 	memcpy(orig, g, sizeof(g));
-	call_init(&c, frame, 8);
+	call_init(&c, frame, 7);
 	CHECK(a64->prep_call(g, &c, &err) == 0, "prep_call failed: %s", err.msg);
 	CHECK(err.code == HC_OK, "err set on success");
-	for (unsigned int i = 0; i < 8; i++)
+	for (unsigned int i = 0; i < 7; i++)
 		CHECK(g[i] == c.args[i], "x%u %#" PRIx64, i, g[i]);
 	CHECK(g[A_PC] == FN, "pc %#" PRIx64, g[A_PC]);
 	CHECK(g[A_LR] == TRAMP, "x30 %#" PRIx64 ", want ret_addr", g[A_LR]);
@@ -1313,6 +1377,37 @@ static void a64_prep_call_args(void)
 	CHECK(a64->prep_call(g, &c, &err) == 0, "prep_call(3 args) failed");
 	CHECK(g[0] == c.args[0] && g[1] == c.args[1] && g[2] == c.args[2], "3 args");
 	CHECK(g[3] == orig[3] && g[7] == orig[7], "unused arg regs changed");
+	end();
+}
+
+/*
+ * An 8th argument: the kernel puts x7 back as it was after the syscall
+ * stop a call starts from, so it goes in x16, the function in x17, and the
+ * call starts at the stub in heapctl's page, which moves x16 into x7.
+ */
+static void a64_prep_call_x7(void)
+{
+	static const int touched[] = { 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, A_LR, A_SP, A_PC, A_PSTATE };
+	const uint64_t frame = a64->frame_place(SP, AF_END + 16);
+	uint64_t g[GWORDS], orig[GWORDS];
+	struct hc_err err = { 0 };
+	struct hc_call c;
+	int d;
+
+	begin("aarch64.prep_call.x7");
+	fill(g, GWORDS);
+	memcpy(orig, g, sizeof(g));
+	call_init(&c, frame, 8);
+	CHECK(a64->prep_call(g, &c, &err) == 0, "prep_call(8 args) failed: %s", err.msg);
+	for (unsigned int i = 0; i < 7; i++)
+		CHECK(g[i] == c.args[i], "x%u %#" PRIx64, i, g[i]);
+	CHECK(g[16] == c.args[7] && g[17] == FN, "x16 %#" PRIx64 ", x17 %#" PRIx64
+	      ": want the 8th argument and the function", g[16], g[17]);
+	CHECK(g[A_PC] == TRAMP + HC_STUB_OFF, "pc %#" PRIx64 ", want the stub", g[A_PC]);
+	CHECK(g[A_LR] == TRAMP && g[A_SP] == frame, "x30 %#" PRIx64 ", sp %#" PRIx64, g[A_LR],
+	      g[A_SP]);
+	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
+	CHECK(d < 0, "word %d changed", d);
 	end();
 }
 
@@ -1879,7 +1974,8 @@ struct arch_want {
 	void (*table_own)(void);	/* the rest of the backend's table checks */
 
 	int pc, sp, ret;		/* words of pc, sp and a syscall's result */
-	int argreg[HC_ARCH_MAX_ARGS];	/* a call's argument registers, max_args of them */
+	int argreg[HC_ARCH_MAX_ARGS];	/* a call's argument registers, nargreg of them */
+	unsigned int nargreg;		/* the rest of max_args go on the stack */
 	int nr_word;			/* the syscall number's word, -1: not in NT_PRSTATUS */
 
 	int frame_mod;			/* frame_place(): frame % 16 */
@@ -1914,7 +2010,7 @@ static const size_t a64_lens[] = { 0, 1, 8, AF_END, AF_END + 16, 5000 };
 static const struct arch_want wants[] = {
 	{
 		.a = &hc_arch_x86_64, .name = "x86_64", .e_machine = EM_X86_64,
-		.nwords = X_NWORDS, .max_args = 6,
+		.nwords = X_NWORDS, .max_args = 8, .nargreg = 6,
 		.nr_mmap = 9, .nr_munmap = 11, .nr_rt_sigreturn = 15, .host = HOST_X86,
 		.mask_off = XF_MASK,
 		.sysc = BYTES(x86_sysc), .sysret = BYTES(x86_sysret), .sysc_name = "syscall",
@@ -1926,12 +2022,12 @@ static const struct arch_want wants[] = {
 		/* what a callee sees right after "call", below the 128-byte red zone */
 		.frame_mod = 8, .frame_gap = 128, .frame_slack = 32,
 		.lens = x86_lens, .nlens = ARRAY_SIZE(x86_lens),
-		.call_len = 3300, .too_many = { 7, HC_ARCH_MAX_ARGS },
+		.call_len = 3300, .too_many = { 9, 9 },
 		.waits = x86_waits, .nwaits = ARRAY_SIZE(x86_waits),
 	},
 	{
 		.a = &hc_arch_aarch64, .name = "aarch64", .e_machine = 183 /* EM_AARCH64 */,
-		.nwords = A_NWORDS, .max_args = 8,
+		.nwords = A_NWORDS, .max_args = 8, .nargreg = 8,
 		/* include/uapi/asm-generic/unistd.h */
 		.nr_mmap = 222, .nr_munmap = 215, .nr_rt_sigreturn = 139, .host = HOST_A64,
 		.mask_off = AF_MASK,
@@ -1964,6 +2060,10 @@ static void arch_table(const struct arch_want *w)
 	CHECK(a->gregs_len == w->nwords * 8, "gregs_len %zu", a->gregs_len);
 	CHECK(a->max_args == w->max_args, "max_args %u", a->max_args);
 	CHECK(a->max_args <= HC_ARCH_MAX_ARGS, "max_args above HC_ARCH_MAX_ARGS");
+	/* heapctl's page: ret_tramp, then the backend's stub, then the notify stub at 64 */
+	CHECK(a->ret_tramp.len <= HC_STUB_OFF && HC_STUB_OFF + a->stub.len <= 64,
+	      "ret_tramp (%zu bytes) and the stub (%zu at %d) overlap", a->ret_tramp.len,
+	      a->stub.len, HC_STUB_OFF);
 	CHECK(a->nr_mmap == w->nr_mmap && a->nr_munmap == w->nr_munmap &&
 		      a->nr_rt_sigreturn == w->nr_rt_sigreturn,
 	      "syscall numbers %ld %ld %ld", a->nr_mmap, a->nr_munmap, a->nr_rt_sigreturn);
@@ -2006,9 +2106,9 @@ static void arch_accessors(const struct arch_want *w)
 	fill(g, GWORDS);
 	CHECK(a->get_pc(g) == g[w->pc], "get_pc");
 	CHECK(a->get_sp(g) == g[w->sp], "get_sp");
-	for (unsigned int i = 0; i < w->max_args; i++)
+	for (unsigned int i = 0; i < w->nargreg; i++)
 		CHECK(a->get_arg(g, i) == g[w->argreg[i]], "get_arg(%u)", i);
-	CHECK(a->get_arg(g, w->max_args) == 0, "get_arg(%u) should be 0", w->max_args);
+	CHECK(a->get_arg(g, w->nargreg) == 0, "get_arg(%u) should be 0", w->nargreg);
 	g[w->ret] = (uint64_t)-4; /* -EINTR */
 	CHECK(a->get_syscall_ret(g) == -4, "get_syscall_ret %" PRId64, a->get_syscall_ret(g));
 	if (w->nr_word >= 0) {
@@ -2127,6 +2227,8 @@ int main(void)
 
 	x86_prep_call_args();
 	x86_prep_call_stack();
+	x86_prep_call_stack_args();
+	a64_prep_call_x7();
 	x86_prep_syscall();
 	x86_prep_restore();
 	x86_get_ret();

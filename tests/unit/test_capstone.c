@@ -141,6 +141,7 @@ struct want {
 	const char *imm;           /* what precedes an immediate: "" or "#" */
 	const char *ret_move;      /* ret_tramp's move of the result to get_ret's register */
 	const char *ret_keep;      /* or the register ret_tramp must not write */
+	const char *stub[2];       /* the backend's stub (calls with 8 arguments) */
 	const char *cs_name;       /* the architecture, as Capstone's build names it */
 	const struct known *known; /* bytes it must decode */
 	size_t nknown;
@@ -335,6 +336,23 @@ out:
 	end();
 }
 
+/* The stub: x86_64 pops two stack arguments and jumps to ret_tramp, arm64 puts x16 in x7. */
+static void backend_stub(const struct want *w)
+{
+	struct dec d;
+	char name[64];
+
+	snprintf(name, sizeof(name), "capstone.%s.stub", w->name);
+	begin(name);
+	expect(w->a->cs_arch, w->a->cs_mode, w->a->stub.b, w->a->stub.len,
+	       WANT(w->stub[0], w->stub[1]));
+	if (decode(w->a, &w->a->stub, &d) && d.n == 2)
+		CHECK(strstr(d.op[0], w->a == &hc_arch_x86_64 ? "rsp, 0x10" : "x7, x16") &&
+			      strstr(d.op[1], w->a == &hc_arch_x86_64 ? "0x" : "x17"),
+		      "'%s %s; %s %s'", d.mn[0], d.op[0], d.mn[1], d.op[1]);
+	end();
+}
+
 static void backend_restorers(const struct want *w)
 {
 	const struct hc_arch *a = w->a;
@@ -364,10 +382,10 @@ int main(void)
 {
 	static const struct want wants[] = {
 		{ "x86_64", &hc_arch_x86_64, CS_ARCH_X86, CS_MODE_64, "syscall",
-		  { "eax", "rax" }, "", "rdi, rax", NULL,
+		  { "eax", "rax" }, "", "rdi, rax", NULL, { "add", "jmp" },
 		  "x86", x86_known, sizeof(x86_known) / sizeof(x86_known[0]) },
 		{ "aarch64", &hc_arch_aarch64, CS_ARCH_ARM64, CS_MODE_ARM, "svc",
-		  { "x8", "w8" }, "#", NULL, "x0",
+		  { "x8", "w8" }, "#", NULL, "x0", { "mov", "br" },
 		  "arm64", a64_known, sizeof(a64_known) / sizeof(a64_known[0]) },
 	};
 
@@ -379,6 +397,7 @@ int main(void)
 		backend_ret_tramp(&wants[i]);
 		backend_notify(&wants[i]);
 		backend_page_exit(&wants[i]);
+		backend_stub(&wants[i]);
 		backend_restorers(&wants[i]);
 	}
 	return nfailed ? EXIT_FAILURE : EXIT_SUCCESS;

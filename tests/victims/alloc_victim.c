@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * alloc_victim: plain_victim's protocol plus commands that shape the heap,
- * for the glibc and tcmalloc drivers.  Built as is (glibc malloc, or under
- * LD_PRELOAD=libjemalloc/libtcmalloc), and as tcmalloc_victim, linked with
- * -ltcmalloc.  It reads its allocator's own figures: mallinfo2() for glibc,
- * MallocExtension_GetNumericProperty() (found with dlsym) for tcmalloc.
+ * for the glibc, tcmalloc and mimalloc drivers.  Built as is (glibc malloc,
+ * or under LD_PRELOAD=libjemalloc/libtcmalloc), as tcmalloc_victim, linked
+ * with -ltcmalloc, and as mimalloc_victim, with commands of its own
+ * (ALLOC_VICTIM_MORE).  It reads its allocator's own figures: mallinfo2()
+ * for glibc, MallocExtension_GetNumericProperty() (found with dlsym) for
+ * tcmalloc.
  *
  * Extra commands (one reply line each):
  *   frag MIB    a new thread allocates MIB MiB in 512-byte blocks, then frees
@@ -399,7 +401,11 @@ static bool extra_cmd(int fd, const char *cmd, const char *arg)
 		memset(b, 2, len);
 		vreply(fd, "shm ok rss=%ld", rss_kib());
 	} else {
+#ifdef ALLOC_VICTIM_MORE
+		return ALLOC_VICTIM_MORE(fd, cmd, arg);
+#else
 		return false;
+#endif
 	}
 	return true;
 }
