@@ -27,7 +27,7 @@
  *                           +------------------------------+
  *                           | callee frames grow down      |
  *
- * An x86_64 call with a 7th and 8th argument starts 16 bytes lower, with
+ * An x86_64 call with a 7th and 8th argument starts 32 bytes lower, with
  * them above its return address (c->stack), which is then the backend's
  * stub: it pops them and goes on into ret_tramp, sp as after any call.
  * An arm64 call with an 8th argument enters through its stub instead,

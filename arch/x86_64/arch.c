@@ -61,7 +61,7 @@ _Static_assert(sizeof(x64_ret_tramp) <= HC_STUB_OFF, "ret_tramp runs into the st
 
 /* At HC_STUB_OFF: a call with a 7th and 8th argument returns here (prep_call()). */
 static const uint8_t x64_stub[] = {
-	0x48, 0x83, 0xc4, 0x10,            /* add $16,%rsp: past the two arguments */
+	0x48, 0x83, 0xc4, 0x20,            /* add $32,%rsp: past the arguments and the gap */
 	0xeb, (uint8_t)-(HC_STUB_OFF + 6), /* jmp ret_tramp: rsp = frame + 8 */
 };
 
@@ -150,11 +150,11 @@ static void set_args(struct x64_gregs *g, const uint64_t *args, unsigned int n)
 
 /*
  * SysV psABI 3.2.3: the 7th and 8th integer arguments go on the stack,
- * right above the return address.  The call then starts 16 bytes below the
- * frame and returns to the stub, which pops them and goes on into
- * ret_tramp (c->ret_addr, the page's start) with rsp = frame + 8, as after
- * any call: the cleanup works should heapctl die.  The 8th argument lands
- * on the pretcode, which rt_sigreturn does not read.
+ * right above the return address.  The call then starts 32 bytes below the
+ * frame and returns to the stub, which pops them and the 8 bytes left
+ * between them and the frame - 8 word, and goes on into ret_tramp
+ * (c->ret_addr, the page's start) with rsp = frame + 8, as after any call:
+ * the cleanup works should heapctl die.
  */
 static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 {
@@ -184,7 +184,13 @@ static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 	c->slot_val = c->ret_addr;
 	c->nstack = 0;
 	if (c->nargs > 6) {
-		g->rsp = c->frame - 16;
+		/*
+		 * 32 bytes down, not 16: the words written here stay clear of
+		 * the two a borrow's way back may be using until the thread is
+		 * moved (the pretcode, and below it the chain from the page's
+		 * mmap, call.c's map_pages()).  rsp % 16 is still 8.
+		 */
+		g->rsp = c->frame - 32;
 		c->slot_addr = g->rsp;
 		c->slot_val = c->ret_addr + HC_STUB_OFF;
 		c->nstack = c->nargs - 6;

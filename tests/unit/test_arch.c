@@ -290,8 +290,8 @@ static const uint8_t x86_sysc[] = { 0x0f, 0x05 };         /* syscall */
 static const uint8_t x86_sysret[] = { 0x0f, 0x05, 0xc3 }; /* syscall; ret */
 /* glibc's and musl's __restore_rt: mov $15,%rax; syscall */
 static const uint8_t x86_restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
-/* add $16,%rsp: the stub's first instruction, for calls with a 7th and 8th argument */
-static const uint8_t x86_pop16[] = { 0x48, 0x83, 0xc4, 0x10 };
+/* add $32,%rsp: the stub's first instruction, for calls with a 7th and 8th argument */
+static const uint8_t x86_pop32[] = { 0x48, 0x83, 0xc4, 0x20 };
 
 /* x86_64.table beyond what arch_table() checks on both backends */
 static void x86_table_own(void)
@@ -303,12 +303,12 @@ static void x86_table_own(void)
 	      "extra_regsets");
 	/* ret_tramp: a getpid heapctl stops at and skips, then a cleanup left by a ret */
 	CHECK(t->len && t->b[t->len - 1] == 0xc3, "ret_tramp does not end with ret");
-	/* the stub, after it: add $16,%rsp pops a call's stack arguments, jmp to ret_tramp */
-	CHECK(x86->stub.len == sizeof(x86_pop16) + 2 &&
-		      !memcmp(x86->stub.b, x86_pop16, sizeof(x86_pop16)) &&
+	/* the stub, after it: add $32,%rsp pops a call's stack arguments, jmp to ret_tramp */
+	CHECK(x86->stub.len == sizeof(x86_pop32) + 2 &&
+		      !memcmp(x86->stub.b, x86_pop32, sizeof(x86_pop32)) &&
 		      x86->stub.b[4] == 0xeb /* jmp rel8 */ &&
 		      HC_STUB_OFF + 6 + (int8_t)x86->stub.b[5] == 0,
-	      "stub is not add $16,%%rsp; jmp ret_tramp");
+	      "stub is not add $32,%%rsp; jmp ret_tramp");
 	CHECK(t->b && x86->ret_tramp_stop >= sizeof(x86_sysc) && x86->ret_tramp_stop < t->len,
 	      "ret_tramp_stop %zu not inside ret_tramp (%zu bytes), before its cleanup",
 	      x86->ret_tramp_stop, t->len);
@@ -407,9 +407,10 @@ static void x86_prep_call_stack(void)
 
 /*
  * The 7th and 8th arguments on the stack, right above the return address
- * (SysV psABI 3.2.3): the call starts 16 bytes below the frame and returns
- * to the stub's add $16,%rsp, which leaves rsp = frame + 8, as any call's
- * ret does.  They never reach the frame's ucontext.
+ * (SysV psABI 3.2.3): the call starts 32 bytes below the frame and returns
+ * to the stub's add $32,%rsp, which leaves rsp = frame + 8, as any call's
+ * ret does.  They never reach the frame's pretcode, nor the word below it
+ * (map_pages()'s chain).
  */
 static void x86_prep_call_stack_args(void)
 {
@@ -427,8 +428,8 @@ static void x86_prep_call_stack_args(void)
 		CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call(%u args) failed: %s", n, err.msg);
 		for (unsigned int i = 0; i < 6; i++)
 			CHECK(g[argreg[i]] == c.args[i], "%u args: arg %u", n, i);
-		CHECK(g[X_RSP] == fr - 16 && g[X_RSP] % 16 == 8,
-		      "%u args: rsp %#" PRIx64 ", want frame - 16 = %#" PRIx64, n, g[X_RSP], fr - 16);
+		CHECK(g[X_RSP] == fr - 32 && g[X_RSP] % 16 == 8,
+		      "%u args: rsp %#" PRIx64 ", want frame - 32 = %#" PRIx64, n, g[X_RSP], fr - 32);
 		CHECK(c.slot_addr == g[X_RSP] && c.slot_val == TRAMP + HC_STUB_OFF,
 		      "%u args: slot (%#" PRIx64 ", %#" PRIx64 "), want (rsp, stub)", n,
 		      c.slot_addr, c.slot_val);
@@ -436,11 +437,11 @@ static void x86_prep_call_stack_args(void)
 		for (unsigned int i = 6; i < n && c.nstack == n - 6; i++)
 			CHECK(c.stack[i - 6] == c.args[i], "%u args: arg %u is %#" PRIx64, n, i,
 			      c.stack[i - 6]);
-		/* nothing above the pretcode: the ucontext stays the frame's */
-		CHECK(c.slot_addr + 8 * (1 + c.nstack) <= fr + 8, "%u args: stack words past the pretcode",
-		      n);
+		/* below the chain's word and the pretcode: a way back may be using them */
+		CHECK(c.slot_addr + 8 * (1 + c.nstack) <= fr - 8,
+		      "%u args: stack words onto frame - 8 or the pretcode", n);
 		/* ret pops the return address, the add the two argument words */
-		CHECK(g[X_RSP] + 8 + x86_pop16[3] == fr + 8, "%u args: rsp after the stub's add", n);
+		CHECK(g[X_RSP] + 8 + x86_pop32[3] == fr + 8, "%u args: rsp after the stub's add", n);
 	}
 	/* a struct result's hidden pointer takes a register: 5 arguments left */
 	fill(g, GWORDS);

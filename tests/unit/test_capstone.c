@@ -347,7 +347,7 @@ static void backend_stub(const struct want *w)
 	expect(w->a->cs_arch, w->a->cs_mode, w->a->stub.b, w->a->stub.len,
 	       WANT(w->stub[0], w->stub[1]));
 	if (decode(w->a, &w->a->stub, &d) && d.n == 2)
-		CHECK(strstr(d.op[0], w->a == &hc_arch_x86_64 ? "rsp, 0x10" : "x7, x16") &&
+		CHECK(strstr(d.op[0], w->a == &hc_arch_x86_64 ? "rsp, 0x20" : "x7, x16") &&
 			      strstr(d.op[1], w->a == &hc_arch_x86_64 ? "0x" : "x17"),
 		      "'%s %s; %s %s'", d.mn[0], d.op[0], d.mn[1], d.op[1]);
 	end();
