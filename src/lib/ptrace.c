@@ -155,7 +155,7 @@ long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
  * borrow's pause.  Polling yields the CPU at each turn, so a target thread
  * placed on it runs at once; past this, heapctl sleeps as before.
  */
-#define SPIN_NS 200000ull
+#define SPIN_NS 100000ull
 
 int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
 		struct hc_err *err)
