@@ -80,12 +80,16 @@ void got_slots_from_dynamic(const struct got_src *s, struct hcs_slot *out, unsig
 		if (!rel || s->read(s->arg, tab_at[k], rel, nrel * sizeof(*rel)) < 0)
 			goto out;
 		{
-			/* the symbols the relocations name, in one read (no DT_ entry counts them) */
-			uint32_t nsym = 0;
+			/*
+			 * The symbols the relocations name, in one read (no DT_ entry
+			 * counts them).  64 bits: index 0xffffffff + 1 must not wrap
+			 * to 0, or a smaller index after it would size the table.
+			 */
+			uint64_t nsym = 0;
 
 			for (size_t i = 0; i < nrel; i++)
 				if (ELF64_R_SYM(rel[i].r_info) >= nsym)
-					nsym = (uint32_t)ELF64_R_SYM(rel[i].r_info) + 1;
+					nsym = ELF64_R_SYM(rel[i].r_info) + 1;
 			free(syms);
 			syms = nsym && nsym < GOT_MAX_SYMS ? malloc(nsym * sizeof(*syms)) : NULL;
 			if (!syms || s->read(s->arg, d.symtab, syms, nsym * sizeof(*syms)) < 0)
