@@ -4,9 +4,9 @@
  * The dynamic section names the relocation tables (DT_RELA, and DT_JMPREL
  * when DT_PLTREL says RELA), the symbols (DT_SYMTAB) and their names
  * (DT_STRTAB, DT_STRSZ); a JUMP_SLOT or GLOB_DAT relocation of a hooked
- * name is a slot to patch.  Every read is bounded (got.h): 128 dynamic
- * entries, tables under 64 MiB, symbol indices under 2^20, names within
- * DT_STRSZ.
+ * name is a slot to patch.  Every read is bounded (got.h): PT_DYNAMIC's
+ * size and at most 128 dynamic entries, tables under 64 MiB, symbol
+ * indices under 2^20, names within DT_STRSZ.
  */
 #include <elf.h>
 #include <stdlib.h>
@@ -25,14 +25,22 @@ struct dyn {
 	int pltrel;
 };
 
+/*
+ * The entries PT_DYNAMIC holds, no more: a small object's dynamic section
+ * may end within 2 KiB of its last page, with nothing mapped after it
+ * (.dynamic and .got alone in a RELRO segment).
+ */
 static int read_dyn(const struct got_src *s, struct dyn *d)
 {
 	Elf64_Dyn ents[GOT_MAX_DYN];
+	size_t nents = s->dynamic_len / sizeof(Elf64_Dyn);
 
 	memset(d, 0, sizeof(*d));
-	if (!s->dynamic || s->read(s->arg, s->dynamic, ents, sizeof(ents)) < 0)
+	if (nents > GOT_MAX_DYN)
+		nents = GOT_MAX_DYN;
+	if (!s->dynamic || !nents || s->read(s->arg, s->dynamic, ents, nents * sizeof(ents[0])) < 0)
 		return -1;
-	for (size_t i = 0; i < GOT_MAX_DYN && ents[i].d_tag != DT_NULL; i++) {
+	for (size_t i = 0; i < nents && ents[i].d_tag != DT_NULL; i++) {
 		uint64_t v = ents[i].d_un.d_val;
 
 		switch (ents[i].d_tag) {

@@ -27,7 +27,8 @@ struct got_src {
 	/* PROT_* of the mapping that holds raddr, or -1: none */
 	int (*prot)(void *arg, uint64_t raddr);
 	void *arg;
-	uint64_t dynamic;    /* the object's PT_DYNAMIC in the target, or 0 */
+	uint64_t dynamic;     /* the object's PT_DYNAMIC in the target, or 0 */
+	uint64_t dynamic_len; /* its p_memsz: what may be read there */
 	uint64_t base, bias; /* its ELF header in the target; runtime - ELF address */
 	uint32_t r_jump_slot, r_glob_dat; /* the arch's relocation types (struct hc_arch) */
 };

@@ -297,6 +297,7 @@ static void object_slots(struct hc_target *t, const struct obj *o, const uint64_
 		.prot = slot_prot,
 		.arg = &c,
 		.dynamic = o->dynamic,
+		.dynamic_len = o->dynamic_len,
 		.base = o->base,
 		.bias = o->bias,
 		.r_jump_slot = t->arch->r_jump_slot,

@@ -15,6 +15,8 @@
  *   u8  flags      1: aarch64's relocation types, else x86_64's
  *                  2: the loader relocated the dynamic section's pointers
  *                  4: room for 4 slots only
+ *   u8  pad[3]
+ *   u32 dynamic_len  PT_DYNAMIC's p_memsz
  *
  * The image is read through the callback, from a copy of exactly its size
  * (ASan sees a read past it).  Checks: no crash; at most max slots, each
@@ -95,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct hcs_slot out[HCS_MAXSLOTS];
 	struct image m;
 	struct got_src s;
-	uint32_t dyn, relro_end;
+	uint32_t dyn, relro_end, dyn_len;
 	uint64_t vaddr;
 	uint8_t flags, *img;
 	unsigned n = 0, max;
@@ -106,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(&relro_end, data + 4, 4);
 	memcpy(&vaddr, data + 8, 8);
 	flags = data[16];
+	memcpy(&dyn_len, data + 20, 4);
 	img = malloc(size - HDR ? size - HDR : 1);
 	if (!img)
 		return 0;
@@ -120,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.prot = img_prot;
 	s.arg = &m;
 	s.dynamic = m.base + dyn;
+	s.dynamic_len = dyn_len;
 	s.base = m.base;
 	s.bias = m.base - vaddr;
 	s.r_jump_slot = flags & 1 ? 1026 : 7; /* R_AARCH64_JUMP_SLOT, R_X86_64_JUMP_SLOT */

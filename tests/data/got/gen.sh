@@ -49,18 +49,18 @@ def image(path):
     img = bytearray(max(p[3] + p[6] for p in loads) - v0)
     for p in loads:
         img[p[3] - v0:p[3] - v0 + p[5]] = b[p[2]:p[2] + p[5]]
-    dyn = [p for p in ph if p[0] == PT_DYNAMIC][0][3] - v0
+    dyn = [p for p in ph if p[0] == PT_DYNAMIC][0]
     relro = [p for p in ph if p[0] == PT_GNU_RELRO]
     if relro:
         ro = ((relro[0][3] + relro[0][6] + 0xfff) & ~0xfff) - v0
     else:
         ro = (min(p[3] for p in loads if p[1] & PF_W) & ~0xfff) - v0
-    return img, dyn, ro, v0
+    return img, dyn[3] - v0, dyn[6], ro, v0
 
 for name, obj, flags in (('lazy', 'lazy.so', 0), ('lazy-relocated', 'lazy.so', 2),
                          ('relro', 'relro.so', 0), ('a64-relocated', 'a64.so', 3),
                          ('nopie', 'nopie', 0)):
-    img, dyn, ro, v0 = image(obj)
+    img, dyn, dynlen, ro, v0 = image(obj)
     with open(sys.argv[1] + '/' + name, 'wb') as f:
-        f.write(struct.pack('<IIQB7x', dyn, ro, v0, flags) + img)
+        f.write(struct.pack('<IIQBxxxI', dyn, ro, v0, flags, dynlen) + img)
 PY
