@@ -200,29 +200,15 @@ static void cache_add(const struct stat *st, int r, const struct evidence *ev)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-int evidence_file(int fd, struct evidence *ev)
+int evidence_elf(Elf *elf, struct evidence *ev)
 {
-	struct stat st;
 	struct tally ta;
 	uint64_t budget = EV_MAX_BYTES;
 	Elf_Scn *scn = NULL;
-	Elf *elf;
 	bool scanned = false;
-	int r = 0;
 
 	memset(&ta, 0, sizeof(ta));
 	memset(ev, 0, sizeof(*ev));
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0)
-		memset(&st, 0, sizeof(st));
-	else if ((r = cache_find(&st, ev)) != -2) {
-		close(fd);
-		return r;
-	}
-	elf = sym_elf_open(fd);
-	if (!elf)
-		return -1;
 	while ((scn = elf_nextscn(elf, scn)) && budget) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -263,7 +249,28 @@ int evidence_file(int fd, struct evidence *ev)
 				budget -= ph.p_filesz;
 			}
 	}
-	r = judge(&ta, ev);
+	return judge(&ta, ev);
+}
+
+int evidence_file(int fd, struct evidence *ev)
+{
+	struct stat st;
+	Elf *elf;
+	int r = 0;
+
+	memset(ev, 0, sizeof(*ev));
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		memset(&st, 0, sizeof(st));
+	else if ((r = cache_find(&st, ev)) != -2) {
+		close(fd);
+		return r;
+	}
+	elf = sym_elf_open(fd);
+	if (!elf)
+		return -1;
+	r = evidence_elf(elf, ev);
 	if (st.st_ino)
 		cache_add(&st, r, ev);
 	elf_end(elf);
@@ -316,7 +323,7 @@ static bool out_of_scope(const struct obj *o)
  * read-only PT_LOAD segments, from the program headers in memory.  1, 0,
  * or -1 as evidence_file().
  */
-static int evidence_mem(const struct obj *o, struct evidence *ev)
+int evidence_mem(const struct obj *o, struct evidence *ev)
 {
 	uint64_t budget = EV_MAX_MEM;
 	struct tally ta;
