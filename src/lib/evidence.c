@@ -341,15 +341,24 @@ int evidence_mem(const struct obj *o, struct evidence *ev)
 		return -1;
 	for (unsigned i = 0; i < eh.e_phnum && budget; i++) {
 		uint64_t len = ph[i].p_filesz < budget ? ph[i].p_filesz : budget;
+		uint64_t at = ph[i].p_vaddr + o->bias;
 		char *buf;
 
-		if (ph[i].p_type != PT_LOAD || (ph[i].p_flags & PF_W) || !len)
+		/*
+		 * Only within o's own mappings: past them is another object's
+		 * memory, whose strings are not o's, or nothing, for which a
+		 * buffer of the size the header claims (up to 64 MiB) would be
+		 * allocated in vain.
+		 */
+		if (ph[i].p_type != PT_LOAD || (ph[i].p_flags & PF_W) || !len || at < o->lo ||
+		    at >= o->hi)
 			continue;
+		if (len > o->hi - at)
+			len = o->hi - at;
 		buf = malloc(len);
 		if (!buf)
 			break;
-		if (mem_read(o->pid, -1, ph[i].p_vaddr + o->bias, buf, len,
-			     &(struct hc_err){ 0 }) == 0) {
+		if (mem_read(o->pid, -1, at, buf, len, &(struct hc_err){ 0 }) == 0) {
 			scan_buf(buf, len, &ta);
 			scanned = true;
 			budget -= len;
