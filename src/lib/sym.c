@@ -24,6 +24,7 @@
 #include "log.h"
 #include "ptrace.h"
 #include "evidence.h"
+#include "linkmap.h"
 #include "target.h"
 #include "troot.h"
 
@@ -278,24 +279,34 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
+static int lm_read(void *arg, uint64_t raddr, void *buf, size_t len)
+{
+	struct hc_target *t = arg;
+
+	return mem_read(t->pid, t->memfd, raddr, buf, len, &(struct hc_err){ 0 });
+}
+
+static void lm_entry(void *arg, uint64_t l_ld, unsigned idx)
+{
+	struct obj *o = obj_at(arg, l_ld);
+
+	if (o && o->link_idx == UINT32_MAX)
+		o->link_idx = idx;
+}
+
 /*
  * Number the objects in the dynamic linker's search order: the link_map
- * list behind the executable's DT_DEBUG entry (struct r_debug, <link.h>).
- * Objects are matched by their dynamic section's address, which is the
- * same however the path was spelled.  Unlisted objects keep UINT_MAX.
+ * list behind the executable's DT_DEBUG entry (linkmap.c).  Objects are
+ * matched by their dynamic section's address, which is the same however
+ * the path was spelled.  Unlisted objects keep UINT_MAX.
  *
- * The same entry tells whether the loader is done: it fills DT_DEBUG before
- * it maps the libraries and sets r_state to RT_CONSISTENT once they are
- * mapped and relocated (and again after each dlopen).  Until then a
- * library's functions may not be callable: t->loading.
+ * The same entry tells whether the loader is done: until then a library's
+ * functions may not be callable: t->loading.
  */
 static void link_order(struct hc_target *t)
 {
 	struct obj *exe = NULL;
-	uint64_t rdebug = 0, lm;
-	unsigned int idx = 0;
-	bool ldso = false, tag = false;
-	int32_t state = 0;
+	bool ldso = false;
 
 	t->loading = false;
 	for (size_t i = 0; i < t->nobjs; i++) {
@@ -304,45 +315,11 @@ static void link_order(struct hc_target *t)
 			exe = &t->objs[i];
 		ldso |= t->objs[i].is_ldso;
 	}
-	if (!exe || !exe->dynamic)
-		return; /* static: nothing is searched */
-	for (uint64_t at = exe->dynamic;; at += sizeof(Elf64_Dyn)) {
-		Elf64_Dyn d;
-		struct hc_err e = { 0 };
-
-		if (mem_read(t->pid, t->memfd, at, &d, sizeof(d), &e) < 0 || d.d_tag == DT_NULL)
-			break;
-		if (d.d_tag == DT_DEBUG) {
-			rdebug = d.d_un.d_ptr;
-			tag = true;
-		}
-		if (at - exe->dynamic > 4096)
-			break;
-	}
-	/* a static-pie has DT_DEBUG too, but no loader to wait for */
-	if (!ldso || !tag)
+	/* static: nothing is searched; a static-pie has DT_DEBUG, but no loader to wait for */
+	if (!exe || !exe->dynamic || !ldso)
 		return;
-	/* r_debug: int r_version; struct link_map *r_map; ElfW(Addr) r_brk; r_state */
-	if (!rdebug || mem_read(t->pid, t->memfd, rdebug + 24, &state, 4, &(struct hc_err){ 0 }) < 0 ||
-	    state != 0 /* RT_CONSISTENT */) {
-		t->loading = true;
-		return;
-	}
-	if (mem_read(t->pid, t->memfd, rdebug + 8, &lm, 8, &(struct hc_err){ 0 }) < 0)
-		return;
-	while (lm && idx < 4096) {
-		/* link_map: l_addr, l_name, l_ld, l_next, l_prev */
-		uint64_t f[4];
-		struct obj *o;
-
-		if (mem_read(t->pid, t->memfd, lm, f, sizeof(f), &(struct hc_err){ 0 }) < 0)
-			break;
-		o = obj_at(t, f[2]);
-		if (o && o->link_idx == UINT32_MAX)
-			o->link_idx = idx;
-		idx++;
-		lm = f[3];
-	}
+	t->loading = linkmap_walk(&(struct linkmap_src){ .read = lm_read, .entry = lm_entry,
+							 .arg = t, .dynamic = exe->dynamic }) > 0;
 }
 
 struct obj *obj_at(struct hc_target *t, uint64_t raddr)

@@ -6,7 +6,7 @@
 # holds an allocator's strings the way the allocator's own code does, or
 # mentions one without being it.  Run by hand when they should change
 # (needs gcc); the fuzz targets and the replay read the checked-in files.
-# (fuzz_got's seeds come from tests/data/got/gen.sh.)
+# (fuzz_got's seeds come from tests/data/got/gen.sh.)  Also fuzz_linkmap's, below.
 #
 #   jemalloc-rjem.so        "<jemalloc>: " messages and _RJEM_MALLOC_CONF
 #   jemalloc-rjem-noshdr.so the same with no section headers (as sstrip
@@ -49,3 +49,43 @@ so mentions.so 'set MALLOC_CONF=narenas:1 to limit jemalloc' 'see TCMALLOC_RELEA
 cp "$out/jemalloc-rjem.so" "$out/jemalloc-rjem-noshdr.so"
 dd if=/dev/zero of="$out/jemalloc-rjem-noshdr.so" bs=1 seek=40 count=8 conv=notrunc status=none
 dd if=/dev/zero of="$out/jemalloc-rjem-noshdr.so" bs=1 seek=60 count=4 conv=notrunc status=none
+
+# fuzz_linkmap (tests/fuzz/corpus/linkmap/): an executable's dynamic section
+# and the loader's r_debug and link_map entries as glibc lays them out, at
+# 0x10000 (the address fuzz_linkmap gives its input), behind the 4-byte
+# offset of the dynamic section:
+#   consistent  DT_DEBUG -> r_debug (RT_CONSISTENT) -> exe, libc, ld.so
+#   loading     the same while the loader adds objects (RT_ADD)
+#   cycle       the last entry's l_next back to the first
+#   no-debug    no DT_DEBUG (a static-pie's)
+python3 - "$here/corpus/linkmap" <<'PY'
+import struct, sys
+
+BASE = 0x10000
+DT_NULL, DT_NEEDED, DT_DEBUG, DT_STRTAB = 0, 1, 21, 5
+
+def image(state=0, cycle=False, debug=True):
+    img = bytearray(0x400)
+    dyn = [(DT_NEEDED, 1), (DT_STRTAB, 0x5000)]
+    if debug:
+        dyn.append((DT_DEBUG, BASE + 0x100))
+    dyn.append((DT_NULL, 0))
+    for i, (t, v) in enumerate(dyn):
+        struct.pack_into('<qQ', img, 16 * i, t, v)
+    # struct r_debug: r_version, r_map, r_brk, r_state, r_ldbase
+    struct.pack_into('<iIQQiIQ', img, 0x100, 1, 0, BASE + 0x200, 0x7f0000001000, state, 0,
+                     0x7f0000000000)
+    # struct link_map: l_addr, l_name, l_ld, l_next, l_prev
+    lds = (0x555555557dc8, 0x7ffff7fa1bc0, 0x7ffff7ffde10)
+    for i, ld in enumerate(lds):
+        at = 0x200 + 0x40 * i
+        nxt = BASE + at + 0x40 if i + 1 < len(lds) else (BASE + 0x200 if cycle else 0)
+        prv = BASE + at - 0x40 if i else 0
+        struct.pack_into('<QQQQQ', img, at, 0x555555554000 if i == 0 else 0x7ffff7c00000,
+                         BASE + 0x300, ld, nxt, prv)
+    return struct.pack('<I', 0) + bytes(img)
+
+for name, img in (('consistent', image()), ('loading', image(state=1)),
+                  ('cycle', image(cycle=True)), ('no-debug', image(debug=False))):
+    open(sys.argv[1] + '/' + name, 'wb').write(img)
+PY
