@@ -4,9 +4,10 @@
 # Regenerate the seeds made from real objects for fuzz_evidence
 # (tests/fuzz/corpus/evidence/): small shared objects whose read-only data
 # holds an allocator's strings the way the allocator's own code does, or
-# mentions one without being it.  Run by hand when they should change
-# (needs gcc); the fuzz targets and the replay read the checked-in files.
-# (fuzz_got's seeds come from tests/data/got/gen.sh.)  Also fuzz_linkmap's, below.
+# mentions one without being it.  Then fuzz_linkmap's and one of
+# fuzz_elf's, below.  Run by hand when they should change (needs gcc,
+# binutils, xz, python3); the fuzz targets and the replay read the
+# checked-in files.  (fuzz_got's seeds come from tests/data/got/gen.sh.)
 #
 #   jemalloc-rjem.so        "<jemalloc>: " messages and _RJEM_MALLOC_CONF
 #   jemalloc-rjem-noshdr.so the same with no section headers (as sstrip
@@ -89,3 +90,24 @@ for name, img in (('consistent', image()), ('loading', image(state=1)),
                   ('cycle', image(cycle=True)), ('no-debug', image(debug=False))):
     open(sys.argv[1] + '/' + name, 'wb').write(img)
 PY
+
+# fuzz_elf: tiny_mdi.so, stripped, its function symbols only in
+# .gnu_debugdata (MiniDebugInfo, as Fedora's find-debuginfo makes it and the
+# Makefile's fx_jemalloc_mdi): fuzz_elf names its input like an allocator,
+# so the xz stream is decompressed and its .symtab read.
+cat >"$tmp/mdi.c" <<'C'
+static int hidden_a(int x) { return x * 3; }
+static int hidden_b(int x) { return hidden_a(x) + 1; }
+int exported(int x) { return hidden_b(x) - 2; }
+C
+gcc -shared -fPIC -nostdlib -O0 -Wl,-z,noseparate-code -Wl,--build-id=none -o "$tmp/mdi.so" \
+	"$tmp/mdi.c"
+nm -D --format=posix --defined-only "$tmp/mdi.so" | awk '{ print $1 }' | sort >"$tmp/dynsyms"
+nm --format=posix --defined-only "$tmp/mdi.so" | awk '$2 ~ /^[Tt]$/ { print $1 }' | sort \
+	>"$tmp/funcsyms"
+comm -13 "$tmp/dynsyms" "$tmp/funcsyms" >"$tmp/keep"
+objcopy --only-keep-debug "$tmp/mdi.so" "$tmp/full"
+objcopy -S --remove-section .comment --keep-symbols="$tmp/keep" "$tmp/full" "$tmp/mini"
+xz "$tmp/mini"
+objcopy --strip-all --remove-section .comment "$tmp/mdi.so" "$tmp/stripped"
+objcopy --add-section .gnu_debugdata="$tmp/mini.xz" "$tmp/stripped" "$here/corpus/elf/tiny_mdi.so"
