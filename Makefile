@@ -496,7 +496,7 @@ torture: deps
 # `make test` replays the same regression inputs and seeds through each
 # target without clang: $(B)/fuzz-replay/NAME is the target built with gcc,
 # ASan and UBSan, around tests/fuzz/replay.c (prints PASS/FAIL fuzz-replay-NAME).
-FUZZ_TARGETS ?= seccomp elf maps status text prof demangle got tcprof glxml evidence linkmap
+FUZZ_TARGETS ?= seccomp elf maps status text prof demangle got tcprof glxml evidence linkmap sampler
 FUZZ_SECONDS ?= $(or $(ENGINE_FUZZ_SECONDS),30)
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

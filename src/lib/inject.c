@@ -836,23 +836,62 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 	return 0;
 }
 
-struct agg {
-	uint32_t id;
-	uint64_t objs, bytes;
-};
-
 static int by_id(const void *a, const void *b)
 {
-	const struct agg *x = a, *y = b;
+	const struct inj_site *x = a, *y = b;
 
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 static int by_bytes(const void *a, const void *b)
 {
-	const struct agg *x = a, *y = b;
+	const struct inj_site *x = a, *y = b;
 
 	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+size_t inj_sites(const struct hcs_live *live, size_t nlive, const struct hcs_stack *st,
+		 size_t nst, struct inj_site *out, struct inj_site *tot)
+{
+	size_t na = 0, k = 0;
+
+	memset(tot, 0, sizeof(*tot));
+	for (size_t i = 0; i < nlive; i++) {
+		uint32_t id = (uint32_t)(live[i].meta & 0xffffff);
+
+		if (live[i].ptr <= HCS_TOMB || !live[i].meta || !id || id >= nst || !st[id].nframes ||
+		    st[id].nframes > HCS_MAXFRAMES)
+			continue;
+		out[na++] = (struct inj_site){ id, 1, live[i].meta >> 24 };
+	}
+	qsort(out, na, sizeof(*out), by_id);
+	for (size_t i = 0; i < na; i++) {
+		if (k && out[k - 1].id == out[i].id) {
+			out[k - 1].objs++;
+			out[k - 1].bytes += out[i].bytes;
+		} else {
+			out[k++] = out[i];
+		}
+		tot->objs++;
+		tot->bytes += out[i].bytes;
+	}
+	qsort(out, k, sizeof(*out), by_bytes);
+	return k;
+}
+
+void inj_write_sites(FILE *f, uint64_t interval, const struct inj_site *sites, size_t n,
+		     const struct inj_site *tot, const struct hcs_stack *st)
+{
+	fprintf(f, "heap_v2/%" PRIu64 "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", interval,
+		tot->objs, tot->bytes);
+	for (size_t i = 0; i < n; i++) {
+		const struct hcs_stack *s = &st[sites[i].id];
+
+		fputc('@', f);
+		for (uint32_t k = 0; k < s->nframes; k++)
+			fprintf(f, " 0x%" PRIx64, s->frames[k]);
+		fprintf(f, "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", sites[i].objs, sites[i].bytes);
+	}
 }
 
 /*
@@ -862,10 +901,10 @@ static int by_bytes(const void *a, const void *b)
  */
 int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err *err)
 {
-	size_t nlive = 1u << HCS_LIVE_BITS, nst, na = 0;
+	size_t nlive = 1u << HCS_LIVE_BITS, nst, na;
 	struct hcs_live *live = malloc(nlive * sizeof(*live));
 	struct hcs_stack *st = NULL;
-	struct agg *ag = NULL, tot = { 0 };
+	struct inj_site *ag = NULL, tot;
 	char path[96], buf[8192];
 	FILE *f = NULL, *maps = NULL;
 	int rc = -1;
@@ -882,47 +921,14 @@ int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err
 	if (mem_read(t->pid, t->memfd, in->s.live, live, nlive * sizeof(*live), err) < 0 ||
 	    mem_read(t->pid, t->memfd, in->s.stacks, st, nst * sizeof(*st), err) < 0)
 		goto done;
-	for (size_t i = 0; i < nlive; i++) {
-		uint32_t id = (uint32_t)(live[i].meta & 0xffffff);
-
-		if (live[i].ptr <= HCS_TOMB || !live[i].meta || !id || id >= nst || !st[id].nframes ||
-		    st[id].nframes > HCS_MAXFRAMES)
-			continue;
-		ag[na++] = (struct agg){ id, 1, live[i].meta >> 24 };
-	}
-	qsort(ag, na, sizeof(*ag), by_id);
-	{
-		size_t k = 0;
-
-		for (size_t i = 0; i < na; i++) {
-			if (k && ag[k - 1].id == ag[i].id) {
-				ag[k - 1].objs++;
-				ag[k - 1].bytes += ag[i].bytes;
-			} else {
-				ag[k++] = ag[i];
-			}
-			tot.objs++;
-			tot.bytes += ag[i].bytes;
-		}
-		na = k;
-	}
-	qsort(ag, na, sizeof(*ag), by_bytes);
+	na = inj_sites(live, nlive, st, nst, ag, &tot);
 	f = fopen(out, "we");
 	if (!f) {
 		err_set(err, HC_E_IO, errno, "cannot write %s: %s", out, strerror(errno));
 		err->local = true;
 		goto done;
 	}
-	fprintf(f, "heap_v2/%" PRIu64 "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", in->s.interval,
-		tot.objs, tot.bytes);
-	for (size_t i = 0; i < na; i++) {
-		const struct hcs_stack *s = &st[ag[i].id];
-
-		fputc('@', f);
-		for (uint32_t k = 0; k < s->nframes; k++)
-			fprintf(f, " 0x%" PRIx64, s->frames[k]);
-		fprintf(f, "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", ag[i].objs, ag[i].bytes);
-	}
+	inj_write_sites(f, in->s.interval, ag, na, &tot, st);
 	fputs("\nMAPPED_LIBRARIES:\n", f);
 	snprintf(path, sizeof(path), "%s/maps", t->proc);
 	maps = fopen(path, "re");
