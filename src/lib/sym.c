@@ -460,8 +460,9 @@ static const char *debuglink(Elf *elf)
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		/* a SHT_NOBITS section has a size but no bytes: d_buf is NULL */
 		if (n && !strcmp(n, ".gnu_debuglink") && (d = elf_getdata(scn, NULL)) &&
-		    d->d_size > 4 && memchr(d->d_buf, 0, d->d_size))
+		    d->d_buf && d->d_size > 4 && memchr(d->d_buf, 0, d->d_size))
 			return d->d_buf;
 	}
 	return NULL;
