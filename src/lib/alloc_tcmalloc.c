@@ -532,32 +532,44 @@ static bool heapctl_stack(const struct tc_frames *f, const char *s, const char *
 	return false;
 }
 
+/* to += b, unless a count is negative or the sum would overflow: not a profile of gperftools' */
+static bool add_counts(int64_t to[4], const int64_t b[4])
+{
+	for (int i = 0; i < 4; i++)
+		if (b[i] < 0 || to[i] > INT64_MAX - b[i])
+			return false;
+	for (int i = 0; i < 4; i++)
+		to[i] += b[i];
+	return true;
+}
+
 /*
  * GetHeapProfile() mallocs its 1 MiB buffer while the profiler's hooks are
  * on, so every dump would show heapctl's buffers (this one in use, the
  * earlier ones in the totals) as the top entry.  Drop the buckets whose
  * stacks are heapctl's, and take their counts out of the header's totals.
- * Anything not in the expected shape is passed through unchanged.
+ * Anything not in the expected shape is passed through unchanged: a header
+ * whose counts are not on its first line, a negative count, totals that
+ * would overflow.
  */
 char *tc_profile_filter(char *text, size_t *len, const struct tc_frames *f)
 {
 	int64_t tot[4], drop[4] = { 0, 0, 0, 0 };
-	char *out, *o, *s = text, *end = text + *len, *hdr_at;
+	char *out, *o, *s = text, *end = text + *len, *hdr_at, *hdr_nl;
 	int n = 0;
 
 	if (sscanf(text, "heap profile: %" SCNd64 ": %" SCNd64 " [%" SCNd64 ": %" SCNd64 "] @%n",
-		   &tot[0], &tot[1], &tot[2], &tot[3], &n) != 4 || !n)
+		   &tot[0], &tot[1], &tot[2], &tot[3], &n) != 4 || !n ||
+	    tot[0] < 0 || tot[1] < 0 || tot[2] < 0 || tot[3] < 0)
 		return text;
 	hdr_at = text + n;
+	hdr_nl = memchr(text, '\n', *len);
+	if (!hdr_nl || hdr_at > hdr_nl)
+		return text;
 	out = malloc(*len + 128);
 	if (!out)
 		return text;
-	s = memchr(text, '\n', *len);
-	if (!s) {
-		free(out);
-		return text;
-	}
-	s++;
+	s = hdr_nl + 1;
 	o = out;
 	while (s < end) {
 		char *nl = memchr(s, '\n', (size_t)(end - s));
@@ -565,11 +577,21 @@ char *tc_profile_filter(char *text, size_t *len, const struct tc_frames *f)
 		int64_t b[4];
 		int m = 0;
 
-		if (sscanf(s, "%" SCNd64 ": %" SCNd64 " [%" SCNd64 ": %" SCNd64 "] @%n", &b[0], &b[1],
-			   &b[2], &b[3], &m) == 4 && m && s + m <= le &&
+		/*
+		 * The line goes where it is copied to first, and is read there
+		 * NUL-terminated: sscanf() takes the length of whatever it is
+		 * given, so each line read in place costs a pass over the rest
+		 * of the profile.  A bucket that is dropped is not kept there.
+		 */
+		memcpy(o, s, (size_t)(le - s));
+		o[le - s] = 0;
+		if (sscanf(o, "%" SCNd64 ": %" SCNd64 " [%" SCNd64 ": %" SCNd64 "] @%n", &b[0], &b[1],
+			   &b[2], &b[3], &m) == 4 && m &&
 		    heapctl_stack(f, s + m, nl ? nl : end)) {
-			for (int i = 0; i < 4; i++)
-				drop[i] += b[i];
+			if (!add_counts(drop, b)) {
+				free(out);
+				return text;
+			}
 			s = le;
 			continue;
 		}
@@ -579,7 +601,6 @@ char *tc_profile_filter(char *text, size_t *len, const struct tc_frames *f)
 			o += end - s;
 			break;
 		}
-		memcpy(o, s, (size_t)(le - s));
 		o += le - s;
 		s = le;
 	}
@@ -588,8 +609,8 @@ char *tc_profile_filter(char *text, size_t *len, const struct tc_frames *f)
 		return text;
 	}
 	{
-		size_t body = (size_t)(o - out), hl;
-		char hdr[128], *nl = memchr(hdr_at, '\n', (size_t)(end - hdr_at));
+		size_t body = (size_t)(o - out), hl, hrest = (size_t)(hdr_nl - hdr_at) + 1;
+		char hdr[128];
 		char *res;
 
 		hl = (size_t)snprintf(hdr, sizeof(hdr),
@@ -597,16 +618,16 @@ char *tc_profile_filter(char *text, size_t *len, const struct tc_frames *f)
 				      ": %8" PRId64 "] @",
 				      tot[0] - drop[0], tot[1] - drop[1], tot[2] - drop[2],
 				      tot[3] - drop[3]);
-		res = malloc(hl + (size_t)(nl - hdr_at) + 1 + body + 1);
+		res = malloc(hl + hrest + body + 1);
 		if (!res || hl >= sizeof(hdr)) {
 			free(res);
 			free(out);
 			return text;
 		}
 		memcpy(res, hdr, hl);
-		memcpy(res + hl, hdr_at, (size_t)(nl - hdr_at) + 1);
-		memcpy(res + hl + (size_t)(nl - hdr_at) + 1, out, body);
-		*len = hl + (size_t)(nl - hdr_at) + 1 + body;
+		memcpy(res + hl, hdr_at, hrest);
+		memcpy(res + hl + hrest, out, body);
+		*len = hl + hrest + body;
 		res[*len] = 0;
 		pr_info("left heapctl's own buffers out of the profile: %" PRId64 " in use, %" PRId64
 			" allocated", drop[0], drop[2]);

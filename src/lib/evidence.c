@@ -200,29 +200,15 @@ static void cache_add(const struct stat *st, int r, const struct evidence *ev)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-int evidence_file(int fd, struct evidence *ev)
+int evidence_elf(Elf *elf, struct evidence *ev)
 {
-	struct stat st;
 	struct tally ta;
 	uint64_t budget = EV_MAX_BYTES;
 	Elf_Scn *scn = NULL;
-	Elf *elf;
 	bool scanned = false;
-	int r = 0;
 
 	memset(&ta, 0, sizeof(ta));
 	memset(ev, 0, sizeof(*ev));
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0)
-		memset(&st, 0, sizeof(st));
-	else if ((r = cache_find(&st, ev)) != -2) {
-		close(fd);
-		return r;
-	}
-	elf = sym_elf_open(fd);
-	if (!elf)
-		return -1;
 	while ((scn = elf_nextscn(elf, scn)) && budget) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -263,7 +249,28 @@ int evidence_file(int fd, struct evidence *ev)
 				budget -= ph.p_filesz;
 			}
 	}
-	r = judge(&ta, ev);
+	return judge(&ta, ev);
+}
+
+int evidence_file(int fd, struct evidence *ev)
+{
+	struct stat st;
+	Elf *elf;
+	int r = 0;
+
+	memset(ev, 0, sizeof(*ev));
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		memset(&st, 0, sizeof(st));
+	else if ((r = cache_find(&st, ev)) != -2) {
+		close(fd);
+		return r;
+	}
+	elf = sym_elf_open(fd);
+	if (!elf)
+		return -1;
+	r = evidence_elf(elf, ev);
 	if (st.st_ino)
 		cache_add(&st, r, ev);
 	elf_end(elf);
@@ -316,7 +323,7 @@ static bool out_of_scope(const struct obj *o)
  * read-only PT_LOAD segments, from the program headers in memory.  1, 0,
  * or -1 as evidence_file().
  */
-static int evidence_mem(const struct obj *o, struct evidence *ev)
+int evidence_mem(const struct obj *o, struct evidence *ev)
 {
 	uint64_t budget = EV_MAX_MEM;
 	struct tally ta;
@@ -334,15 +341,24 @@ static int evidence_mem(const struct obj *o, struct evidence *ev)
 		return -1;
 	for (unsigned i = 0; i < eh.e_phnum && budget; i++) {
 		uint64_t len = ph[i].p_filesz < budget ? ph[i].p_filesz : budget;
+		uint64_t at = ph[i].p_vaddr + o->bias;
 		char *buf;
 
-		if (ph[i].p_type != PT_LOAD || (ph[i].p_flags & PF_W) || !len)
+		/*
+		 * Only within o's own mappings: past them is another object's
+		 * memory, whose strings are not o's, or nothing, for which a
+		 * buffer of the size the header claims (up to 64 MiB) would be
+		 * allocated in vain.
+		 */
+		if (ph[i].p_type != PT_LOAD || (ph[i].p_flags & PF_W) || !len || at < o->lo ||
+		    at >= o->hi)
 			continue;
+		if (len > o->hi - at)
+			len = o->hi - at;
 		buf = malloc(len);
 		if (!buf)
 			break;
-		if (mem_read(o->pid, -1, ph[i].p_vaddr + o->bias, buf, len,
-			     &(struct hc_err){ 0 }) == 0) {
+		if (mem_read(o->pid, -1, at, buf, len, &(struct hc_err){ 0 }) == 0) {
 			scan_buf(buf, len, &ta);
 			scanned = true;
 			budget -= len;

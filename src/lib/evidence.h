@@ -8,7 +8,6 @@
 #include "err.h"
 
 struct hc_target;
-struct obj;
 
 struct evidence {
 	const char *alloc; /* "jemalloc", "tcmalloc", "mimalloc" */
@@ -20,6 +19,21 @@ struct evidence {
  * carries an allocator's signs, 0 if not, -1 unreadable.
  */
 int evidence_file(int fd, struct evidence *ev);
+/*
+ * The part of evidence_file() after the file is open: the signs in an ELF
+ * image already handed to libelf (its read-only sections, or without
+ * section headers its read-only PT_LOAD segments).  The file's contents
+ * are the target's: fuzzed from memory.  1 with ev filled, or 0.
+ */
+struct Elf;
+int evidence_elf(struct Elf *elf, struct evidence *ev);
+/*
+ * The same signs in o's loaded image, for an object whose file cannot be
+ * opened: its read-only PT_LOAD segments, through the ELF and program
+ * headers at o->base in o->pid's memory.  1, 0, or -1 as evidence_file().
+ */
+struct obj;
+int evidence_mem(const struct obj *o, struct evidence *ev);
 /*
  * Does o name an allocator (libjemalloc.so.2) or carry one's signs?  Only
  * then are its symbols worth looking for elsewhere (sym.c): every stripped

@@ -10,13 +10,13 @@
  * made executable (MemoryDenyWriteExecute holds).
  *
  * Everything that needs no stopped thread is done before the borrow: the
- * slots to hook are found in each object's dynamic section, read from the
- * target's memory (a deleted or unreadable file is no obstacle).  A dump
- * reads the tables with process_vm_readv and runs nothing in the target.
+ * slots to hook are found in each object's dynamic section (got.c), read
+ * from the target's memory (a deleted or unreadable file is no obstacle).
+ * A dump reads the tables with process_vm_readv and runs nothing in the
+ * target.
  */
 #include <dirent.h>
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -28,6 +28,7 @@
 
 #include "../sampler/hcs.h"
 #include "call.h"
+#include "got.h"
 #include "inject.h"
 #include "log.h"
 #include "ptrace.h"
@@ -256,105 +257,54 @@ static int hook_id(const char *name, const uint64_t *orig)
 	return -1;
 }
 
-/* A dynamic-section address: relocated by ld.so or not, depending on the arch and version. */
-static uint64_t dyn_addr(const struct obj *o, uint64_t v)
-{
-	return v < o->base ? v + o->bias : v;
-}
-
-struct dyn {
-	uint64_t rela, relasz, jmprel, pltrelsz, symtab, strtab, strsz;
-	int pltrel;
+/* The target's side of got.c's reading: its memory, the hooks, its mappings. */
+struct slot_ctx {
+	struct hc_target *t;
+	const uint64_t *orig;
+	const struct range *maps;
+	size_t nmaps;
 };
 
-static int read_dyn(struct hc_target *t, const struct obj *o, struct dyn *d, struct hc_err *err)
+static int slot_read(void *arg, uint64_t raddr, void *buf, size_t len)
 {
-	Elf64_Dyn ents[128];
+	const struct slot_ctx *c = arg;
 
-	memset(d, 0, sizeof(*d));
-	if (!o->dynamic || mem_read(t->pid, t->memfd, o->dynamic, ents, sizeof(ents), err) < 0)
-		return -1;
-	for (size_t i = 0; i < 128 && ents[i].d_tag != DT_NULL; i++) {
-		uint64_t v = ents[i].d_un.d_val;
+	return mem_read(c->t->pid, c->t->memfd, raddr, buf, len, &(struct hc_err){ 0 });
+}
 
-		switch (ents[i].d_tag) {
-		case DT_RELA: d->rela = dyn_addr(o, v); break;
-		case DT_RELASZ: d->relasz = v; break;
-		case DT_JMPREL: d->jmprel = dyn_addr(o, v); break;
-		case DT_PLTRELSZ: d->pltrelsz = v; break;
-		case DT_PLTREL: d->pltrel = (int)v; break;
-		case DT_SYMTAB: d->symtab = dyn_addr(o, v); break;
-		case DT_STRTAB: d->strtab = dyn_addr(o, v); break;
-		case DT_STRSZ: d->strsz = v; break;
-		default: break;
-		}
-	}
-	/* x86_64 and aarch64 use RELA only; a REL table would be another arch's. */
-	return d->symtab && d->strtab && d->strsz && d->strsz < (64u << 20) ? 0 : -1;
+static int slot_hook(void *arg, const char *name)
+{
+	const struct slot_ctx *c = arg;
+
+	return hook_id(name, c->orig);
+}
+
+static int slot_prot(void *arg, uint64_t raddr)
+{
+	const struct slot_ctx *c = arg;
+
+	return prot_at(c->maps, c->nmaps, raddr);
 }
 
 /* Append o's GOT slots that bind to a hooked function. */
 static void object_slots(struct hc_target *t, const struct obj *o, const uint64_t *orig,
 			 const struct range *maps, size_t nmaps, struct hcs_slot *out, unsigned *n)
 {
-	struct hc_err e = { 0 };
-	struct dyn d;
-	char *strs = NULL;
-	Elf64_Rela *rel = NULL;
-	Elf64_Sym *syms = NULL;
-	uint64_t tab_at[2], tab_len[2];
+	struct slot_ctx c = { t, orig, maps, nmaps };
+	struct got_src s = {
+		.read = slot_read,
+		.hook = slot_hook,
+		.prot = slot_prot,
+		.arg = &c,
+		.dynamic = o->dynamic,
+		.dynamic_len = o->dynamic_len,
+		.base = o->base,
+		.bias = o->bias,
+		.r_jump_slot = t->arch->r_jump_slot,
+		.r_glob_dat = t->arch->r_glob_dat,
+	};
 
-	if (read_dyn(t, o, &d, &e) < 0)
-		return;
-	tab_at[0] = d.rela;
-	tab_len[0] = d.relasz;
-	tab_at[1] = d.pltrel == DT_RELA ? d.jmprel : 0;
-	tab_len[1] = d.pltrelsz;
-	strs = malloc(d.strsz + 1);
-	if (!strs || mem_read(t->pid, t->memfd, d.strtab, strs, d.strsz, &e) < 0)
-		goto out;
-	strs[d.strsz] = 0;
-	for (int k = 0; k < 2; k++) {
-		size_t nrel = tab_len[k] / sizeof(Elf64_Rela);
-
-		if (!tab_at[k] || !nrel || tab_len[k] > (64u << 20))
-			continue;
-		free(rel);
-		rel = malloc(nrel * sizeof(*rel));
-		if (!rel || mem_read(t->pid, t->memfd, tab_at[k], rel, nrel * sizeof(*rel), &e) < 0)
-			goto out;
-		{
-			/* the symbols the relocations name, in one read (no DT_ entry gives the count) */
-			uint32_t nsym = 0;
-
-			for (size_t i = 0; i < nrel; i++)
-				if (ELF64_R_SYM(rel[i].r_info) >= nsym)
-					nsym = (uint32_t)ELF64_R_SYM(rel[i].r_info) + 1;
-			free(syms);
-			syms = nsym && nsym < (1u << 20) ? malloc(nsym * sizeof(*syms)) : NULL;
-			if (!syms || mem_read(t->pid, t->memfd, d.symtab, syms, nsym * sizeof(*syms), &e) < 0)
-				continue;
-		}
-		for (size_t i = 0; i < nrel && *n < HCS_MAXSLOTS; i++) {
-			uint32_t type = ELF64_R_TYPE(rel[i].r_info), si = ELF64_R_SYM(rel[i].r_info);
-			uint64_t slot = rel[i].r_offset + o->bias;
-			int id, prot;
-
-			if (!si || (type != t->arch->r_jump_slot && type != t->arch->r_glob_dat))
-				continue;
-			if (syms[si].st_name >= d.strsz || (id = hook_id(strs + syms[si].st_name, orig)) < 0)
-				continue;
-			prot = prot_at(maps, nmaps, slot);
-			if (prot < 0 || (slot & 7))
-				continue;
-			out[*n] = (struct hcs_slot){ .addr = slot, .id = (uint32_t)id, .prot = (uint32_t)prot };
-			(*n)++;
-		}
-	}
-out:
-	free(syms);
-	free(rel);
-	free(strs);
+	got_slots_from_dynamic(&s, out, n, HCS_MAXSLOTS);
 }
 
 static int by_addr(const void *a, const void *b)
@@ -886,23 +836,62 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 	return 0;
 }
 
-struct agg {
-	uint32_t id;
-	uint64_t objs, bytes;
-};
-
 static int by_id(const void *a, const void *b)
 {
-	const struct agg *x = a, *y = b;
+	const struct inj_site *x = a, *y = b;
 
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 static int by_bytes(const void *a, const void *b)
 {
-	const struct agg *x = a, *y = b;
+	const struct inj_site *x = a, *y = b;
 
 	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+size_t inj_sites(const struct hcs_live *live, size_t nlive, const struct hcs_stack *st,
+		 size_t nst, struct inj_site *out, struct inj_site *tot)
+{
+	size_t na = 0, k = 0;
+
+	memset(tot, 0, sizeof(*tot));
+	for (size_t i = 0; i < nlive; i++) {
+		uint32_t id = (uint32_t)(live[i].meta & 0xffffff);
+
+		if (live[i].ptr <= HCS_TOMB || !live[i].meta || !id || id >= nst || !st[id].nframes ||
+		    st[id].nframes > HCS_MAXFRAMES)
+			continue;
+		out[na++] = (struct inj_site){ id, 1, live[i].meta >> 24 };
+	}
+	qsort(out, na, sizeof(*out), by_id);
+	for (size_t i = 0; i < na; i++) {
+		if (k && out[k - 1].id == out[i].id) {
+			out[k - 1].objs++;
+			out[k - 1].bytes += out[i].bytes;
+		} else {
+			out[k++] = out[i];
+		}
+		tot->objs++;
+		tot->bytes += out[i].bytes;
+	}
+	qsort(out, k, sizeof(*out), by_bytes);
+	return k;
+}
+
+void inj_write_sites(FILE *f, uint64_t interval, const struct inj_site *sites, size_t n,
+		     const struct inj_site *tot, const struct hcs_stack *st)
+{
+	fprintf(f, "heap_v2/%" PRIu64 "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", interval,
+		tot->objs, tot->bytes);
+	for (size_t i = 0; i < n; i++) {
+		const struct hcs_stack *s = &st[sites[i].id];
+
+		fputc('@', f);
+		for (uint32_t k = 0; k < s->nframes; k++)
+			fprintf(f, " 0x%" PRIx64, s->frames[k]);
+		fprintf(f, "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", sites[i].objs, sites[i].bytes);
+	}
 }
 
 /*
@@ -912,10 +901,10 @@ static int by_bytes(const void *a, const void *b)
  */
 int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err *err)
 {
-	size_t nlive = 1u << HCS_LIVE_BITS, nst, na = 0;
+	size_t nlive = 1u << HCS_LIVE_BITS, nst, na;
 	struct hcs_live *live = malloc(nlive * sizeof(*live));
 	struct hcs_stack *st = NULL;
-	struct agg *ag = NULL, tot = { 0 };
+	struct inj_site *ag = NULL, tot;
 	char path[96], buf[8192];
 	FILE *f = NULL, *maps = NULL;
 	int rc = -1;
@@ -932,47 +921,14 @@ int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err
 	if (mem_read(t->pid, t->memfd, in->s.live, live, nlive * sizeof(*live), err) < 0 ||
 	    mem_read(t->pid, t->memfd, in->s.stacks, st, nst * sizeof(*st), err) < 0)
 		goto done;
-	for (size_t i = 0; i < nlive; i++) {
-		uint32_t id = (uint32_t)(live[i].meta & 0xffffff);
-
-		if (live[i].ptr <= HCS_TOMB || !live[i].meta || !id || id >= nst || !st[id].nframes ||
-		    st[id].nframes > HCS_MAXFRAMES)
-			continue;
-		ag[na++] = (struct agg){ id, 1, live[i].meta >> 24 };
-	}
-	qsort(ag, na, sizeof(*ag), by_id);
-	{
-		size_t k = 0;
-
-		for (size_t i = 0; i < na; i++) {
-			if (k && ag[k - 1].id == ag[i].id) {
-				ag[k - 1].objs++;
-				ag[k - 1].bytes += ag[i].bytes;
-			} else {
-				ag[k++] = ag[i];
-			}
-			tot.objs++;
-			tot.bytes += ag[i].bytes;
-		}
-		na = k;
-	}
-	qsort(ag, na, sizeof(*ag), by_bytes);
+	na = inj_sites(live, nlive, st, nst, ag, &tot);
 	f = fopen(out, "we");
 	if (!f) {
 		err_set(err, HC_E_IO, errno, "cannot write %s: %s", out, strerror(errno));
 		err->local = true;
 		goto done;
 	}
-	fprintf(f, "heap_v2/%" PRIu64 "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", in->s.interval,
-		tot.objs, tot.bytes);
-	for (size_t i = 0; i < na; i++) {
-		const struct hcs_stack *s = &st[ag[i].id];
-
-		fputc('@', f);
-		for (uint32_t k = 0; k < s->nframes; k++)
-			fprintf(f, " 0x%" PRIx64, s->frames[k]);
-		fprintf(f, "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", ag[i].objs, ag[i].bytes);
-	}
+	inj_write_sites(f, in->s.interval, ag, na, &tot, st);
 	fputs("\nMAPPED_LIBRARIES:\n", f);
 	snprintf(path, sizeof(path), "%s/maps", t->proc);
 	maps = fopen(path, "re");

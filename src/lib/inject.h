@@ -9,7 +9,9 @@
 #define HC_INJECT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../sampler/hcs.h"
 
@@ -55,5 +57,23 @@ int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err);
 int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, struct hc_err *err);
 /* Write the sampled live heap to out (heapctl's side), as jemalloc's heap_v2. */
 int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err *err);
+
+/* One allocation site of a dump: a stack of the sampler's, and what is live there. */
+struct inj_site {
+	uint32_t id; /* into the stack table */
+	uint64_t objs, bytes;
+};
+/*
+ * inj_dump()'s reading of the sampler's tables as read from the target
+ * (its writable memory, so fuzzed): the live entries that name a stack
+ * below nst with 1..HCS_MAXFRAMES frames, summed per stack into out (room
+ * for nlive), the most bytes first, and over all of them into *tot.
+ * Returns how many sites.
+ */
+size_t inj_sites(const struct hcs_live *live, size_t nlive, const struct hcs_stack *st,
+		 size_t nst, struct inj_site *out, struct inj_site *tot);
+/* Them as heap_v2 text, its header and one stack each (st: the table they index). */
+void inj_write_sites(FILE *f, uint64_t interval, const struct inj_site *sites, size_t n,
+		     const struct inj_site *tot, const struct hcs_stack *st);
 
 #endif

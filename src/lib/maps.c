@@ -35,6 +35,7 @@
  * and tcmalloc's spans are plain anonymous memory and stay in "other
  * anonymous" (`heapctl stats` tells how much of that the allocator holds).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -109,8 +110,20 @@ static int parse_header(const char *line, size_t len, struct vma *v, enum hc_map
 {
 	char buf[512], perms[8] = "", path[400] = "";
 	unsigned long long start, end, off, inode;
+	size_t i = 0;
 	int n = 0;
 
+	/*
+	 * Most lines are "Key: value kB", some twenty per mapping: no hex
+	 * number for sscanf()'s first %llx (after blanks and a sign), so no
+	 * header, told without copying the line and running sscanf() on it.
+	 */
+	while (i < len && isspace((unsigned char)line[i]))
+		i++;
+	if (i < len && (line[i] == '+' || line[i] == '-'))
+		i++;
+	if (i >= len || !isxdigit((unsigned char)line[i]))
+		return 0;
 	if (len >= sizeof(buf))
 		len = sizeof(buf) - 1;
 	memcpy(buf, line, len);

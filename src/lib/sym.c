@@ -24,6 +24,7 @@
 #include "log.h"
 #include "ptrace.h"
 #include "evidence.h"
+#include "linkmap.h"
 #include "target.h"
 #include "troot.h"
 
@@ -353,24 +354,34 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
+static int lm_read(void *arg, uint64_t raddr, void *buf, size_t len)
+{
+	struct hc_target *t = arg;
+
+	return mem_read(t->pid, t->memfd, raddr, buf, len, &(struct hc_err){ 0 });
+}
+
+static void lm_entry(void *arg, uint64_t l_ld, unsigned idx)
+{
+	struct obj *o = obj_at(arg, l_ld);
+
+	if (o && o->link_idx == UINT32_MAX)
+		o->link_idx = idx;
+}
+
 /*
  * Number the objects in the dynamic linker's search order: the link_map
- * list behind the executable's DT_DEBUG entry (struct r_debug, <link.h>).
- * Objects are matched by their dynamic section's address, which is the
- * same however the path was spelled.  Unlisted objects keep UINT_MAX.
+ * list behind the executable's DT_DEBUG entry (linkmap.c).  Objects are
+ * matched by their dynamic section's address, which is the same however
+ * the path was spelled.  Unlisted objects keep UINT_MAX.
  *
- * The same entry tells whether the loader is done: it fills DT_DEBUG before
- * it maps the libraries and sets r_state to RT_CONSISTENT once they are
- * mapped and relocated (and again after each dlopen).  Until then a
- * library's functions may not be callable: t->loading.
+ * The same entry tells whether the loader is done: until then a library's
+ * functions may not be callable: t->loading.
  */
 static void link_order(struct hc_target *t)
 {
 	struct obj *exe = NULL;
-	uint64_t rdebug = 0, lm;
-	unsigned int idx = 0;
-	bool ldso = false, tag = false;
-	int32_t state = 0;
+	bool ldso = false;
 
 	t->loading = false;
 	for (size_t i = 0; i < t->nobjs; i++) {
@@ -379,45 +390,11 @@ static void link_order(struct hc_target *t)
 			exe = &t->objs[i];
 		ldso |= t->objs[i].is_ldso;
 	}
-	if (!exe || !exe->dynamic)
-		return; /* static: nothing is searched */
-	for (uint64_t at = exe->dynamic;; at += sizeof(Elf64_Dyn)) {
-		Elf64_Dyn d;
-		struct hc_err e = { 0 };
-
-		if (mem_read(t->pid, t->memfd, at, &d, sizeof(d), &e) < 0 || d.d_tag == DT_NULL)
-			break;
-		if (d.d_tag == DT_DEBUG) {
-			rdebug = d.d_un.d_ptr;
-			tag = true;
-		}
-		if (at - exe->dynamic > 4096)
-			break;
-	}
-	/* a static-pie has DT_DEBUG too, but no loader to wait for */
-	if (!ldso || !tag)
+	/* static: nothing is searched; a static-pie has DT_DEBUG, but no loader to wait for */
+	if (!exe || !exe->dynamic || !ldso)
 		return;
-	/* r_debug: int r_version; struct link_map *r_map; ElfW(Addr) r_brk; r_state */
-	if (!rdebug || mem_read(t->pid, t->memfd, rdebug + 24, &state, 4, &(struct hc_err){ 0 }) < 0 ||
-	    state != 0 /* RT_CONSISTENT */) {
-		t->loading = true;
-		return;
-	}
-	if (mem_read(t->pid, t->memfd, rdebug + 8, &lm, 8, &(struct hc_err){ 0 }) < 0)
-		return;
-	while (lm && idx < 4096) {
-		/* link_map: l_addr, l_name, l_ld, l_next, l_prev */
-		uint64_t f[4];
-		struct obj *o;
-
-		if (mem_read(t->pid, t->memfd, lm, f, sizeof(f), &(struct hc_err){ 0 }) < 0)
-			break;
-		o = obj_at(t, f[2]);
-		if (o && o->link_idx == UINT32_MAX)
-			o->link_idx = idx;
-		idx++;
-		lm = f[3];
-	}
+	t->loading = linkmap_walk(&(struct linkmap_src){ .read = lm_read, .entry = lm_entry,
+							 .arg = t, .dynamic = exe->dynamic }) > 0;
 }
 
 struct obj *obj_at(struct hc_target *t, uint64_t raddr)
@@ -558,8 +535,9 @@ static const char *debuglink(Elf *elf)
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		/* a SHT_NOBITS section has a size but no bytes: d_buf is NULL */
 		if (n && !strcmp(n, ".gnu_debuglink") && (d = elf_getdata(scn, NULL)) &&
-		    d->d_size > 4 && memchr(d->d_buf, 0, d->d_size))
+		    d->d_buf && d->d_size > 4 && memchr(d->d_buf, 0, d->d_size))
 			return d->d_buf;
 	}
 	return NULL;
@@ -923,33 +901,53 @@ static uint64_t dyn_ptr(const struct obj *o, uint64_t p)
 }
 
 /*
+ * len bytes of o's image at raddr.  The tables the dynamic section names
+ * are in o's own mappings (its first segment): past them lies another
+ * object's memory, or nothing, and a size the target wrote (2^20 symbols,
+ * 64 MiB of strings) would have heapctl read and sift that much in vain.
+ */
+static bool in_img(const struct obj *o, uint64_t raddr, uint64_t len)
+{
+	return !o->hi || (raddr >= o->lo && raddr <= o->hi && len <= o->hi - raddr);
+}
+
+static int img_read(struct hc_target *t, const struct obj *o, uint64_t raddr, void *buf,
+		    size_t len, struct hc_err *err)
+{
+	if (!in_img(o, raddr, len))
+		return err_set(err, HC_E_NO_SYM, 0, "%zu bytes at 0x%llx: outside %s", len,
+			       (unsigned long long)raddr, o->path);
+	return mem_read(t->pid, t->memfd, raddr, buf, len, err);
+}
+
+/*
  * How many entries .dynsym has.  DT_HASH says it (nchain).  DT_GNU_HASH
  * does not: the symbols past symoffset are the hashed ones, in bucket
  * order, so the last is at the end of the chain of the highest bucket
  * start, the entry whose low bit is set (the format of glibc's
  * elf/dl-lookup.c, do_lookup_x()).
  */
-static int dyn_count(struct hc_target *t, uint64_t hash, uint64_t gnu, uint32_t *n,
-		     struct hc_err *err)
+static int dyn_count(struct hc_target *t, const struct obj *o, uint64_t hash, uint64_t gnu,
+		     uint32_t *n, struct hc_err *err)
 {
 	uint32_t h[4], *b, top = 0, w[64];
 	uint64_t chain;
 
 	if (hash) {
-		if (mem_read(t->pid, t->memfd, hash, h, 8, err) < 0)
+		if (img_read(t, o, hash, h, 8, err) < 0)
 			return -1;
 		*n = h[1];
 		return 0;
 	}
 	/* nbuckets, symoffset, bloom size (in 64-bit words), bloom shift */
-	if (mem_read(t->pid, t->memfd, gnu, h, 16, err) < 0)
+	if (img_read(t, o, gnu, h, 16, err) < 0)
 		return -1;
 	if (!h[0] || h[0] > MEM_MAX_SYMS || h[1] > MEM_MAX_SYMS || h[2] > MEM_MAX_SYMS)
 		return err_set(err, HC_E_NO_SYM, 0, "a DT_GNU_HASH table of %u buckets", h[0]);
 	b = malloc(h[0] * sizeof(*b));
 	if (!b)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	if (mem_read(t->pid, t->memfd, gnu + 16 + (uint64_t)h[2] * 8, b, h[0] * sizeof(*b),
+	if (img_read(t, o, gnu + 16 + (uint64_t)h[2] * 8, b, h[0] * sizeof(*b),
 		     err) < 0) {
 		free(b);
 		return -1;
@@ -970,10 +968,10 @@ static int dyn_count(struct hc_target *t, uint64_t hash, uint64_t gnu, uint32_t 
 	for (uint32_t i = top; i - top < MEM_MAX_CHAIN && i < MEM_MAX_SYMS;) {
 		size_t k = sizeof(w) / sizeof(w[0]);
 
-		if (mem_read(t->pid, t->memfd, chain + (uint64_t)(i - h[1]) * 4, w, sizeof(w),
+		if (img_read(t, o, chain + (uint64_t)(i - h[1]) * 4, w, sizeof(w),
 			     &(struct hc_err){ 0 }) < 0) {
 			k = 1;
-			if (mem_read(t->pid, t->memfd, chain + (uint64_t)(i - h[1]) * 4, w, 4,
+			if (img_read(t, o, chain + (uint64_t)(i - h[1]) * 4, w, 4,
 				     err) < 0)
 				return -1;
 		}
@@ -1013,7 +1011,7 @@ int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
 	dyn = calloc(ndyn, sizeof(*dyn));
 	if (!dyn)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	if (mem_read(t->pid, t->memfd, o->dynamic, dyn, ndyn * sizeof(*dyn), err) < 0)
+	if (img_read(t, o, o->dynamic, dyn, ndyn * sizeof(*dyn), err) < 0)
 		goto out;
 	for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
 		uint64_t v = dyn[i].d_un.d_val;
@@ -1050,10 +1048,14 @@ int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
 			(unsigned long long)strsz);
 		goto out;
 	}
-	if (dyn_count(t, hash, gnu, &n, err) < 0)
+	if (dyn_count(t, o, hash, gnu, &n, err) < 0)
 		goto out;
 	if (n > MEM_MAX_SYMS) {
 		err_set(err, HC_E_NO_SYM, 0, "a dynamic symbol table of %u entries", n);
+		goto out;
+	}
+	if (!in_img(o, symtab, (uint64_t)n * sizeof(*es)) || !in_img(o, strtab, strsz)) {
+		err_set(err, HC_E_NO_SYM, 0, "its symbol table or strings lie outside it");
 		goto out;
 	}
 	es = calloc(n ? n : 1, sizeof(*es));
@@ -1062,8 +1064,8 @@ int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
 		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		goto out;
 	}
-	if (mem_read(t->pid, t->memfd, symtab, es, n * sizeof(*es), err) < 0 ||
-	    mem_read(t->pid, t->memfd, strtab, str, strsz, err) < 0)
+	if (img_read(t, o, symtab, es, n * sizeof(*es), err) < 0 ||
+	    img_read(t, o, strtab, str, strsz, err) < 0)
 		goto out;
 	str[strsz] = 0;
 	for (uint32_t i = 1; i < n; i++) {

@@ -133,7 +133,8 @@ static void run_dir(const char *dir, int must_exist)
 		names[n++] = p;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_name);
+	if (n) /* an empty directory: names is NULL, which qsort() must not be given */
+		qsort(names, n, sizeof(*names), cmp_name);
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 

@@ -34,6 +34,39 @@ static int judge_strs(const char *const *strs, struct evidence *ev)
 	return judge(&ta, ev);
 }
 
+/*
+ * evidence_mem() on an image in this process: an ELF header, one read-only
+ * PT_LOAD at 0x100 of filesz bytes holding the signs, mapped [lo, hi) of it.
+ */
+#define img_signs "other\0<jemalloc>: Error in malloc\0_RJEM_MALLOC_CONF"
+
+static int mem_image(uint64_t filesz, size_t lo, size_t hi, struct evidence *ev)
+{
+	static const char text[] = img_signs;
+	static _Alignas(4096) uint8_t img[4096];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
+	struct obj o;
+
+	memset(img, 0, sizeof(img));
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_phnum = 1;
+	eh->e_phentsize = sizeof(*ph);
+	ph->p_type = PT_LOAD;
+	ph->p_flags = PF_R;
+	ph->p_vaddr = 0x100;
+	ph->p_filesz = filesz;
+	memcpy(img + 0x100, text, sizeof(text));
+	memset(&o, 0, sizeof(o));
+	o.pid = getpid();
+	o.base = o.bias = (uint64_t)(uintptr_t)img;
+	o.lo = o.base + lo;
+	o.hi = o.base + hi;
+	return evidence_mem(&o, ev);
+}
+
 int main(void)
 {
 	struct evidence ev;
@@ -101,6 +134,17 @@ int main(void)
 
 		CHECK(judge_strs(s, &ev) == 1 && !strcmp(ev.found, "\"<jemalloc>: \" messages"),
 		      "found '%s'", ev.found);
+	}
+	end();
+
+	begin("evidence-mem-own-mappings");
+	{
+		/* the segment within the mappings; then claiming 64 MiB, of which 4 KiB are mapped */
+		CHECK(mem_image(sizeof(img_signs), 0, 4096, &ev) == 1 &&
+		      !strcmp(ev.alloc, "jemalloc"), "in its mappings: %s", ev.found);
+		CHECK(mem_image(64 << 20, 0, 4096, &ev) == 1, "64 MiB claimed, 4 KiB mapped");
+		/* a segment outside the object's mappings is another's memory: not read */
+		CHECK(mem_image(sizeof(img_signs), 0, 0x100, &ev) == -1, "read past its mappings");
 	}
 	end();
 	return nfailed != 0;
