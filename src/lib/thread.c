@@ -224,27 +224,30 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 		t->deadline_ns = now_ns() + 2000000000ull;
 	for (;;) {
 		r = step_wait_ex(t, tid, true, &st, &sig, err);
-		if (r < 0)
-			return -1;
-		if (r == 2)
-			return step_cancelled(t, err);
-		if (r > 0)
-			return err_set(err, HC_E_TIMEOUT, 0,
-				       "thread %d did not stop (uninterruptible sleep?)", tid);
-		if (st == ST_EXITED) {
-			if (s->exec_seen)
-				return step_gone(t, err);
-			snprintf(why, whylen, "thread %d exited", tid);
-			return 0;
-		}
-		if (st != ST_SIGNAL)
+		if (r != 0 || st != ST_SIGNAL)
 			break;
 		/* A signal on its way: deliver it as the kernel would, then stop. */
-		if (ptrace_resume(tid, false, sig, err) < 0)
-			return -1;
+		if (ptrace_resume(tid, false, sig, err) < 0) {
+			r = -1;
+			break;
+		}
 		pr_trace("tid %d: signal %d delivered before the stop", tid, sig);
 	}
+	/* whatever happened: a retry must not find the budget stretched */
 	t->deadline_ns = saved_deadline;
+	if (r < 0)
+		return -1;
+	if (r == 2)
+		return step_cancelled(t, err);
+	if (r > 0)
+		return err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop (uninterruptible sleep?)",
+			       tid);
+	if (st == ST_EXITED) {
+		if (s->exec_seen)
+			return step_gone(t, err);
+		snprintf(why, whylen, "thread %d exited", tid);
+		return 0;
+	}
 	s->at = st;
 	s->stopped = true;
 	s->stopped_ns = now_ns();
