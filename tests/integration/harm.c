@@ -21,7 +21,7 @@
 
 #include "harm.h"
 
-#define REPLY_MS 15000
+#define REPLY_MS cfg.reply_ms
 
 /* ---- counters ------------------------------------------------------- */
 

@@ -396,6 +396,10 @@ int main(int argc, char **argv)
 	 */
 	cfg.maxgap_us = getenv("ITEST_MAXGAP_US") ? atol(getenv("ITEST_MAXGAP_US")) :
 		       cfg.heapctl_sanitized ? MAXGAP_SAN_US : MAXGAP_US;
+	/* an emulated machine runs a victim's bulk work tens of times slower */
+	cfg.reply_ms = getenv("ITEST_REPLY_MS") ? atoi(getenv("ITEST_REPLY_MS")) : 0;
+	if (cfg.reply_ms <= 0)
+		cfg.reply_ms = REPLY_DEF_MS;
 	snprintf(cfg.tmpdir, sizeof(cfg.tmpdir), "/tmp/heapctl-itest.XXXXXX");
 	if (!mkdtemp(cfg.tmpdir)) {
 		perror("itest: mkdtemp");

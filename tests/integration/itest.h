@@ -21,6 +21,7 @@
 #define TEST_TIMEOUT_S	180	/* one test, alarm() watchdog */
 #define MAXGAP_US	50000	/* largest ticker gap tolerated */
 #define MAXGAP_SAN_US	200000	/* ... when heapctl itself is sanitized */
+#define REPLY_DEF_MS	15000	/* a victim's reply to one command */
 
 struct itest_cfg {
 	const char *heapctl;	/* absolute path */
@@ -30,6 +31,7 @@ struct itest_cfg {
 	bool ci;
 	bool heapctl_sanitized;	/* built with SAN=1: slower, and loads the CPUs */
 	long maxgap_us;		/* ticker gap limit in force */
+	int reply_ms;		/* victim reply limit in force (ITEST_REPLY_MS) */
 };
 extern struct itest_cfg cfg;
 

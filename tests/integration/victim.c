@@ -20,7 +20,7 @@
 
 #include "itest.h"
 
-#define REPLY_MS 15000
+#define REPLY_MS cfg.reply_ms
 
 static unsigned int victim_seq;
 
