@@ -503,9 +503,11 @@ torture: deps
 # (tests/fuzz/corpus/NAME) and the corpus it grew before ($(B)/fuzz/corpus-NAME;
 # FUZZ_FRESH=1 starts it over), one target at a time, and the first crash,
 # leak, hang or sanitizer report fails the run.  Each PASS line says how many
-# inputs ran, in how long.  Inputs are at most 64 KiB; maps' at most 8 KiB
-# (FUZZ_SHORT): its parsers work line by line, with no limit above 4 KiB
-# (PATH_MAX), and longer inputs only make each run slower.  The code under
+# inputs ran, in how long.  Inputs are at most 64 KiB, but FUZZ_MAXLEN's: maps'
+# 8 KiB (its parsers work line by line, with no limit above PATH_MAX),
+# glxml's 16 KiB (element by element; 1,025 heaps, past GL_MAX_ARENAS, fit in
+# 15 KiB, as its seed many-arenas shows); longer inputs only make each run
+# slower, covering nothing more.  The code under
 # test is built apart, in $(B)/fuzzobj, with coverage and ASan/UBSan; only the
 # target itself links libFuzzer's main.  Targets reach the library through its
 # own (internal) headers, never by #including a .c file.
@@ -516,7 +518,7 @@ torture: deps
 FUZZ_TARGETS ?= seccomp elf maps status text prof demangle got tcprof glxml evidence linkmap sampler
 FUZZ_SECONDS ?= $(or $(ENGINE_FUZZ_SECONDS),30)
 FUZZ_RUNS ?=
-FUZZ_SHORT ?= maps
+FUZZ_MAXLEN ?= maps=8192 glxml=16384
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -MMD -MP -Iinclude -iquote src/lib -iquote arch \
@@ -570,7 +572,8 @@ fuzz: fuzz-engine
 fuzz-engine: $(FUZZ_BINS)
 	@for f in $(FUZZ_TARGETS); do \
 		case $$f in prof) seeds=$(call fuzz_seeds,prof) ;; *) seeds=tests/fuzz/corpus/$$f ;; esac; \
-		case " $(FUZZ_SHORT) " in *" $$f "*) maxlen=8192 ;; *) maxlen=65536 ;; esac; \
+		maxlen=65536; \
+		for m in $(FUZZ_MAXLEN); do [ "$${m%%=*}" != "$$f" ] || maxlen=$${m#*=}; done; \
 		$(if $(FUZZ_FRESH),rm -rf $(B)/fuzz/corpus-$$f;) \
 		mkdir -p $(B)/fuzz/corpus-$$f; \
 		if ls tests/fuzz/regress/$$f/* >/dev/null 2>&1; then \
