@@ -183,17 +183,23 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 
 /*
  * Is the program heapctl inspected still the one running?  After an execve
- * the executable's ELF header is no longer where maps_load() found it.
+ * the executable's ELF header is no longer where maps_load() found it, and
+ * the /proc/PID/mem heapctl opened, if it was opened before, reads nothing:
+ * it belongs to the memory the execve threw away, while process_vm_readv()
+ * reads the new one.  Both must still show the header.
  */
 bool gadget_same_program(struct hc_target *t)
 {
 	for (size_t i = 0; i < t->nobjs; i++) {
-		uint8_t magic[4];
+		uint8_t magic[4], fmagic[4];
 
 		if (!t->objs[i].is_exe || !t->objs[i].base)
 			continue;
-		return mem_read(t->pid, t->memfd, t->objs[i].base, magic, 4, &(struct hc_err){ 0 }) == 0 &&
-		       !memcmp(magic, "\177ELF", 4);
+		return mem_read(t->pid, -1, t->objs[i].base, magic, 4, &(struct hc_err){ 0 }) == 0 &&
+		       !memcmp(magic, "\177ELF", 4) &&
+		       (t->memfd < 0 ||
+			(mem_read_fd(t->memfd, t->objs[i].base, fmagic, 4) == 0 &&
+			 !memcmp(fmagic, magic, 4)));
 	}
 	return true;
 }

@@ -250,6 +250,11 @@ int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct
 			 (unsigned long long)raddr, pid);
 }
 
+int mem_read_fd(int memfd, uint64_t raddr, void *buf, size_t len)
+{
+	return pread(memfd, buf, len, (off_t)raddr) == (ssize_t)len ? 0 : -1;
+}
+
 int mem_write(int memfd, uint64_t raddr, const void *buf, size_t len, struct hc_err *err)
 {
 	ssize_t n = pwrite(memfd, buf, len, (off_t)raddr);

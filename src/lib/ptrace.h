@@ -43,6 +43,8 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 
 /* Target memory.  mem_read uses process_vm_readv, falling back to memfd. */
 int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct hc_err *err);
+/* Through memfd alone (0 or -1): it reads nothing once the target has run execve. */
+int mem_read_fd(int memfd, uint64_t raddr, void *buf, size_t len);
 /*
  * Writes go through /proc/PID/mem: it can write read-only pages (FOLL_FORCE)
  * so heapctl's code page never needs to be writable, and it keeps the
