@@ -202,9 +202,12 @@ static int test_timeout(const struct itest *t)
 	const char *e = getenv("ITEST_TEST_TIMEOUT");
 	int v = e ? atoi(e) : 0;
 
+	const char *m = getenv("ITEST_TIMEOUT_SCALE");
+	int scale = m ? atoi(m) : 1;
+
 	if (v > 0)
 		return v;
-	return t->timeout_s ? t->timeout_s : TEST_TIMEOUT_S;
+	return (t->timeout_s ? t->timeout_s : TEST_TIMEOUT_S) * (scale > 0 ? scale : 1);
 }
 
 static void run_one(const struct itest *t)
