@@ -31,11 +31,13 @@ struct alloc_ops {
 	/* Is raddr inside the allocator's code? (safe-point check) */
 	bool (*contains)(struct hc_target *t, uint64_t raddr);
 	int (*info)(struct hc_target *t, struct hc_info *info, struct hc_err *err);
+	/* NULL prof_get, prof_set and prof_dump: no profiler of its own (no_prof_hint says what helps) */
 	int (*prof_get)(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err);
 	/* *was: whether it was active before, read in the same step */
 	int (*prof_set)(struct hc_target *t, bool active, bool *was, struct hc_err *err);
 	/* *active: whether sampling is on at the dump */
 	int (*prof_dump)(struct hc_target *t, const char *out, bool *active, struct hc_err *err);
+	const char *no_prof_hint;
 	int (*stats)(struct hc_target *t, struct hc_stats *st, struct hc_err *err);
 	int (*stats_print)(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,
 			   struct hc_err *err);

@@ -736,43 +736,15 @@ static int gl_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 	return 0;
 }
 
-static int no_prof(struct hc_target *t, struct hc_err *err)
-{
-	return err_sethint(err, HC_E_UNSUPPORTED, 0,
-			   "'heapctl maps -p PID' shows where the RSS is; for allocation stacks "
-			   "start the process with jemalloc (MALLOC_CONF=prof:true) or tcmalloc "
-			   "(LD_PRELOAD=libtcmalloc.so.4)",
-			   "glibc malloc in pid %d has no heap profiler", t->pid);
-}
-
-static int gl_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
-{
-	*enabled = *active = false;
-	return no_prof(t, err);
-}
-
-static int gl_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
-{
-	(void)active;
-	*was = false;
-	return no_prof(t, err);
-}
-
-static int gl_prof_dump(struct hc_target *t, const char *out, bool *active, struct hc_err *err)
-{
-	(void)out;
-	*active = false;
-	return no_prof(t, err);
-}
-
 const struct alloc_ops alloc_glibc = {
 	.name = "glibc",
 	.detect = gl_detect,
 	.release = gl_release,
 	.info = gl_info,
-	.prof_get = gl_prof_get,
-	.prof_set = gl_prof_set,
-	.prof_dump = gl_prof_dump,
+	/* no profiler of its own: heapctl's sampler, or this hint */
+	.no_prof_hint = "'heapctl maps -p PID' shows where the RSS is; for allocation stacks "
+			"start the process with jemalloc (MALLOC_CONF=prof:true) or tcmalloc "
+			"(LD_PRELOAD=libtcmalloc.so.4)",
 	.stats = gl_stats,
 	.stats_print = gl_stats_print,
 	.purge = gl_purge,

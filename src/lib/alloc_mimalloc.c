@@ -368,34 +368,6 @@ static int mi_purge(struct hc_target *t, int arena, struct hc_err *err)
 	return err_isset(err) ? -1 : 0;
 }
 
-static int no_prof(struct hc_target *t, struct hc_err *err)
-{
-	return err_sethint(err, HC_E_UNSUPPORTED, 0,
-			   "heapctl's sampler profiles it: 'heapctl prof on -p PID' without "
-			   "--sampler native",
-			   "mimalloc in pid %d has no heap profiler", t->pid);
-}
-
-static int mi_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
-{
-	*enabled = *active = false;
-	return no_prof(t, err);
-}
-
-static int mi_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
-{
-	(void)active;
-	*was = false;
-	return no_prof(t, err);
-}
-
-static int mi_prof_dump(struct hc_target *t, const char *out, bool *active, struct hc_err *err)
-{
-	(void)out;
-	*active = false;
-	return no_prof(t, err);
-}
-
 static int unknown_name(struct hc_target *t, const char *name, struct hc_err *err)
 {
 	return err_sethint(err, HC_E_NO_CTL, 0,
@@ -531,9 +503,9 @@ const struct alloc_ops alloc_mimalloc = {
 	.release = mi_release,
 	.contains = mi_contains,
 	.info = mi_info,
-	.prof_get = mi_prof_get,
-	.prof_set = mi_prof_set,
-	.prof_dump = mi_prof_dump,
+	/* no profiler of its own: heapctl's sampler, or this hint */
+	.no_prof_hint = "heapctl's sampler profiles it: 'heapctl prof on -p PID' without "
+			"--sampler native",
 	.stats = mi_stats,
 	.stats_print = mi_stats_print,
 	.purge = mi_purge,

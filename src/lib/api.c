@@ -482,13 +482,39 @@ static bool sampling(const struct hc_target *t)
 	return t->inj && t->inj->state && t->inj->s.enabled;
 }
 
+/* The allocator's own profiler; glibc and mimalloc have none. */
+static int no_prof(struct hc_target *t, struct hc_err *err)
+{
+	return err_sethint(err, HC_E_UNSUPPORTED, 0, t->alloc->no_prof_hint,
+			   "%s in pid %d has no heap profiler",
+			   strcmp(t->alloc->name, "glibc") ? t->alloc->name : "glibc malloc", t->pid);
+}
+
+static int own_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
+{
+	*enabled = *active = false;
+	return t->alloc->prof_get ? t->alloc->prof_get(t, enabled, active, err) : no_prof(t, err);
+}
+
+static int own_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
+{
+	*was = false;
+	return t->alloc->prof_set ? t->alloc->prof_set(t, active, was, err) : no_prof(t, err);
+}
+
+static int own_prof_dump(struct hc_target *t, const char *out, bool *active, struct hc_err *err)
+{
+	*active = false;
+	return t->alloc->prof_dump ? t->alloc->prof_dump(t, out, active, err) : no_prof(t, err);
+}
+
 /* Whether the allocator's own profiler can run (opt.prof; a full tcmalloc). */
 static bool native_prof(struct hc_target *t)
 {
 	struct hc_err e = { 0 };
 	bool enabled = false, active = false;
 
-	return t->alloc->prof_get(t, &enabled, &active, &e) == 0 && enabled;
+	return own_prof_get(t, &enabled, &active, &e) == 0 && enabled;
 }
 
 /* Bracket an operation in one borrow: its steps share the thread. */
@@ -513,7 +539,7 @@ int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err 
 		/* objects loaded since the last call get their hooks now */
 		return done(t, inj_rescan(t, t->inj, err), err);
 	}
-	return done(t, t->alloc->prof_get(t, enabled, active, err), err);
+	return done(t, own_prof_get(t, enabled, active, err), err);
 }
 
 int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
@@ -535,17 +561,17 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 			*was = true;
 			r = inj_off(t, t->inj, err);
 		} else {
-			r = t->alloc->prof_set(t, false, was, err);
+			r = own_prof_set(t, false, was, err);
 		}
 	} else if (mode == HC_SAMPLER_NATIVE) {
-		r = t->alloc->prof_set(t, true, was, err);
+		r = own_prof_set(t, true, was, err);
 	} else if (mode == HC_SAMPLER_AUTO && !sampling(t)) {
 		/* the sampler's reads first, while nothing is stopped: native_prof() may stop the thread */
 		struct hc_err why = { 0 };
 		bool can_inject = inj_prepare(t, t->inj, &why) == 0;
 
 		if (native_prof(t))
-			r = t->alloc->prof_set(t, true, was, err);
+			r = own_prof_set(t, true, was, err);
 		else if (can_inject)
 			r = inj_on(t, t->inj, interval, err);
 		else
@@ -573,7 +599,7 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0, "run 'heapctl prof on' first",
 					   "heapctl's sampler in pid %d is off", t->pid), err);
 	if (!sampling(t))
-		return done(t, t->alloc->prof_dump(t, out_path, active, err), err);
+		return done(t, own_prof_dump(t, out_path, active, err), err);
 	*active = true;
 	/* hook what was loaded since; the dump itself runs nothing in the target */
 	call_hold(t);
