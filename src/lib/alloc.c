@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -26,6 +27,37 @@
 static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmalloc,
 						   &alloc_mimalloc, &alloc_glibc };
 #define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
+
+uint64_t alloc_sym(const struct obj *o, const char *name)
+{
+	const struct sym *s = sym_by_name(o, name);
+
+	return s ? s->raddr : 0;
+}
+
+int alloc_found(struct hc_target *t, const struct obj *own, const char *allocator, const void *priv,
+		size_t len, uint64_t ctl_raddr, uint64_t stats_raddr, struct hc_err *err)
+{
+	t->alloc_priv = malloc(len);
+	if (!t->alloc_priv)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	memcpy(t->alloc_priv, priv, len);
+	t->where.allocator = allocator;
+	t->where.object = own->path;
+	t->where.prefix = "";
+	t->where.symtab = own->symsrc;
+	t->where.ctl_raddr = ctl_raddr;
+	t->where.stats_raddr = stats_raddr;
+	t->where.ncandidates = 1;
+	t->where.others = "";
+	return 1;
+}
+
+void alloc_free_priv(struct hc_target *t)
+{
+	free(t->alloc_priv);
+	t->alloc_priv = NULL;
+}
 
 /* A tcmalloc or mimalloc that serves malloc goes before any jemalloc copy merely mapped. */
 static void pick_order(struct hc_target *t, const struct alloc_ops **order)

@@ -79,6 +79,17 @@ struct print_ctx {
 };
 int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err);
 int mi_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err);
+/* The address of name in o, 0 if o does not define it. */
+uint64_t alloc_sym(const struct obj *o, const char *name);
+/*
+ * A driver's detect() found its allocator in own: keep a copy of its
+ * private state (len bytes of priv) and say where it is, for one candidate.
+ * Returns 1 (found) or -1.  alloc_free_priv() is the release() that goes
+ * with it.
+ */
+int alloc_found(struct hc_target *t, const struct obj *own, const char *allocator, const void *priv,
+		size_t len, uint64_t ctl_raddr, uint64_t stats_raddr, struct hc_err *err);
+void alloc_free_priv(struct hc_target *t);
 /* What malloc looks like in t when no driver matched, for the error message. */
 const char *alloc_guess(struct hc_target *t);
 

@@ -109,23 +109,16 @@ static bool env_value(const char *env, size_t envlen, const struct gl_param *p, 
 
 /* ---- detection -------------------------------------------------------------------- */
 
-static uint64_t addr_of(const struct obj *o, const char *name)
-{
-	const struct sym *s = sym_by_name(o, name);
-
-	return s ? s->raddr : 0;
-}
-
 /* libc's own free, open_memstream, fclose: from libc even when the executable is static. */
 static uint64_t libc_fn(struct hc_target *t, struct obj *own, const char *name)
 {
-	uint64_t a = addr_of(own, name);
+	uint64_t a = alloc_sym(own, name);
 
 	for (size_t i = 0; !a && i < t->nobjs; i++) {
 		struct obj *o = &t->objs[i];
 
 		if (o->base && strstr(o->path, "/libc.so") && o->syms_loaded)
-			a = addr_of(o, name);
+			a = alloc_sym(o, name);
 	}
 	return a;
 }
@@ -139,38 +132,22 @@ static int gl_detect(struct hc_target *t, struct hc_err *err)
 	if (!own)
 		return 0;
 	g.obj = own;
-	g.malloc_trim = addr_of(own, "malloc_trim");
-	g.malloc_info = addr_of(own, "malloc_info");
-	g.mallopt = addr_of(own, "mallopt");
-	g.mallinfo2 = addr_of(own, "mallinfo2");
-	g.mallinfo = addr_of(own, "mallinfo");
+	g.malloc_trim = alloc_sym(own, "malloc_trim");
+	g.malloc_info = alloc_sym(own, "malloc_info");
+	g.mallopt = alloc_sym(own, "mallopt");
+	g.mallinfo2 = alloc_sym(own, "mallinfo2");
+	g.mallinfo = alloc_sym(own, "mallinfo");
 	/* tcmalloc and jemalloc export mallopt/mallinfo too, but never malloc_trim/malloc_info */
 	if (!g.malloc_trim || !g.malloc_info || !g.mallopt || (!g.mallinfo2 && !g.mallinfo))
 		return 0;
 	g.open_memstream = libc_fn(t, own, "open_memstream");
 	g.fclose = libc_fn(t, own, "fclose");
-	g.free = addr_of(own, "free");
+	g.free = alloc_sym(own, "free");
 	g.version = libc_fn(t, own, "gnu_get_libc_version");
-	t->alloc_priv = malloc(sizeof(g));
-	if (!t->alloc_priv)
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	memcpy(t->alloc_priv, &g, sizeof(g));
-	t->where.allocator = "glibc";
-	t->where.object = own->path;
-	t->where.prefix = "";
-	t->where.symtab = own->symsrc;
-	t->where.ctl_raddr = g.mallopt;
-	t->where.stats_raddr = g.malloc_info;
-	t->where.ncandidates = 1;
-	t->where.others = "";
+	if (alloc_found(t, own, "glibc", &g, sizeof(g), g.mallopt, g.malloc_info, err) < 0)
+		return -1;
 	pr_info("glibc: malloc_trim at 0x%" PRIx64 " in %s", g.malloc_trim, own->path);
 	return 1;
-}
-
-static void gl_release(struct hc_target *t)
-{
-	free(t->alloc_priv);
-	t->alloc_priv = NULL;
 }
 
 /* ---- remote helpers (inside a session) ------------------------------------------- */
@@ -739,7 +716,7 @@ static int gl_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 const struct alloc_ops alloc_glibc = {
 	.name = "glibc",
 	.detect = gl_detect,
-	.release = gl_release,
+	.release = alloc_free_priv,
 	.info = gl_info,
 	/* no profiler of its own: heapctl's sampler, or this hint */
 	.no_prof_hint = "'heapctl maps -p PID' shows where the RSS is; for allocation stacks "

@@ -162,54 +162,31 @@ bool mi_stats_amount(const char *text, const char *name, int col, uint64_t *out)
 
 /* ---- detection -------------------------------------------------------------------- */
 
-static uint64_t addr_of(const struct obj *o, const char *name)
-{
-	const struct sym *s = sym_by_name(o, name);
-
-	return s ? s->raddr : 0;
-}
-
 static int mi_detect(struct hc_target *t, struct hc_err *err)
 {
 	struct obj *own = obj_malloc_owner(t);
 	struct mi m = { 0 };
 
 	/* only a mimalloc that serves malloc: one merely mapped manages nothing */
-	if (!own || !(m.version = addr_of(own, "mi_version")))
+	if (!own || !(m.version = alloc_sym(own, "mi_version")))
 		return 0;
-	m.collect = addr_of(own, "mi_collect");
-	m.stats_print = addr_of(own, "mi_stats_print_out");
+	m.collect = alloc_sym(own, "mi_collect");
+	m.stats_print = alloc_sym(own, "mi_stats_print_out");
 	if (!m.collect || !m.stats_print)
 		return 0;
 	m.obj = own;
-	m.thread_init = addr_of(own, "mi_thread_init");
-	m.process_info = addr_of(own, "mi_process_info");
-	m.opt_get = addr_of(own, "mi_option_get");
-	m.opt_set = addr_of(own, "mi_option_set");
+	m.thread_init = alloc_sym(own, "mi_thread_init");
+	m.process_info = alloc_sym(own, "mi_process_info");
+	m.opt_get = alloc_sym(own, "mi_option_get");
+	m.opt_set = alloc_sym(own, "mi_option_set");
 	if (!own->is_exe) {
 		m.lo = own->text_lo;
 		m.hi = own->text_hi;
 	}
-	t->alloc_priv = malloc(sizeof(m));
-	if (!t->alloc_priv)
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	memcpy(t->alloc_priv, &m, sizeof(m));
-	t->where.allocator = "mimalloc";
-	t->where.object = own->path;
-	t->where.prefix = "";
-	t->where.symtab = own->symsrc;
-	t->where.ctl_raddr = m.opt_set;
-	t->where.stats_raddr = m.stats_print;
-	t->where.ncandidates = 1;
-	t->where.others = "";
+	if (alloc_found(t, own, "mimalloc", &m, sizeof(m), m.opt_set, m.stats_print, err) < 0)
+		return -1;
 	pr_info("mimalloc: mi_version at 0x%" PRIx64 " in %s", m.version, own->path);
 	return 1;
-}
-
-static void mi_release(struct hc_target *t)
-{
-	free(t->alloc_priv);
-	t->alloc_priv = NULL;
 }
 
 static bool mi_contains(struct hc_target *t, uint64_t raddr)
@@ -500,7 +477,7 @@ static int mi_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 const struct alloc_ops alloc_mimalloc = {
 	.name = "mimalloc",
 	.detect = mi_detect,
-	.release = mi_release,
+	.release = alloc_free_priv,
 	.contains = mi_contains,
 	.info = mi_info,
 	/* no profiler of its own: heapctl's sampler, or this hint */

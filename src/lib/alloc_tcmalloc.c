@@ -67,32 +67,25 @@ static struct tc *tc_of(const struct hc_target *t)
 	return t->alloc_priv;
 }
 
-static uint64_t addr_of(const struct obj *o, const char *name)
-{
-	const struct sym *s = sym_by_name(o, name);
-
-	return s ? s->raddr : 0;
-}
-
 static int tc_detect(struct hc_target *t, struct hc_err *err)
 {
 	struct obj *own = obj_malloc_owner(t);
 	struct tc c = { 0 };
 
 	/* only a tcmalloc that serves malloc: a merely mapped copy manages nothing */
-	if (!own || !(c.get_num = addr_of(own, "MallocExtension_GetNumericProperty")))
+	if (!own || !(c.get_num = alloc_sym(own, "MallocExtension_GetNumericProperty")))
 		return 0;
 	c.obj = own;
-	c.set_num = addr_of(own, "MallocExtension_SetNumericProperty");
-	c.get_stats = addr_of(own, "MallocExtension_GetStats");
-	c.release = addr_of(own, "MallocExtension_ReleaseFreeMemory");
-	c.version = addr_of(own, "tc_version");
-	c.malloc = addr_of(own, "malloc");
-	c.free = addr_of(own, "free");
-	c.prof_start = addr_of(own, "HeapProfilerStart");
-	c.prof_stop = addr_of(own, "HeapProfilerStop");
-	c.prof_running = addr_of(own, "IsHeapProfilerRunning");
-	c.prof_get = addr_of(own, "GetHeapProfile");
+	c.set_num = alloc_sym(own, "MallocExtension_SetNumericProperty");
+	c.get_stats = alloc_sym(own, "MallocExtension_GetStats");
+	c.release = alloc_sym(own, "MallocExtension_ReleaseFreeMemory");
+	c.version = alloc_sym(own, "tc_version");
+	c.malloc = alloc_sym(own, "malloc");
+	c.free = alloc_sym(own, "free");
+	c.prof_start = alloc_sym(own, "HeapProfilerStart");
+	c.prof_stop = alloc_sym(own, "HeapProfilerStop");
+	c.prof_running = alloc_sym(own, "IsHeapProfilerRunning");
+	c.prof_get = alloc_sym(own, "GetHeapProfile");
 	if (!c.prof_start || !c.prof_stop || !c.prof_running || !c.prof_get)
 		c.prof_start = c.prof_stop = c.prof_running = c.prof_get = 0;
 	if (c.prof_start) {
@@ -107,27 +100,11 @@ static int tc_detect(struct hc_target *t, struct hc_err *err)
 		c.lo = own->text_lo;
 		c.hi = own->text_hi;
 	}
-	t->alloc_priv = malloc(sizeof(c));
-	if (!t->alloc_priv)
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	memcpy(t->alloc_priv, &c, sizeof(c));
-	t->where.allocator = c.prof_start ? "tcmalloc" : "tcmalloc_minimal";
-	t->where.object = own->path;
-	t->where.prefix = "";
-	t->where.symtab = own->symsrc;
-	t->where.ctl_raddr = c.get_num;
-	t->where.stats_raddr = c.get_stats;
-	t->where.ncandidates = 1;
-	t->where.others = "";
+	if (alloc_found(t, own, c.prof_start ? "tcmalloc" : "tcmalloc_minimal", &c, sizeof(c), c.get_num, c.get_stats, err) < 0)
+		return -1;
 	pr_info("tcmalloc: MallocExtension_GetNumericProperty at 0x%" PRIx64 " in %s", c.get_num,
 		own->path);
 	return 1;
-}
-
-static void tc_release(struct hc_target *t)
-{
-	free(t->alloc_priv);
-	t->alloc_priv = NULL;
 }
 
 static bool tc_contains(struct hc_target *t, uint64_t raddr)
@@ -773,7 +750,7 @@ static int tc_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 const struct alloc_ops alloc_tcmalloc = {
 	.name = "tcmalloc",
 	.detect = tc_detect,
-	.release = tc_release,
+	.release = alloc_free_priv,
 	.contains = tc_contains,
 	.info = tc_info,
 	.prof_get = tc_prof_get,
