@@ -111,8 +111,9 @@ static void fs_ids(pid_t pid, uid_t *uid, gid_t *gid)
  * Empty and remove parent/name, never following a link: unlinkat() does not
  * follow one, and the directory is opened with O_NOFOLLOW.  What the target
  * may have put there itself (a subdirectory) is left, and so is the name.
+ * Returns 0, or -1 with errno (ENOTEMPTY: an entry came in meanwhile).
  */
-static void rm_private(int parent, const char *name)
+static int rm_private(int parent, const char *name)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct dirent *de;
@@ -130,7 +131,8 @@ static void rm_private(int parent, const char *name)
 		}
 	}
 	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		pr_warn("could not remove heapctl's directory %s: %s", name, strerror(errno));
+		return -1;
+	return 0;
 }
 
 /*
@@ -145,6 +147,9 @@ static void rm_private(int parent, const char *name)
  * is made before the directory, whose 96 random bits no one else can have
  * taken, so that no moment of heapctl's life leaves one unguarded.
  */
+/* the guardian's passes over a directory that keeps filling: 60 s in all */
+#define GUARD_TRIES 6000
+
 static int guard(int parent, const char *name)
 {
 	int p[2], st;
@@ -173,7 +178,13 @@ static int guard(int parent, const char *name)
 			if (n == 0 || (n < 0 && errno != EINTR))
 				break;
 		}
-		rm_private(1, name);
+		/*
+		 * A call heapctl left running when it died (or gave up on)
+		 * may create its file just after the emptying: empty again.
+		 * A dump makes one file, so a second pass normally ends it.
+		 */
+		for (int i = 0; i < GUARD_TRIES && rm_private(1, name) < 0 && errno == ENOTEMPTY; i++)
+			usleep(10000);
 		_exit(0);
 	}
 	close(p[0]);
@@ -289,11 +300,12 @@ int troot_fetch(pid_t pid, const char *path, const char *to, uint64_t max, struc
 void troot_remove(struct troot_dir *dir)
 {
 	/* through the parent opened at creation: the target may be gone by now */
-	if (dir->parent >= 0)
-		rm_private(dir->parent, dir->name);
+	if (dir->parent >= 0 && rm_private(dir->parent, dir->name) < 0 &&
+	    (errno != ENOTEMPTY || dir->guard < 0))
+		pr_warn("could not remove heapctl's directory %s: %s", dir->name, strerror(errno));
 	if (dir->parent >= 0)
 		close(dir->parent);
 	if (dir->guard >= 0)
-		close(dir->guard); /* the guardian finds nothing left and exits */
+		close(dir->guard); /* the guardian finishes what is left, and exits */
 	dir->parent = dir->guard = -1;
 }
