@@ -57,10 +57,11 @@ struct top {
 #define DUMP "\x01"
 
 static const struct top tops[] = {
-	{ "prof on", { "prof", "on" }, 3, J | T },
-	{ "prof off", { "prof", "off" }, 3, J | T },
+	/* glibc: heapctl's sampler, loaded by the first "prof on", hooked and unhooked */
+	{ "prof on", { "prof", "on" }, 3, J | G | T },
+	{ "prof off", { "prof", "off" }, 3, J | G | T },
 	{ "prof status", { "prof", "status", "--json" }, 1, J | G | T },
-	{ "dump", { "dump", "-o", DUMP }, 3, J },
+	{ "dump", { "dump", "-o", DUMP }, 3, J | G },
 	{ "stats", { "stats" }, 2, J | G | T },
 	{ "stats --json", { "stats", "--json" }, 2, J | G | T },
 	{ "stats --full", { "stats", "--full" }, 2, J | G | T },
@@ -89,7 +90,7 @@ static bool is_hammer(int k)
 }
 
 struct counts {
-	unsigned long ops, ok, refused, per_op[NTOPS], with_tid, pairs, checks;
+	unsigned long ops, ok, refused, sampler_off, per_op[NTOPS], with_tid, pairs, checks;
 	unsigned long crashes, hangs, failed, eintr, regs, errors, traced;
 	unsigned long sig_sent, sig_lost, sig_dup, fd_leaks, map_leaks, dump_leaks;
 	long sig_sum, maxgap_us;
@@ -288,6 +289,10 @@ static void classify(struct counts *c, struct hres *r, const char *what, int kin
 	} else if (hres_exit(r) == 1 && strstr(r->err, "hint:") && is_hammer(kind)) {
 		/* --tid on a thread that lives in malloc; two at once must both succeed */
 		c->refused++;
+	} else if (hres_exit(r) == 1 && strstr(r->err, "'s sampler in pid") &&
+		   strstr(r->err, "is off")) {
+		/* glibc: a dump while "prof off" has the sampler unhooked */
+		c->sampler_off++;
 	} else {
 		c->failed++;
 		problem("op %lu (%s): %s", c->ops, what, hres_desc(r));
@@ -390,8 +395,10 @@ static void torture(const char *victim, const char *conf, unsigned int drv, long
 		full_check(&s, &c);
 	storm_tally(&s, &c);
 	t_note("%lu operations in %ld s: %lu ok, %lu refused with a hint (--tid on a hammer), "
-	       "%lu with --tid, %lu pairs at once, %lu full checks",
-	       c.ops, (now_ms() - t0) / 1000, c.ok, c.refused, c.with_tid, c.pairs, c.checks);
+	       "%lu dumps refused while the sampler was off, %lu with --tid, %lu pairs at once, "
+	       "%lu full checks",
+	       c.ops, (now_ms() - t0) / 1000, c.ok, c.refused, c.sampler_off, c.with_tid, c.pairs,
+	       c.checks);
 	{
 		char per[600];
 		size_t len = 0;
