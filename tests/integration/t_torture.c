@@ -17,7 +17,9 @@
  *
  * The same program runs on each allocator driver: jemalloc_torture,
  * glibc_torture and tcmalloc_torture (tests "torture", "torture-glibc",
- * "torture-tcmalloc"), each with the operations its driver has.  Two
+ * "torture-tcmalloc"), each with the operations its driver has; on glibc
+ * "prof on", "prof off" and "dump" load, hook, unhook and read heapctl's
+ * injected sampler.  Two
  * heapctls started at once must both succeed: they take turns.
  *
  * ITEST_TORTURE_OPS sets the number of operations per driver (default 400
