@@ -225,7 +225,7 @@ enum {
 /*
  * Starts argv (fds 3, 4, 5: ready, ctl, reply; stdout and stderr to
  * errpath, in a directory of its own) with MALLOC_CONF=malloc_conf (NULL:
- * unset) and one more "NAME=VALUE" extra_env (or NULL), and waits for its
+ * unset) and extra_env (NULL, or "NAME=VALUE" lines), and waits for its
  * 'R'.  0, or -1 with why (and nothing left running).
  */
 int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
@@ -258,7 +258,8 @@ bool victim_up(struct victim *v, const char *name, const char *malloc_conf, cons
  * mimalloc_linked, which has it in DT_NEEDED; victim_up() otherwise, and a
  * missing libmimalloc2.0 is skipped.  true when started.
  */
-bool mimalloc_up(struct victim *v, bool linked);
+/* mimalloc_victim under LD_PRELOAD, or mimalloc_linked; env: more NAME=VALUE lines, or NULL */
+bool mimalloc_up(struct victim *v, bool linked, const char *env);
 /* Sends one command, reads one reply line (timeout_ms). 0, or -1 with reply = reason. */
 int victim_cmd(struct victim *v, const char *cmd, char *reply, size_t sz, int timeout_ms);
 /* victim_cmd() that t_fail()s unless the reply starts with want. */

@@ -238,7 +238,7 @@ static void test_mimalloc(void)
 {
 	struct victim v;
 
-	if (!mimalloc_up(&v, false))
+	if (!mimalloc_up(&v, false, NULL))
 		return;
 	sampler_cycle(&v, "grow 1024", "grow ok", 1024.0 * 65536, "victim_grow_site");
 	if (!t_failed())

@@ -180,8 +180,8 @@ static int start_named(struct victim *v, const char *name, const char *const *ar
 		       const char *malloc_conf, const char *extra_env, unsigned int flags,
 		       char *why, size_t whysz)
 {
-	char conf[256];
-	const char *setenv_kv[3] = { NULL, NULL, NULL };
+	char conf[256], env[512];
+	const char *setenv_kv[8] = { NULL };
 	int nenv = 0;
 	static const char *const unset[] = { "MALLOC_CONF", "LD_PRELOAD", NULL };
 	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
@@ -220,8 +220,13 @@ static int start_named(struct victim *v, const char *name, const char *const *ar
 		snprintf(conf, sizeof(conf), "MALLOC_CONF=%s", malloc_conf);
 		setenv_kv[nenv++] = conf;
 	}
-	if (extra_env)
-		setenv_kv[nenv++] = extra_env;
+	if (extra_env) {
+		/* several NAME=VALUE, one per line */
+		snprintf(env, sizeof(env), "%s", extra_env);
+		for (char *sv = NULL, *kv = strtok_r(env, "\n", &sv); kv && nenv < 7;
+		     kv = strtok_r(NULL, "\n", &sv))
+			setenv_kv[nenv++] = kv;
+	}
 	if (nenv)
 		o.setenv_kv = setenv_kv;
 	v->pid = spawn(argv, &o, why, whysz);
@@ -281,15 +286,18 @@ bool victim_up(struct victim *v, const char *name, const char *malloc_conf, cons
 #define MI_LIB "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
 #endif
 
-bool mimalloc_up(struct victim *v, bool linked)
+bool mimalloc_up(struct victim *v, bool linked, const char *env)
 {
+	char pre[256];
+
 	if (access(MI_LIB, R_OK)) {
 		t_skip(true, "%s missing (apt-get install libmimalloc2.0)", MI_LIB);
 		return false;
 	}
 	/* the name alone, as a user writes it: the dynamic linker finds the file */
-	return linked ? victim_up(v, "mimalloc_linked", NULL, NULL, false) :
-			victim_up(v, "mimalloc_victim", NULL, "LD_PRELOAD=libmimalloc.so.2", false);
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=libmimalloc.so.2%s%s", env ? "\n" : "", env ? env : "");
+	return linked ? victim_up(v, "mimalloc_linked", NULL, env, false) :
+			victim_up(v, "mimalloc_victim", NULL, pre, false);
 }
 
 int victim_start_argv(struct victim *v, const char *const *argv, const char *malloc_conf,
