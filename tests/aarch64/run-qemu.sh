@@ -13,7 +13,7 @@
 # marker on the console must agree with it, so a guest that panics or
 # reboots (panic=-1, -no-reboot: QEMU exits 0) never passes.
 #
-# A64_TIMEOUT (seconds, default 2100) bounds the whole boot.
+# A64_TIMEOUT (seconds, default 2700) bounds the whole boot.
 #
 # Measured on this kind of machine (QEMU 7.2, TCG): the guest reaches /init
 # in about 2 s.  Plain -cpu max emulates pointer authentication with the
@@ -27,7 +27,7 @@ IMAGE=${1:?usage: $0 IMAGE INITRAMFS LOG [NAME=VALUE...]}
 INITRD=${2:?usage: $0 IMAGE INITRAMFS LOG [NAME=VALUE...]}
 LOG=${3:?usage: $0 IMAGE INITRAMFS LOG [NAME=VALUE...]}
 shift 3
-A64_TIMEOUT=${A64_TIMEOUT:-2100}
+A64_TIMEOUT=${A64_TIMEOUT:-2700}
 QEMU=${QEMU:-qemu-system-aarch64}
 
 if ! command -v "$QEMU" >/dev/null 2>&1; then
