@@ -719,9 +719,9 @@ const struct alloc_ops alloc_glibc = {
 	.release = alloc_free_priv,
 	.info = gl_info,
 	/* no profiler of its own: heapctl's sampler, or this hint */
-	.no_prof_hint = "'heapctl maps -p PID' shows where the RSS is; for allocation stacks "
-			"start the process with jemalloc (MALLOC_CONF=prof:true) or tcmalloc "
-			"(LD_PRELOAD=libtcmalloc.so.4)",
+	.no_prof_hint = "heapctl's sampler profiles it: 'heapctl prof on -p PID' without "
+			"--sampler native; an allocator's own profiler needs a restart with jemalloc "
+			"(MALLOC_CONF=prof:true) or tcmalloc (LD_PRELOAD=libtcmalloc.so.4)",
 	.stats = gl_stats,
 	.stats_print = gl_stats_print,
 	.purge = gl_purge,

@@ -598,6 +598,15 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 	if (r == 1 && !sampling(t) && t->opts.sampler != HC_SAMPLER_NATIVE && !native_prof(t))
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0, "run 'heapctl prof on' first",
 					   "heapctl's sampler in pid %d is off", t->pid), err);
+	if (r == 0 && !t->alloc->prof_dump)
+		return done(t, err_sethint(err, HC_E_PROF_OFF, 0,
+					   "run 'heapctl prof on -p PID' first: it loads heapctl's "
+					   "sampler, which the dump reads",
+					   "%s in pid %d has no heap profiler, and heapctl's sampler is "
+					   "not loaded",
+					   strcmp(t->alloc->name, "glibc") ? t->alloc->name : "glibc malloc",
+					   t->pid),
+			    err);
 	if (!sampling(t))
 		return done(t, own_prof_dump(t, out_path, active, err), err);
 	*active = true;

@@ -291,9 +291,9 @@ static void classify(struct counts *c, struct hres *r, const char *what, int kin
 	} else if (hres_exit(r) == 1 && strstr(r->err, "hint:") && is_hammer(kind)) {
 		/* --tid on a thread that lives in malloc; two at once must both succeed */
 		c->refused++;
-	} else if (hres_exit(r) == 1 && strstr(r->err, "'s sampler in pid") &&
-		   strstr(r->err, "is off")) {
-		/* glibc: a dump while "prof off" has the sampler unhooked */
+	} else if (hres_exit(r) == 1 && strstr(r->err, "heapctl's sampler") &&
+		   strstr(r->err, "hint: run 'heapctl prof on")) {
+		/* glibc: a dump before the first "prof on", or while "prof off" has it unhooked */
 		c->sampler_off++;
 	} else {
 		c->failed++;
@@ -398,7 +398,7 @@ static void torture(const char *victim, const char *conf, unsigned int drv, long
 		full_check(&s, &c);
 	storm_tally(&s, &c);
 	t_note("%lu operations in %ld s: %lu ok, %lu refused with a hint (--tid on a hammer), "
-	       "%lu dumps refused while the sampler was off, %lu with --tid, %lu pairs at once, "
+	       "%lu dumps refused while the sampler was off or not loaded, %lu with --tid, %lu pairs at once, "
 	       "%lu full checks",
 	       c.ops, (now_ms() - t0) / 1000, c.ok, c.refused, c.sampler_off, c.with_tid, c.pairs,
 	       c.checks);
