@@ -74,6 +74,9 @@ struct hc_call {
 	 * rax; AAPCS64 passes it in x8 and leaves x0-x7 to the arguments.
 	 */
 	uint64_t sret;
+	/* in, prep_syscall() only: one more register to set (arm64's page chain), or xreg 0 */
+	unsigned int xreg;
+	uint64_t xval;
 	uint64_t slot_addr, slot_val; /* out: one word call.c must write, or 0 */
 	/*
 	 * out: nstack more words call.c writes right above slot_val: the
@@ -192,17 +195,30 @@ struct hc_arch {
 	struct hc_bytes syscall_ret;    /* "syscall; ret": remote syscalls run here */
 	const struct hc_bytes *restorers; /* sigreturn restorers; len 0 ends the list */
 	/*
-	 * How the C library's munmap() starts, where a return pops its address
-	 * from the stack (x86_64): the mmap of heapctl's page then returns into
-	 * it, with the page's address and length still in its argument
-	 * registers, and on into the restorer, so a page heapctl never got to
-	 * write is gone too should heapctl die (call.c, map_pages()).  Empty
-	 * where a return takes a register (arm64: munmap() would return into
-	 * itself).
+	 * How the C library's munmap() starts: the mmap of heapctl's page
+	 * returns into it and on into the restorer, so a page heapctl never
+	 * got to write is gone too should heapctl die (call.c, map_pages()).
+	 * Where a return pops its address from the stack (x86_64), directly,
+	 * with the page's address and length still in its argument registers;
+	 * where a return takes a register (arm64, where munmap() would return
+	 * into itself), through a link (link_epilogue below).
 	 */
 	struct hc_bytes munmap_entry;
+	/* one instruction munmap() may start with before munmap_entry (arm64: nop), or none */
+	struct hc_bytes munmap_skip;
 	/*
-	 * With munmap_entry: the page's way out from the mmap's exit stop,
+	 * Where a return takes a register (arm64), the chain goes through a
+	 * "link": an indirect call to munmap() whose return lands in a plain
+	 * epilogue, which loads x30 from the stack and returns (the tail of
+	 * many C functions).  Does code (len bytes) start such a link?  Then
+	 * the call's register (*reg), the offset of the loaded return address
+	 * from the stack pointer (*lr_off) and the bytes the epilogue pops
+	 * (returned); 0 if not.  NULL where returns pop the stack (x86_64).
+	 */
+	unsigned int (*link_epilogue)(const uint8_t *code, size_t len, unsigned int *reg,
+				      unsigned int *lr_off);
+	/*
+	 * x86_64, with munmap_entry: the page's way out from the mmap's exit stop,
 	 * where the chain above returns into once the page is written (one
 	 * word, CHAIN_OFF in the page): unmap the page, rt_sigreturn.  Entered
 	 * with the stack pointer at the frame, whose pretcode it writes

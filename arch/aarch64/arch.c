@@ -174,6 +174,73 @@ static const uint8_t a64_restorer[] = {
 	0x68, 0x11, 0x80, 0xd2, /* mov x8, #139: the vDSO's __kernel_rt_sigreturn */
 	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
 };
+/* how the C library's munmap() starts (glibc 2.36's starts with a nop before it) */
+static const uint8_t a64_munmap_entry[] = {
+	0xe8, 0x1a, 0x80, 0xd2, /* mov x8, #215 */
+	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
+};
+static const uint8_t a64_nop[] = { 0x1f, 0x20, 0x03, 0xd5 };
+
+static uint32_t insn_at(const uint8_t *code, size_t i)
+{
+	return (uint32_t)code[4 * i] | (uint32_t)code[4 * i + 1] << 8 |
+	       (uint32_t)code[4 * i + 2] << 16 | (uint32_t)code[4 * i + 3] << 24;
+}
+
+/*
+ * "blr xN", then only loads from [sp, #imm] below the popped size and
+ * movz into registers other than x30, then "ldp x29, x30, [sp], #pop" and
+ * "ret" (arch.h, link_epilogue).  xN must survive the mmap (any register
+ * but x0) and be free for the chain: not x1 (the length), x7 (the kernel's
+ * at syscall stops), x8 (the syscall number), x29, x30.
+ */
+#define LINK_MAX_INSNS 8
+
+static unsigned int link_epilogue(const uint8_t *code, size_t len, unsigned int *reg,
+				  unsigned int *lr_off)
+{
+	size_t n = len / 4;
+	uint32_t w = n ? insn_at(code, 0) : 0;
+	unsigned int x = (w >> 5) & 31, pop, maxoff = 0;
+
+	if (!n || (w & 0xfffffc1f) != 0xd63f0000 || x <= 1 || x == 7 || x == 8 || x >= 29)
+		return 0;
+	for (size_t i = 1; i < n && i < LINK_MAX_INSNS; i++) {
+		w = insn_at(code, i);
+		if ((w & 0xffc07fff) == 0xa8c07bfd) { /* ldp x29, x30, [sp], #imm7*8 */
+			pop = ((w >> 15) & 0x7f) * 8;
+			if (i + 1 >= n || insn_at(code, i + 1) != 0xd65f03c0 || pop < 16 ||
+			    pop % 16 || pop > 256 || maxoff > pop)
+				return 0;
+			*reg = x;
+			*lr_off = 8;
+			return pop;
+		}
+		if ((w & 0xffc003e0) == 0xa94003e0) { /* ldp xA, xB, [sp, #imm7*8] */
+			int64_t off = (int64_t)(((int32_t)(w << 10)) >> 25) * 8;
+
+			if (off < 0 || (w & 31) == 30 || ((w >> 10) & 31) == 30 || (w & 31) == 31 ||
+			    ((w >> 10) & 31) == 31)
+				return 0;
+			if ((unsigned int)off + 16 > maxoff)
+				maxoff = (unsigned int)off + 16;
+		} else if ((w & 0xffc003e0) == 0xf94003e0) { /* ldr xA, [sp, #imm12*8] */
+			unsigned int off = ((w >> 10) & 0xfff) * 8;
+
+			if ((w & 31) >= 30)
+				return 0;
+			if (off + 8 > maxoff)
+				maxoff = off + 8;
+		} else if ((w & 0x7f800000) == 0x52800000) { /* movz wA/xA, #imm */
+			if ((w & 31) == 30)
+				return 0;
+		} else {
+			return 0;
+		}
+	}
+	return 0;
+}
+
 static const struct hc_bytes a64_restorers[] = {
 	{ a64_restorer, sizeof(a64_restorer) },
 	{ NULL, 0 },
@@ -273,6 +340,8 @@ static void prep_syscall(void *gregs, struct hc_call *c)
 	r->pc = c->pc;
 	r->sp = c->frame;
 	r->regs[A64_LR] = c->ret_addr; /* "ret" goes to the restorer */
+	if (c->xreg)
+		r->regs[c->xreg] = c->xval;
 	r->pstate &= ~A64_PSR_BTYPE_MASK;
 	c->slot_addr = 0;
 	c->slot_val = 0;
@@ -639,6 +708,9 @@ const struct hc_arch hc_arch_aarch64 = {
 	.syscall_insn = { a64_syscall_insn, sizeof(a64_syscall_insn) },
 	.syscall_ret = { a64_syscall_ret, sizeof(a64_syscall_ret) },
 	.restorers = a64_restorers,
+	.munmap_entry = { a64_munmap_entry, sizeof(a64_munmap_entry) },
+	.munmap_skip = { a64_nop, sizeof(a64_nop) },
+	.link_epilogue = link_epilogue,
 
 	.get_pc = get_pc,
 	.get_sp = get_sp,

@@ -225,23 +225,27 @@ static int aim_gadget_ret(struct hc_target *t, uint64_t ret_addr, struct hc_err 
 /*
  * Map heapctl's code page, write it, and arm its cleanup.
  *
- * Where the arch allows it (x86_64, arch.h's munmap_entry), the page goes
- * at an address picked before the stop (t->page_hint, MAP_FIXED_NOREPLACE)
- * and the mmap returns into the C library's munmap(), whose arguments are
- * still the mmap's first two, then into the restorer: should heapctl die
- * before the page is written and its own cleanup armed, the page goes
- * again and the thread restores itself.  Elsewhere (arm64), or if that
+ * The mmap returns into the C library's munmap(), which unmaps the page
+ * again, and from there into the restorer: should heapctl die before the
+ * page is written and its own cleanup armed, the page goes and the thread
+ * restores itself.  On x86_64 (arch.h's page_exit) returns pop the stack:
+ * the page goes at an address picked before the stop (t->page_hint,
+ * MAP_FIXED_NOREPLACE), still in munmap()'s first argument register, and
+ * two stack words make the chain.  On arm64 "ret" takes x30: the mmap
+ * returns into a link of the C library's (t->link: "blr xN" into munmap(),
+ * whose first argument is the mmap's result, then an epilogue that loads
+ * the restorer from the stack into x30).  Without either, or if the
  * address was taken after all, the page is mapped where the kernel likes
  * and a SIGKILL in the few microseconds before its cleanup is armed leaves
- * it behind; the next heapctl cannot tell such a blank page from the
- * program's own.
+ * it behind.
  */
 static int map_pages(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	uint8_t code[MAGIC_OFF + 16];
 	uint32_t owner = (uint32_t)getpid();
-	bool chain = t->munmap_fn && t->page_hint;
+	bool chain = t->munmap_fn && t->page_hint && t->arch->page_exit.len;
+	bool link = t->munmap_fn && t->link;
 	uint64_t a[6];
 	int64_t ret;
 	int r;
@@ -250,6 +254,9 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	if (chain)
 		pr_debug("pid %d: mapping heapctl's self-cleaning code page at 0x%llx", t->pid,
 			 (unsigned long long)t->page_hint);
+	else if (link)
+		pr_debug("pid %d: mapping heapctl's self-cleaning code page through 0x%llx", t->pid,
+			 (unsigned long long)t->link);
 	else
 		pr_debug("pid %d: mapping heapctl's code page", t->pid);
 	/* r-x from the start; written through /proc/PID/mem, never writable */
@@ -262,8 +269,14 @@ static int map_pages(struct hc_target *t, struct hc_err *err)
 	if (chain)
 		r = mem_write(t->memfd, s->frame, &t->restorer, 8, err) < 0 ?
 			    -1 :
-			    step_rsys_to(t, t->arch->nr_mmap, a, 6, s->frame - 8, t->munmap_fn, &ret,
-					 err);
+			    step_rsys_to(t, t->arch->nr_mmap, a, 6, s->frame - 8, t->munmap_fn, 0, 0,
+					 &ret, err);
+	else if (link)
+		r = mem_write(t->memfd, s->frame - t->link_pop + t->link_lr_off, &t->restorer, 8,
+			      err) < 0 ?
+			    -1 :
+			    step_rsys_to(t, t->arch->nr_mmap, a, 6, s->frame - t->link_pop, t->link,
+					 t->link_reg, t->munmap_fn, &ret, err);
 	else
 		r = step_rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
 	if (r != 0)

@@ -106,9 +106,11 @@ int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n
 /*
  * step_rsys() whose "ret" finds ret_addr at sp (x86_64; arm64 takes it in
  * x30): where the thread goes should heapctl die before the syscall's exit.
+ * xreg, if not 0, is set to xval too (arm64's page chain).
  */
 int step_rsys_to(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
-		 uint64_t sp, uint64_t ret_addr, int64_t *ret, struct hc_err *err);
+		 uint64_t sp, uint64_t ret_addr, unsigned int xreg, uint64_t xval, int64_t *ret,
+		 struct hc_err *err);
 /* step_rsys(), with a failure in the target turned into HC_E_REMOTE naming what. */
 int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	    const char *what, struct hc_err *err);

@@ -134,25 +134,72 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool 
 	return 0;
 }
 
-/* The C library's munmap(), if it starts as the arch says: see arch.h, munmap_entry. */
+/*
+ * The C library's munmap(), if it starts as the arch says (see arch.h,
+ * munmap_entry), perhaps after one munmap_skip instruction.
+ */
 static uint64_t find_munmap(struct hc_target *t)
 {
-	const struct hc_bytes *e = &t->arch->munmap_entry;
+	const struct hc_bytes *e = &t->arch->munmap_entry, *sk = &t->arch->munmap_skip;
 
 	for (size_t i = 0; e->len && i < t->nobjs; i++) {
 		struct obj *o = &t->objs[i];
 		const struct sym *sy;
-		uint8_t buf[16];
+		uint8_t buf[32];
+		size_t off;
 
 		if (!o->text_lo || !strstr(o->path, "/libc.so"))
 			continue;
 		sy = sym_by_name(o, "munmap");
-		if (sy && sy->raddr >= o->text_lo && sy->raddr + e->len <= o->text_hi &&
-		    mem_read(t->pid, t->memfd, sy->raddr, buf, e->len, &(struct hc_err){ 0 }) == 0 &&
-		    !memcmp(buf, e->b, e->len) && where_is_syscall(t, sy->raddr + e->len - t->arch->syscall_insn.len))
+		if (!sy || sy->raddr < o->text_lo || sy->raddr + sk->len + e->len > o->text_hi ||
+		    mem_read(t->pid, t->memfd, sy->raddr, buf, sk->len + e->len, &(struct hc_err){ 0 }) < 0)
+			continue;
+		off = sk->len && !memcmp(buf, sk->b, sk->len) ? sk->len : 0;
+		if (!memcmp(buf + off, e->b, e->len) &&
+		    where_is_syscall(t, sy->raddr + off + e->len - t->arch->syscall_insn.len))
 			return sy->raddr;
 	}
 	return 0;
+}
+
+/*
+ * Where returns take a register (arm64): the C library's first "link" in
+ * its text, an indirect call whose return lands in a plain epilogue (see
+ * arch.h, link_epilogue).  Read before anything is stopped.
+ */
+static void find_link(struct hc_target *t)
+{
+	for (size_t i = 0; t->arch->link_epilogue && i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+		uint8_t buf[65536];
+
+		if (!o->text_lo || !strstr(o->path, "/libc.so"))
+			continue;
+		for (uint64_t at = o->text_lo; at < o->text_hi; at += sizeof(buf) - 64) {
+			size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
+
+			if (mem_read(t->pid, t->memfd, at, buf, len, &(struct hc_err){ 0 }) < 0)
+				break;
+			for (size_t k = 0; k + 4 <= len; k += 4) {
+				unsigned int reg, lr_off;
+				unsigned int pop = t->arch->link_epilogue(
+					buf + k, len - k < 64 ? len - k : 64, &reg, &lr_off);
+
+				if (!pop)
+					continue;
+				t->link = at + k;
+				t->link_reg = reg;
+				t->link_pop = pop;
+				t->link_lr_off = lr_off;
+				pr_debug("chain link at 0x%llx in %s: blr x%u, pops %u bytes",
+					 (unsigned long long)t->link, o->path, reg, pop);
+				return;
+			}
+			if (len < sizeof(buf))
+				break;
+		}
+		return;
+	}
 }
 
 int gadget_find(struct hc_target *t, struct hc_err *err)
@@ -171,6 +218,8 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 		t->restorer_end = t->restorer + r->len;
 	}
 	t->munmap_fn = find_munmap(t);
+	if (t->munmap_fn)
+		find_link(t);
 	if (!t->gadget || !t->restorer)
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "heapctl needs the C library's signal return code in the target",

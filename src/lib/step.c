@@ -509,15 +509,16 @@ int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n
 
 	/* if heapctl dies meanwhile: through its page's cleanup, if it has one, to the restorer */
 	return step_rsys_to(t, nr, args, n, s->frame,
-			    s->code ? s->code + t->arch->ret_tramp_stop : t->restorer, ret, err);
+			    s->code ? s->code + t->arch->ret_tramp_stop : t->restorer, 0, 0, ret, err);
 }
 
 int step_rsys_to(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
-		 uint64_t sp, uint64_t ret_addr, int64_t *ret, struct hc_err *err)
+		 uint64_t sp, uint64_t ret_addr, unsigned int xreg, uint64_t xval, int64_t *ret,
+		 struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	struct hc_call c = { .pc = t->gadget, .ret_addr = ret_addr, .frame = sp, .nr = nr,
-			     .nargs = n };
+			     .nargs = n, .xreg = xreg, .xval = xval };
 	uint64_t r = 0;
 	int rc;
 

@@ -106,6 +106,9 @@ struct hc_target {
 	uint64_t restorer_end; /* pc at its rt_sigreturn syscall stops */
 	uint64_t munmap_fn; /* the C library's munmap(), as arch->munmap_entry says; or 0 */
 	uint64_t page_hint; /* where heapctl's page goes: amid the largest free gap; or 0 */
+	/* arm64's way to munmap() and on, from the page's mmap (arch.h, link_epilogue); or 0 */
+	uint64_t link;
+	unsigned int link_reg, link_pop, link_lr_off;
 	/* evidence_check(): the allocator's signs and where they are, or "" */
 	char ev_alloc[16];
 	char ev_found[192];

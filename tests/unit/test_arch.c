@@ -1412,6 +1412,75 @@ static void a64_prep_call_x7(void)
 	end();
 }
 
+/* little-endian words, as code sits in memory */
+static size_t a64_code(uint8_t *out, const uint32_t *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (int b = 0; b < 4; b++)
+			out[4 * i + b] = (uint8_t)(w[i] >> (8 * b));
+	return 4 * n;
+}
+
+/*
+ * The page chain's link: two tails of glibc 2.36 functions (arm64) are
+ * links; a changed instruction anywhere makes them not.
+ */
+static void a64_link_epilogue(void)
+{
+	static const uint32_t link32[] = { 0xd63f0260,	/* blr x19 */
+					   0xa94153f3,	/* ldp x19, x20, [sp, #16] */
+					   0xd2800000,	/* mov x0, #0 */
+					   0xa8c27bfd,	/* ldp x29, x30, [sp], #32 */
+					   0xd65f03c0 }; /* ret */
+	static const uint32_t link48[] = { 0xd63f0260,	/* blr x19 (x1 in glibc: refused) */
+					   0xa94153f3,	/* ldp x19, x20, [sp, #16] */
+					   0x52800020,	/* mov w0, #1 */
+					   0xf94013f5,	/* ldr x21, [sp, #32] */
+					   0xa8c37bfd,	/* ldp x29, x30, [sp], #48 */
+					   0xd65f03c0 }; /* ret */
+	static const struct {
+		unsigned int at;
+		uint32_t w;
+		const char *why;
+	} bad[] = {
+		{ 0, 0xd63f0020, "blr x1: the length" },
+		{ 0, 0xd63f0100, "blr x8: the syscall number" },
+		{ 0, 0xd63f00e0, "blr x7: the kernel's at syscall stops" },
+		{ 0, 0xd61f0260, "br x19: no return" },
+		{ 1, 0xa9417bf3, "ldp x19, x30: the return address" },
+		{ 1, 0xa97f53f3, "ldp at a negative offset" },
+		{ 1, 0xa94553f3, "ldp beyond the popped bytes" },
+		{ 1, 0xf9000260, "a store" },
+		{ 2, 0xd280001e, "mov x30" },
+		{ 3, 0xa8c17bfd, "pops 16 with loads at 16" },
+		{ 3, 0xa8c27bfe, "ldp x30, x30" },
+		{ 4, 0xd65f0260, "ret x19" },
+		{ 4, 0xd50323bf, "autiasp first" },
+	};
+	uint8_t code[64];
+	uint32_t w[8];
+	unsigned int reg = 0, lr = 0, pop;
+	size_t len;
+
+	begin("aarch64.link_epilogue");
+	CHECK(!hc_arch_x86_64.link_epilogue, "x86_64 returns pop the stack: no link");
+	len = a64_code(code, link32, ARRAY_SIZE(link32));
+	pop = a64->link_epilogue(code, len, &reg, &lr);
+	CHECK(pop == 32 && reg == 19 && lr == 8, "pop %u, x%u, lr at %u: want 32, x19, 8", pop,
+	      reg, lr);
+	CHECK(!a64->link_epilogue(code, len - 4, &reg, &lr), "a link cut before its ret");
+	len = a64_code(code, link48, ARRAY_SIZE(link48));
+	pop = a64->link_epilogue(code, len, &reg, &lr);
+	CHECK(pop == 48 && reg == 19, "pop %u, x%u: want 48, x19", pop, reg);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		memcpy(w, link32, sizeof(link32));
+		w[bad[i].at] = bad[i].w;
+		len = a64_code(code, w, ARRAY_SIZE(link32));
+		CHECK(!a64->link_epilogue(code, len, &reg, &lr), "taken for a link: %s", bad[i].why);
+	}
+	end();
+}
+
 static void a64_prep_call_stack(void)
 {
 	uint64_t g[GWORDS];
@@ -2248,6 +2317,7 @@ int main(void)
 
 	a64_prep_call_args();
 	a64_prep_call_stack();
+	a64_link_epilogue();
 	a64_prep_call_btype();
 	a64_prep_syscall();
 	a64_prep_restore();
