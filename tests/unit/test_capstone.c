@@ -289,7 +289,7 @@ static void backend_notify(const struct want *w)
 
 /*
  * The chain from the page's mmap: munmap_entry loads munmap and reaches a
- * syscall touching neither argument register; page_exit unmaps the page
+ * syscall touching neither argument register; page_exit (x86_64) unmaps the page
  * with no syscall of its own, writes the frame's pretcode, ends in a ret.
  */
 static void backend_page_exit(const struct want *w)
@@ -302,13 +302,15 @@ static void backend_page_exit(const struct want *w)
 
 	snprintf(name, sizeof(name), "capstone.%s.page_exit", w->name);
 	begin(name);
-	CHECK(!a->munmap_entry.len == !a->page_exit.len, "munmap_entry and page_exit go together");
-	if (!a->page_exit.len)
-		goto out; /* a return takes a register: no chain */
+	CHECK(a->munmap_entry.len, "no munmap_entry: the page's mmap cannot clean up");
+	CHECK(!a->page_exit.len != !a->link_epilogue,
+	      "the chain goes through the stack (page_exit) or a link (link_epilogue): one of them");
 	if (decode(a, &a->munmap_entry, &d)) {
 		CHECK(d.n == 2 && loads_nr(w, &d, 0, a->nr_munmap) && !strcmp(d.mn[1], w->sysc),
 		      "munmap_entry is not 'load munmap; %s'", w->sysc);
 	}
+	if (!a->page_exit.len)
+		goto out; /* a return takes a register: the chain goes through a link */
 	/* 48 bytes between the chain's offset in the page (80) and the mark (128) */
 	CHECK(a->page_exit.len <= 48, "page_exit is %zu bytes", a->page_exit.len);
 	if (a->page_exit.len > 48)
