@@ -53,6 +53,18 @@ int alloc_found(struct hc_target *t, const struct obj *own, const char *allocato
 	return 1;
 }
 
+void alloc_fig(struct hc_stats *st, const char *name, uint64_t v, const char *what)
+{
+	struct hc_figure *f;
+
+	if (st->nfig >= HC_MAX_FIGURES)
+		return;
+	f = &st->fig[st->nfig++];
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->value = v;
+	snprintf(f->what, sizeof(f->what), "%s", what);
+}
+
 void alloc_free_priv(struct hc_target *t)
 {
 	free(t->alloc_priv);

@@ -90,6 +90,8 @@ uint64_t alloc_sym(const struct obj *o, const char *name);
 int alloc_found(struct hc_target *t, const struct obj *own, const char *allocator, const void *priv,
 		size_t len, uint64_t ctl_raddr, uint64_t stats_raddr, struct hc_err *err);
 void alloc_free_priv(struct hc_target *t);
+/* One more row of st's figures, if there is room. */
+void alloc_fig(struct hc_stats *st, const char *name, uint64_t v, const char *what);
 /* What malloc looks like in t when no driver matched, for the error message. */
 const char *alloc_guess(struct hc_target *t);
 

@@ -400,18 +400,6 @@ int gl_xml_parse(const char *xml, size_t len, struct gl_xml *x, struct hc_err *e
 
 /* ---- operations ------------------------------------------------------------------ */
 
-static void fig(struct hc_stats *st, const char *name, uint64_t v, const char *what)
-{
-	struct hc_figure *f;
-
-	if (st->nfig >= HC_MAX_FIGURES)
-		return;
-	f = &st->fig[st->nfig++];
-	snprintf(f->name, sizeof(f->name), "%s", name);
-	f->value = v;
-	snprintf(f->what, sizeof(f->what), "%s", what);
-}
-
 static void version_of(struct hc_target *t, char *out, size_t len)
 {
 	struct gl *g = gl_of(t);
@@ -466,17 +454,17 @@ end:
 	if (m.legacy)
 		snprintf(st->warning, sizeof(st->warning),
 			 "this glibc has no mallinfo2(): mallinfo()'s int fields wrap past 2 GiB");
-	fig(st, "arena", m.f[0], "non-mmapped space from the OS (sbrk + arena heaps)");
-	fig(st, "ordblks", m.f[1], "free chunks (count)");
-	fig(st, "hblkhd", m.f[4], "space in mmapped chunks");
-	fig(st, "uordblks", m.f[7], "in use: live bytes the program holds");
-	fig(st, "fordblks", m.f[8], "free in the arenas (malloc_trim returns whole pages only)");
-	fig(st, "keepcost", m.f[9], "releasable top of the main heap");
-	fig(st, "fsmblks", m.f[6], "free in fastbins");
+	alloc_fig(st, "arena", m.f[0], "non-mmapped space from the OS (sbrk + arena heaps)");
+	alloc_fig(st, "ordblks", m.f[1], "free chunks (count)");
+	alloc_fig(st, "hblkhd", m.f[4], "space in mmapped chunks");
+	alloc_fig(st, "uordblks", m.f[7], "in use: live bytes the program holds");
+	alloc_fig(st, "fordblks", m.f[8], "free in the arenas (malloc_trim returns whole pages only)");
+	alloc_fig(st, "keepcost", m.f[9], "releasable top of the main heap");
+	alloc_fig(st, "fsmblks", m.f[6], "free in fastbins");
 	if (have_xml) {
-		fig(st, "trimmable", trim, "whole free pages malloc_trim can return (estimate)");
-		fig(st, "thread_arenas_free", free_threads, "free in the thread arenas");
-		fig(st, "thread_arenas_trimmable", trim_threads,
+		alloc_fig(st, "trimmable", trim, "whole free pages malloc_trim can return (estimate)");
+		alloc_fig(st, "thread_arenas_free", free_threads, "free in the thread arenas");
+		alloc_fig(st, "thread_arenas_trimmable", trim_threads,
 		    "of which malloc_trim can return (estimate)");
 	}
 	st->allocated = m.f[7] + m.f[4];

@@ -250,18 +250,6 @@ static int print_out(struct hc_target *t, hc_sink_fn sink, void *arg, struct hc_
 
 /* ---- operations ------------------------------------------------------------------- */
 
-static void fig(struct hc_stats *st, const char *name, uint64_t v, const char *what)
-{
-	struct hc_figure *f;
-
-	if (st->nfig >= HC_MAX_FIGURES)
-		return;
-	f = &st->fig[st->nfig++];
-	snprintf(f->name, sizeof(f->name), "%s", name);
-	f->value = v;
-	snprintf(f->what, sizeof(f->what), "%s", what);
-}
-
 static int mi_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
 {
 	struct mi *m = mi_of(t);
@@ -304,13 +292,13 @@ end:
 	have_reserved = x.b && mi_stats_amount(x.b, "reserved", 3, &reserved);
 	free(x.b);
 	if (have_info) {
-		fig(st, "committed", info[1], "memory it committed: live, free and cached alike");
-		fig(st, "peak_committed", info[2], "the most it ever had committed");
-		fig(st, "peak_rss", info[0], "the process's peak RSS (getrusage)");
+		alloc_fig(st, "committed", info[1], "memory it committed: live, free and cached alike");
+		alloc_fig(st, "peak_committed", info[2], "the most it ever had committed");
+		alloc_fig(st, "peak_rss", info[0], "the process's peak RSS (getrusage)");
 		st->mapped = info[1];
 	}
 	if (have_reserved)
-		fig(st, "reserved", reserved, "address space it reserved (its statistics, to 0.1 unit)");
+		alloc_fig(st, "reserved", reserved, "address space it reserved (its statistics, to 0.1 unit)");
 	if (have_reserved && have_info)
 		st->retained = reserved > info[1] ? reserved - info[1] : 0;
 	return 0;

@@ -482,12 +482,17 @@ static bool sampling(const struct hc_target *t)
 	return t->inj && t->inj->state && t->inj->s.enabled;
 }
 
+/* The allocator as messages name it. */
+static const char *heap_name(const struct hc_target *t)
+{
+	return strcmp(t->alloc->name, "glibc") ? t->alloc->name : "glibc malloc";
+}
+
 /* The allocator's own profiler; glibc and mimalloc have none. */
 static int no_prof(struct hc_target *t, struct hc_err *err)
 {
 	return err_sethint(err, HC_E_UNSUPPORTED, 0, t->alloc->no_prof_hint,
-			   "%s in pid %d has no heap profiler",
-			   strcmp(t->alloc->name, "glibc") ? t->alloc->name : "glibc malloc", t->pid);
+			   "%s in pid %d has no heap profiler", heap_name(t), t->pid);
 }
 
 static int own_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
@@ -604,8 +609,7 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 					   "sampler, which the dump reads",
 					   "%s in pid %d has no heap profiler, and heapctl's sampler is "
 					   "not loaded",
-					   strcmp(t->alloc->name, "glibc") ? t->alloc->name : "glibc malloc",
-					   t->pid),
+					   heap_name(t), t->pid),
 			    err);
 	if (!sampling(t))
 		return done(t, own_prof_dump(t, out_path, active, err), err);

@@ -792,7 +792,7 @@ static void test_prof_glibc(void)
 {
 	struct victim v;
 	struct hres r = { 0 };
-	char why[256];
+	char why[256], path[320];
 
 	if (!start(&v, "alloc_victim", NULL))
 		return;
@@ -809,6 +809,15 @@ static void test_prof_glibc(void)
 	if (!hc_expect(&r, 1, "prof", "on", "-p", v.spid, "--sampler", "native", NULL) &&
 	    (!strstr(r.err, "hint:") || !strstr(r.err, "jemalloc") || !strstr(r.err, "tcmalloc")))
 		t_fail("prof on, glibc: the hint should name the allocators that can: %.300s", r.err);
+	hres_free(&r);
+	/* a dump before any "prof on": heapctl's sampler is not there yet, and it says so */
+	snprintf(path, sizeof(path), "%s/glibc-noprof.heap", cfg.tmpdir);
+	if (!hc_expect(&r, 1, "dump", "-p", v.spid, "-o", path, NULL) &&
+	    (!strstr(r.err, "heapctl: error:") || !strstr(r.err, "sampler is not loaded") ||
+	     !strstr(r.err, "hint: run 'heapctl prof on")))
+		t_fail("dump before prof on, glibc: %.300s", r.err);
+	else if (!access(path, F_OK))
+		t_fail("a refused dump wrote %s", path);
 	hres_free(&r);
 	victim_check(&v, 0);
 	victim_stop(&v);
