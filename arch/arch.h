@@ -14,6 +14,8 @@
  * thread's original registers, FP state and signal mask, and whatever the
  * thread runs next ends in rt_sigreturn on that frame.  heapctl, while
  * alive, watches with PTRACE_SYSCALL and steps in at those syscalls.
+ * Nothing of heapctl's is ever mapped in the target: every instruction
+ * the thread runs is the target's own.
  *
  * The remote stack (x86_64 shown; aarch64 puts the return address in x30
  * and has no red zone):
@@ -21,30 +23,28 @@
  *            original sp -> +------------------------------+
  *                           | red zone (128 bytes)         |  never touched
  *                           +------------------------------+
+ *                           | scratch: strings, out-values |
  *                           | FP/vector state (64-aligned) |  restored by
  *                           | ucontext, siginfo            |  rt_sigreturn
- *  frame = sp at entry   -> | pretcode = return address    |  c->slot_addr/val
+ *                  frame -> | pretcode = the restorer      |
+ *                           +------------------------------+
+ *                           | words the ret gadget pops    |  x86_64 only:
+ *   sp at function entry -> | return address = ret gadget  |  c->slot_*
  *                           +------------------------------+
  *                           | callee frames grow down      |
  *
- * An x86_64 call with a 7th and 8th argument starts 32 bytes lower, with
- * them above its return address (c->stack), which is then the backend's
- * stub: it pops them and goes on into ret_tramp, sp as after any call.
- * An arm64 call with an 8th argument enters through its stub instead,
- * which moves it into x7 (see prep_call()).
- *
- * A call returns into ret_tramp (in heapctl's page), which leaves the
- * result in a register and issues a harmless getpid: heapctl reads the
- * result at that syscall-entry stop and skips it.  Past it (ret_tramp_stop)
- * the page cleans up after itself, for when heapctl has died: it unmaps
- * itself with munmap on the target's own "syscall; ret" gadget, whose ret
- * goes into the target's own sigreturn restorer (glibc's __restore_rt, the
- * vDSO's on arm64), and that rt_sigreturn gives the thread back.  Remote
- * syscalls run on the same gadget and, while heapctl's page exists, return
- * into that cleanup too; before it exists and for the page's own munmap,
- * straight into the restorer.  So a SIGKILLed heapctl leaves neither the
- * thread nor its page behind, save in the moment between the page's mmap
- * and heapctl aiming that mmap's return at the cleanup (docs/design.md).
+ * A call returns into the target's own sigreturn restorer (glibc's
+ * __restore_rt, the vDSO's on arm64), whose rt_sigreturn gives the thread
+ * back.  heapctl stops the thread at that syscall's entry, takes the result
+ * and either sets up the next call (the syscall skipped) or lets the
+ * rt_sigreturn run and detaches: the thread restores itself.  On arm64 the
+ * result is still in x0 there.  On x86_64 the restorer loads its syscall
+ * number into rax, so the call first returns into a "ret gadget" of the
+ * target's text (ret_gadget(): "mov %rax, disp(%rbx)" and the like, then
+ * pops and "ret"), which stores the result in heapctl's scratch through a
+ * register the callee preserved, and returns on into the restorer.
+ * Callbacks (malloc_stats_print's write_cb) are the C library's own
+ * getpid(): a syscall heapctl stops at, harmless without it.
  */
 #ifndef HC_ARCH_H
 #define HC_ARCH_H
@@ -57,12 +57,10 @@
 struct hc_err;
 
 #define HC_ARCH_MAX_ARGS 8
-/* The backend's stub's offset in heapctl's page: after ret_tramp, before the notify stub */
-#define HC_STUB_OFF 56
 
 struct hc_call {
 	uint64_t pc;       /* in: function to call, or the syscall gadget */
-	uint64_t ret_addr; /* in: where control goes next: ret_tramp or a restorer */
+	uint64_t ret_addr; /* in: where control goes next: the ret gadget or the restorer */
 	uint64_t frame;    /* in: the signal frame's address, from frame_place() */
 	long nr;           /* in: syscall number, for prep_syscall() */
 	uint64_t args[HC_ARCH_MAX_ARGS];
@@ -74,16 +72,34 @@ struct hc_call {
 	 * rax; AAPCS64 passes it in x8 and leaves x0-x7 to the arguments.
 	 */
 	uint64_t sret;
-	/* in, prep_syscall() only: one more register to set (arm64's page chain), or xreg 0 */
-	unsigned int xreg;
-	uint64_t xval;
+	/*
+	 * in, prep_call() with a ret gadget (x86_64): the gadget's base
+	 * register (ret_reg) gets ret_base, and it pops ret_pop bytes before
+	 * its ret, which must find the restorer at the frame.
+	 */
+	unsigned int ret_reg, ret_pop;
+	uint64_t ret_base;
 	uint64_t slot_addr, slot_val; /* out: one word call.c must write, or 0 */
 	/*
-	 * out: nstack more words call.c writes right above slot_val: the
-	 * arguments a psABI passes on the stack (x86_64: past the sixth)
+	 * out: nstack more words call.c writes right above slot_val: what the
+	 * ret gadget pops, the arguments a psABI passes on the stack first
+	 * (x86_64: past the sixth)
 	 */
-	uint64_t stack[HC_ARCH_MAX_ARGS - 6];
+	uint64_t stack[HC_ARCH_MAX_ARGS];
 	unsigned int nstack;
+};
+
+/*
+ * A ret gadget (x86_64): "mov %rax, disp(%reg)" with reg one a callee
+ * preserves, then only pops and other moves that touch no memory and not
+ * the stack pointer otherwise, then "ret" (ret_gadget()).
+ */
+struct hc_ret_gadget {
+	uint64_t addr;
+	unsigned int reg; /* the base register, by its x86 number (rbx 3, rbp 5, r12-r15) */
+	int32_t disp;
+	unsigned int pop; /* bytes its pops and "add $n, %rsp" take off the stack */
+	size_t len;
 };
 
 /* A regset saved from the thread. */
@@ -100,6 +116,7 @@ struct hc_sigframe {
 	unsigned int nextra;
 	uint64_t mask;                  /* the thread's real signal mask */
 	uint64_t raddr;                 /* where the frame will live */
+	uint64_t restorer;              /* its pretcode, where returns pop the stack (x86_64) */
 };
 
 /*
@@ -170,63 +187,33 @@ struct hc_arch {
 	size_t gregs_len;               /* NT_PRSTATUS size */
 	const unsigned int *extra_regsets; /* saved/restored verbatim, in order; 0-terminated */
 	unsigned int max_args;
-	long nr_mmap, nr_munmap, nr_rt_sigreturn, nr_getpid, nr_restart_syscall;
+	long nr_rt_sigreturn, nr_getpid, nr_restart_syscall;
 	long nr_memfd_create, nr_close; /* loading the sampler (inject.c) */
 	/* the relocations that fill GOT slots: the sampler hooks those */
 	uint32_t r_jump_slot, r_glob_dat;
 	uint32_t audit_arch;             /* AUDIT_ARCH_*, as seccomp filters see it */
 	int cs_arch, cs_mode;           /* Capstone */
 
-	/* Code heapctl writes into its own page in the target. */
-	struct hc_bytes ret_tramp;      /* result to a register, getpid, then the cleanup */
-	size_t ret_tramp_stop;          /* pc at the getpid's stops: the cleanup's entry */
-	/* Put the target's gadget and restorer into a copy of ret_tramp. */
-	void (*ret_tramp_fill)(uint8_t *tramp, uint64_t gadget, uint64_t restorer);
-	/*
-	 * Code of the backend's own at HC_STUB_OFF, for calls with 8 arguments:
-	 * where x86_64 returns, to pop the two on the stack, and where arm64
-	 * enters, to put the 8th in x7.
-	 */
-	struct hc_bytes stub;
-	struct hc_bytes notify;         /* callback stub: a harmless syscall, then return */
-	size_t notify_sys_end;          /* pc at the notify syscall's stops, from its start */
 	/* Code heapctl looks for in the target's own text. */
 	struct hc_bytes syscall_insn;   /* the syscall instruction */
 	struct hc_bytes syscall_ret;    /* "syscall; ret": remote syscalls run here */
 	const struct hc_bytes *restorers; /* sigreturn restorers; len 0 ends the list */
 	/*
-	 * How the C library's munmap() starts: the mmap of heapctl's page
-	 * returns into it and on into the restorer, so a page heapctl never
-	 * got to write is gone too should heapctl die (call.c, map_pages()).
-	 * Where a return pops its address from the stack (x86_64), directly,
-	 * with the page's address and length still in its argument registers;
-	 * where a return takes a register (arm64, where munmap() would return
-	 * into itself), through a link (link_epilogue below).
+	 * Callbacks: a C library function that makes a harmless syscall and
+	 * returns (getpid()); notify_sys_end is the pc at its syscall stops,
+	 * from its start.  A landing pad (endbr64, "bti c") right before it
+	 * is where an indirect call must enter.
 	 */
-	struct hc_bytes munmap_entry;
-	/* one instruction munmap() may start with before munmap_entry (arm64: nop), or none */
-	struct hc_bytes munmap_skip;
+	struct hc_bytes notify;
+	size_t notify_sys_end;
+	struct hc_bytes landing_pad;
 	/*
-	 * Where a return takes a register (arm64), the chain goes through a
-	 * "link": an indirect call to munmap() whose return lands in a plain
-	 * epilogue, which loads x30 from the stack and returns (the tail of
-	 * many C functions).  Does code (len bytes) start such a link?  Then
-	 * the call's register (*reg), the offset of the loaded return address
-	 * from the stack pointer (*lr_off) and the bytes the epilogue pops
-	 * (returned); 0 if not.  NULL where returns pop the stack (x86_64).
+	 * x86_64: does code (len bytes) start a ret gadget (struct
+	 * hc_ret_gadget; addr is left to the caller)?  Its length, or 0.
+	 * NULL where a call's result survives into the restorer's syscall
+	 * stop in a register (arm64: x0, get_ret()).
 	 */
-	unsigned int (*link_epilogue)(const uint8_t *code, size_t len, unsigned int *reg,
-				      unsigned int *lr_off);
-	/*
-	 * x86_64, with munmap_entry: the page's way out from the mmap's exit stop,
-	 * where the chain above returns into once the page is written (one
-	 * word, CHAIN_OFF in the page): unmap the page, rt_sigreturn.  Entered
-	 * with the stack pointer at the frame, whose pretcode it writes
-	 * itself.  page_exit_fill() puts in the page's, the gadget's and the
-	 * restorer's addresses.
-	 */
-	struct hc_bytes page_exit;
-	void (*page_exit_fill)(uint8_t *code, uint64_t page, uint64_t gadget, uint64_t restorer);
+	size_t (*ret_gadget)(const uint8_t *code, size_t len, struct hc_ret_gadget *g);
 
 	uint64_t (*get_pc)(const void *gregs);
 	uint64_t (*get_sp)(const void *gregs);
@@ -248,8 +235,11 @@ struct hc_arch {
 
 	/*
 	 * Turn gregs (a copy of the saved state) into a call of c->pc with
-	 * c->args, returning to c->ret_addr with sp at c->frame.  Fails with
-	 * HC_E_ARGS for more than max_args arguments.
+	 * c->args, returning to c->ret_addr, and from there into the restorer
+	 * at c->frame.  Fails with HC_E_ARGS for more than max_args arguments,
+	 * or more stack arguments than the ret gadget pops.  arm64 writes x7
+	 * for an 8th argument, which a syscall stop does not take: call.c
+	 * moves the thread to another stop first.
 	 */
 	int (*prep_call)(void *gregs, struct hc_call *c, struct hc_err *err);
 	/* Run syscall c->nr on the gadget at c->pc, then return into c->ret_addr. */
@@ -280,7 +270,10 @@ struct hc_arch {
 	 * then takes a stop inside signal delivery.
 	 */
 	void (*restart_here)(void *gregs);
-	/* A call's result, read at ret_tramp's getpid stop. */
+	/*
+	 * A call's result at the restorer's rt_sigreturn stop, where the return
+	 * leaves it in a register (arm64); NULL where a ret gadget keeps it.
+	 */
 	uint64_t (*get_ret)(const void *gregs);
 	int64_t (*get_syscall_ret)(const void *gregs);
 	/*
@@ -330,6 +323,13 @@ struct hc_arch {
 	 * cannot tell (treated as yes).
 	 */
 	int (*swaps_mask)(const void *gregs);
+	/*
+	 * Does rt_sigreturn on the frame give the thread back as exactly as
+	 * heapctl writing its registers would?  Not a relative sleep, which the
+	 * frame re-runs in full (restart_now()) where the kernel goes on with
+	 * the time left, nor state the frame does not carry.  NULL: always.
+	 */
+	bool (*frame_restores)(const void *gregs, const struct hc_regset *extra, unsigned int n);
 	/* Syscall the thread was in at the stop (orig_rax / -1), for logs. */
 	long (*syscall_nr)(const void *gregs);
 	/*
@@ -339,6 +339,8 @@ struct hc_arch {
 	 * Returns false if the buffer is not one this hook understands.
 	 */
 	bool (*call_fpstate)(unsigned int nt, void *buf, size_t len);
+	/* What the backend asks of the CPU, asked before anything stops (x86_64: CPUID), or NULL. */
+	void (*prepare)(void);
 	/* Format the general registers for -vvv. */
 	int (*dump_regs)(const void *gregs, char *out, size_t outlen);
 
@@ -364,6 +366,20 @@ struct hc_arch {
 			  uint64_t *rets, unsigned int max, char *why, size_t whylen);
 	/* The regset whose second word masks the PAC bits of return addresses, or 0. */
 	unsigned int pac_regset;
+	/*
+	 * The thread pointer (TLS base) from gregs where the image holds it
+	 * (x86_64's fs_base), or NULL: then the first word of tp_regset
+	 * (arm64's NT_ARM_TLS, tpidr_el0).  The stack scan (src/lib/where.c)
+	 * ends a thread's stack there.
+	 */
+	uint64_t (*get_tp)(const void *gregs);
+	unsigned int tp_regset;
+	/*
+	 * Where a call leaves its return address in a register (arm64's link
+	 * register), a callee may still hold one in any register: the stack
+	 * scan checks unwind_reg() numbers 0..regs_hold_returns (0: none).
+	 */
+	unsigned int regs_hold_returns;
 };
 
 extern const struct hc_arch hc_arch_x86_64;

@@ -117,47 +117,6 @@ static const unsigned int a64_extra_regsets[] = {
 	0,
 };
 
-#define A64_WORD(w) (w) & 0xff, ((w) >> 8) & 0xff, ((w) >> 16) & 0xff, (uint8_t)((w) >> 24)
-static const uint8_t a64_ret_tramp[] = {
-	A64_WORD(0xd2801588u), /* mov x8, #172: getpid, harmless (the result stays in x0) */
-	A64_WORD(0xd4000001u), /* svc #0: heapctl stops here and skips it */
-	/* +8: without heapctl, unmap this page, then restore */
-	A64_WORD(0x10ffffc0u), /* adr x0, .-8: the page */
-	A64_WORD(0xd2820001u), /* mov x1, #4096 */
-	A64_WORD(0xd280001eu), /* movz x30, #restorer */
-	A64_WORD(0xf2a0001eu), /* movk x30, #.., lsl #16 */
-	A64_WORD(0xf2c0001eu), /* movk x30, #.., lsl #32 */
-	A64_WORD(0xf2e0001eu), /* movk x30, #.., lsl #48: the gadget's ret goes there */
-	A64_WORD(0xd2800010u), /* movz x16, #gadget */
-	A64_WORD(0xf2a00010u), /* movk x16, #.., lsl #16 */
-	A64_WORD(0xf2c00010u), /* movk x16, #.., lsl #32 */
-	A64_WORD(0xf2e00010u), /* movk x16, #.., lsl #48 */
-	A64_WORD(0xd2801ae8u), /* mov x8, #215: munmap */
-	A64_WORD(0xd65f0200u), /* ret x16: "svc #0; ret" (a ret needs no BTI landing pad) */
-};
-#define A64_TRAMP_RESTORER 16 /* the four moves of the restorer, then the gadget's */
-#define A64_TRAMP_GADGET 32
-_Static_assert(sizeof(a64_ret_tramp) <= HC_STUB_OFF, "ret_tramp runs into the stub");
-
-/* At HC_STUB_OFF: a call with an 8th argument starts here (prep_call()). */
-static const uint8_t a64_stub[] = {
-	A64_WORD(0xaa1003e7u), /* mov x7, x16: the 8th argument */
-	A64_WORD(0xd61f0220u), /* br x17: the function (BTYPE 01: "bti c" and paciasp take it) */
-};
-
-static void ret_tramp_fill(uint8_t *tramp, uint64_t gadget, uint64_t restorer)
-{
-	for (unsigned int i = 0; i < 4; i++) {
-		uint32_t w;
-
-		memcpy(&w, tramp + A64_TRAMP_RESTORER + 4 * i, 4);
-		w |= (uint32_t)((restorer >> (16 * i)) & 0xffff) << 5;
-		memcpy(tramp + A64_TRAMP_RESTORER + 4 * i, &w, 4);
-		memcpy(&w, tramp + A64_TRAMP_GADGET + 4 * i, 4);
-		w |= (uint32_t)((gadget >> (16 * i)) & 0xffff) << 5;
-		memcpy(tramp + A64_TRAMP_GADGET + 4 * i, &w, 4);
-	}
-}
 static const uint8_t a64_notify[] = {
 	0x88, 0x15, 0x80, 0xd2, /* mov x8, #172: getpid, harmless */
 	0x01, 0x00, 0x00, 0xd4, /* svc #0: heapctl reads x0/x1 here */
@@ -174,72 +133,7 @@ static const uint8_t a64_restorer[] = {
 	0x68, 0x11, 0x80, 0xd2, /* mov x8, #139: the vDSO's __kernel_rt_sigreturn */
 	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
 };
-/* how the C library's munmap() starts (glibc 2.36's starts with a nop before it) */
-static const uint8_t a64_munmap_entry[] = {
-	0xe8, 0x1a, 0x80, 0xd2, /* mov x8, #215 */
-	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
-};
-static const uint8_t a64_nop[] = { 0x1f, 0x20, 0x03, 0xd5 };
-
-static uint32_t insn_at(const uint8_t *code, size_t i)
-{
-	return (uint32_t)code[4 * i] | (uint32_t)code[4 * i + 1] << 8 |
-	       (uint32_t)code[4 * i + 2] << 16 | (uint32_t)code[4 * i + 3] << 24;
-}
-
-/*
- * "blr xN", then only loads from [sp, #imm] below the popped size and
- * movz into registers other than x30, then "ldp x29, x30, [sp], #pop" and
- * "ret" (arch.h, link_epilogue).  xN must survive the mmap (any register
- * but x0) and be free for the chain: not x1 (the length), x7 (the kernel's
- * at syscall stops), x8 (the syscall number), x29, x30.
- */
-#define LINK_MAX_INSNS 8
-
-static unsigned int link_epilogue(const uint8_t *code, size_t len, unsigned int *reg,
-				  unsigned int *lr_off)
-{
-	size_t n = len / 4;
-	uint32_t w = n ? insn_at(code, 0) : 0;
-	unsigned int x = (w >> 5) & 31, pop, maxoff = 0;
-
-	if (!n || (w & 0xfffffc1f) != 0xd63f0000 || x <= 1 || x == 7 || x == 8 || x >= 29)
-		return 0;
-	for (size_t i = 1; i < n && i < LINK_MAX_INSNS; i++) {
-		w = insn_at(code, i);
-		if ((w & 0xffc07fff) == 0xa8c07bfd) { /* ldp x29, x30, [sp], #imm7*8 */
-			pop = ((w >> 15) & 0x7f) * 8;
-			if (i + 1 >= n || insn_at(code, i + 1) != 0xd65f03c0 || pop < 16 ||
-			    pop % 16 || pop > 256 || maxoff > pop)
-				return 0;
-			*reg = x;
-			*lr_off = 8;
-			return pop;
-		}
-		if ((w & 0xffc003e0) == 0xa94003e0) { /* ldp xA, xB, [sp, #imm7*8] */
-			int64_t off = (int64_t)(((int32_t)(w << 10)) >> 25) * 8;
-
-			if (off < 0 || (w & 31) == 30 || ((w >> 10) & 31) == 30 || (w & 31) == 31 ||
-			    ((w >> 10) & 31) == 31)
-				return 0;
-			if ((unsigned int)off + 16 > maxoff)
-				maxoff = (unsigned int)off + 16;
-		} else if ((w & 0xffc003e0) == 0xf94003e0) { /* ldr xA, [sp, #imm12*8] */
-			unsigned int off = ((w >> 10) & 0xfff) * 8;
-
-			if ((w & 31) >= 30)
-				return 0;
-			if (off + 8 > maxoff)
-				maxoff = off + 8;
-		} else if ((w & 0x7f800000) == 0x52800000) { /* movz wA/xA, #imm */
-			if ((w & 31) == 30)
-				return 0;
-		} else {
-			return 0;
-		}
-	}
-	return 0;
-}
+static const uint8_t a64_bti_c[] = { 0x5f, 0x24, 0x03, 0xd5 }; /* bti c */
 
 static const struct hc_bytes a64_restorers[] = {
 	{ a64_restorer, sizeof(a64_restorer) },
@@ -286,28 +180,20 @@ static int prep_call(void *gregs, struct hc_call *c, struct hc_err *err)
 			       "%u arguments for a call on aarch64, at most %u fit in x0-x7",
 			       c->nargs, A64_NARGS);
 
+	/*
+	 * x7, the 8th, is no argument the kernel takes from a syscall stop
+	 * (report_syscall() puts it back as it was once the tracer is done, see
+	 * prep_syscall()): call.c starts such a call from another stop.
+	 */
 	for (i = 0; i < c->nargs; i++)
 		r->regs[i] = c->args[i];
 	/* AAPCS64 6.9: an indirect result's address goes in x8 (XR), not in x0-x7 */
 	if (c->sret)
 		r->regs[8] = c->sret;
 
-	r->sp = c->frame; /* 16-aligned by frame_place() */
-	r->regs[A64_LR] = c->ret_addr;
+	r->sp = c->frame; /* 16-aligned by frame_place(); rt_sigreturn takes the frame at sp */
+	r->regs[A64_LR] = c->ret_addr; /* the vDSO's restorer: x0 survives into its svc */
 	r->pc = c->pc;
-	/*
-	 * Calls start from a syscall stop, where the kernel puts x7 back as it
-	 * was once the tracer is done (report_syscall(), see prep_syscall()):
-	 * an 8th argument goes in x16, the function in x17 (both free to use
-	 * between caller and callee, AAPCS64 6.1.1), and the call starts at
-	 * the stub in heapctl's page (c->ret_addr is its start), which moves
-	 * x16 into x7 and branches to x17.
-	 */
-	if (c->nargs == A64_NARGS) {
-		r->regs[16] = c->args[7];
-		r->regs[17] = c->pc;
-		r->pc = c->ret_addr + HC_STUB_OFF;
-	}
 	/*
 	 * A thread stopped right after an indirect branch has PSTATE.BTYPE
 	 * set; moving pc to a function whose first instruction is not the
@@ -320,6 +206,7 @@ static int prep_call(void *gregs, struct hc_call *c, struct hc_err *err)
 	/* The return address is in x30: nothing for call.c to write. */
 	c->slot_addr = 0;
 	c->slot_val = 0;
+	c->nstack = 0;
 	return 0;
 }
 
@@ -340,8 +227,6 @@ static void prep_syscall(void *gregs, struct hc_call *c)
 	r->pc = c->pc;
 	r->sp = c->frame;
 	r->regs[A64_LR] = c->ret_addr; /* "ret" goes to the restorer */
-	if (c->xreg)
-		r->regs[c->xreg] = c->xval;
 	r->pstate &= ~A64_PSR_BTYPE_MASK;
 	c->slot_addr = 0;
 	c->slot_val = 0;
@@ -550,11 +435,23 @@ static void no_restart(void *gregs)
  * (orig_x0 and syscallno are kernel-only fields of struct pt_regs); it is
  * exposed through the separate NT_ARM_SYSTEM_CALL regset.  Logs only.
  */
-/* The syscall number is not in NT_PRSTATUS on arm64 (see syscall_nr()): cannot tell. */
+/*
+ * The syscall number is not in NT_PRSTATUS on arm64 (see syscall_nr()),
+ * but x8 is the number the thread last made a syscall with, which the
+ * kernel leaves alone: a temporary mask is in place only inside one of
+ * these syscalls, entered with its number in x8.  A stale x8 only costs a
+ * remote getpid().
+ */
 static int swaps_mask(const void *gregs)
 {
-	(void)gregs;
-	return -1;
+	/* pselect6, ppoll, rt_sigsuspend, epoll_pwait, io_pgetevents, epoll_pwait2 */
+	static const uint64_t nrs[] = { 72, 73, 133, 22, 292, 441 };
+	const struct a64_gregs *r = gregs;
+
+	for (size_t i = 0; i < sizeof(nrs) / sizeof(nrs[0]); i++)
+		if (r->regs[8] == nrs[i])
+			return 1;
+	return 0;
 }
 
 /* arm64 skips a syscall through NT_ARM_SYSTEM_CALL (skip_regset), not gregs. */
@@ -567,6 +464,27 @@ static void skip_syscall(void *gregs)
 static void restart_now(void *gregs)
 {
 	(void)gregs;
+}
+
+/*
+ * The frame carries FP/SIMD only (sigframe_build()): a thread stopped with
+ * live SVE state (NT_ARM_SVE's header flags say SVE_PT_REGS_SVE) has its
+ * registers written back by heapctl instead.
+ */
+static bool frame_restores(const void *gregs, const struct hc_regset *extra, unsigned int n)
+{
+	(void)gregs;
+	for (unsigned int i = 0; i < n; i++) {
+		uint16_t flags;
+
+		if (extra[i].nt != NT_ARM_SVE || extra[i].len < 16)
+			continue;
+		/* struct user_sve_header: size (u32), max_size (u32), vl, max_vl, flags (u16s) */
+		memcpy(&flags, (const uint8_t *)extra[i].buf + 12, 2);
+		if (flags & 1 /* SVE_PT_REGS_SVE */)
+			return false;
+	}
+	return true;
 }
 
 static long syscall_nr(const void *gregs)
@@ -687,8 +605,6 @@ const struct hc_arch hc_arch_aarch64 = {
 	.gregs_len = sizeof(struct a64_gregs),
 	.extra_regsets = a64_extra_regsets,
 	.max_args = A64_NARGS,
-	.nr_mmap = 222,		/* __NR_mmap, include/uapi/asm-generic/unistd.h */
-	.nr_munmap = 215,	/* __NR_munmap */
 	.nr_rt_sigreturn = 139,	/* __NR_rt_sigreturn */
 	.nr_getpid = 172,	/* __NR_getpid */
 	.nr_restart_syscall = 128, /* __NR_restart_syscall */
@@ -699,18 +615,12 @@ const struct hc_arch hc_arch_aarch64 = {
 	.audit_arch = 0xc00000b7, /* AUDIT_ARCH_AARCH64 */
 	.cs_arch = CS_ARCH_ARM64,
 	.cs_mode = CS_MODE_ARM,
-	.ret_tramp = { a64_ret_tramp, sizeof(a64_ret_tramp) },
-	.ret_tramp_stop = 8,
-	.ret_tramp_fill = ret_tramp_fill,
-	.stub = { a64_stub, sizeof(a64_stub) },
 	.notify = { a64_notify, sizeof(a64_notify) },
 	.notify_sys_end = 8,
+	.landing_pad = { a64_bti_c, sizeof(a64_bti_c) },
 	.syscall_insn = { a64_syscall_insn, sizeof(a64_syscall_insn) },
 	.syscall_ret = { a64_syscall_ret, sizeof(a64_syscall_ret) },
 	.restorers = a64_restorers,
-	.munmap_entry = { a64_munmap_entry, sizeof(a64_munmap_entry) },
-	.munmap_skip = { a64_nop, sizeof(a64_nop) },
-	.link_epilogue = link_epilogue,
 
 	.get_pc = get_pc,
 	.get_sp = get_sp,
@@ -734,10 +644,13 @@ const struct hc_arch hc_arch_aarch64 = {
 	.restart_probed = restart_probed,
 	.wait_kind = wait_kind,
 	.swaps_mask = swaps_mask,
+	.frame_restores = frame_restores,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,
 	.dump_regs = dump_regs,
 	.unwind_reg = unwind_reg,
 	.frame_walk = frame_walk,
 	.pac_regset = 0x406, /* NT_ARM_PAC_MASK: struct user_pac_mask { data_mask, insn_mask } */
+	.tp_regset = 0x401,  /* NT_ARM_TLS: tpidr_el0 first */
+	.regs_hold_returns = 30, /* x0-x30 */
 };

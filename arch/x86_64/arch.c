@@ -40,41 +40,12 @@ _Static_assert(offsetof(struct x64_gregs, fs_base) ==
 #define X86_EFLAGS_TF (1u << 8)
 #define X86_EFLAGS_DF (1u << 10)
 
-static const uint8_t x64_ret_tramp[] = {
-	0x48, 0x89, 0xc7,             /* mov %rax,%rdi: keep the result */
-	0xb8, 0x27, 0x00, 0x00, 0x00, /* mov $39,%eax: getpid, harmless */
-	0x0f, 0x05,                   /* syscall: heapctl stops here and skips it */
-	/* X64_TRAMP_STOP: without heapctl, unmap this page, then restore */
-	0x48, 0x8d, 0x3d, 0xef, 0xff, 0xff, 0xff, /* lea -17(%rip),%rdi: the page */
-	0xbe, 0x00, 0x10, 0x00, 0x00, /* mov $4096,%esi */
-	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $restorer,%rcx */
-	0x51,                         /* push %rcx: for the gadget's ret, rsp = frame */
-	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $gadget,%rcx */
-	0x51,                         /* push %rcx */
-	0xb8, 0x0b, 0x00, 0x00, 0x00, /* mov $11,%eax: munmap */
-	0xc3,                         /* ret: to "syscall; ret", then the restorer */
-};
-#define X64_TRAMP_STOP 10 /* pc at the getpid's stops, and where the cleanup starts */
-#define X64_TRAMP_RESTORER 24
-#define X64_TRAMP_GADGET 35
-_Static_assert(sizeof(x64_ret_tramp) <= HC_STUB_OFF, "ret_tramp runs into the stub");
-
-/* At HC_STUB_OFF: a call with a 7th and 8th argument returns here (prep_call()). */
-static const uint8_t x64_stub[] = {
-	0x48, 0x83, 0xc4, 0x20,            /* add $32,%rsp: past the arguments and the gap */
-	0xeb, (uint8_t)-(HC_STUB_OFF + 6), /* jmp ret_tramp: rsp = frame + 8 */
-};
-
-static void ret_tramp_fill(uint8_t *tramp, uint64_t gadget, uint64_t restorer)
-{
-	memcpy(tramp + X64_TRAMP_RESTORER, &restorer, 8);
-	memcpy(tramp + X64_TRAMP_GADGET, &gadget, 8);
-}
 static const uint8_t x64_notify[] = {
 	0xb8, 0x27, 0x00, 0x00, 0x00, /* mov $39,%eax: getpid, harmless */
 	0x0f, 0x05,                   /* syscall: heapctl reads rdi/rsi here */
 	0xc3,                         /* ret */
 };
+static const uint8_t x64_endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 static const uint8_t x64_syscall[] = {
 	0x0f, 0x05, /* syscall */
 };
@@ -95,28 +66,81 @@ static const struct hc_bytes x64_restorers[] = {
 	{ x64_restore_rt2, sizeof(x64_restore_rt2) },
 	{ NULL, 0 },
 };
-static const uint8_t x64_page_exit[] = {
-	0x48, 0xbf, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $page,%rdi */
-	0xbe, 0x00, 0x10, 0x00, 0x00, /* mov $4096,%esi */
-	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $restorer,%rcx */
-	0x48, 0x89, 0x0c, 0x24,       /* mov %rcx,(%rsp): the frame's pretcode */
-	0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs $gadget,%rcx */
-	0x51,                         /* push %rcx */
-	0xb8, 0x0b, 0x00, 0x00, 0x00, /* mov $11,%eax: munmap */
-	0xc3,                         /* ret: to "syscall; ret", then the restorer */
-};
+/*
+ * A ret gadget (arch.h): "mov %rax, disp(%B)" (REX.W 89 /0) with B one of
+ * the registers a callee preserves, then at most X64_GADGET_TAIL of:
+ * "pop %r" (not %rsp), "add $imm8, %rsp" (a multiple of 8), "xor %r32, %r32"
+ * and "mov $imm32, %r32" (neither into %esp), and then "ret".  Hand-decoded
+ * on purpose: the search reads a C library's text before any stop, and
+ * Capstone, byte by byte, would take milliseconds; call.c's caller has
+ * Capstone confirm the one it picks.
+ */
+#define X64_GADGET_TAIL 6
 
-static void page_exit_fill(uint8_t *code, uint64_t page, uint64_t gadget, uint64_t restorer)
+static size_t ret_gadget(const uint8_t *c, size_t len, struct hc_ret_gadget *g)
 {
-	memcpy(code + 2, &page, 8);
-	memcpy(code + 17, &restorer, 8);
-	memcpy(code + 31, &gadget, 8);
+	unsigned int mod, rm, reg, pop = 0;
+	size_t i = 3;
+
+	if (len < 4 || (c[0] != 0x48 && c[0] != 0x49) || c[1] != 0x89)
+		return 0;
+	mod = c[2] >> 6;
+	rm = c[2] & 7;
+	if ((c[2] >> 3 & 7) != 0 || mod == 3)
+		return 0; /* not from %rax, or not into memory */
+	reg = rm | (c[0] == 0x49 ? 8 : 0);
+	if (rm == 4) {
+		/* a SIB byte: only plain (%rsp) or (%r12), and %rsp is no base here */
+		if (c[3] != 0x24 || reg != 12)
+			return 0;
+		i++;
+	} else if (rm == 5 && mod == 0) {
+		return 0; /* %rip-relative */
+	} else if (reg != 3 && reg != 5 && reg != 13 && reg != 14 && reg != 15) {
+		return 0; /* not a register the callee preserves */
+	}
+	g->reg = reg;
+	g->disp = 0;
+	if (mod == 1) {
+		if (i + 1 > len)
+			return 0;
+		g->disp = (int8_t)c[i++];
+	} else if (mod == 2) {
+		if (i + 4 > len)
+			return 0;
+		memcpy(&g->disp, c + i, 4);
+		i += 4;
+	}
+	for (unsigned int n = 0; n <= X64_GADGET_TAIL && i < len; n++) {
+		uint8_t b = c[i];
+
+		if (b == 0xc3) { /* ret */
+			g->pop = pop;
+			g->len = i + 1;
+			return g->len;
+		}
+		if (b >= 0x58 && b <= 0x5f && b != 0x5c) { /* pop %r, not %rsp */
+			pop += 8;
+			i += 1;
+		} else if (b == 0x41 && i + 1 < len && c[i + 1] >= 0x58 && c[i + 1] <= 0x5f) {
+			pop += 8; /* pop %r8-%r15 */
+			i += 2;
+		} else if (b == 0x48 && i + 3 < len && c[i + 1] == 0x83 && c[i + 2] == 0xc4 &&
+			   c[i + 3] < 0x80 && !(c[i + 3] & 7)) {
+			pop += c[i + 3]; /* add $imm8, %rsp */
+			i += 4;
+		} else if (b == 0x31 && i + 1 < len && (c[i + 1] >> 6) == 3 &&
+			   (c[i + 1] & 7) == (c[i + 1] >> 3 & 7) && (c[i + 1] & 7) != 4) {
+			i += 2; /* xor %r32, %r32: zeroes one register */
+		} else if (b >= 0xb8 && b <= 0xbf && b != 0xbc && i + 5 <= len) {
+			i += 5; /* mov $imm32, %r32 */
+		} else {
+			return 0;
+		}
+	}
+	return 0;
 }
 
-static const uint8_t x64_munmap_entry[] = {
-	0xb8, 0x0b, 0x00, 0x00, 0x00, /* mov $11,%eax: munmap, rdi and rsi untouched */
-	0x0f, 0x05,                   /* syscall */
-};
 /* Saved and restored verbatim: the whole XSAVE image, whatever its size. */
 static const unsigned int x64_extra[] = { NT_X86_XSTATE, 0 };
 
@@ -128,6 +152,27 @@ static uint64_t get_pc(const void *g)
 static uint64_t get_sp(const void *g)
 {
 	return ((const struct x64_gregs *)g)->rsp;
+}
+
+/* The gregs field of x86 register number n, for the ones ret gadgets use as a base. */
+static uint64_t *base_reg(struct x64_gregs *g, unsigned int n)
+{
+	switch (n) {
+	case 3:
+		return &g->rbx;
+	case 5:
+		return &g->rbp;
+	case 12:
+		return &g->r12;
+	case 13:
+		return &g->r13;
+	case 14:
+		return &g->r14;
+	case 15:
+		return &g->r15;
+	default:
+		return NULL;
+	}
 }
 
 static uint64_t get_arg(const void *gv, unsigned int i)
@@ -149,21 +194,36 @@ static void set_args(struct x64_gregs *g, const uint64_t *args, unsigned int n)
 }
 
 /*
- * SysV psABI 3.2.3: the 7th and 8th integer arguments go on the stack,
- * right above the return address.  The call then starts 32 bytes below the
- * frame and returns to the stub, which pops them and the 8 bytes left
- * between them and the frame - 8 word, and goes on into ret_tramp
- * (c->ret_addr, the page's start) with rsp = frame + 8, as after any call:
- * the cleanup works should heapctl die.
+ * SysV psABI 3.2.3: the callee finds its return address at rsp (rsp % 16
+ * == 8) and a 7th and 8th integer argument right above it.  The return
+ * address is the ret gadget, whose pops take those words and whatever lies
+ * between them and the frame; its "ret" then finds the restorer at the
+ * frame (the pretcode), and the restorer's rt_sigreturn finds the frame:
+ *
+ *   rsp = frame - 8 - ret_pop:  ret gadget
+ *   rsp + 8 ...                 7th, 8th argument, then zeros (ret_pop bytes)
+ *   frame:                      the restorer
+ *
+ * The gadget's base register is set so that it stores rax into heapctl's
+ * slot; the callee preserves it (psABI 3.2.1).
  */
 static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 {
 	struct x64_gregs *g = gv;
+	uint64_t *base = base_reg(g, c->ret_reg);
+	unsigned int nstack = c->nargs > 6 ? c->nargs - 6 : 0;
 
 	if (c->nargs > 8 || (c->sret && c->nargs > 5))
 		return err_set(err, HC_E_ARGS, 0,
 			       "%u arguments%s; x86_64 passes 6 in registers and 2 more on the stack",
 			       c->nargs, c->sret ? " and a struct result" : "");
+	if (!base || c->ret_pop % 16 != 8 || c->ret_pop / 8 > HC_ARCH_MAX_ARGS)
+		return err_set(err, HC_E_INTERNAL, 0, "no usable ret gadget (register %u, pops %u)",
+			       c->ret_reg, c->ret_pop);
+	if (nstack * 8 > c->ret_pop)
+		return err_set(err, HC_E_UNSUPPORTED, 0,
+			       "%u arguments: the target's ret gadget leaves room for %u on the stack",
+			       c->nargs, 6 + c->ret_pop / 8);
 	if (c->sret) {
 		/* SysV psABI 3.2.3: a MEMORY-class result's address is a hidden first argument */
 		uint64_t a[6] = { c->sret };
@@ -173,36 +233,19 @@ static int prep_call(void *gv, struct hc_call *c, struct hc_err *err)
 	} else {
 		set_args(g, c->args, c->nargs);
 	}
-	/* frame_place() made frame % 16 == 8: what a callee expects after "call" */
-	g->rsp = c->frame;
+	/* frame_place() made frame % 16 == 8, and ret_pop % 16 == 8: rsp % 16 == 8 */
+	g->rsp = c->frame - 8 - c->ret_pop;
 	g->rip = c->pc;
 	g->rax = 0; /* varargs: no vector registers used */
+	*base = c->ret_base;
 	g->eflags &= ~(uint64_t)(X86_EFLAGS_TF | X86_EFLAGS_DF);
 	no_restart(g);
-	/* the return address doubles as the frame's pretcode */
-	c->slot_addr = c->frame;
+	c->slot_addr = g->rsp;
 	c->slot_val = c->ret_addr;
-	c->nstack = 0;
-	if (c->nargs > 6) {
-		/*
-		 * 32 bytes down, not 16: the words written here stay clear of
-		 * the two a borrow's way back may be using until the thread is
-		 * moved (the pretcode, and below it the chain from the page's
-		 * mmap, call.c's map_pages()).  rsp % 16 is still 8.
-		 */
-		g->rsp = c->frame - 32;
-		c->slot_addr = g->rsp;
-		c->slot_val = c->ret_addr + HC_STUB_OFF;
-		c->nstack = c->nargs - 6;
-		memcpy(c->stack, c->args + 6, c->nstack * sizeof(*c->stack));
-	}
+	c->nstack = c->ret_pop / 8;
+	memset(c->stack, 0, sizeof(c->stack));
+	memcpy(c->stack, c->args + 6, nstack * sizeof(*c->stack));
 	return 0;
-}
-
-static uint64_t get_ret(const void *g)
-{
-	/* ret_tramp moved rax to rdi before loading the getpid number */
-	return ((const struct x64_gregs *)g)->rdi;
 }
 
 static void prep_syscall(void *gv, struct hc_call *c)
@@ -341,6 +384,16 @@ static void restart_here(void *gv)
 	g->orig_rax = (uint64_t)-1;
 }
 
+/* Not a syscall the kernel resumes through restart_syscall: the frame re-runs it from scratch. */
+static bool frame_restores(const void *gv, const struct hc_regset *extra, unsigned int n)
+{
+	const struct x64_gregs *g = gv;
+
+	(void)extra;
+	(void)n;
+	return (int64_t)g->orig_rax < 0 || (int64_t)g->rax != -516 /* -ERESTART_RESTARTBLOCK */;
+}
+
 static int swaps_mask(const void *gv)
 {
 	/* x86_64: pselect6, ppoll, rt_sigsuspend, epoll_pwait, io_pgetevents, epoll_pwait2 */
@@ -406,21 +459,53 @@ static uint64_t frame_place(uint64_t sp, size_t len)
 	return ((sp - X86_RED_ZONE - len) & ~15ull) - 8;
 }
 
-/* Size of the XSAVE image that covers every component in use (CPUID leaf 0xD). */
+/*
+ * Where each XSAVE component ends (offset + size, CPUID leaf 0xD), once
+ * asked; 1: not in use on this CPU.  The answers are the CPU's and do not
+ * change.  A CPUID under a hypervisor is a trap of a microsecond or more,
+ * so prepare() asks before anything stops.
+ */
+static uint32_t comp_end[63];
+
+static uint32_t xsave_comp_end(unsigned int i)
+{
+#if defined(__x86_64__)
+	if (!comp_end[i]) {
+		unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+
+		__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0xd), "c"(i));
+		comp_end[i] = eax ? ebx + eax : 1;
+	}
+#endif
+	return comp_end[i];
+}
+
+static void prepare(void)
+{
+#if defined(__x86_64__)
+	unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+	uint64_t have;
+
+	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0), "c"(0));
+	if (eax < 0xd)
+		return;
+	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0xd), "c"(0));
+	have = (uint64_t)edx << 32 | eax; /* the user components this CPU can save */
+	for (unsigned int i = 2; i < 63; i++)
+		if (have & (1ull << i))
+			xsave_comp_end(i);
+#endif
+}
+
+/* Size of the XSAVE image that covers every component in use. */
 static size_t xsave_used_size(uint64_t bv, size_t have)
 {
 	size_t end = 512 + 64; /* legacy area and header */
 
 #if defined(__x86_64__)
-	for (unsigned int i = 2; i < 63; i++) {
-		unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
-
-		if (!(bv & (1ull << i)))
-			continue;
-		__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0xd), "c"(i));
-		if (eax && (size_t)ebx + eax > end)
-			end = (size_t)ebx + eax;
-	}
+	for (unsigned int i = 2; i < 63; i++)
+		if ((bv & (1ull << i)) && xsave_comp_end(i) > end)
+			end = xsave_comp_end(i);
 #else
 	(void)bv;
 	end = have;
@@ -447,6 +532,8 @@ static int sigframe_build(const struct hc_sigframe *f, uint8_t *out, size_t outl
 	if (fpoff + xsize + 4 > outlen)
 		return err_set(err, HC_E_INTERNAL, 0, "signal frame does not fit (%zu bytes)", outlen);
 	memset(out, 0, fpoff + xsize + 4);
+	/* the ret that reaches the restorer pops this; rt_sigreturn reads the frame after it */
+	memcpy(out, &f->restorer, 8);
 	memcpy(out + SF_UC_FLAGS, &flags, 8);
 	/*
 	 * rt_sigreturn calls restore_altstack() on uc_stack.  An invalid mode
@@ -494,40 +581,50 @@ static int sigframe_build(const struct hc_sigframe *f, uint8_t *out, size_t outl
  * header whose first word is XSTATE_BV.
  */
 #define XS_FCW 0
+#define XS_FSW 2
+#define XS_FTW 4 /* the abridged tag word, one byte */
+#define XS_FOP 6
 
 #define XS_MXCSR 24
 
 #define XS_HDR 512
 #define XFEAT_X87 (1ull << 0)
 #define XFEAT_SSE (1ull << 1)
-#define XFEAT_AVX_UPPER ((1ull << 2) | (1ull << 5) | (1ull << 6) | (1ull << 7))
 
 static bool call_fpstate(unsigned int nt, void *buf, size_t len)
 {
 	uint8_t *x = buf;
 	uint16_t fcw = 0x037f; /* default control word: all exceptions masked */
-	uint32_t mxcsr = 0x1f80, mxcsr_mask;
+	uint32_t mxcsr = 0x1f80, cur_mxcsr;
 	uint64_t bv;
 
 	if (nt != NT_X86_XSTATE || len < XS_HDR + 64)
 		return false;
 	/*
 	 * The ABI promises the callee an empty x87 stack and default control
-	 * words.  A thread stopped mid-computation may have neither, so give
-	 * the call a clean FPU; the saved image is restored afterwards.
-	 * Registers are written as init values with their bits kept in
-	 * XSTATE_BV so that MXCSR is really loaded; the AVX/AVX-512 upper
-	 * parts go to their init state.  PKRU, AMX and the rest are kept.
+	 * words (psABI 3.2.3).  A thread stopped mid-computation may have
+	 * neither, so give the call a clean FPU; the saved image is restored
+	 * afterwards.  The control words are written with their bits kept in
+	 * XSTATE_BV so that they are really loaded.  The registers themselves
+	 * (x87, XMM, AVX and up), PKRU, AMX and the rest are left as they are:
+	 * they are scratch or no callee's business, and a thread whose
+	 * control state is already the ABI's, nearly every one, needs no
+	 * write at all (call.c compares).
 	 */
-	memcpy(&mxcsr_mask, x + XS_MXCSR + 4, 4); /* read-only CPU fact: keep */
-	memset(x, 0, 512 - 48); /* FXSAVE area up to the software-reserved bytes */
-	memcpy(x + XS_MXCSR + 4, &mxcsr_mask, 4);
+	/*
+	 * Sticky exception flags (MXCSR's low six bits, FSW's) trap nothing
+	 * while the masks are the default ones; an empty tag word makes TOP moot.
+	 */
+	memcpy(&cur_mxcsr, x + XS_MXCSR, 4);
+	if (!memcmp(x + XS_FCW, &fcw, 2) && !x[XS_FTW] && (cur_mxcsr & ~0x3fu) == mxcsr)
+		return true;
 	memcpy(x + XS_FCW, &fcw, 2);
+	memset(x + XS_FSW, 0, 2);
+	x[XS_FTW] = 0; /* the abridged tag word: every x87 register empty */
+	memset(x + XS_FOP, 0, 2);
 	memcpy(x + XS_MXCSR, &mxcsr, 4);
-	/* abridged tag word 0: every x87 register empty; FSW, FOP 0 */
 	memcpy(&bv, x + XS_HDR, 8);
 	bv |= XFEAT_X87 | XFEAT_SSE;
-	bv &= ~XFEAT_AVX_UPPER;
 	memcpy(x + XS_HDR, &bv, 8);
 	return true;
 }
@@ -561,14 +658,17 @@ static int unwind_reg(const void *gregs, unsigned int regnum, uint64_t *val)
 	return 0;
 }
 
+static uint64_t get_tp(const void *g)
+{
+	return ((const struct x64_gregs *)g)->fs_base;
+}
+
 const struct hc_arch hc_arch_x86_64 = {
 	.name = "x86_64",
 	.e_machine = EM_X86_64,
 	.gregs_len = sizeof(struct x64_gregs),
 	.extra_regsets = x64_extra,
 	.max_args = 8,
-	.nr_mmap = 9,
-	.nr_munmap = 11,
 	.nr_rt_sigreturn = 15,
 	.nr_getpid = 39,
 	.nr_restart_syscall = 219,
@@ -579,18 +679,13 @@ const struct hc_arch hc_arch_x86_64 = {
 	.audit_arch = 0xc000003e, /* AUDIT_ARCH_X86_64 */
 	.cs_arch = CS_ARCH_X86,
 	.cs_mode = CS_MODE_64,
-	.ret_tramp = { x64_ret_tramp, sizeof(x64_ret_tramp) },
-	.ret_tramp_stop = X64_TRAMP_STOP,
-	.ret_tramp_fill = ret_tramp_fill,
-	.stub = { x64_stub, sizeof(x64_stub) },
-	.notify = { x64_notify, sizeof(x64_notify) },
-	.notify_sys_end = 7,
 	.syscall_insn = { x64_syscall, sizeof(x64_syscall) },
 	.syscall_ret = { x64_syscall_ret, sizeof(x64_syscall_ret) },
-	.munmap_entry = { x64_munmap_entry, sizeof(x64_munmap_entry) },
-	.page_exit = { x64_page_exit, sizeof(x64_page_exit) },
-	.page_exit_fill = page_exit_fill,
 	.restorers = x64_restorers,
+	.notify = { x64_notify, sizeof(x64_notify) },
+	.notify_sys_end = 7,
+	.landing_pad = { x64_endbr64, sizeof(x64_endbr64) },
+	.ret_gadget = ret_gadget,
 	.get_pc = get_pc,
 	.get_sp = get_sp,
 	.get_arg = get_arg,
@@ -604,14 +699,16 @@ const struct hc_arch hc_arch_x86_64 = {
 	.skip_syscall = skip_syscall,
 	.restart_now = restart_now,
 	.restart_here = restart_here,
-	.get_ret = get_ret,
 	.get_syscall_ret = get_syscall_ret,
 	.no_restart = no_restart,
 	.undo_stop_eintr = undo_stop_eintr,
 	.wait_kind = wait_kind,
 	.swaps_mask = swaps_mask,
+	.frame_restores = frame_restores,
 	.syscall_nr = syscall_nr,
 	.call_fpstate = call_fpstate,
 	.dump_regs = dump_regs,
 	.unwind_reg = unwind_reg,
+	.get_tp = get_tp,
+	.prepare = prepare,
 };

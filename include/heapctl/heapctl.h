@@ -504,6 +504,11 @@ struct hc_timing {
 	uint64_t paused_us; /* how long it was stopped */
 	unsigned attempts;  /* threads/tries until a safe point was found */
 	unsigned stops;     /* ptrace stops heapctl waited for, on every thread it tried */
+	/* where paused_us went: */
+	uint64_t stop_us;   /* resuming the thread and waiting for its stops */
+	uint64_t regs_us;   /* reading and writing registers and signal masks, detaching */
+	uint64_t mem_us;    /* reading and writing the target's memory */
+	uint64_t check_us;  /* proving the thread at a safe point (where_safe()) */
 };
 HC_API void hc_target_timing(const struct hc_target *t, struct hc_timing *tm);
 

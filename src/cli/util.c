@@ -161,6 +161,16 @@ void cli_timing(const struct cli_env *env, const struct hc_target *t)
 		(int)tm.tid, (unsigned long long)tm.paused_us, tm.stops);
 	if (tm.attempts > 1)
 		cli_log(HC_LOG_DEBUG, "safe point found after %u attempts", tm.attempts);
+	{
+		uint64_t known = tm.stop_us + tm.regs_us + tm.mem_us + tm.check_us;
+
+		cli_log(HC_LOG_INFO,
+			"the pause: %llu us in stops, %llu us registers, %llu us memory, %llu us "
+			"safe-point check, %llu us heapctl's own work",
+			(unsigned long long)tm.stop_us, (unsigned long long)tm.regs_us,
+			(unsigned long long)tm.mem_us, (unsigned long long)tm.check_us,
+			(unsigned long long)(tm.paused_us > known ? tm.paused_us - known : 0));
+	}
 }
 
 /* ---- stdout ------------------------------------------------------------ */

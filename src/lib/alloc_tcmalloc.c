@@ -496,13 +496,15 @@ static bool heapctl_stack(const struct tc_frames *f, const char *s, const char *
 		if (a > f->get_lo && a <= f->get_hi)
 			return true;
 		/*
-		 * heapctl's calls return to offset 0 of its code page: a
-		 * page-aligned caller in no object's code is that page, of this
-		 * run or an earlier one (e.g. stats --full's buffer).  Not "in no
-		 * object": on arm64 the page can land in the hole a 64 KiB-aligned
+		 * A call of heapctl's returns to ret_addr (a ret gadget or the
+		 * restorer): a first caller there is heapctl's (stats --full's
+		 * buffer, say).  Versions before 0.9 returned to offset 0 of a
+		 * code page of their own, which a long-running process may still
+		 * count: a page-aligned caller in no object's code.  Not "in no
+		 * object": on arm64 the page could land in the hole a 64 KiB-aligned
 		 * library leaves between its text and its data.
 		 */
-		if (first && !(a & 4095) && !f->in_text(f->arg, a))
+		if (first && (a == f->ret_addr || (!(a & 4095) && !f->in_text(f->arg, a))))
 			return true;
 		first = false;
 	}
@@ -645,7 +647,8 @@ static int tc_prof_dump(struct hc_target *t, const char *out, bool *active, stru
 end:
 	call_done(t, err);
 	if (text && !err_isset(err)) {
-		struct tc_frames fr = { tc_of(t)->prof_get, tc_of(t)->prof_get_end, in_text, t };
+		struct tc_frames fr = { tc_of(t)->prof_get, tc_of(t)->prof_get_end, call_ret_raddr(t),
+					in_text, t };
 
 		text = tc_profile_filter(text, &len, &fr);
 		f = fopen(out, "we");

@@ -10,6 +10,7 @@
 /* Which frames are heapctl's own in a profile of the target's. */
 struct tc_frames {
 	uint64_t get_lo, get_hi; /* GetHeapProfile()'s code */
+	uint64_t ret_addr;       /* where heapctl's calls return (call.h, call_ret_raddr()) */
 	/* is raddr in some object's executable mappings? */
 	bool (*in_text)(void *arg, uint64_t raddr);
 	void *arg;

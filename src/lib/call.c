@@ -10,30 +10,28 @@
  *     the thread back exactly.  From here on, every state the thread is left
  *     in ends in that rt_sigreturn if heapctl dies (see arch/arch.h), so
  *     there is no moment at which killing heapctl harms the target.
- *  4. mmap heapctl's pages with remote syscalls on a "syscall; ret" gadget of
- *     the target's own text, returning into its own sigreturn restorer; run
- *     under PTRACE_SYSCALL, nothing in the target is ever patched.  The real
- *     signal mask is read at the first syscall-entry stop: by then the kernel
- *     has put back a mask that ppoll/pselect/epoll_pwait/sigsuspend had
- *     swapped in.  Then every asynchronous signal is blocked; they stay
- *     pending and are delivered after the restore, none lost or doubled.
- *  5. Calls return into a trampoline in heapctl's page that issues a
- *     getpid; heapctl reads the result at that syscall-entry stop.  Should
- *     heapctl die, the trampoline goes on to unmap its own page and
- *     rt_sigreturn (arch/arch.h): nothing of heapctl's is left behind.
- *     Callbacks are a getpid syscall heapctl watches for.
- *  6. Restore: put back registers, regsets and mask at the syscall-exit stop
- *     of the page's munmap, with the restart decision the kernel would make
- *     (arch restart_here()), and detach there, so a blocked read/nanosleep/
- *     futex resumes exactly as if nothing happened.  Where that cannot be
- *     done (arm64), at a stop inside signal delivery (PTRACE_INTERRUPT),
- *     where the kernel's own restart logic sees the original registers.
+ *  4. Calls run on the thread with a return into the target's own sigreturn
+ *     restorer (on x86_64 through a ret gadget that keeps the result), under
+ *     PTRACE_SYSCALL: heapctl takes the result at that rt_sigreturn's entry
+ *     stop.  Nothing in the target is ever patched or mapped.  Before the
+ *     first call every asynchronous signal is blocked; they stay pending and
+ *     are delivered after the restore, none lost or doubled.  A thread inside
+ *     ppoll/pselect/epoll_pwait/sigsuspend gives its real mask only at its
+ *     first syscall stop: one remote getpid() comes first for it.
+ *     Callbacks point at the C library's getpid(), a syscall heapctl stops at.
+ *  5. Between calls the rt_sigreturn is skipped; after the last one it runs,
+ *     and heapctl detaches at its entry stop: the frame puts back registers,
+ *     FP/vector state and mask, and re-issues the interrupted syscall, which
+ *     is what a detach at that moment would do anyway if heapctl died.  Where
+ *     the frame cannot say it all (a relative sleep the kernel resumes
+ *     through restart_syscall; live SVE state), heapctl writes the registers
+ *     back itself, at that syscall stop with the restart decision the kernel
+ *     would make (arch restart_here()), or at a stop inside signal delivery.
  *
- * This file holds the session: borrow() with the frame and heapctl's page,
- * the calls, scratch space, and the restore in call_end().  step.c runs
- * the thread from stop to stop, thread.c picks and stops it, gadget.c
- * finds what the target's text lends heapctl; call_int.h is what the four
- * share.
+ * This file holds the session: borrow() with the frame, the calls,
+ * scratch space, and the restore in call_end().  step.c runs the thread
+ * from stop to stop, thread.c picks and stops it, gadget.c finds what the
+ * target's text lends heapctl; call_int.h is what the four share.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +49,7 @@
 #include "seccomp.h"
 #include "target.h"
 #include "tlock.h"
+#include "where.h"
 
 static void sess_free(struct sess *s)
 {
@@ -91,18 +90,19 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
 }
 
 /*
- * Write the signal frame that gives the thread back, below its red zone.
+ * Build the signal frame that gives the thread back, below its red zone,
+ * in the shadow, which the first register write flushes to the target.
  * Returns 1 if the stack has no room there (the thread is not usable).
  */
 static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	struct hc_sigframe f = { .gregs = s->probed ? s->fgregs : s->gregs, .extra = s->extra,
-				 .nextra = s->nextra };
+				 .nextra = s->nextra, .restorer = t->restorer };
+	uint64_t sp = t->arch->get_sp(s->gregs);
+	const struct vma *v;
 	struct hc_err e = { 0 };
-	uint8_t *buf;
 	size_t len;
-	int r = 0;
 
 	/* A mask swapped in by ppoll & co is replaced by the real one at the first stop. */
 	if (s->mask_known)
@@ -110,244 +110,101 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	else if (ptrace_sigmask_get(s->tid, &f.mask, err) < 0)
 		return -1;
 	len = (t->arch->sigframe_len(&f) + 15) & ~(size_t)15;
-	f.raddr = s->frame = t->arch->frame_place(t->arch->get_sp(s->gregs), len + SCRATCH_LEN);
+	f.raddr = s->frame = t->arch->frame_place(sp, len + SCRATCH_LEN);
 	s->scratch = s->frame + len;
-	s->scratch_used = 0;
-	buf = calloc(1, len);
-	if (!buf)
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	if (t->arch->sigframe_build(&f, buf, len, err) < 0) {
-		r = -1;
-	} else if (mem_write(t->memfd, s->frame, buf, len, &e) < 0 ||
-		   mem_write(t->memfd, s->scratch + SCRATCH_LEN - 8, buf, 8, &e) < 0) {
-		snprintf(why, whylen, "thread %d has no stack room below 0x%llx", s->tid,
-			 (unsigned long long)t->arch->get_sp(s->gregs));
-		r = 1;
-	}
-	free(buf);
-	return r;
-}
-
-/* Lines of /proc/PID/maps, i.e. mappings; 0 if unreadable. */
-static unsigned long count_maps(pid_t pid)
-{
-	char path[64], buf[4096];
-	unsigned long n = 0;
-	ssize_t r;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while ((r = read(fd, buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR))
-		for (ssize_t i = 0; i < r; i++)
-			n += buf[i] == '\n';
-	close(fd);
-	return n;
-}
-
-/*
- * The target's mmap of heapctl's page failed with error e.  ENOMEM there is
- * rarely "out of memory": name the limit the page ran into.  RLIMIT_AS is
- * checked by the kernel against VmSize (may_expand_vm()); the margin
- * covers what the target's other threads map and unmap meanwhile.
- */
-static int map_failed(struct hc_target *t, int e, struct hc_err *err)
-{
-	const char *what = "mmap of heapctl's code page";
-	struct procfs_status st;
-	char path[64], hint[256];
-	uint64_t as, hard;
-	unsigned long nmaps, maxmaps = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", t->pid);
-	if (e == ENOMEM && procfs_limit(t->pid, "Max address space", &as, &hard) == 0 &&
-	    as != UINT64_MAX && procfs_status(path, &st) == 0 && st.vmsize + (1 << 20) > as) {
-		/* some room above what it maps now, within the hard limit if it has one */
-		uint64_t want = as + (64 << 20) < hard ? as + (64 << 20) : hard;
-
-		if (want > as)
-			snprintf(hint, sizeof(hint),
-				 "raise the target's limit, e.g. `prlimit --pid %d --as=%llu:`, or "
-				 "make it free address space: heapctl maps one page (%u bytes) in it",
-				 t->pid, (unsigned long long)want, CODE_LEN);
-		else
-			snprintf(hint, sizeof(hint),
-				 "its hard limit is reached too: raise both as root, e.g. `prlimit "
-				 "--pid %d --as=%llu`, or make it free address space: heapctl maps "
-				 "one page (%u bytes) in it",
-				 t->pid, (unsigned long long)(as + (64 << 20)), CODE_LEN);
-		return err_sethint(err, HC_E_NOMEM, e, hint,
-				   "%s in pid %d failed: the process is at its address-space limit "
-				   "(RLIMIT_AS, \"Max address space\" %llu bytes; VmSize %llu bytes)",
-				   what, t->pid, (unsigned long long)as,
-				   (unsigned long long)st.vmsize);
-	}
-	f = e == ENOMEM ? fopen("/proc/sys/vm/max_map_count", "re") : NULL;
-	if (f) {
-		if (fscanf(f, "%lu", &maxmaps) != 1)
-			maxmaps = 0;
-		fclose(f);
-	}
-	if (maxmaps && (nmaps = count_maps(t->pid)) + 16 > maxmaps)
-		return err_sethint(err, HC_E_NOMEM, e,
-				   "raise vm.max_map_count (sysctl -w vm.max_map_count=...)",
-				   "%s in pid %d failed: the process has %lu mappings, at the "
-				   "system's limit (vm.max_map_count %lu)",
-				   what, t->pid, nmaps, maxmaps);
-	if (e == ENOMEM)
-		return err_sethint(err, HC_E_NOMEM, e,
-				   "free memory on the system (or check vm.overcommit_memory) and "
-				   "retry",
-				   "%s in pid %d failed: %s", what, t->pid, strerror(e));
-	return err_sethint(err, HC_E_REMOTE, e,
-			   "a seccomp filter or a security policy of the target may forbid "
-			   "executable anonymous memory",
-			   "%s in pid %d failed: %s", what, t->pid, strerror(e));
-}
-
-/* Point the gadget's "ret" at ret_addr with the stack at the frame (from the mmap's exit stop). */
-static int aim_gadget_ret(struct hc_target *t, uint64_t ret_addr, struct hc_err *err)
-{
-	struct sess *s = t->sess;
-	struct hc_call c = { .pc = t->gadget + t->arch->syscall_insn.len, .ret_addr = ret_addr,
-			     .frame = s->frame };
-
-	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	t->arch->prep_syscall(s->cur, &c);
-	if (c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0)
+	/* the scratch's first word is the ret gadget's slot */
+	s->slot = s->scratch;
+	s->scratch_used = 16;
+	s->shadow_lo = s->frame - CHAIN_ROOM;
+	s->shadow_len = CHAIN_ROOM + len + SCRATCH_LEN;
+	if (s->shadow_len > SHADOW_MAX)
+		return err_set(err, HC_E_INTERNAL, 0, "signal frame of %zu bytes", len);
+	memset(t->shadow, 0, CHAIN_ROOM + len);
+	if (t->arch->sigframe_build(&f, t->shadow + CHAIN_ROOM, len, err) < 0)
 		return -1;
-	return step_set_gregs(t, s->cur, err);
-}
-
-/*
- * Map heapctl's code page, write it, and arm its cleanup.
- *
- * The mmap returns into the C library's munmap(), which unmaps the page
- * again, and from there into the restorer: should heapctl die before the
- * page is written and its own cleanup armed, the page goes and the thread
- * restores itself.  On x86_64 (arch.h's page_exit) returns pop the stack:
- * the page goes at an address picked before the stop (t->page_hint,
- * MAP_FIXED_NOREPLACE), still in munmap()'s first argument register, and
- * two stack words make the chain.  On arm64 "ret" takes x30: the mmap
- * returns into a link of the C library's (t->link: "blr xN" into munmap(),
- * whose first argument is the mmap's result, then an epilogue that loads
- * the restorer from the stack into x30).  Without either, or if the
- * address was taken after all, the page is mapped where the kernel likes
- * and a SIGKILL in the few microseconds before its cleanup is armed leaves
- * it behind.
- */
-static int map_pages(struct hc_target *t, struct hc_err *err)
-{
-	struct sess *s = t->sess;
-	uint8_t code[MAGIC_OFF + 16];
-	uint32_t owner = (uint32_t)getpid();
-	bool chain = t->munmap_fn && t->page_hint && t->arch->page_exit.len;
-	bool link = t->munmap_fn && t->link;
-	uint64_t a[6];
-	int64_t ret;
-	int r;
-
-	/* the kill tests' marks: a SIGKILL from here to "code page at" may leave the page */
-	if (chain)
-		pr_debug("pid %d: mapping heapctl's self-cleaning code page at 0x%llx", t->pid,
-			 (unsigned long long)t->page_hint);
-	else if (link)
-		pr_debug("pid %d: mapping heapctl's self-cleaning code page through 0x%llx", t->pid,
-			 (unsigned long long)t->link);
-	else
-		pr_debug("pid %d: mapping heapctl's code page", t->pid);
-	/* r-x from the start; written through /proc/PID/mem, never writable */
-	a[0] = chain ? t->page_hint : 0;
-	a[1] = CODE_LEN;
-	a[2] = PROT_READ | PROT_EXEC;
-	a[3] = MAP_PRIVATE | MAP_ANONYMOUS | (chain ? MAP_FIXED_NOREPLACE : 0);
-	a[4] = (uint64_t)-1;
-	a[5] = 0;
-	if (chain)
-		r = mem_write(t->memfd, s->frame, &t->restorer, 8, err) < 0 ?
-			    -1 :
-			    step_rsys_to(t, t->arch->nr_mmap, a, 6, s->frame - 8, t->munmap_fn, 0, 0,
-					 &ret, err);
-	else if (link)
-		r = mem_write(t->memfd, s->frame - t->link_pop + t->link_lr_off, &t->restorer, 8,
-			      err) < 0 ?
-			    -1 :
-			    step_rsys_to(t, t->arch->nr_mmap, a, 6, s->frame - t->link_pop, t->link,
-					 t->link_reg, t->munmap_fn, &ret, err);
-	else
-		r = step_rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
-	if (r != 0)
-		return r;
-	if (chain && (uint64_t)ret != t->page_hint) {
-		/*
-		 * Before anything else, away from munmap(), in one write: the
-		 * page is not where it points.  The gadget's "ret" returns onto
-		 * itself and then into the restorer.
-		 */
-		uint64_t sled = t->gadget + t->arch->syscall_insn.len;
-
-		if (mem_write(t->memfd, s->frame - 8, &sled, 8, err) < 0)
-			return -1;
-		chain = false;
-		t->page_hint = 0;
-		if (ret == -EEXIST) {
-			/* mapped there meanwhile: where the kernel likes, as without a hint */
-			pr_debug("pid %d: 0x%llx was taken meanwhile; mapping heapctl's code page",
-				 t->pid, (unsigned long long)a[0]);
-			a[0] = 0;
-			a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
-			r = step_rsys(t, t->arch->nr_mmap, a, 6, &ret, err);
-			if (r != 0)
-				return r;
-		} else if (ret >= 0 || ret <= -4096) {
-			/* a kernel before 4.17 took the flag for a hint */
-			pr_debug("pid %d: mapping heapctl's code page", t->pid);
-		}
-	}
-	if (ret < 0 && ret > -4096)
-		return map_failed(t, (int)-ret, err); /* the target's errno, not ours */
-	s->code = (uint64_t)ret; /* from here, call_end() unmaps it whatever fails */
-	memset(code, 0, sizeof(code));
-	memcpy(code, t->arch->ret_tramp.b, t->arch->ret_tramp.len);
-	t->arch->ret_tramp_fill(code, t->gadget, t->restorer);
-	memcpy(code + HC_STUB_OFF, t->arch->stub.b, t->arch->stub.len);
-	memcpy(code + NOTIFY_OFF, t->arch->notify.b, t->arch->notify.len);
-	if (chain) {
-		memcpy(code + CHAIN_OFF, t->arch->page_exit.b, t->arch->page_exit.len);
-		t->arch->page_exit_fill(code + CHAIN_OFF, s->code, t->gadget, t->restorer);
-	}
-	/* The mark lets a later heapctl reclaim a page that outlived its owner. */
-	memcpy(code + MAGIC_OFF, MAGIC, 8);
-	memcpy(code + MAGIC_OFF + 8, &owner, 4);
-	if (mem_write(t->memfd, s->code, code, sizeof(code), err) < 0)
-		return -1;
+	s->dirty_lo = s->frame;
+	s->dirty_hi = s->frame + len;
+	s->shadow_fresh = true;
 	/*
-	 * Then hand the way out to the page's own code: from now on a SIGKILL
-	 * leaves no page behind through the page's cleanup.  After the chain,
-	 * in one write of its first link (the page's exit writes the frame's
-	 * pretcode itself, which the calls' set-up changes); otherwise by
-	 * aiming the gadget's ret at the cleanup.
+	 * Room on the stack: the mapping sp is in reaches down that far, as
+	 * maps_load() saw it; else ask the target itself, as a write would.
 	 */
-	if (chain) {
-		uint64_t exit = s->code + CHAIN_OFF;
-
-		if (mem_write(t->memfd, s->frame - 8, &exit, 8, err) < 0)
-			return -1;
-	} else if (aim_gadget_ret(t, s->code + t->arch->ret_tramp_stop, err) < 0) {
-		return -1;
+	v = vma_at(t, sp);
+	if (v && v == vma_at(t, s->shadow_lo))
+		return 0;
+	if (mem_write(t->memfd, s->shadow_lo, t->shadow, 8, &e) < 0 ||
+	    mem_write(t->memfd, s->scratch + SCRATCH_LEN - 8, t->shadow, 8, &e) < 0) {
+		snprintf(why, whylen, "thread %d has no stack room below 0x%llx", s->tid,
+			 (unsigned long long)sp);
+		return 1;
 	}
-	pr_debug("pid %d: code page at 0x%llx, frame at 0x%llx", t->pid,
-		 (unsigned long long)s->code, (unsigned long long)s->frame);
+	return 0;
+}
+
+static bool in_shadow(const struct sess *s, uint64_t raddr, size_t len)
+{
+	return s && s->shadow_len && raddr >= s->shadow_lo && len <= s->shadow_len &&
+	       raddr - s->shadow_lo <= s->shadow_len - len;
+}
+
+int shadow_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
+		 struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	if (!in_shadow(s, raddr, len))
+		return mem_write(t->memfd, raddr, buf, len, err);
+	memcpy(t->shadow + (raddr - s->shadow_lo), buf, len);
+	if (s->dirty_hi <= s->dirty_lo) {
+		s->dirty_lo = raddr;
+		s->dirty_hi = raddr + len;
+	} else {
+		if (raddr < s->dirty_lo)
+			s->dirty_lo = raddr;
+		if (raddr + len > s->dirty_hi)
+			s->dirty_hi = raddr + len;
+	}
+	return 0;
+}
+
+int shadow_flush(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	if (!s || s->dirty_hi <= s->dirty_lo)
+		return 0;
+	if (mem_write(t->memfd, s->dirty_lo, t->shadow + (s->dirty_lo - s->shadow_lo),
+		      s->dirty_hi - s->dirty_lo, err) < 0)
+		return -1;
+	s->dirty_lo = s->dirty_hi = 0;
+	return 0;
+}
+
+int shadow_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	if (!in_shadow(s, raddr, len))
+		return mem_read(t->pid, t->memfd, raddr, buf, len, err);
+	if (!s->shadow_fresh) {
+		/* what the thread may have written: the scratch in use, in one read */
+		uint64_t lo = raddr < s->scratch ? raddr : s->scratch;
+		uint64_t hi = s->scratch + s->scratch_used > raddr + len ? s->scratch + s->scratch_used :
+									   raddr + len;
+
+		if (shadow_flush(t, err) < 0 ||
+		    mem_read(t->pid, t->memfd, lo, t->shadow + (lo - s->shadow_lo), hi - lo, err) < 0)
+			return -1;
+		s->shadow_fresh = lo <= s->scratch;
+	}
+	memcpy(buf, t->shadow + (raddr - s->shadow_lo), len);
 	return 0;
 }
 
 /* Threads the first look at a process lists; all of them after that. */
 #define FIRST_LISTED 64
 
-/* Pick and stop a thread at a safe point, save it, map heapctl's pages. */
+/* Pick and stop a thread at a safe point, save it, write its frame. */
 static int borrow(struct hc_target *t, struct hc_err *err)
 {
 	char why[256] = "no thread found";
@@ -356,9 +213,6 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	unsigned int attempts = 0;
 	useconds_t backoff = 200;
 	int r;
-
-	uint64_t leftovers[32];
-	size_t nleft;
 
 	/* how long a --tid thread may be waited for to leave restart_syscall */
 	uint64_t picky_until = now_ns() + 1000000000ull;
@@ -374,9 +228,19 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 		}
 		return -1;
 	}
-	nleft = gadget_find_leftovers(t, leftovers, 32);
+	/* the stack area's copy, touched now: no page fault while a thread is stopped */
+	if (!t->shadow) {
+		t->shadow = malloc(SHADOW_MAX);
+		if (!t->shadow)
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		memset(t->shadow, 0, SHADOW_MAX);
+	}
 	/* what the safe-point check reads, ready before anything stops */
 	sym_prepare(t);
+	if (t->arch->prepare)
+		t->arch->prepare();
+	if (where_prepare(t) < 0)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	t->sess = calloc(1, sizeof(*t->sess));
 	if (!t->sess)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
@@ -431,20 +295,10 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 				t->sess->stopped = t->sess->saved = false;
 				continue;
 			}
-			r = map_pages(t, err);
-			if (r < 0)
-				goto fail;
-			if (r > 0) {
-				/* step_run() already gave it back to take its signal */
-				snprintf(why, sizeof(why), "thread %d took a signal", tids[i]);
-				k--; /* same thread again */
-				continue;
-			}
-			gadget_reclaim_leftovers(t, leftovers, nleft);
 			free(tids);
 			t->timing.tid = t->sess->tid;
 			t->timing.attempts = attempts;
-			pr_info("borrowing tid %d of pid %d", t->sess->tid, t->pid);
+			pr_debug("borrowing tid %d of pid %d", t->sess->tid, t->pid);
 			return 0;
 		}
 		if (!ntids || !gadget_same_program(t)) {
@@ -518,9 +372,19 @@ int call_done(struct hc_target *t, struct hc_err *err)
 	return err_isset(err) ? -1 : 0;
 }
 
+uint64_t call_ret_raddr(const struct hc_target *t)
+{
+	return t->arch->ret_gadget ? t->retg.addr : t->restorer;
+}
+
 uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
 {
-	return need(t, err) == 0 ? t->sess->code + NOTIFY_OFF : 0;
+	if (need(t, err) < 0)
+		return 0;
+	if (!t->notify_fn)
+		err_set(err, HC_E_UNSUPPORTED, 0,
+			"pid %d has no getpid() of its C library's for a callback to stop at", t->pid);
+	return t->notify_fn;
 }
 
 /*
@@ -543,7 +407,9 @@ static int prepare_fp(struct hc_target *t, struct hc_err *err)
 		if (!copy)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		memcpy(copy, s->extra[i].buf, s->extra[i].len);
-		if (t->arch->call_fpstate(s->extra[i].nt, copy, s->extra[i].len))
+		/* most threads have that state already: then there is nothing to write */
+		if (t->arch->call_fpstate(s->extra[i].nt, copy, s->extra[i].len) &&
+		    memcmp(copy, s->extra[i].buf, s->extra[i].len))
 			r = ptrace_regset_set(s->tid, s->extra[i].nt, copy, s->extra[i].len, err);
 		free(copy);
 		if (r < 0)
@@ -563,7 +429,7 @@ static int write_slot(struct hc_target *t, const struct hc_call *c, struct hc_er
 		return err_set(err, HC_E_INTERNAL, 0, "%u stack words from the backend", c->nstack);
 	w[0] = c->slot_val;
 	memcpy(w + 1, c->stack, c->nstack * sizeof(c->stack[0]));
-	return mem_write(t->memfd, c->slot_addr, w, (1 + c->nstack) * sizeof(w[0]), err);
+	return shadow_write(t, c->slot_addr, w, (1 + c->nstack) * sizeof(w[0]), err);
 }
 
 static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint64_t *args,
@@ -572,26 +438,51 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 {
 	struct sess *s;
 	struct hc_call c = { .pc = fn, .nargs = nargs, .sret = sret };
+	const struct hc_ret_gadget *g = nargs > 6 ? &t->retg8 : &t->retg;
+	int64_t pid;
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
 	if (need(t, err) < 0)
 		return -1;
 	s = t->sess;
-	c.ret_addr = s->code;
-	c.frame = s->frame;
 	if (!t->cancel_sig)
 		t->cancel_sig = term_pending();
 	if (t->cancel_sig)
 		return step_cancelled(t, err);
+	/* ppoll & co: the real mask comes at a syscall stop, before anything is called */
+	if (!s->mask_known && step_rsys(t, t->arch->nr_getpid, NULL, 0, &pid, err) != 0)
+		return -1;
+	/* an 8th argument goes in x7 on arm64, which no syscall stop lets heapctl write */
+	if (nargs == 8 && !t->arch->ret_gadget && s->at == ST_SYSCALL) {
+		int sig;
+
+		if (step_signal_stop(t, &sig, err) < 0)
+			return -1;
+		if (sig)
+			return err_set(err, HC_E_INTERNAL, 0, "signal %d at the stop before a call", sig);
+	}
+	c.frame = s->frame;
+	if (t->arch->ret_gadget) {
+		if (!g->addr)
+			return err_set(err, HC_E_UNSUPPORTED, 0,
+				       "%u arguments: pid %d has no ret gadget with room for "
+				       "stack arguments", nargs, t->pid);
+		c.ret_addr = g->addr;
+		c.ret_reg = g->reg;
+		c.ret_pop = g->pop;
+		c.ret_base = s->slot - (uint64_t)(int64_t)g->disp;
+	} else {
+		c.ret_addr = t->restorer;
+	}
 	if (nargs)
 		memcpy(c.args, args, nargs * sizeof(*args));
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
 	if (t->arch->prep_call(s->cur, &c, err) < 0)
 		return -1;
-	/* registers first, then FP state and mask: each step restores itself */
+	/* registers first, then the skip, FP state and mask: each step restores itself */
 	if (write_slot(t, &c, err) < 0 || step_set_gregs(t, s->cur, err) < 0 ||
-	    prepare_fp(t, err) < 0 || step_block_signals(t, err) < 0)
+	    step_start(t, err) < 0 || prepare_fp(t, err) < 0 || step_block_signals(t, err) < 0)
 		return -1;
 	return step_run(t, STEP_CALL, ret, cb, cb_arg, err) == 0 ? 0 : -1;
 }
@@ -626,10 +517,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	struct hc_err e = { 0 };
-	uint64_t a[2];
-	int64_t ret;
-	enum stop st;
-	int sig = 0, r;
+	int sig = 0;
 	bool keep_lock = false;
 
 	if (!s)
@@ -652,52 +540,41 @@ int call_end(struct hc_target *t, struct hc_err *err)
 			goto fail;
 		goto done;
 	}
-	if (s->code) {
-		a[0] = s->code;
-		a[1] = CODE_LEN;
-		s->code = 0; /* this munmap returns into the target's restorer, not the page */
-		if (step_rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) != 0 && s->gone)
-			goto out;
-	}
-	if (err_isset(&e)) {
-		pr_warn("pid %d: could not unmap heapctl's code page (%s)", t->pid, e.msg);
-		memset(&e, 0, sizeof(e));
+	if (s->at_ret && !s->probed &&
+	    (!t->arch->frame_restores ||
+	     t->arch->frame_restores(s->gregs, s->extra, s->nextra))) {
+		/*
+		 * At the restorer's rt_sigreturn: let it run.  The frame puts back
+		 * the registers, FP/vector state and mask, and the interrupted
+		 * syscall runs again, as the kernel restarts it.
+		 */
+		if (ptrace_detach(s->tid, 0, &e) < 0)
+			goto fail;
+		goto done;
 	}
 	/*
-	 * The thread now sits at a syscall-exit stop from which it would
-	 * restore itself.  The kernel runs no restart logic after such a
-	 * stop unless a signal is pending, so heapctl makes the decision it
-	 * would make (restart_here()) and puts everything back right here;
-	 * the restart block is untouched, a nanosleep goes on with the time
-	 * left.  Where registers cannot all be written at a syscall stop
-	 * (arm64), or an rt_sigreturn already reset the restart block, stop
-	 * the thread once more inside get_signal() instead, where the
-	 * kernel's own restart logic sees the registers put back.
+	 * Otherwise heapctl puts everything back itself.  At a syscall stop the
+	 * kernel runs no restart logic unless a signal is pending, so heapctl
+	 * makes the decision it would make (restart_here()) and restores right
+	 * there; the restart block is untouched, a nanosleep goes on with the
+	 * time left.  Where registers cannot all be written at a syscall stop
+	 * (arm64), stop the thread once more inside get_signal() instead, where
+	 * the kernel's own restart logic sees the registers put back.
 	 */
-	if (t->arch->restart_here && s->at == ST_SYSCALL && !s->real_sigreturn) {
+	if (t->arch->restart_here && s->at == ST_SYSCALL) {
+		/* at an entry stop the syscall is skipped: past seccomp's errno first, if any */
+		if (t->skip_errno && step_to_exit(t, &e) < 0) {
+			if (s->gone)
+				goto out;
+			goto fail;
+		}
 		t->arch->restart_here(s->gregs);
 		goto put_back;
 	}
-	if (ptrace_interrupt(s->tid, &e) < 0 || ptrace_resume(s->tid, false, 0, &e) < 0)
-		goto fail;
-	for (;;) {
-		r = step_wait(t, s->tid, &st, &sig, &e);
-		if (r != 0) {
-			err_set(&e, HC_E_TIMEOUT, 0, "thread %d did not stop for the restore", s->tid);
-			goto fail;
-		}
-		if (st == ST_EXITED) {
-			s->gone = true;
+	if (step_signal_stop(t, &sig, &e) < 0) {
+		if (s->gone)
 			goto out;
-		}
-		if (st == ST_EVENT || st == ST_GROUP) {
-			sig = 0;
-			break;
-		}
-		if (st == ST_SIGNAL)
-			break; /* in get_signal too: deliver it on detach */
-		if (ptrace_resume(s->tid, false, 0, &e) < 0)
-			goto fail;
+		goto fail;
 	}
 put_back:
 	/* Mask first, registers last: until then the thread would still restore itself. */
@@ -706,16 +583,18 @@ put_back:
 	for (unsigned int i = 0; i < s->nextra; i++)
 		if (ptrace_regset_set(s->tid, s->extra[i].nt, s->extra[i].buf, s->extra[i].len, &e))
 			goto fail;
-	if (s->real_sigreturn) {
-		/* the restart block is gone: as the frame would have it */
-		if (s->probed)
-			memcpy(s->gregs, s->fgregs, t->arch->gregs_len);
-		t->arch->restart_now(s->gregs);
-	}
 	if (step_set_gregs(t, s->gregs, &e) < 0 || ptrace_detach(s->tid, sig, &e) < 0)
 		goto fail;
 done:
 	t->timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
+	{
+		uint64_t ns[PCLK_N];
+
+		pclock_read(ns);
+		t->timing.stop_us = ns[PCLK_STOP] / 1000;
+		t->timing.regs_us = ns[PCLK_REGS] / 1000;
+		t->timing.mem_us = ns[PCLK_MEM] / 1000;
+	}
 	pr_info("gave tid %d of pid %d back after %llu us", s->tid, t->pid,
 		(unsigned long long)t->timing.paused_us);
 	step_redeliver(t, s);
@@ -774,7 +653,7 @@ uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)
 		err_set(err, HC_E_ARGS, 0, "string of %zu bytes does not fit heapctl's scratch space", len);
 		return 0;
 	}
-	if (mem_write(t->memfd, at, str, len, err) < 0)
+	if (shadow_write(t, at, str, len, err) < 0)
 		return 0;
 	return at;
 }
@@ -784,12 +663,12 @@ int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
 {
 	if (need(t, err) < 0)
 		return -1;
-	return mem_write(t->memfd, raddr, buf, len, err);
+	return shadow_write(t, raddr, buf, len, err);
 }
 
 int call_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
 {
-	return mem_read(t->pid, t->memfd, raddr, buf, len, err);
+	return shadow_read(t, raddr, buf, len, err);
 }
 
 int call_read_str(struct hc_target *t, uint64_t raddr, char *buf, size_t len,
@@ -805,7 +684,7 @@ int call_read_str(struct hc_target *t, uint64_t raddr, char *buf, size_t len,
 
 		if (chunk > len - 1 - got)
 			chunk = len - 1 - got;
-		if (mem_read(t->pid, t->memfd, at, buf + got, chunk, err) < 0)
+		if (shadow_read(t, at, buf + got, chunk, err) < 0)
 			return -1;
 		nul = memchr(buf + got, 0, chunk);
 		if (nul)

@@ -6,22 +6,16 @@
  *
  * The engine is four files: call.c (sessions: borrow, calls, scratch, the
  * restore), step.c (the thread from stop to stop, remote syscalls),
- * thread.c (which thread to borrow) and gadget.c (the target's syscall
- * gadget and restorer, pages killed runs left).  What they share is in
- * call_int.h; the rest of heapctl sees only this header.
+ * thread.c (which thread to borrow) and gadget.c (what the target's text
+ * lends heapctl).  What they share is in call_int.h; the rest of heapctl
+ * sees only this header.
  *
- * Memory heapctl uses inside the target during a session:
- *
- *   code page (r-x, private anonymous, written through /proc/PID/mem)
- *     +0    ret_tramp      every injected call returns here
- *     +64   notify stub    a callback: getpid syscall, ret (write_cb)
- *     +128  "HEAPCTL1" and heapctl's pid: lets a later run reclaim the
- *           page if this one is killed
- *   on the borrowed thread's stack, below the red zone
- *     the signal frame that gives the thread back, then 16 KiB of scratch
- *     for strings and out-values, bump-allocated per session
- *
- * The code page is unmapped before the thread is handed back.
+ * Memory heapctl uses inside the target during a session, all of it on the
+ * borrowed thread's stack, below the red zone (arch/arch.h draws it): the
+ * signal frame that gives the thread back, below it on x86_64 the words a
+ * call's return pops, and above it 16 KiB of scratch for strings and
+ * out-values, bump-allocated per session.  Nothing is mapped; the code the
+ * thread runs is the target's own.
  */
 #ifndef HC_CALL_H
 #define HC_CALL_H
@@ -32,7 +26,7 @@
 struct hc_target;
 struct hc_err;
 
-/* Called at each hit of the callback stub; args are the callee's arguments. */
+/* Called at each stop in the callback function (getpid()); args are the callee's arguments. */
 typedef int (*call_cb_fn)(void *arg, struct hc_target *t, const uint64_t *args,
 			  struct hc_err *err);
 
@@ -62,7 +56,12 @@ int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int
  */
 int call_fn_sret(struct hc_target *t, uint64_t fn, uint64_t sret_raddr, const uint64_t *args,
 		 unsigned int nargs, uint64_t *ret, struct hc_err *err);
-/* Address of the callback stub, to pass as a function pointer; 0 on failure (err set). */
+/*
+ * Where heapctl's calls return, as a callee's caller: the ret gadget, or
+ * the restorer (arch/arch.h); 0 before the first borrow.
+ */
+uint64_t call_ret_raddr(const struct hc_target *t);
+/* The callback function, to pass as a function pointer; 0 on failure (err set). */
 uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err);
 /*
  * Bump-allocate len bytes (16-aligned) of scratch; 0 when it is full, or

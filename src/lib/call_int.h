@@ -17,13 +17,10 @@
 #include "arch.h"
 #include "call.h"
 
-#define CODE_LEN 4096
-#define NOTIFY_OFF 64 /* the callback stub's offset in the code page */
-_Static_assert(HC_STUB_OFF + 8 <= NOTIFY_OFF, "the arch's stub runs into the notify stub");
-#define CHAIN_OFF 80  /* the page's way out from its mmap (arch.h, page_exit) */
 #define SCRATCH_LEN (16 * 1024) /* strings and out-values, on the thread's stack */
-#define MAGIC_OFF 128            /* heapctl's mark in its code page */
-#define MAGIC "HEAPCTL1"
+#define CHAIN_ROOM 128          /* below the frame: a ret gadget's words (arch.h) */
+/* the shadow's size: the chain, a frame with the largest XSAVE image heapctl reads, the scratch */
+#define SHADOW_MAX (CHAIN_ROOM + 72 * 1024 + SCRATCH_LEN)
 #define MAX_EXTRA 4
 #define MAX_DEFER 64
 
@@ -58,18 +55,42 @@ struct sess {
 	bool fp_ready;      /* the callee's FP state is in place (prepare_fp()) */
 	bool gone;
 	bool exec_seen;     /* the target ran execve: nothing to restore */
-	bool real_sigreturn; /* an rt_sigreturn ran: the restart block is reset */
 	enum stop at;       /* the kind of stop the thread is in now */
+	bool at_entry;      /* a syscall-entry stop (at == ST_SYSCALL) */
+	/*
+	 * At the entry stop of the restorer's rt_sigreturn, after a call: run,
+	 * it gives the thread back, or heapctl skips it for the next step.
+	 */
+	bool at_ret;
 	int pending_sig;    /* a signal that arrived before the mask was taken */
 	struct hc_presys presys; /* the thread's syscall just before our stop */
 	uint64_t frame;     /* the signal frame below the red zone */
-	uint64_t code;
+	uint64_t slot;      /* where the ret gadget stores a call's result (x86_64) */
 	uint64_t scratch;   /* above the frame, below the red zone */
 	size_t scratch_used;
+	/*
+	 * heapctl's copy of the thread's stack from CHAIN_ROOM below the frame
+	 * to the end of the scratch (t->shadow): written to the target in one
+	 * go before the thread runs, read back in one go after (shadow_*()).
+	 */
+	uint64_t shadow_lo;
+	size_t shadow_len;
+	uint64_t dirty_lo, dirty_hi; /* what heapctl wrote since the last flush */
+	bool shadow_fresh;           /* the scratch's used part is as the target has it */
 	struct deferred defer[MAX_DEFER];
 	unsigned int ndefer;
 	uint64_t stopped_ns;
 };
+
+/* call.c: the shadow of the thread's stack area (struct sess) */
+
+/* Write into the target, through the shadow where raddr is in it (flushed before the thread runs). */
+int shadow_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
+		 struct hc_err *err);
+/* Read from the target, through the shadow where raddr is in it. */
+int shadow_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err);
+/* Write out what the shadow holds that the target does not yet. */
+int shadow_flush(struct hc_target *t, struct hc_err *err);
 
 /* step.c */
 
@@ -104,13 +125,24 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	 struct hc_err *err);
 /*
- * step_rsys() whose "ret" finds ret_addr at sp (x86_64; arm64 takes it in
- * x30): where the thread goes should heapctl die before the syscall's exit.
- * xreg, if not 0, is set to xval too (arm64's page chain).
+ * The registers of a call are in place: skip the syscall the thread is at
+ * the entry of (the restorer's, after the last call), where gregs cannot
+ * say so (arm64).
  */
-int step_rsys_to(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
-		 uint64_t sp, uint64_t ret_addr, unsigned int xreg, uint64_t xval, int64_t *ret,
-		 struct hc_err *err);
+int step_start(struct hc_target *t, struct hc_err *err);
+/*
+ * From a syscall-entry stop, to the exit stop of that syscall, skipped, the
+ * thread aimed at the restorer: where heapctl may write every register
+ * without a seccomp filter's errno landing in one.  Elsewhere nothing.
+ */
+int step_to_exit(struct hc_target *t, struct hc_err *err);
+/*
+ * Take the thread to a stop inside signal delivery, where every register
+ * can be written and the kernel's restart logic runs after them, aiming it
+ * at the restorer meanwhile.  *sig: a signal held at that stop, delivered
+ * when the thread is let go.
+ */
+int step_signal_stop(struct hc_target *t, int *sig, struct hc_err *err);
 /* step_rsys(), with a failure in the target turned into HC_E_REMOTE naming what. */
 int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	    const char *what, struct hc_err *err);
@@ -127,13 +159,9 @@ int thread_check_stopped(struct hc_target *t, struct hc_err *err);
 
 /* gadget.c */
 
-/* Find the "syscall; ret" gadget and a sigreturn restorer (t->gadget, t->restorer). */
+/* Find what heapctl runs on in the target's text (target.h: gadget, restorer, retg, notify_fn). */
 int gadget_find(struct hc_target *t, struct hc_err *err);
 /* Is the program heapctl inspected still the one running (no execve since)? */
 bool gadget_same_program(struct hc_target *t);
-/* Code pages of killed heapctl runs, at most max into out; how many. */
-size_t gadget_find_leftovers(struct hc_target *t, uint64_t *out, size_t max);
-/* Unmap them, on the borrowed thread. */
-void gadget_reclaim_leftovers(struct hc_target *t, const uint64_t *pages, size_t n);
 
 #endif

@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * What heapctl takes from the target's text, and the pages killed heapctl
- * runs left behind.
- *
- * gadget_find() finds the "syscall; ret" sequence remote syscalls run on
- * and a sigreturn restorer, both used as they are, never patched;
- * gadget_same_program() tells a failed search from an execve.  gadget_find_leftovers()
- * finds the code pages of heapctl runs that were killed mid-operation by
- * the mark map_pages() writes, and gadget_reclaim_leftovers() unmaps them once a
- * thread is borrowed.
+ * What heapctl takes from the target's text, used as it is, never patched:
+ * the "syscall; ret" sequence remote syscalls run on, a sigreturn
+ * restorer, the function callbacks point at (getpid()), and on x86_64 the
+ * ret gadget calls return through (arch.h).  All of it is found before
+ * anything is stopped.  gadget_same_program() tells a failed search from
+ * an execve.
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <capstone/capstone.h>
 
 #include "call_int.h"
 #include "log.h"
@@ -20,50 +18,9 @@
 #include "target.h"
 #include "where.h"
 
-/*
- * Code pages of heapctl runs that were killed mid-operation: anonymous r-x
- * pages carrying heapctl's mark whose owner is gone.  Found before the
- * thread is stopped, unmapped during the session.
- */
-size_t gadget_find_leftovers(struct hc_target *t, uint64_t *out, size_t max)
+static bool is_libc(const struct obj *o)
 {
-	size_t n = 0;
-
-	for (unsigned int i = 0; i < t->nanon_rx && n < max; i++) {
-		uint64_t lo = t->anon_rx[i].lo, hi = t->anon_rx[i].hi;
-
-		/* adjacent leftovers merge into one mapping: look at every page */
-		if (hi - lo > 256 * CODE_LEN)
-			continue;
-		for (uint64_t pg = lo; pg < hi && n < max; pg += CODE_LEN) {
-			char mark[12];
-			uint32_t owner;
-			struct hc_err e = { 0 };
-
-			if (mem_read(t->pid, t->memfd, pg + MAGIC_OFF, mark, sizeof(mark), &e) < 0 ||
-			    memcmp(mark, MAGIC, 8))
-				continue;
-			memcpy(&owner, mark + 8, 4);
-			/* a heapctl still running on this process owns it: leave it */
-			if (owner && (kill((pid_t)owner, 0) == 0 || errno != ESRCH))
-				continue;
-			out[n++] = pg;
-		}
-	}
-	return n;
-}
-
-void gadget_reclaim_leftovers(struct hc_target *t, const uint64_t *pages, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint64_t a[2] = { pages[i], CODE_LEN };
-		struct hc_err e = { 0 };
-		int64_t ret;
-
-		if (step_rsys_ok(t, t->arch->nr_munmap, a, 2, &ret, "munmap", &e) == 0)
-			pr_info("pid %d: reclaimed a page left by a killed heapctl at 0x%llx", t->pid,
-				(unsigned long long)pages[i]);
-	}
+	return strstr(o->path, "/libc.so") || strstr(o->path, "/libc.musl");
 }
 
 /* Find pat in the executable text of the vDSO, libc, then the executable. */
@@ -74,9 +31,7 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat, bool 
 	for (int pass = 0; pass < 3; pass++) {
 		for (size_t i = 0; i < t->nobjs; i++) {
 			struct obj *o = &t->objs[i];
-			bool want = pass == 0 ? o->is_vdso :
-				    pass == 1 ? strstr(o->path, "/libc.so") || strstr(o->path, "/libc.musl") :
-						o->is_exe;
+			bool want = pass == 0 ? o->is_vdso : pass == 1 ? is_libc(o) : o->is_exe;
 			uint8_t buf[65536];
 
 			if (!want || !o->text_lo)
@@ -112,8 +67,7 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool 
 		struct obj *o = &t->objs[i];
 		struct hc_err e = { 0 };
 
-		if (!o->text_lo || !(strstr(o->path, "/libc.so") || strstr(o->path, "/libc.musl")) ||
-		    sym_load(t, o, false, &e) < 0)
+		if (!o->text_lo || !is_libc(o) || sym_load(t, o, false, &e) < 0)
 			continue;
 		for (const char *const *n = names; *n; n++) {
 			const struct sym *sy = sym_by_name(o, *n);
@@ -135,70 +89,133 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool 
 }
 
 /*
- * The C library's munmap(), if it starts as the arch says (see arch.h,
- * munmap_entry), perhaps after one munmap_skip instruction.
+ * x86_64's ret gadgets (arch.h): one whose pops leave the stack aligned
+ * (pop % 16 == 8), and of those, one that also pops room for two stack
+ * arguments.  In window (len bytes of the target's text at at).  Capstone
+ * confirms a candidate before it is taken.
  */
-static uint64_t find_munmap(struct hc_target *t)
+static void ret_gadgets_in(struct hc_target *t, csh cs, const uint8_t *window, size_t len,
+			   uint64_t at, const char *path)
 {
-	const struct hc_bytes *e = &t->arch->munmap_entry, *sk = &t->arch->munmap_skip;
+	for (size_t k = 0; k + 4 <= len && !(t->retg.addr && t->retg8.addr); k++) {
+		struct hc_ret_gadget g;
+		cs_insn *insn = NULL;
+		size_t n, glen;
+		bool room;
 
-	for (size_t i = 0; e->len && i < t->nobjs; i++) {
-		struct obj *o = &t->objs[i];
-		const struct sym *sy;
-		uint8_t buf[32];
-		size_t off;
-
-		if (!o->text_lo || !strstr(o->path, "/libc.so"))
+		if ((window[k] != 0x48 && window[k] != 0x49) || window[k + 1] != 0x89)
 			continue;
-		sy = sym_by_name(o, "munmap");
-		if (!sy || sy->raddr < o->text_lo || sy->raddr + sk->len + e->len > o->text_hi ||
-		    mem_read(t->pid, t->memfd, sy->raddr, buf, sk->len + e->len, &(struct hc_err){ 0 }) < 0)
+		glen = t->arch->ret_gadget(window + k, len - k, &g);
+		if (!glen || g.pop % 16 != 8)
 			continue;
-		off = sk->len && !memcmp(buf, sk->b, sk->len) ? sk->len : 0;
-		if (!memcmp(buf + off, e->b, e->len) &&
-		    where_is_syscall(t, sy->raddr + off + e->len - t->arch->syscall_insn.len))
-			return sy->raddr;
+		room = g.pop >= 24;
+		if (t->retg.addr && (!room || t->retg8.addr))
+			continue;
+		/* Capstone reads the same: a store from rax, then up to a plain ret */
+		n = cs_disasm(cs, window + k, glen, at + k, 0, &insn);
+		if (n >= 2 && insn[n - 1].address + insn[n - 1].size == at + k + glen &&
+		    !strcmp(insn[n - 1].mnemonic, "ret") && !insn[n - 1].op_str[0] &&
+		    !strcmp(insn[0].mnemonic, "mov") && !strncmp(insn[0].op_str, "qword ptr [", 11) &&
+		    strstr(insn[0].op_str, "], rax")) {
+			g.addr = at + k;
+			if (!t->retg.addr)
+				t->retg = g;
+			if (room && !t->retg8.addr)
+				t->retg8 = g;
+			pr_debug("ret gadget at 0x%llx in %s: %s %s, pops %u bytes",
+				 (unsigned long long)g.addr, path, insn[0].mnemonic, insn[0].op_str,
+				 g.pop);
+		}
+		if (n)
+			cs_free(insn, n);
 	}
-	return 0;
+}
+
+static void find_ret_gadgets(struct hc_target *t)
+{
+	/* glibc's dl*_doit() helpers end "mov %rax, disp(%rbx); pop %rbx; ret" */
+	static const char *const near[] = { "dlsym", "dlvsym", "dlopen", "dlmopen", "dlinfo",
+					     NULL };
+	uint8_t buf[65536];
+	csh cs;
+
+	if (!t->arch->ret_gadget || cs_open(t->arch->cs_arch, t->arch->cs_mode, &cs) != CS_ERR_OK)
+		return;
+	for (size_t i = 0; i < t->nobjs && !t->retg8.addr; i++) {
+		struct obj *o = &t->objs[i];
+
+		if (!o->text_lo || !is_libc(o) || sym_load(t, o, false, &(struct hc_err){ 0 }) < 0)
+			continue;
+		for (const char *const *n = near; *n && !t->retg8.addr; n++) {
+			const struct sym *sy = sym_by_name(o, *n);
+			uint64_t at;
+
+			if (!sy || sy->raddr < o->text_lo + 4096 || sy->raddr + 4096 > o->text_hi)
+				continue;
+			at = sy->raddr - 4096;
+			if (mem_read(t->pid, t->memfd, at, buf, 8192, &(struct hc_err){ 0 }) == 0)
+				ret_gadgets_in(t, cs, buf, 8192, at, o->path);
+		}
+	}
+	/* elsewhere: all of the C library's text, the dynamic linker's, the program's */
+	for (int pass = 0; pass < 3 && !t->retg8.addr; pass++) {
+		for (size_t i = 0; i < t->nobjs && !t->retg8.addr; i++) {
+			struct obj *o = &t->objs[i];
+			bool want = pass == 0 ? is_libc(o) : pass == 1 ? o->is_ldso : o->is_exe;
+
+			if (!want || !o->text_lo)
+				continue;
+			for (uint64_t at = o->text_lo; at < o->text_hi && !t->retg8.addr;
+			     at += sizeof(buf) - 64) {
+				size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
+
+				if (mem_read(t->pid, t->memfd, at, buf, len, &(struct hc_err){ 0 }) < 0)
+					break;
+				ret_gadgets_in(t, cs, buf, len, at, o->path);
+				if (len < sizeof(buf))
+					break;
+			}
+		}
+	}
+	cs_close(&cs);
 }
 
 /*
- * Where returns take a register (arm64): the C library's first "link" in
- * its text, an indirect call whose return lands in a plain epilogue (see
- * arch.h, link_epilogue).  Read before anything is stopped.
+ * The function callbacks point at: the C library's getpid() (arch.h,
+ * notify), entered at its landing pad if it has one; in a static program,
+ * the executable's own.
  */
-static void find_link(struct hc_target *t)
+static void find_notify(struct hc_target *t)
 {
-	for (size_t i = 0; t->arch->link_epilogue && i < t->nobjs; i++) {
-		struct obj *o = &t->objs[i];
-		uint8_t buf[65536];
+	static const char *const names[] = { "getpid", "__getpid", NULL };
+	const struct hc_bytes *pat = &t->arch->notify, *pad = &t->arch->landing_pad;
 
-		if (!o->text_lo || !strstr(o->path, "/libc.so"))
-			continue;
-		for (uint64_t at = o->text_lo; at < o->text_hi; at += sizeof(buf) - 64) {
-			size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
+	for (int pass = 0; pass < 2 && !t->notify_fn; pass++) {
+		for (size_t i = 0; i < t->nobjs && !t->notify_fn; i++) {
+			struct obj *o = &t->objs[i];
+			uint8_t buf[32];
 
-			if (mem_read(t->pid, t->memfd, at, buf, len, &(struct hc_err){ 0 }) < 0)
-				break;
-			for (size_t k = 0; k + 4 <= len; k += 4) {
-				unsigned int reg, lr_off;
-				unsigned int pop = t->arch->link_epilogue(
-					buf + k, len - k < 64 ? len - k : 64, &reg, &lr_off);
+			if (!o->text_lo || !(pass ? o->is_exe : is_libc(o)) ||
+			    sym_load(t, o, false, &(struct hc_err){ 0 }) < 0)
+				continue;
+			for (const char *const *n = names; *n && !t->notify_fn; n++) {
+				const struct sym *sy = sym_by_name(o, *n);
+				size_t off;
 
-				if (!pop)
+				if (!sy || sy->raddr < o->text_lo ||
+				    sy->raddr + sizeof(buf) > o->text_hi ||
+				    mem_read(t->pid, t->memfd, sy->raddr, buf, sizeof(buf),
+					     &(struct hc_err){ 0 }) < 0)
 					continue;
-				t->link = at + k;
-				t->link_reg = reg;
-				t->link_pop = pop;
-				t->link_lr_off = lr_off;
-				pr_debug("chain link at 0x%llx in %s: blr x%u, pops %u bytes",
-					 (unsigned long long)t->link, o->path, reg, pop);
-				return;
+				off = pad->len && !memcmp(buf, pad->b, pad->len) ? pad->len : 0;
+				if (memcmp(buf + off, pat->b, pat->len) ||
+				    !where_is_syscall(t, sy->raddr + off + t->arch->notify_sys_end -
+								 t->arch->syscall_insn.len))
+					continue;
+				t->notify_fn = sy->raddr;
+				t->notify_end = sy->raddr + off + t->arch->notify_sys_end;
 			}
-			if (len < sizeof(buf))
-				break;
 		}
-		return;
 	}
 }
 
@@ -217,16 +234,20 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 			t->restorer = find_text(t, r, false);
 		t->restorer_end = t->restorer + r->len;
 	}
-	t->munmap_fn = find_munmap(t);
-	if (t->munmap_fn)
-		find_link(t);
-	if (!t->gadget || !t->restorer)
+	find_ret_gadgets(t);
+	find_notify(t);
+	if (!t->gadget || !t->restorer || (t->arch->ret_gadget && !t->retg.addr))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
-				   "heapctl needs the C library's signal return code in the target",
+				   "heapctl runs on the C library's own code in the target: a "
+				   "\"syscall; ret\", its signal return and, on x86_64, a plain "
+				   "function tail that stores %%rax",
 				   "pid %d has no %s in its text", t->pid,
-				   t->gadget ? "sigreturn restorer" : "\"syscall; ret\" sequence");
-	pr_debug("syscall gadget at 0x%llx, sigreturn restorer at 0x%llx",
-		 (unsigned long long)t->gadget, (unsigned long long)t->restorer);
+				   !t->gadget	  ? "\"syscall; ret\" sequence" :
+				   !t->restorer ? "sigreturn restorer" :
+						  "function tail that keeps a call's result");
+	pr_debug("syscall gadget at 0x%llx, sigreturn restorer at 0x%llx, callbacks at 0x%llx",
+		 (unsigned long long)t->gadget, (unsigned long long)t->restorer,
+		 (unsigned long long)t->notify_fn);
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -29,6 +30,30 @@ uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Time spent in each kind of call since pclock_reset(): where a pause goes. */
+static uint64_t pclock[PCLK_N];
+
+void pclock_reset(void)
+{
+	memset(pclock, 0, sizeof(pclock));
+}
+
+void pclock_read(uint64_t ns[PCLK_N])
+{
+	memcpy(ns, pclock, sizeof(pclock));
+}
+
+static void pclock_add(enum pclock k, uint64_t since)
+{
+	pclock[k] += now_ns() - since;
+}
+
+static int pclock_ret(enum pclock k, int r, uint64_t since)
+{
+	pclock_add(k, since);
+	return r;
 }
 
 static int fail(struct hc_err *err, const char *what, pid_t tid)
@@ -57,65 +82,79 @@ int ptrace_seize(pid_t tid, struct hc_err *err)
 
 int ptrace_interrupt(pid_t tid, struct hc_err *err)
 {
+	uint64_t t0 = now_ns();
+
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
-		return fail(err, "INTERRUPT", tid);
-	return 0;
+		return pclock_ret(PCLK_REGS, fail(err, "INTERRUPT", tid), t0);
+	return pclock_ret(PCLK_REGS, 0, t0);
 }
 
 int ptrace_resume(pid_t tid, bool to_syscall, int sig, struct hc_err *err)
 {
+	uint64_t t0 = now_ns();
+
 	if (ptrace(to_syscall ? PTRACE_SYSCALL : PTRACE_CONT, tid, 0, (long)sig) < 0)
-		return fail(err, to_syscall ? "SYSCALL" : "CONT", tid);
-	return 0;
+		return pclock_ret(PCLK_STOP, fail(err, to_syscall ? "SYSCALL" : "CONT", tid), t0);
+	return pclock_ret(PCLK_STOP, 0, t0);
 }
 
 int ptrace_detach(pid_t tid, int sig, struct hc_err *err)
 {
+	uint64_t t0 = now_ns();
+
 	if (ptrace(PTRACE_DETACH, tid, 0, (long)sig) < 0)
-		return fail(err, "DETACH", tid);
+		return pclock_ret(PCLK_REGS, fail(err, "DETACH", tid), t0);
 	pr_debug("detached tid %d", tid);
-	return 0;
+	return pclock_ret(PCLK_REGS, 0, t0);
 }
 
 int ptrace_regset_get(pid_t tid, unsigned int nt, void *buf, size_t *len, struct hc_err *err)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = *len };
+	uint64_t t0 = now_ns();
 
 	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)nt, &iov) < 0)
-		return fail(err, "GETREGSET", tid);
+		return pclock_ret(PCLK_REGS, fail(err, "GETREGSET", tid), t0);
 	*len = iov.iov_len;
-	return 0;
+	return pclock_ret(PCLK_REGS, 0, t0);
 }
 
 int ptrace_regset_set(pid_t tid, unsigned int nt, const void *buf, size_t len,
 		      struct hc_err *err)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	uint64_t t0 = now_ns();
 
 	if (ptrace(PTRACE_SETREGSET, tid, (void *)(uintptr_t)nt, &iov) < 0)
-		return fail(err, "SETREGSET", tid);
-	return 0;
+		return pclock_ret(PCLK_REGS, fail(err, "SETREGSET", tid), t0);
+	return pclock_ret(PCLK_REGS, 0, t0);
 }
 
 int ptrace_sigmask_get(pid_t tid, uint64_t *mask, struct hc_err *err)
 {
+	uint64_t t0 = now_ns();
+
 	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(*mask), mask) < 0)
-		return fail(err, "GETSIGMASK", tid);
-	return 0;
+		return pclock_ret(PCLK_REGS, fail(err, "GETSIGMASK", tid), t0);
+	return pclock_ret(PCLK_REGS, 0, t0);
 }
 
 int ptrace_sigmask_set(pid_t tid, uint64_t mask, struct hc_err *err)
 {
+	uint64_t t0 = now_ns();
+
 	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) < 0)
-		return fail(err, "SETSIGMASK", tid);
-	return 0;
+		return pclock_ret(PCLK_REGS, fail(err, "SETSIGMASK", tid), t0);
+	return pclock_ret(PCLK_REGS, 0, t0);
 }
 
 int ptrace_siginfo_get(pid_t tid, siginfo_t *si, struct hc_err *err)
 {
+	uint64_t t0 = now_ns();
+
 	if (ptrace(PTRACE_GETSIGINFO, tid, 0, si) < 0)
-		return fail(err, "GETSIGINFO", tid);
-	return 0;
+		return pclock_ret(PCLK_REGS, fail(err, "GETSIGINFO", tid), t0);
+	return pclock_ret(PCLK_REGS, 0, t0);
 }
 
 /* TracerPid of thread tid, 0 if none, -1 if it is gone. */
@@ -160,6 +199,7 @@ long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
 int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
 		struct hc_err *err)
 {
+	uint64_t t0 = now_ns();
 	sigset_t set, old;
 	unsigned int slice = 0;
 	uint64_t left, spin_until = 0;
@@ -227,6 +267,7 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pclock_add(PCLK_STOP, t0);
 	return ret;
 }
 
@@ -234,16 +275,15 @@ int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct
 {
 	struct iovec local = { .iov_base = buf, .iov_len = len };
 	struct iovec remote = { .iov_base = (void *)(uintptr_t)raddr, .iov_len = len };
+	uint64_t t0 = now_ns();
 	ssize_t n;
 
 	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n != (ssize_t)len && memfd >= 0)
+		n = pread(memfd, buf, len, (off_t)raddr);
+	pclock_add(PCLK_MEM, t0);
 	if (n == (ssize_t)len)
 		return 0;
-	if (memfd >= 0) {
-		n = pread(memfd, buf, len, (off_t)raddr);
-		if (n == (ssize_t)len)
-			return 0;
-	}
 	if (n >= 0)
 		errno = EFAULT;
 	return err_errno(err, errno, "read %zu bytes at 0x%llx in pid %d", len,
@@ -257,8 +297,10 @@ int mem_read_fd(int memfd, uint64_t raddr, void *buf, size_t len)
 
 int mem_write(int memfd, uint64_t raddr, const void *buf, size_t len, struct hc_err *err)
 {
+	uint64_t t0 = now_ns();
 	ssize_t n = pwrite(memfd, buf, len, (off_t)raddr);
 
+	pclock_add(PCLK_MEM, t0);
 	if (n == (ssize_t)len)
 		return 0;
 	if (n >= 0)

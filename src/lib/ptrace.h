@@ -54,4 +54,17 @@ int mem_write(int memfd, uint64_t raddr, const void *buf, size_t len, struct hc_
 
 uint64_t now_ns(void);
 
+/*
+ * Where a borrow's stopped window goes: the time spent in heapctl's calls
+ * of each kind since pclock_reset() (thread.c resets it at each stop).
+ */
+enum pclock {
+	PCLK_STOP, /* resuming the thread and waiting for its next stop */
+	PCLK_REGS, /* registers, signal masks, interrupt and detach */
+	PCLK_MEM,  /* target memory */
+	PCLK_N
+};
+void pclock_reset(void);
+void pclock_read(uint64_t ns[PCLK_N]);
+
 #endif

@@ -187,21 +187,22 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 		const char *name;
 		long nr;
 		uint64_t args[6];
+		bool errno_ok; /* failing with an errno harms nothing */
 	} calls[] = {
-		{ "mmap", t->arch->nr_mmap,
-		  { 0, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0 } },
-		{ "munmap", t->arch->nr_munmap, { 0x10000, 4096 } },
-		{ "rt_sigreturn", t->arch->nr_rt_sigreturn, { 0 } },
-		{ "getpid", t->arch->nr_getpid, { 0 } },
+		/* every borrow ends in it, or can: it must run */
+		{ "rt_sigreturn", t->arch->nr_rt_sigreturn, { 0 }, false },
+		/* callbacks stop at it; its result goes nowhere */
+		{ "getpid", t->arch->nr_getpid, { 0 }, true },
 		/*
-		 * A syscall heapctl skips (ret_tramp's first rt_sigreturn, an
-		 * interrupted sleep's restart) has its number set to -1 at the
-		 * entry stop, and seccomp runs after that stop on -1 like on
-		 * any number (syscall_trace_enter(), kernel/entry/common.c):
+		 * A syscall heapctl skips (the restorer's rt_sigreturn between
+		 * calls, an interrupted sleep's restart) has its number set to
+		 * -1 at the entry stop, and seccomp runs after that stop on -1
+		 * like on any number (syscall_trace_enter(), kernel/entry/common.c):
 		 * an allowlist filter, systemd's SystemCallFilter= for one,
-		 * kills for it.
+		 * kills for it.  An errno it returns lands in the return register,
+		 * which heapctl then writes again at the syscall's exit stop.
 		 */
-		{ "a skipped syscall (number -1)", -1, { 0 } },
+		{ "a skipped syscall (number -1)", -1, { 0 }, true },
 	};
 	uint32_t verdict[sizeof(calls) / sizeof(calls[0])];
 	struct sock_filter *prog = malloc(MAX_PROG * sizeof(*prog));
@@ -237,18 +238,22 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 			verdict[c] = seccomp_stricter(verdict[c], act);
 		}
 	}
+	t->skip_errno = false;
 	for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
 		uint32_t act = verdict[c] & SECCOMP_RET_ACTION_FULL;
 
 		pr_debug("seccomp: %s would %s", calls[c].name, action_name(verdict[c]));
 		if (act == SECCOMP_RET_ALLOW || act == SECCOMP_RET_LOG)
 			continue;
-		/* an errno is reported as the call's failure; anything else harms or hangs */
-		if (act == SECCOMP_RET_ERRNO || act == SECCOMP_RET_TRACE)
+		/* without a tracer for it, SECCOMP_RET_TRACE fails the syscall with ENOSYS */
+		if (calls[c].errno_ok && (act == SECCOMP_RET_ERRNO || act == SECCOMP_RET_TRACE)) {
+			if (calls[c].nr == -1)
+				t->skip_errno = true;
 			continue;
+		}
 		ret = err_sethint(err, HC_E_UNSUPPORTED, 0,
-				  "allow mmap, munmap, getpid and rt_sigreturn in the service's filter, "
-				  "and give unknown syscall numbers an errno rather than a kill",
+				  "allow rt_sigreturn and getpid in the service's filter, and give "
+				  "unknown syscall numbers an errno rather than a kill",
 				  "pid %d's seccomp filter would %s on %s, which heapctl needs",
 				  t->pid, action_name(verdict[c]), calls[c].name);
 		break;

@@ -7,9 +7,11 @@
  * under PTRACE_SYSCALL until one remote syscall or call is over, keeping
  * the signals that arrive meanwhile for step_redeliver() after the restore and
  * taking the real mask at the first syscall-entry stop; step_rsys() is one
- * syscall on the target's own "syscall; ret" gadget.  Whatever state a
+ * syscall on the target's own "syscall; ret" gadget; step_signal_stop()
+ * takes the thread to a stop inside signal delivery.  Whatever state a
  * step leaves the thread in, it restores itself from there if heapctl
- * dies (aim_restore(), restore_pc()).
+ * dies: everything it runs ends in the restorer's rt_sigreturn on the
+ * frame (aim_restore()).
  */
 #include <errno.h>
 #include <signal.h>
@@ -147,6 +149,9 @@ int step_gone(struct hc_target *t, struct hc_err *err)
 
 int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
 {
+	/* what the registers point at goes first: the frame, the chain, the strings */
+	if (shadow_flush(t, err) < 0)
+		return -1;
 	return ptrace_regset_set(t->sess->tid, NT_PRSTATUS_, g, t->arch->gregs_len, err);
 }
 
@@ -202,8 +207,9 @@ static int take_mask(struct hc_target *t, struct hc_err *err)
 	if (ptrace_sigmask_get(s->tid, &s->mask, err) < 0)
 		return -1;
 	/* The frame must carry the real mask before heapctl blocks anything. */
-	if (mem_write(t->memfd, s->frame + t->arch->sigframe_mask_off, &s->mask, sizeof(s->mask),
-		      err) < 0)
+	if (shadow_write(t, s->frame + t->arch->sigframe_mask_off, &s->mask, sizeof(s->mask), err) <
+		    0 ||
+	    shadow_flush(t, err) < 0)
 		return -1;
 	s->mask_known = true;
 	return 0;
@@ -258,36 +264,41 @@ int step_skip_syscall(struct hc_target *t, struct hc_err *err)
 }
 
 /*
- * Point the thread at a way back to the frame, should heapctl die.
- * Preferably ret_tramp, whose getpid heapctl skips like after a call (step_run()
- * stops there): heapctl then restores the thread itself, and a real
- * rt_sigreturn, which resets the restart block (a nanosleep the thread was
- * borrowed from would start over in full), is avoided.  The target's own
- * restorer before heapctl's page exists.
+ * Point the thread at the restorer, whose rt_sigreturn on the frame gives
+ * it back: after a fault in a call, and before a stop that leaves the
+ * thread's registers to heapctl's care.
  */
-static uint64_t restore_pc(const struct hc_target *t)
-{
-	return t->sess->code ? t->sess->code : t->restorer;
-}
-
 static int aim_restore(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	t->arch->prep_restore(s->cur, restore_pc(t), s->frame);
+	t->arch->prep_restore(s->cur, t->restorer, s->frame);
 	return step_set_gregs(t, s->cur, err);
+}
+
+/* A call's result at the restorer's stop: in a register, or where the ret gadget put it. */
+static int call_result(struct hc_target *t, uint64_t *ret, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	if (t->arch->get_ret) {
+		*ret = t->arch->get_ret(s->cur);
+		return 0;
+	}
+	return shadow_read(t, s->slot, ret, sizeof(*ret), err);
 }
 
 /*
  * Run the thread under PTRACE_SYSCALL until the step ends:
  *  STEP_SYSCALL  at the exit stop of the gadget's syscall (*ret = its result);
- *  STEP_CALL     after ret_tramp's getpid (*ret = the call's result);
- *  STEP_RESTORE  after ret_tramp's getpid (skipped, as after a call), or
- *                the restorer's rt_sigreturn that aim_restore() chose.
- * In every case the thread is left at a syscall-exit stop from which it
- * restores itself if heapctl dies.  Returns 0, 1 if a signal arrived before
- * the mask was taken (s->pending_sig, thread at that signal stop), or -1.
+ *  STEP_CALL     at the entry stop of the restorer's rt_sigreturn after the
+ *                call (*ret = the call's result), s->at_ret;
+ *  STEP_RESTORE  the same after aim_restore(), with no result.
+ * The thread stays at that stop, from which it restores itself if heapctl
+ * dies.  A call that faults ends as STEP_RESTORE, with the fault in err.
+ * Returns 0, 1 if a signal arrived before the mask was taken (s->pending_sig,
+ * thread handed back at that signal stop), or -1.
  */
 int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 	struct hc_err *err)
@@ -295,24 +306,21 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 	const struct hc_arch *a = t->arch;
 	struct sess *s = t->sess;
 	struct hc_err cberr = { 0 };
-	uint64_t done_pc, notify_pc = s->code + NOTIFY_OFF + a->notify_sys_end;
-	bool in_sys = false, sigreturned = false, aborted = false;
+	uint64_t done_pc = kind == STEP_SYSCALL ? t->gadget + a->syscall_insn.len : t->restorer_end;
+	/* from a syscall-entry stop, that syscall's exit stop comes first */
+	bool in_sys = s->at == ST_SYSCALL && s->at_entry, aborted = false;
+	bool rewrite = in_sys && t->skip_errno;
+	uint8_t want[sizeof(s->cur)] __attribute__((aligned(16)));
 	enum stop st;
 	int sig, r;
 
-	switch (kind) {
-	case STEP_SYSCALL:
-		done_pc = t->gadget + a->syscall_insn.len;
-		break;
-	case STEP_CALL:
-		done_pc = s->code + a->ret_tramp_stop;
-		break;
-	default:
-		done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
-	}
+	/* the registers the caller set, should a seccomp errno overwrite one (see below) */
+	memcpy(want, s->cur, a->gregs_len);
 	if (ptrace_resume(s->tid, true, 0, err) < 0)
 		return -1;
 	s->touched = true;
+	s->at_ret = false;
+	s->shadow_fresh = false;
 	for (;;) {
 		r = step_wait(t, s->tid, &st, &sig, err);
 		if (r < 0)
@@ -325,8 +333,8 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 			 * The call does not return: it waits, most likely for a lock
 			 * another thread holds.  Abandoning it could leave a lock it
 			 * took on the way held for good.  Instead let it finish on its
-			 * own, untraced: it returns into ret_tramp, whose cleanup
-			 * gives the thread back (the same way as when heapctl dies).
+			 * own, untraced: it returns into the restorer, which gives
+			 * the thread back (the same way as when heapctl dies).
 			 */
 			t->deadline_ns = now_ns() + 5000000000ull;
 			if (ptrace_interrupt(s->tid, err) < 0)
@@ -340,7 +348,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 					/*
 					 * Not even a stop: let the thread go as it is when
 					 * heapctl exits (exit_ptrace()); the call returns into
-					 * ret_tramp, whose cleanup restores it.
+					 * the restorer, which gives it back.
 					 */
 					s->stopped = false;
 					return err_set(err, HC_E_TIMEOUT, 0,
@@ -358,10 +366,10 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				if (st == ST_SYSCALL) {
 					in_sys = !in_sys;
 					/*
-					 * The interrupt ended the wait with a syscall-exit
-					 * stop, and a syscall stop uses the trap up
-					 * (ptrace(2), PTRACE_INTERRUPT): the wait would
-					 * restart with nothing left to stop it.  Ask again.
+					 * The interrupt ended the wait with a syscall stop,
+					 * and a syscall stop uses the trap up (ptrace(2),
+					 * PTRACE_INTERRUPT): the wait would restart with
+					 * nothing left to stop it.  Ask again.
 					 */
 					if (ptrace_interrupt(s->tid, err) < 0)
 						return -1;
@@ -395,12 +403,16 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				"thread was restored", s->tid);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
+			done_pc = t->restorer_end;
+			in_sys = false;
 			if (aim_restore(t, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
 				return -1;
 			continue;
 		}
 		s->at = st;
+		s->at_entry = false;
+		if (st != ST_SYSCALL)
+			rewrite = false; /* a signal came first: the registers are set again anyway */
 		switch (st) {
 		case ST_EXITED:
 			return step_gone(t, err);
@@ -434,7 +446,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				(unsigned long long)(uintptr_t)si.si_addr);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = s->code ? s->code + a->ret_tramp_stop : t->restorer_end;
+			done_pc = t->restorer_end;
 			in_sys = false;
 			if (aim_restore(t, err) < 0)
 				return -1;
@@ -447,10 +459,24 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				uint64_t pc = a->get_pc(s->cur);
 
 				in_sys = true;
+				s->at_entry = true;
 				if (!s->mask_known &&
 				    (take_mask(t, err) < 0 || step_block_signals(t, err) < 0))
 					return -1;
-				if (kind == STEP_CALL && pc == notify_pc) {
+				if (kind != STEP_SYSCALL && pc == done_pc) {
+					/* the restorer's rt_sigreturn: stay here (see arch/arch.h) */
+					s->at_ret = true;
+					if (kind == STEP_CALL && call_result(t, ret, err) < 0)
+						return -1;
+					if (err_isset(err))
+						return -1;
+					if (err_isset(&cberr)) {
+						*err = cberr;
+						return -1;
+					}
+					return 0;
+				}
+				if (kind == STEP_CALL && pc == t->notify_end && t->notify_end) {
 					uint64_t args[6];
 
 					for (unsigned int i = 0; i < 6; i++)
@@ -462,37 +488,23 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 					 */
 					if (cb && !err_isset(&cberr))
 						cb(cb_arg, t, args, &cberr);
-				} else if (kind == STEP_CALL && pc == done_pc) {
-					/* the result; then skip this getpid, see arch/arch.h */
-					*ret = a->get_ret(s->cur);
-					sigreturned = true;
-					if (step_skip_syscall(t, err) < 0)
-						return -1;
-				} else if (kind == STEP_RESTORE && pc == done_pc) {
-					sigreturned = true;
-					/* ret_tramp's: skipped, call_end() restores (see aim_restore()) */
-					if (s->code && step_skip_syscall(t, err) < 0)
-						return -1;
 				}
 				break;
 			}
 			in_sys = false;
+			if (rewrite) {
+				/*
+				 * The exit of the syscall skipped for this step: the
+				 * target's seccomp filter gave it an errno, which went
+				 * into the return register, one of the call's.
+				 */
+				rewrite = false;
+				if (step_set_gregs(t, want, err) < 0)
+					return -1;
+				break;
+			}
 			if (kind == STEP_SYSCALL && a->get_pc(s->cur) == done_pc) {
 				*ret = (uint64_t)a->get_syscall_ret(s->cur);
-				return 0;
-			}
-			if (sigreturned) {
-				if (kind == STEP_RESTORE && !s->code) {
-					/* rt_sigreturn put back the thread's state and mask */
-					s->mask_blocked = false;
-					s->real_sigreturn = true;
-				}
-				if (err_isset(err))
-					return -1;
-				if (err_isset(&cberr)) {
-					*err = cberr;
-					return -1;
-				}
 				return 0;
 			}
 			break;
@@ -502,32 +514,42 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 	}
 }
 
+/*
+ * From a syscall-entry stop: skip that syscall once the registers for what
+ * comes next are in place (x86_64 took orig_rax = -1 with them).  Until
+ * then, should heapctl die, the syscall the thread stopped in runs: the
+ * restorer's rt_sigreturn gives it back.
+ */
+static int skip_here(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+
+	if (s->at != ST_SYSCALL || !s->at_entry || !t->arch->skip_regset)
+		return 0;
+	return step_skip_syscall(t, err);
+}
+
+int step_start(struct hc_target *t, struct hc_err *err)
+{
+	return skip_here(t, err);
+}
+
 int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
 	 int64_t *ret, struct hc_err *err)
 {
 	struct sess *s = t->sess;
-
-	/* if heapctl dies meanwhile: through its page's cleanup, if it has one, to the restorer */
-	return step_rsys_to(t, nr, args, n, s->frame,
-			    s->code ? s->code + t->arch->ret_tramp_stop : t->restorer, 0, 0, ret, err);
-}
-
-int step_rsys_to(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
-		 uint64_t sp, uint64_t ret_addr, unsigned int xreg, uint64_t xval, int64_t *ret,
-		 struct hc_err *err)
-{
-	struct sess *s = t->sess;
-	struct hc_call c = { .pc = t->gadget, .ret_addr = ret_addr, .frame = sp, .nr = nr,
-			     .nargs = n, .xreg = xreg, .xval = xval };
+	/* the gadget's ret goes into the restorer, at the frame's pretcode */
+	struct hc_call c = { .pc = t->gadget, .ret_addr = t->restorer, .frame = s->frame, .nr = nr,
+			     .nargs = n };
 	uint64_t r = 0;
 	int rc;
 
 	memcpy(c.args, args, n * sizeof(*args));
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
 	t->arch->prep_syscall(s->cur, &c);
-	/* registers first, then the mask: each intermediate state restores itself */
-	if ((c.slot_addr && mem_write(t->memfd, c.slot_addr, &c.slot_val, 8, err) < 0) ||
-	    step_set_gregs(t, s->cur, err) < 0 || (s->mask_known && step_block_signals(t, err) < 0))
+	/* registers first, then the skip and the mask: each intermediate state restores itself */
+	if (step_set_gregs(t, s->cur, err) < 0 || skip_here(t, err) < 0 ||
+	    (s->mask_known && step_block_signals(t, err) < 0))
 		return -1;
 	rc = step_run(t, STEP_SYSCALL, &r, NULL, NULL, err);
 	*ret = (int64_t)r;
@@ -548,4 +570,79 @@ int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned in
 		return err_set(err, HC_E_REMOTE, (int)-*ret, "%s in pid %d failed: %s", what, t->pid,
 			       strerror((int)-*ret));
 	return 0;
+}
+
+int step_to_exit(struct hc_target *t, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	enum stop st;
+	int sig, r;
+
+	if (s->at != ST_SYSCALL || !s->at_entry)
+		return 0;
+	if (aim_restore(t, err) < 0 || skip_here(t, err) < 0 ||
+	    ptrace_resume(s->tid, true, 0, err) < 0)
+		return -1;
+	s->at_ret = false;
+	for (;;) {
+		r = step_wait(t, s->tid, &st, &sig, err);
+		if (r != 0)
+			return r < 0 ? -1 :
+				       err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop", s->tid);
+		s->at = st;
+		s->at_entry = false;
+		if (st == ST_EXITED)
+			return step_gone(t, err);
+		if (st == ST_SYSCALL)
+			return 0;
+		if (st == ST_SIGNAL) {
+			siginfo_t si;
+
+			/* blocked ones cannot come: keep it for after the restore */
+			if (ptrace_siginfo_get(s->tid, &si, err) < 0)
+				return -1;
+			defer_signal(s, sig, &si);
+		}
+		if (ptrace_resume(s->tid, true, 0, err) < 0)
+			return -1;
+	}
+}
+
+int step_signal_stop(struct hc_target *t, int *sig, struct hc_err *err)
+{
+	struct sess *s = t->sess;
+	enum stop st;
+	int r;
+
+	*sig = 0;
+	if (s->at == ST_EVENT || s->at == ST_GROUP)
+		return 0;
+	/*
+	 * At the restorer again should heapctl die from here on; the syscall
+	 * the thread stopped in, if at its entry, is skipped.  Then a stop
+	 * inside get_signal(), which the interrupt asks for.
+	 */
+	if (aim_restore(t, err) < 0 || skip_here(t, err) < 0 || ptrace_interrupt(s->tid, err) < 0 ||
+	    ptrace_resume(s->tid, false, 0, err) < 0)
+		return -1;
+	s->at_ret = false;
+	for (;;) {
+		r = step_wait(t, s->tid, &st, sig, err);
+		if (r != 0)
+			return r < 0 ? -1 :
+				       err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop when asked",
+					       s->tid);
+		s->at = st;
+		s->at_entry = false;
+		if (st == ST_EXITED)
+			return step_gone(t, err);
+		if (st == ST_EVENT || st == ST_GROUP) {
+			*sig = 0;
+			return 0;
+		}
+		if (st == ST_SIGNAL)
+			return 0; /* in get_signal too: delivered on detach */
+		if (ptrace_resume(s->tid, false, 0, err) < 0)
+			return -1;
+	}
 }

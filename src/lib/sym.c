@@ -238,31 +238,46 @@ Elf *sym_elf_open(int fd)
 
 static void link_order(struct hc_target *t);
 
-/* Where heapctl's page may go: above mmap_min_addr's default, below 47 bits. */
-#define PAGE_HINT_MIN 0x10000ull
-#define PAGE_HINT_MAX 0x7ffffffff000ull
-
-/*
- * An address for heapctl's page nobody else will map: at a random page of
- * the middle half of the largest free gap (gigabytes at least, terabytes
- * as a rule), far from where the kernel puts mappings of its own choice
- * (at the top of the highest gap that fits).  0: no gap that large.
- */
-static uint64_t page_hint(uint64_t lo, uint64_t hi)
+static int vma_add(struct hc_target *t, const struct mapline *m)
 {
-	uint64_t span = hi - lo, pages;
+	static const size_t step = 256;
+	struct vma *v;
 
-	if (span < (1ull << 30))
-		return 0;
-	pages = span / 2 / 4096;
-	return (lo + span / 4 + (now_ns() ^ (uint64_t)getpid() << 20) % pages * 4096) & ~4095ull;
+	if (t->nvmas % step == 0) {
+		v = realloc(t->vmas, (t->nvmas + step) * sizeof(*v));
+		if (!v)
+			return -1;
+		t->vmas = v;
+	}
+	v = &t->vmas[t->nvmas++];
+	v->lo = m->lo;
+	v->hi = m->hi;
+	v->flags = (m->perms[2] == 'x' ? VMA_X : 0) | (!m->inode && !m->path[0] ? VMA_ANON : 0) |
+		   (!strcmp(m->path, "[stack]") ? VMA_STACK : 0);
+	return 0;
+}
+
+const struct vma *vma_at(const struct hc_target *t, uint64_t raddr)
+{
+	size_t lo = 0, hi = t->nvmas;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (raddr < t->vmas[mid].lo)
+			hi = mid;
+		else if (raddr >= t->vmas[mid].hi)
+			lo = mid + 1;
+		else
+			return &t->vmas[mid];
+	}
+	return NULL;
 }
 
 int maps_load(struct hc_target *t, struct hc_err *err)
 {
 	char path[96], line[PATH_MAX + 128], exe[PATH_MAX] = "";
 	struct mapline m;
-	uint64_t prev_hi = PAGE_HINT_MIN, gap_lo = 0, gap_hi = 0;
 	FILE *f;
 	ssize_t n;
 
@@ -279,16 +294,9 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 
 		if (maps_parse_line(line, &m) < 0)
 			continue;
-		if (m.lo > prev_hi && m.lo <= PAGE_HINT_MAX && m.lo - prev_hi > gap_hi - gap_lo) {
-			gap_lo = prev_hi;
-			gap_hi = m.lo;
-		}
-		if (m.hi > prev_hi)
-			prev_hi = m.hi;
-		if (!m.inode && !m.path[0] && !strcmp(m.perms, "r-xp") && t->nanon_rx < MAX_ANON_RX) {
-			/* maybe a code page a killed heapctl left: gadget.c looks inside */
-			t->anon_rx[t->nanon_rx].lo = m.lo;
-			t->anon_rx[t->nanon_rx++].hi = m.hi;
+		if (vma_add(t, &m) < 0) {
+			fclose(f);
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		}
 		if (!(m.inode && m.path[0] == '/') && strcmp(m.path, "[vdso]"))
 			continue;
@@ -324,7 +332,6 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 		}
 	}
 	fclose(f);
-	t->page_hint = page_hint(gap_lo, gap_hi);
 	if (t->nobjs == 0)
 		return err_set(err, HC_E_NO_PROC, 0, "pid %d has no mapped objects (zombie or kernel thread?)",
 			       t->pid);
@@ -843,6 +850,8 @@ static void syms_take(struct obj *o, struct symvec *sv)
 	for (size_t i = 0; i < sv->n; i++)
 		sv->v[i].name = sv->strs + (uintptr_t)sv->v[i].name;
 	o->sorted = false; /* sorted on first address lookup: detection only needs names */
+	free(o->verdict); /* where.c's, about the symbols these replace */
+	o->verdict = NULL;
 	o->syms = sv->v;
 	o->nsyms = sv->nf;
 	o->ndata = sv->n - sv->nf;
@@ -1145,16 +1154,12 @@ void sym_prepare(struct hc_target *t)
 	}
 }
 
-const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
+const struct sym *obj_sym_at(const struct obj *o, uint64_t raddr)
 {
-	struct obj *o = obj_at(t, raddr);
-	size_t lo = 0, hi;
+	size_t lo = 0, hi = o->nsyms;
 
-	if (op)
-		*op = o;
-	if (!o || sym_ready(t, o) < 0 || !o->nsyms)
+	if (!o->sorted || !hi)
 		return NULL;
-	hi = o->nsyms;
 	while (hi - lo > 1) {
 		size_t mid = (lo + hi) / 2;
 
@@ -1169,6 +1174,17 @@ const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
 	if (o->syms[lo].size && raddr >= o->syms[lo].raddr + o->syms[lo].size)
 		return NULL;
 	return &o->syms[lo];
+}
+
+const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
+{
+	struct obj *o = obj_at(t, raddr);
+
+	if (op)
+		*op = o;
+	if (!o || sym_ready(t, o) < 0)
+		return NULL;
+	return obj_sym_at(o, raddr);
 }
 
 struct obj *obj_malloc_owner(struct hc_target *t)
@@ -1240,12 +1256,16 @@ void objs_free(struct hc_target *t)
 		free(t->objs[i].path);
 		free(t->objs[i].open_path);
 		free(t->objs[i].syms);
+		free(t->objs[i].verdict);
 		free(t->objs[i].strs);
 		free(t->objs[i].debug_path);
 	}
 	free(t->objs);
 	t->objs = NULL;
 	t->nobjs = 0;
+	free(t->vmas);
+	t->vmas = NULL;
+	t->nvmas = 0;
 	if (t->debug_elf)
 		elf_end(t->debug_elf);
 	t->debug_elf = NULL;

@@ -32,6 +32,7 @@ void target_free(struct hc_target *t)
 		return;
 	objs_free(t);
 	inj_free(t->inj);
+	free(t->shadow);
 	if (t->memfd >= 0)
 		close(t->memfd);
 	free(t);

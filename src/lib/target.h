@@ -38,6 +38,8 @@ struct obj {
 	bool debug_tried;
 	struct sym *syms; /* nsyms functions, sorted by raddr once sorted is set */
 	bool sorted;
+	/* where.c's verdict on each function once asked: 0 not yet, 1 fine, 2 a call must wait */
+	uint8_t *verdict;
 	size_t nsyms;
 	size_t ndata;     /* data symbols (STT_OBJECT), after them: syms[nsyms + i] */
 	char *strs;
@@ -47,6 +49,15 @@ struct obj {
 	char *debug_path;
 	char build_id[66]; /* hex, from the file (sym_load()), or "" */
 };
+
+/* One line of /proc/PID/maps as maps_load() last read it; t->vmas is sorted by address. */
+struct vma {
+	uint64_t lo, hi;
+	unsigned int flags; /* VMA_* */
+};
+#define VMA_X 1u     /* executable */
+#define VMA_ANON 2u  /* no file and no name */
+#define VMA_STACK 4u /* "[stack]": the main thread's stack */
 
 struct alloc_ops;
 struct sess;
@@ -63,12 +74,9 @@ struct hc_target {
 	struct obj *objs;
 	size_t nobjs;
 	struct Elf *debug_elf; /* --debug-file, opened and checked once (sym_debug_file_check()) */
-	/* anonymous r-x mappings seen by maps_load() */
-#define MAX_ANON_RX 16
-	struct {
-		uint64_t lo, hi;
-	} anon_rx[MAX_ANON_RX];
-	unsigned int nanon_rx;
+	/* every mapping maps_load() saw, in address order */
+	struct vma *vmas;
+	size_t nvmas;
 	/* the object that serves malloc() (obj_malloc_owner()), or NULL */
 	struct obj *malloc_obj;
 	/*
@@ -91,6 +99,7 @@ struct hc_target {
 	char where_others[256];
 	/* the current borrowed thread, while attached */
 	struct sess *sess;
+	uint8_t *shadow;   /* the session's copy of the thread's stack area (call_int.h) */
 	unsigned int held; /* call_hold() depth: call_done() keeps the thread */
 	void *unw; /* libunwind address space, created once */
 	struct uw_arg *uw; /* where.c: its page cache, as long as the target */
@@ -99,16 +108,16 @@ struct hc_target {
 	struct hc_timing timing;
 	uint64_t deadline_ns;
 	int seccomp;    /* Seccomp: from /proc/PID/status (2: filters) */
+	bool skip_errno; /* its filters fail a skipped syscall with an errno (seccomp_check()) */
 	int cancel_sig; /* a termination signal cancelled the operation */
 	int lockfd;     /* the per-target lock (tlock.c), from the first call to close; or -1 */
 	uint64_t gadget;   /* "syscall; ret" in the target's text */
 	uint64_t restorer; /* a sigreturn restorer in the target's text */
 	uint64_t restorer_end; /* pc at its rt_sigreturn syscall stops */
-	uint64_t munmap_fn; /* the C library's munmap(), as arch->munmap_entry says; or 0 */
-	uint64_t page_hint; /* where heapctl's page goes: amid the largest free gap; or 0 */
-	/* arm64's way to munmap() and on, from the page's mmap (arch.h, link_epilogue); or 0 */
-	uint64_t link;
-	unsigned int link_reg, link_pop, link_lr_off;
+	/* x86_64: ret gadgets (arch.h), one with room for two stack arguments; addr 0: none */
+	struct hc_ret_gadget retg, retg8;
+	uint64_t notify_fn;  /* what callbacks point at (the C library's getpid()), or 0 */
+	uint64_t notify_end; /* pc at its syscall stops */
 	/* evidence_check(): the allocator's signs and where they are, or "" */
 	char ev_alloc[16];
 	char ev_found[192];
@@ -142,6 +151,8 @@ struct mapline {
 };
 int maps_parse_line(const char *line, struct mapline *m);
 struct obj *obj_at(struct hc_target *t, uint64_t raddr);
+/* The mapping holding raddr when maps_load() looked, or NULL. */
+const struct vma *vma_at(const struct hc_target *t, uint64_t raddr);
 /*
  * .dynsym and .symtab, and --debug-file for the executable; with debug, if
  * there is no .symtab: .gnu_debugdata, a separate debug file, debuginfod.
@@ -191,6 +202,8 @@ uint64_t sym_data(const struct obj *o, const char *name);
 void sym_prepare(struct hc_target *t);
 /* Function containing raddr, or NULL. */
 const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op);
+/* The same in o, whose symbols are sorted already; reads and sorts nothing. */
+const struct sym *obj_sym_at(const struct obj *o, uint64_t raddr);
 /*
  * The object that serves malloc() in t: the executable if it defines malloc,
  * else the first definition in the dynamic linker's search order.  Cached in

@@ -214,8 +214,10 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	}
 	s->tid = tid;
 	s->probed = false;
-	if (t->arch->needs_presys)
-		read_presys(t->pid, tid, &s->presys);
+	/* a blocked thread's stack, scanned ahead (where_warm_up()), and arm64's EINTR undo */
+	read_presys(t->pid, tid, &s->presys);
+	if (s->presys.valid)
+		where_warm_up(t, s->presys.sp);
 	if (ptrace_interrupt(tid, err) < 0)
 		return -1;
 	/* A stop takes microseconds; do not let a spent retry budget cut it short. */
@@ -251,6 +253,7 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	s->at = st;
 	s->stopped = true;
 	s->stopped_ns = now_ns();
+	pclock_reset();
 	if (step_get_gregs(t, s->gregs, err) < 0)
 		return -1;
 	s->saved = true;
@@ -282,10 +285,16 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	 * --tid thread to start its next syscall; only then, or in a process
 	 * with no other thread, is that small, death-only risk taken.
 	 */
-	if (picky && t->arch->syscall_nr(s->gregs) == t->arch->nr_restart_syscall)
+	if (picky && t->arch->syscall_nr(s->gregs) == t->arch->nr_restart_syscall) {
 		snprintf(why, whylen, "thread %d is resuming an interrupted sleep", tid);
-	else if (where_safe(t, tid, s->gregs, why, whylen) == 1)
-		return 1;
+	} else {
+		uint64_t t0 = now_ns();
+
+		r = where_safe(t, tid, s->gregs, why, whylen);
+		t->timing.check_us = (now_ns() - t0) / 1000;
+		if (r == 1)
+			return 1;
+	}
 	pr_debug("tid %d is not at a safe point: %s", tid, why);
 	if (ptrace_detach(tid, 0, err) < 0) /* an undone EINTR is already in its registers */
 		return -1;

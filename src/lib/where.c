@@ -4,6 +4,16 @@
  * inside the allocator: running the allocator's control functions on top of
  * a thread that holds an allocator lock deadlocks it.
  *
+ * Two ways to tell, the cheap one first.  The stack scan reads the live
+ * stack once, from sp up to where the thread's stack ends, and looks at
+ * every word: a frame inside the allocator has its return address there
+ * (or, on arm64, in a register), so a stack with no word that returns into
+ * the allocator, a malloc-family function, the dynamic linker or anonymous
+ * code proves the thread safe without unwinding it.  A word that does may
+ * be a stale slot of a live frame, and a stack the scan cannot bound (a
+ * signal handler's, a coroutine's) proves nothing: then the thread is
+ * unwound.
+ *
  * Unwinding uses libunwind with our own accessors: the .eh_frame_hdr
  * tables are read from the target's memory at the addresses sym.c found,
  * so no file is opened while the thread is stopped and objects inside
@@ -34,6 +44,20 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define MAX_FRAMES 128
 #define CACHE_PAGES 16
 #define CPAGE 4096
+#define SCAN_MAX (128 * 1024) /* bytes of stack the scan reads at most */
+
+/* Executable memory, for the scan: an object's text, or anonymous (o NULL). */
+struct xrange {
+	uint64_t lo, hi;
+	struct obj *o;
+};
+
+/*
+ * Which 64 KiB granules hold code: most words on a stack are data, and one
+ * probe of this open-addressed set dismisses them (0 marks a free slot).
+ */
+#define GRAN_SHIFT 16
+#define GRAN_SLOTS 4096
 
 struct uw_arg {
 	struct hc_target *t;
@@ -46,6 +70,12 @@ struct uw_arg {
 		uint8_t data[CPAGE];
 	} cache[CACHE_PAGES];
 	unsigned next;
+	/* the stack scan: executable ranges by address, and the stack as read */
+	struct xrange *xr;
+	size_t nxr;
+	uint64_t gran[GRAN_SLOTS];
+	bool gran_all; /* too much code for the set: every word is searched */
+	uint64_t *stack;
 };
 
 static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
@@ -198,11 +228,92 @@ int where_init(struct hc_target *t, struct hc_err *err)
 	 */
 	unw_set_caching_policy(as, UNW_CACHE_NONE);
 	t->uw = calloc(1, sizeof(struct uw_arg));
-	if (!t->uw) {
+	if (t->uw)
+		t->uw->stack = malloc(SCAN_MAX);
+	if (!t->uw || !t->uw->stack) {
 		unw_destroy_addr_space(as);
+		free(t->uw);
+		t->uw = NULL;
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	}
+	/* touched now, like the page cache: no page fault while a thread is stopped */
+	memset(t->uw->stack, 0, SCAN_MAX);
 	t->unw = as;
+	return 0;
+}
+
+static int cmp_xrange(const void *a, const void *b)
+{
+	const struct xrange *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static size_t gran_slot(uint64_t g)
+{
+	return (size_t)((g * 0x9e3779b97f4a7c15ull) >> 52) % GRAN_SLOTS;
+}
+
+static void gran_add(struct uw_arg *a, uint64_t g)
+{
+	size_t i = gran_slot(g);
+
+	while (a->gran[i] && a->gran[i] != g)
+		i = (i + 1) % GRAN_SLOTS;
+	a->gran[i] = g;
+}
+
+/* May raddr be code?  False for nearly every data word, at the cost of a probe or two. */
+static bool gran_has(const struct uw_arg *a, uint64_t raddr)
+{
+	uint64_t g = (raddr >> GRAN_SHIFT) + 1;
+
+	if (a->gran_all)
+		return true;
+	for (size_t i = gran_slot(g); a->gran[i]; i = (i + 1) % GRAN_SLOTS)
+		if (a->gran[i] == g)
+			return true;
+	return false;
+}
+
+int where_prepare(struct hc_target *t)
+{
+	struct uw_arg *a = t->uw;
+	size_t n = 0, cap = t->nobjs + t->nvmas, ngran = 0;
+	struct xrange *xr;
+
+	if (!a)
+		return -1;
+	xr = realloc(a->xr, (cap ? cap : 1) * sizeof(*xr));
+	if (!xr)
+		return -1;
+	a->xr = xr;
+	for (size_t i = 0; i < t->nobjs; i++) {
+		struct obj *o = &t->objs[i];
+
+		if (!o->base || o->text_hi <= o->text_lo)
+			continue;
+		xr[n++] = (struct xrange){ o->text_lo, o->text_hi, o };
+		/* the verdicts' room, now rather than in the stopped window */
+		if (o->sorted && o->nsyms && !o->verdict && !(o->verdict = calloc(o->nsyms, 1)))
+			return -1;
+	}
+	for (size_t i = 0; i < t->nvmas; i++)
+		if ((t->vmas[i].flags & (VMA_X | VMA_ANON)) == (VMA_X | VMA_ANON))
+			xr[n++] = (struct xrange){ t->vmas[i].lo, t->vmas[i].hi, NULL };
+	qsort(xr, n, sizeof(*xr), cmp_xrange);
+	a->nxr = n;
+	a->gran_all = false;
+	memset(a->gran, 0, sizeof(a->gran));
+	for (size_t i = 0; i < n; i++)
+		for (uint64_t g = xr[i].lo >> GRAN_SHIFT; g <= (xr[i].hi - 1) >> GRAN_SHIFT; g++) {
+			/* a set over half full probes long: then every word takes the search */
+			if (++ngran > GRAN_SLOTS / 2) {
+				a->gran_all = true;
+				return 0;
+			}
+			gran_add(a, g + 1);
+		}
 	return 0;
 }
 
@@ -211,6 +322,10 @@ void where_fini(struct hc_target *t)
 	if (t->unw)
 		unw_destroy_addr_space(t->unw);
 	t->unw = NULL;
+	if (t->uw) {
+		free(t->uw->xr);
+		free(t->uw->stack);
+	}
 	free(t->uw);
 	t->uw = NULL;
 }
@@ -350,6 +465,185 @@ static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 	return 1;
 }
 
+/* The executable range holding raddr, or NULL. */
+static const struct xrange *xrange_at(const struct uw_arg *a, uint64_t raddr)
+{
+	size_t lo = 0, hi = a->nxr;
+
+	if (!hi || raddr < a->xr[0].lo || raddr >= a->xr[hi - 1].hi)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (raddr < a->xr[mid].lo)
+			hi = mid;
+		else if (raddr >= a->xr[mid].hi)
+			lo = mid + 1;
+		else
+			return &a->xr[mid];
+	}
+	return NULL;
+}
+
+/*
+ * Would code at raddr, found on the stack or in a register, make a call
+ * unsafe?  frame_unsafe()'s rules, without loading a symbol table in the
+ * stopped window: an object whose symbols sym_prepare() did not read holds
+ * no malloc-family function that matters here (its calls into the
+ * allocator leave return addresses of their own).  Each function's verdict
+ * is kept, so a stack is judged at the cost of a lookup per return.
+ */
+static bool code_unsafe(struct hc_target *t, uint64_t raddr, const char *what, char *why,
+			size_t len)
+{
+	const struct xrange *x;
+	const struct sym *s;
+	struct obj *o;
+
+	if (!gran_has(t->uw, raddr) || !(x = xrange_at(t->uw, raddr)))
+		return false;
+	o = x->o;
+	if (!o) {
+		snprintf(why, len, "%s 0x%llx is in anonymous code", what, (unsigned long long)raddr);
+	} else if (t->in_allocator && t->in_allocator(t, raddr)) {
+		snprintf(why, len, "%s 0x%llx is in the allocator", what, (unsigned long long)raddr);
+	} else if (o->is_ldso) {
+		snprintf(why, len, "%s 0x%llx is in the dynamic linker", what,
+			 (unsigned long long)raddr);
+	} else if (o->verdict && (s = obj_sym_at(o, raddr))) {
+		uint8_t *v = &o->verdict[s - o->syms];
+
+		if (!*v)
+			*v = where_malloc_family(s->name, t->where.prefix) ? 2 : 1;
+		if (*v == 1)
+			return false;
+		snprintf(why, len, "%s 0x%llx is in %s()", what, (unsigned long long)raddr, s->name);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* The thread pointer, where glibc and musl put a thread's descriptor, at its stack's top. */
+static uint64_t thread_pointer(struct hc_target *t, pid_t tid, const void *gregs)
+{
+	uint64_t tls[2] = { 0, 0 };
+	size_t n = sizeof(tls);
+	struct hc_err e = { 0 };
+
+	if (t->arch->get_tp)
+		return t->arch->get_tp(gregs);
+	if (!t->arch->tp_regset || ptrace_regset_get(tid, t->arch->tp_regset, tls, &n, &e) < 0)
+		return 0;
+	return tls[0];
+}
+
+/*
+ * The live stack, for the scan: from sp to the top of the main thread's
+ * [stack], or for another thread to its thread pointer (tp; 0: unknown,
+ * then the end of sp's mapping, for warm_up()): glibc and musl put the
+ * thread descriptor and the static TLS at the top of a thread's stack
+ * mapping.  A sp anywhere else (a signal handler on its sigaltstack, a
+ * coroutine's stack) leaves the scan nothing it can vouch for.  0, or the
+ * end with why.
+ */
+static uint64_t stack_top(struct hc_target *t, uint64_t sp, uint64_t tp, char *why, size_t len)
+{
+	const struct vma *v = vma_at(t, sp);
+	uint64_t hi;
+
+	if (!v) {
+		snprintf(why, len, "sp 0x%llx is in no mapping heapctl knows",
+			 (unsigned long long)sp);
+		return 0;
+	}
+	hi = v->flags & VMA_STACK ? v->hi : tp;
+	if (!tp && !(v->flags & VMA_STACK))
+		hi = v->hi - sp > SCAN_MAX ? sp + SCAN_MAX : v->hi;
+	if (hi <= sp || hi > v->hi) {
+		snprintf(why, len, "sp 0x%llx is not on a stack whose top heapctl knows",
+			 (unsigned long long)sp);
+		return 0;
+	}
+	if (hi - sp > SCAN_MAX) {
+		snprintf(why, len, "%llu KiB of stack", (unsigned long long)(hi - sp) / 1024);
+		return 0;
+	}
+	return hi;
+}
+
+/*
+ * The stack scan: 1 if the stack proves tid safe, 0 if it does not (why:
+ * a suspicious word, or a stack the scan cannot bound), and the unwind
+ * decides.  A word equal to the restorer is a signal frame's return: the
+ * code it interrupted may sit on another stack.
+ */
+static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *bytes, char *why,
+		     size_t len)
+{
+	const struct hc_arch *ar = t->arch;
+	struct uw_arg *a = t->uw;
+	uint64_t sp = ar->get_sp(gregs) & ~7ull, hi, mask = 0;
+	struct hc_err e = { 0 };
+	size_t n;
+
+	hi = stack_top(t, sp, t->vmas && vma_at(t, sp) && (vma_at(t, sp)->flags & VMA_STACK) ?
+				      0 : thread_pointer(t, tid, gregs), why, len);
+	if (!hi)
+		return 0;
+	n = (size_t)(hi - sp) / 8;
+	if (mem_read(t->pid, t->memfd, sp, a->stack, n * 8, &e) < 0) {
+		snprintf(why, len, "the stack is unreadable (%.100s)", e.msg);
+		return 0;
+	}
+	*bytes = n * 8;
+	if (code_unsafe(t, ar->get_pc(gregs), "pc", why, len))
+		return 0;
+	if (ar->frame_walk)
+		mask = pac_mask(t, tid);
+	/*
+	 * A return address may still be in a register where the link register
+	 * holds it (arm64): any register that returns into unsafe code counts.
+	 */
+	for (unsigned int r = 0; ar->regs_hold_returns && r <= ar->regs_hold_returns; r++) {
+		uint64_t val;
+
+		if (ar->unwind_reg(gregs, r, &val) == 0 && val > 4 &&
+		    code_unsafe(t, (val & ~mask) - 1, "a register, at", why, len))
+			return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t w = a->stack[i] & ~mask;
+
+		if (w < 4096)
+			continue;
+		if (w == t->restorer) {
+			snprintf(why, len, "a signal frame at 0x%llx",
+				 (unsigned long long)(sp + 8 * i));
+			return 0;
+		}
+		if (code_unsafe(t, w - 1, "a return into", why, len))
+			return 0;
+	}
+	return 1;
+}
+
+void where_warm_up(struct hc_target *t, uint64_t sp)
+{
+	struct uw_arg *a = t->uw;
+	uint64_t hi;
+	char why[160];
+	struct hc_err e = { 0 };
+
+	sp &= ~7ull;
+	hi = a && sp ? stack_top(t, sp, 0, why, sizeof(why)) : 0;
+	if (!hi || mem_read(t->pid, -1, sp, a->stack, hi - sp, &e) < 0)
+		return;
+	for (size_t i = 0; i < (hi - sp) / 8; i++)
+		if (a->stack[i] >= 4096)
+			code_unsafe(t, a->stack[i] - 1, "", why, sizeof(why));
+}
+
 int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len)
 {
 	struct uw_arg *a = t->uw;
@@ -358,7 +652,15 @@ int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, 
 	unw_cursor_t c;
 	unsigned depth = 0;
 	int ret = 0, r;
+	size_t bytes = 0;
+	char why[160];
 
+	if (scan_safe(t, tid, gregs, &bytes, why, sizeof(why)) == 1) {
+		pr_debug("tid %d: %zu bytes of stack scanned, none returns into the allocator", tid,
+			 bytes);
+		return 1;
+	}
+	pr_debug("tid %d: the stack scan cannot vouch for it (%s): unwinding", tid, why);
 	for (unsigned int i = 0; i < CACHE_PAGES; i++)
 		a->cache[i].valid = false;
 	a->next = 0;

@@ -14,11 +14,20 @@ struct hc_target;
 
 int where_init(struct hc_target *t, struct hc_err *err);
 void where_fini(struct hc_target *t);
+/* What where_safe() needs ready before anything stops; -1 if out of memory. */
+int where_prepare(struct hc_target *t);
+/*
+ * Before a thread blocked with its stack pointer at sp is stopped: read
+ * its stack once and judge the code it returns into, so that the stopped
+ * window finds the memory warm and the verdicts made.  Decides nothing.
+ */
+void where_warm_up(struct hc_target *t, uint64_t sp);
 /*
  * Is stopped thread tid, whose registers are gregs (NT_PRSTATUS as saved),
- * at a safe point?  Unwinds it; any frame inside the
- * allocator, a malloc-family function or the dynamic linker, or an
- * incomplete unwind, makes it unsafe.  Returns 1 safe, 0 unsafe (reason
+ * at a safe point?  A scan of its stack proves most threads safe; the
+ * others are unwound, and any frame inside the allocator, a malloc-family
+ * function or the dynamic linker, or an incomplete unwind, makes them
+ * unsafe.  Returns 1 safe, 0 unsafe (reason
  * says why), never fails: an error means unsafe.
  */
 int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len);

@@ -25,7 +25,7 @@ static bool in_text(void *arg, uint64_t raddr)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct tc_frames frames = { 0x401000, 0x401100, in_text, NULL };
+	static const struct tc_frames frames = { 0x401000, 0x401100, 0x7f12345678f0, in_text, NULL };
 	const uint8_t *nul = memchr(data, 0, size);
 	size_t len = nul ? (size_t)(nul - data) : size, len0 = len;
 	char *text = malloc(len + 1), *out;

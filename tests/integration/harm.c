@@ -210,18 +210,6 @@ int maps_classify(pid_t pid, const char *base, struct leftovers *lo)
 
 		if (!anon || in_snap(&m[i], b, nb))
 			continue;
-		if (!strcmp(m[i].perms, "r-xp") && m[i].hi - m[i].lo == HC_CODE_LEN) {
-			lo->code++;
-			/* call.c maps the data area right after the code page: top-down, below it */
-			for (size_t k = 0; k < nm; k++)
-				if (!strcmp(m[k].perms, "rw-p") && m[k].inode == 0 &&
-				    m[k].lo <= m[i].lo - HC_DATA_LEN && m[k].hi >= m[i].lo &&
-				    !in_snap(&m[k], b, nb)) {
-					lo->data++;
-					break;
-				}
-			continue;
-		}
 		if (glibc_heap_rest(m, i))
 			continue;
 		if (strchr(m[i].perms, 'x') || !strcmp(m[i].perms, "---p")) {
@@ -301,22 +289,6 @@ bool leftovers_harm(void)
 	const char *e = getenv("ITEST_LEFTOVERS_HARM");
 
 	return e && !strcmp(e, "1");
-}
-
-int code_page_step(const char *err)
-{
-	return count_str(err, "mapping heapctl's code page") - count_str(err, "code page at 0x");
-}
-
-int maps_settle(pid_t pid, const char *base, struct leftovers *lo, long ms)
-{
-	for (long end = now_ms() + ms;; sleep_ms(5)) {
-		memset(lo, 0, sizeof(*lo));
-		if (maps_classify(pid, base, lo) < 0)
-			return -1;
-		if (!lo->code || now_ms() >= end)
-			return 0;
-	}
 }
 
 int fds_settle(pid_t pid, const char *base, long ms, char *why, size_t whysz)

@@ -14,9 +14,6 @@
 
 #include "itest.h"
 
-/* What heapctl maps in a target (src/lib/call.c: CODE_LEN, DATA_LEN). */
-#define HC_CODE_LEN 4096UL
-#define HC_DATA_LEN (256UL * 1024)
 
 /* The victim's counters that must never move: errors and every eintr_* key. */
 /*
@@ -54,16 +51,19 @@ int wake_check(struct victim *v, const struct vcount *base, bool extra, char *wh
 char *maps_snap(pid_t pid);
 
 struct leftovers {
-	unsigned int code;  /* r-x anonymous 4 KiB pages: heapctl's code page */
-	unsigned int data;  /* the rw- 256 KiB data area mapped right below one */
-	unsigned int odd;   /* any other new executable or PROT_NONE anonymous mapping */
+	/*
+	 * new executable or PROT_NONE anonymous mappings: heapctl maps
+	 * nothing in a target, so any is harm (the glibc arena's rest aside)
+	 */
+	unsigned int odd;
 	char odd_desc[512];
 };
 
 /*
  * New mappings of pid since base (a maps_snap()), classified.  rw-
- * anonymous mappings that are not a data area, and the PROT_NONE rest of
- * a glibc arena's heap, are the allocator's own churn and are ignored.  Returns 0, or -1 if /proc/PID/maps is unreadable.
+ * anonymous mappings, and the PROT_NONE rest of a glibc arena's heap, are
+ * the allocator's own churn and are ignored.  Returns 0, or -1 if
+ * /proc/PID/maps is unreadable.
  */
 int maps_classify(pid_t pid, const char *base, struct leftovers *lo);
 
@@ -74,21 +74,6 @@ int maps_classify(pid_t pid, const char *base, struct leftovers *lo);
  * and noted.
  */
 bool leftovers_harm(void);
-
-/*
- * Lines of heapctl's -vv stderr in err that open (+1) and close (-1) the
- * window between the mmap of its code page and the page's cleanup being
- * armed ("code page at"), summed.  Summed over all of a killed heapctl's
- * stderr, > 0 means the kill landed in that window: the one moment a
- * SIGKILL leaves the page in the target (docs/design.md).
- */
-int code_page_step(const char *err);
-
-/*
- * maps_classify(), again until no code page of heapctl's is left or ms
- * pass: a killed heapctl's page unmaps itself once its thread runs on.
- */
-int maps_settle(pid_t pid, const char *base, struct leftovers *lo, long ms);
 
 /*
  * What heapctl's dump left in the target's /tmp, /var/tmp or /dev/shm, once

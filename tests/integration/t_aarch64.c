@@ -190,30 +190,6 @@ static void test_prof_build(void)
 		       getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
 }
 
-/*
- * heapctl's page cleans up after itself from its very mmap on arm64 too:
- * the mmap returns through a link of the C library's (a "blr" into
- * munmap(), then an epilogue that loads the restorer), which Debian's
- * glibc has.
- */
-static void test_page_chain(void)
-{
-	struct victim *v = shared_victim();
-	struct hres r = { 0 };
-	const char *l;
-
-	if (!v || hc_expect(&r, 0, "-vv", "stats", "-p", v->spid, NULL))
-		goto out;
-	l = strstr(r.err, "chain link at");
-	if (!l || !strstr(r.err, "mapping heapctl's self-cleaning code page through"))
-		t_fail("the code page was not mapped through a link of the C library's: %.600s",
-		       r.err);
-	else
-		t_note("%.*s", (int)strcspn(l, "\n"), l);
-out:
-	hres_free(&r);
-}
-
 static void test_without_prof(void)
 {
 	const char *llp = getenv("LD_LIBRARY_PATH");
@@ -293,6 +269,5 @@ const struct itest t_aarch64_tests[] = {
 	{ "a64-sve-live", test_sve_live, 0 },
 	{ "a64-unwind-truncated", test_unwind_truncated, 0 },
 	{ "a64-jemalloc-without-prof", test_without_prof, 0 },
-	{ "a64-page-chain", test_page_chain, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -486,7 +486,7 @@ out:
 }
 
 /*
- * Every command borrows a thread at most once (-v prints "borrowing tid"
+ * Every command borrows a thread at most once (-v prints "gave tid ... back"
  * per borrow): prof on/off read the old state in the same step, purge
  * reads its before and after figures in the same borrow as the purge.  A
  * refusal may borrow none.  want: the exit status each command must have.
@@ -512,7 +512,7 @@ static void borrow_once(struct victim *v, const struct once_cmd *cmds, size_t n)
 		hc_run(&r, NULL, "-v", a[0], "-p", v->spid, a[1], a[2], a[3], NULL);
 		if (hres_crash(&r) || hres_exit(&r) != cmds[i].want)
 			t_fail("%s %s: %s", a[0], a[1] ? a[1] : "", hres_desc(&r));
-		borrows = count_str(r.err, "borrowing tid");
+		borrows = count_str(r.err, "gave tid ");
 		if (want >= 0 ? borrows != want : borrows > 1)
 			t_fail("%s %s %s: borrowed %d times, wanted %s", a[0], a[1] ? a[1] : "",
 			       a[2] ? a[2] : "", borrows,
@@ -529,6 +529,51 @@ static void borrow_once(struct victim *v, const struct once_cmd *cmds, size_t n)
 		{ { "stats", "--json" }, 0, 1 }, { { "info" }, 0, 1 }, { { "purge" }, 0, 1 }, \
 		{ { "doctor" }, 0, 1 }, { { "doctor", "--json" }, 0, 1 },                   \
 		{ { "stats", "--format", "prometheus" }, 0, 1 }
+
+/*
+ * The pause at its floor: on a thread blocked in read(), a command that
+ * makes one call stops the thread twice, once to take it and once where
+ * the call returns into the target's restorer, and a command of two calls
+ * four times; nothing is mapped in the target, ever.  -v says the stops.
+ */
+static void test_borrow_stops(void)
+{
+	static const struct {
+		const char *a[3];
+		unsigned int stops;
+	} cmds[] = {
+		{ { "get", "opt.narenas" }, 2 },
+		{ { "prof", "on" }, 2 },
+		{ { "prof", "off" }, 2 },
+		{ { "prof", "status" }, 4 },
+	};
+	struct victim *v = shared_victim();
+	struct leftovers lo;
+	char *maps, stid[16], want[64];
+
+	if (!v)
+		return;
+	maps = maps_snap(v->pid);
+	snprintf(stid, sizeof(stid), "%d", (int)v->t_read);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !t_failed(); i++) {
+		struct hres r = { 0 };
+
+		hc_run(&r, NULL, "-v", cmds[i].a[0], "-p", v->spid, "--tid", stid, cmds[i].a[1],
+		       cmds[i].a[2], NULL);
+		snprintf(want, sizeof(want), "(%u ptrace stops)", cmds[i].stops);
+		if (hres_crash(&r) || hres_exit(&r) != 0)
+			t_fail("%s %s: %s", cmds[i].a[0], cmds[i].a[1], hres_desc(&r));
+		else if (!strstr(r.err, want))
+			t_fail("%s %s: wanted %s: %.400s", cmds[i].a[0], cmds[i].a[1], want,
+			       strstr(r.err, "borrowed tid") ? strstr(r.err, "borrowed tid") : r.err);
+		hres_free(&r);
+	}
+	if (!t_failed() && maps && maps_classify(v->pid, maps, &lo) == 0 && lo.odd)
+		t_fail("new executable mappings in the victim: %s", lo.odd_desc);
+	free(maps);
+	if (!t_failed())
+		victim_check(v, 0);
+}
 
 static void test_once_jemalloc(void)
 {
@@ -1264,7 +1309,7 @@ static void test_mimalloc_refused(void)
 		    !strstr(r.err, cases[i].hint) || r.out[0])
 			t_fail("%s %s: want exit 1, an error and '%s': %s", cases[i].a[0],
 			       cases[i].a[1], cases[i].hint, hres_desc(&r));
-		else if (count_str(r.err, "borrowing tid"))
+		else if (count_str(r.err, "gave tid "))
 			t_fail("%s %s was refused after stopping a thread", cases[i].a[0],
 			       cases[i].a[1]);
 		hres_free(&r);
@@ -1470,6 +1515,7 @@ const struct itest t_alloc_tests[] = {
 	{ "alloc-clean-jemalloc", test_clean_jemalloc, 0 },
 	{ "alloc-clean-glibc", test_clean_glibc, 0 },
 	{ "borrow-once-jemalloc", test_once_jemalloc, 0 },
+	{ "borrow-stops", test_borrow_stops, 0 },
 	{ "borrow-once-tcmalloc", test_once_tcmalloc, 0 },
 	{ "borrow-once-glibc", test_once_glibc, 0 },
 	{ "alloc-tcmalloc-words", test_tcmalloc_words, 0 },

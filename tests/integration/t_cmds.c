@@ -1711,9 +1711,9 @@ static void test_watch_json(void)
 	}
 	if (!t_failed() && lines != 3)
 		t_fail("watch --count 3 printed %d lines:\n%.500s", lines, r.out);
-	else if (!t_failed() && count_str(r.err, "borrowing tid") != 3)
+	else if (!t_failed() && count_str(r.err, "gave tid ") != 3)
 		t_fail("watch --count 3 borrowed %d times (wanted one borrow per sample)",
-		       count_str(r.err, "borrowing tid"));
+		       count_str(r.err, "gave tid "));
 	else if (!t_failed())
 		victim_check(v, 0);
 out:

@@ -569,8 +569,8 @@ static void test_prometheus(void)
 	    !strstr(r.out, line) || !strstr(r.out, "cause=\"dirty\"} ") ||
 	    !strstr(r.out, "cause=\"file\"} "))
 		t_fail("stats --format prometheus: no heapctl_finding_bytes for dirty: %.600s", r.out);
-	if (count_str(r.err, "borrowing tid") != 1)
-		t_fail("stats --format prometheus borrowed %d times", count_str(r.err, "borrowing tid"));
+	if (count_str(r.err, "gave tid ") != 1)
+		t_fail("stats --format prometheus borrowed %d times", count_str(r.err, "gave tid "));
 	victim_check(&v, 0);
 out_r:
 	hres_free(&r);

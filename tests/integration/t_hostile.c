@@ -876,7 +876,14 @@ out:
 	victim_kill(v);
 }
 
-static void test_handler_over_malloc(void)
+/*
+ * A thread parked in a signal handler that interrupted jemalloc: its
+ * frames sit on top of the allocator's, which may hold a lock.  heapctl
+ * must never borrow it, whether the handler runs on the thread's own stack
+ * or on a sigaltstack of its own (alt), where the stack above the handler
+ * is not the one with the allocator's frames.
+ */
+static void handler_over_malloc(bool alt)
 {
 	struct victim vv, *v = &vv;
 	char why[512], reply[256], stid[16], want[48];
@@ -885,7 +892,7 @@ static void test_handler_over_malloc(void)
 	long end;
 	bool parked = false;
 
-	if (hv_start(v, "sighandler", why, sizeof(why))) {
+	if (hv_start(v, alt ? "sighandler-alt" : "sighandler", why, sizeof(why))) {
 		t_fail("%s", why);
 		return;
 	}
@@ -913,7 +920,7 @@ static void test_handler_over_malloc(void)
 	if (!t_failed()) {
 		/* the parked handler may hold a lock the call waits for: bound it */
 		hc_run(&r, NULL, "stats", "-p", v->spid, "--timeout", "5", NULL);
-		snprintf(want, sizeof(want), "borrowing tid %s ", stid);
+		snprintf(want, sizeof(want), "gave tid %s of ", stid);
 		if (ok_or_refused(&r, "stats with a handler over malloc") == 0 &&
 		    strstr(r.err, want))
 			t_fail("picked thread %s, inside a signal handler that interrupted jemalloc",
@@ -930,6 +937,16 @@ static void test_handler_over_malloc(void)
 	unchanged(v, "handler over malloc");
 out:
 	victim_kill(v);
+}
+
+static void test_handler_over_malloc(void)
+{
+	handler_over_malloc(false);
+}
+
+static void test_handler_altstack(void)
+{
+	handler_over_malloc(true);
 }
 
 const struct itest t_hostile_tests[] = {
@@ -955,5 +972,6 @@ const struct itest t_hostile_tests[] = {
 	{ "hostile-debuglink", test_debuglink, 0 },
 	{ "hostile-only-thread-in-malloc", test_only_thread_in_malloc, 0 },
 	{ "hostile-handler-over-malloc", test_handler_over_malloc, 0 },
+	{ "hostile-handler-altstack", test_handler_altstack, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -80,12 +80,11 @@ struct tally {
 	unsigned long runs, killed, completed, refused, held, line_mode;
 	unsigned long per_op[NOPS];
 	unsigned long crashes, hangs, traced, stopped, harmed, fd_changes, odd_maps;
-	unsigned long code_left, data_left, dumps_left, dirs_left;
+	unsigned long dumps_left, dirs_left;
 	unsigned long sig_sent;
 	long sig_sum, sig_got, maxgap_us;
 	unsigned long sig_bad, restarts_bad, sig_total;
 	unsigned long stop_eintr; /* see after_kill() */
-	unsigned long code_window; /* code pages left by a kill inside code_page_step()'s window */
 };
 
 static long now_us(void)
@@ -110,7 +109,7 @@ static void build_args(const char **a, const struct op *op, const struct victim 
 {
 	int n = 0;
 
-	/* -vv at least: code_page_step() reads it */
+	/* -vv at least: watch_line() reads it */
 	a[n++] = loud ? "-vvv" : "-vv";
 	for (int i = 0; op->args[i]; i++) {
 		if (!strcmp(op->args[i], "--"))
@@ -146,7 +145,6 @@ static void count_lines(const char *s, long *n)
 struct watch {
 	long lines;
 	bool held;	/* a thread of the victim is seized right now */
-	int page_step;	/* code_page_step() of the lines read */
 	char part[512];
 	size_t plen;
 };
@@ -154,7 +152,6 @@ struct watch {
 static void watch_line(struct watch *w, const char *l)
 {
 	w->lines++;
-	w->page_step += code_page_step(l);
 	if (strstr(l, "seized tid") || strstr(l, "borrowing tid"))
 		w->held = true;
 	else if (strstr(l, "detached tid") || strstr(l, "borrowed tid"))
@@ -177,11 +174,10 @@ static void watch_feed(struct watch *w, const char *buf, size_t n)
 /*
  * Runs heapctl and SIGKILLs it at the kill_line-th stderr line (line
  * mode) or kill_us after the start.  Returns true if it was killed
- * (rather than finishing first); *held tells whether a thread was seized,
- * *page_window whether the kill landed in code_page_step()'s window.
+ * (rather than finishing first); *held tells whether a thread was seized.
  */
 static bool run_and_kill(const char *const *args, bool line_mode, long kill_line, long kill_us,
-			 long extra_us, struct hres *r, bool *held, bool *page_window)
+			 long extra_us, struct hres *r, bool *held)
 {
 	struct watch w = { 0 };
 	struct hproc hp;
@@ -222,11 +218,8 @@ static bool run_and_kill(const char *const *args, bool line_mode, long kill_line
 			buf[n] = '\0';
 			for (ssize_t i = 0; i < n; i++) {
 				watch_feed(&w, buf + i, 1);
-				if (line_mode && w.lines >= kill_line && buf[i] == '\n') {
-					/* lines read with it were printed before the kill too */
-					w.page_step += code_page_step(buf + i + 1);
+				if (line_mode && w.lines >= kill_line && buf[i] == '\n')
 					goto kill_now;
-				}
 			}
 		}
 		if (!line_mode && now_us() >= t0 + kill_us)
@@ -249,8 +242,6 @@ done:
 		killed = false;
 	if (!killed)
 		*held = false;
-	/* the lines read here, then the rest */
-	*page_window = killed && w.page_step + code_page_step(r->err) > 0;
 	return killed;
 }
 
@@ -406,10 +397,9 @@ static bool stop_eintr_only(struct victim *v, const struct vcount *base, bool in
 /*
  * An epoll EINTR a kill leaves (stop_eintr_only()) is counted and named in
  * every run; it fails the suite only under ITEST_LEFTOVERS_HARM=1, which
- * `make torture` sets.  A code page fails always, unless the kill landed
- * in the window between its mmap and its cleanup being armed
- * (code_page_step(), docs/design.md).  A directory in the target's /tmp
- * always fails: heapctl's guardian removes it.
+ * `make torture` sets.  A new executable mapping fails always: heapctl
+ * maps nothing.  A directory in the target's /tmp always fails: heapctl's
+ * guardian removes it.
  */
 #define left_behind(...)                                         \
 	do {                                                     \
@@ -420,7 +410,7 @@ static bool stop_eintr_only(struct victim *v, const struct vcount *base, bool in
 	} while (0)
 
 static int after_kill(struct kstate *k, struct tally *t, unsigned long run, const char *what,
-		      bool in_window, bool page_window)
+		      bool in_window)
 {
 	struct victim *v = &k->v;
 	struct leftovers lo;
@@ -460,18 +450,7 @@ static int after_kill(struct kstate *k, struct tally *t, unsigned long run, cons
 		free(k->base_fds);
 		k->base_fds = proc_fd_set(v->pid);
 	}
-	if (maps_settle(v->pid, k->base_maps, &lo, 2000) == 0) {
-		t->code_left += lo.code;
-		t->data_left += lo.data;
-		if (lo.code && page_window && !lo.data) {
-			t->code_window += lo.code;
-			if (nproblems++ < HARM_MAX_NOTES)
-				t_note("run %lu (%s): killed between the mmap of heapctl's code page "
-				       "and arming its cleanup: the page is left", run, what);
-		} else if (lo.code || lo.data) {
-			problem("run %lu (%s): left behind: %u code page(s), %u data area(s)", run,
-				what, lo.code, lo.data);
-		}
+	if (maps_classify(v->pid, k->base_maps, &lo) == 0) {
 		if (lo.odd) {
 			t->odd_maps += lo.odd;
 			problem("run %lu (%s): unexpected new mapping(s): %s", run, what,
@@ -491,12 +470,8 @@ static int after_kill(struct kstate *k, struct tally *t, unsigned long run, cons
 			problem("run %lu (%s): left behind: %u heapctl entr%s in the target's /tmp "
 				"(%u profile(s))", run, what, dirs, dirs == 1 ? "y" : "ies", prof);
 	}
-	/*
-	 * Leftover pages merge with the next run's (adjacent anonymous
-	 * mappings of equal protection are one VMA), which would blur the
-	 * count: start from a clean victim instead.
-	 */
-	if (lo.code || lo.data)
+	/* mappings of the next run's would merge with these: start from a clean victim */
+	if (lo.odd)
 		return 1;
 	if (!victim_cmd(v, "state", st, sizeof(st), 5000)) {
 		long gap = kv_long(st, "maxgap_us", 0);
@@ -531,7 +506,7 @@ static void one_run(struct kstate *k, struct tally *t, long run, size_t oi, int 
 	const char *args[24];
 	char what[160], stid[16];
 	const char *tid = NULL;
-	bool held = false, killed, in_window, page_window;
+	bool held = false, killed, in_window;
 	struct hres r = { 0 };
 	int rc;
 
@@ -552,7 +527,7 @@ static void one_run(struct kstate *k, struct tally *t, long run, size_t oi, int 
 		snprintf(what + strlen(what), sizeof(what) - strlen(what), ", killed after %ld us",
 			 kill_us);
 	build_args(args, op, &k->v, tid, line_mode, dump);
-	killed = run_and_kill(args, line_mode, kill_line, kill_us, extra, &r, &held, &page_window);
+	killed = run_and_kill(args, line_mode, kill_line, kill_us, extra, &r, &held);
 	/* Tally the signals of this run alone, so a loss names its run. */
 	storm_off_and_tally(k, t, run, what);
 	t->runs++;
@@ -576,7 +551,7 @@ static void one_run(struct kstate *k, struct tally *t, long run, size_t oi, int 
 	/* killed while no announced borrow was open: between a stop and its rewind */
 	in_window = killed && count_str(r.err, "borrowing tid") == count_str(r.err, "gave tid");
 	hres_free(&r);
-	rc = after_kill(k, t, (unsigned long)run, what, in_window, page_window);
+	rc = after_kill(k, t, (unsigned long)run, what, in_window);
 	if (rc) {
 		/* Go on with a fresh victim: the figures are the point. */
 		if (rc < 0)
@@ -600,19 +575,17 @@ static void report(const struct tally *t, long t0)
 						len ? ", " : "", ops[i].name, t->per_op[i]);
 	t_note("operations: %s", per);
 	t_note("after every kill: crashes %lu, hangs %lu, left traced %lu, left stopped %lu, "
-	       "EINTR/register/thread harm %lu, fd changes %lu, unexpected mappings %lu",
+	       "EINTR/register/thread harm %lu, fd changes %lu, new executable mappings %lu",
 	       t->crashes, t->hangs, t->traced, t->stopped, t->harmed, t->fd_changes, t->odd_maps);
 	t_note("signals: %lu SIGRTMIN+1 queued, lost or duplicated in %lu runs; %lu victims "
 	       "replaced after harm; ticker max gap %ld us",
 	       t->sig_total, t->sig_bad, t->restarts_bad, t->maxgap_us);
 	t_note("epoll_wait EINTR from a kill between the thread's stop and its rewind "
 	       "(documented, as under any tracer): %lu", t->stop_eintr);
-	t_note("leftovers: %lu code pages (r-x 4 KiB; %lu of them killed between the page's mmap "
-	       "and its cleanup's arming), %lu data areas (rw- 256 KiB), "
-	       "%lu /tmp/.heapctl-PID-* entries holding %lu profiles", t->code_left,
-	       t->code_window, t->data_left, t->dirs_left, t->dumps_left);
-	t_note("harm by leftovers: %lu (pages, areas, /tmp entries, changed fds, EINTR)",
-	       t->code_left + t->data_left + t->dirs_left + t->fd_changes + t->stop_eintr);
+	t_note("leftovers: %lu /tmp/.heapctl-PID-* entries holding %lu profiles", t->dirs_left,
+	       t->dumps_left);
+	t_note("harm by leftovers: %lu (mappings, /tmp entries, changed fds, EINTR)",
+	       t->odd_maps + t->dirs_left + t->fd_changes + t->stop_eintr);
 }
 
 static void test_kill_suite(void)

@@ -325,12 +325,9 @@ static int tv_result(struct tv *v, struct wres w[K_N])
 
 /*
  * The target unharmed after heapctl: no task traced or stopped, its fds
- * as they were, no new executable or PROT_NONE mapping, no page of
- * heapctl's.  page_window: heapctl was SIGKILLed between the mmap of its
- * code page and arming the page's cleanup (code_page_step()), the one
- * moment a kill leaves the page; then it is only noted.
+ * as they were, no new executable or PROT_NONE mapping.
  */
-static int tv_unharmed(struct tv *v, bool page_window, const char *what)
+static int tv_unharmed(struct tv *v, const char *what)
 {
 	struct leftovers lo;
 	char why[1024];
@@ -343,24 +340,13 @@ static int tv_unharmed(struct tv *v, bool page_window, const char *what)
 		t_fail("target harmed %s: %s", what, why);
 		return -1;
 	}
-	if (maps_settle(v->pid, v->base_maps, &lo, 2000)) {
+	if (maps_classify(v->pid, v->base_maps, &lo)) {
 		t_fail("cannot read /proc/%d/maps", (int)v->pid);
 		return -1;
 	}
 	if (lo.odd) {
 		t_fail("target harmed %s: new mapping(s) %s", what, lo.odd_desc);
 		return -1;
-	}
-	if (lo.code || lo.data) {
-		if (!page_window || lo.data) {
-			t_fail("target harmed %s: heapctl left %u code page(s), %u data area(s)",
-			       what, lo.code, lo.data);
-			return -1;
-		}
-		t_note("killed %s between the mmap of heapctl's code page and arming its cleanup: "
-		       "the page is left", what);
-		free(v->base_maps);
-		v->base_maps = maps_snap(v->pid);
 	}
 	return 0;
 }
@@ -420,7 +406,7 @@ static void test_tid_waits(void)
 				held[k] += borrow_us(&r);
 				hres_free(&r);
 			}
-		if (tv_unharmed(&v, false, "after the borrows"))
+		if (tv_unharmed(&v, "after the borrows"))
 			goto out;
 		if (tv_result(&v, w))
 			goto out;
@@ -454,10 +440,9 @@ out:
 /*
  * Runs heapctl -vvv stats --tid tid and SIGKILLs it right after it says
  * it borrows the thread.  Returns 1 if the kill landed, 0 if heapctl was
- * done first, -1 on error; *held_us is from its start to the kill,
- * *page_window whether it landed in code_page_step()'s window.
+ * done first, -1 on error; *held_us is from its start to the kill.
  */
-static int kill_while_borrowed(const char *spid, pid_t tid, long *held_us, bool *page_window)
+static int kill_while_borrowed(const char *spid, pid_t tid, long *held_us)
 {
 	char stid[16], acc[8192] = "";
 	const char *args[] = { "-vvv", "stats", "-p", spid, "--tid", stid, NULL };
@@ -478,7 +463,7 @@ static int kill_while_borrowed(const char *spid, pid_t tid, long *held_us, bool 
 	}
 	cfg.vflag = saved;
 	/* killed after the borrow is announced: the thread is held (or about to be) */
-	if (hp_err_until(&hp, "info: borrowing tid ", acc, sizeof(acc), 10000) &&
+	if (hp_err_until(&hp, "borrowing tid ", acc, sizeof(acc), 10000) &&
 	    !pid_exited(hp.pid)) {
 		kill(hp.pid, SIGKILL);
 		killed = true;
@@ -487,8 +472,6 @@ static int kill_while_borrowed(const char *spid, pid_t tid, long *held_us, bool 
 	hc_finish(&hp, &r, 10);
 	if (killed && !(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL))
 		killed = false;
-	/* what hp_err_until() read, then the rest */
-	*page_window = killed && code_page_step(acc) + code_page_step(r.err) > 0;
 	if (!killed && hres_exit(&r) != 0) {
 		t_fail("heapctl failed before the kill: %s", hres_desc(&r));
 		hres_free(&r);
@@ -517,7 +500,6 @@ static void test_killed_waits(void)
 		goto out;
 	for (int k = 0; k < K_N; k++) {
 		long late, held = 0;
-		bool window = false;
 		int kr = 0;
 
 		if (tv_go(&v) || wait_in_syscall(v.pid, v.t[k], knrs[k], kname[k]))
@@ -527,10 +509,10 @@ static void test_killed_waits(void)
 		for (int tries = 0; tries < 3 && kr == 0; tries++) {
 			long h = 0;
 
-			kr = kill_while_borrowed(v.spid, v.t[k], &h, &window);
+			kr = kill_while_borrowed(v.spid, v.t[k], &h);
 			held += h;
 		}
-		if (kr < 0 || tv_unharmed(&v, window, kr ? "after heapctl was killed" : "after heapctl"))
+		if (kr < 0 || tv_unharmed(&v, kr ? "after heapctl was killed" : "after heapctl"))
 			goto out;
 		landed += kr;
 		if (tv_result(&v, w))
@@ -590,7 +572,7 @@ static void test_fault_sleep(void)
 	}
 	held = borrow_us(&r);
 	hres_free(&r);
-	if (tv_unharmed(&v, false, "after the faulting call"))
+	if (tv_unharmed(&v, "after the faulting call"))
 		goto out;
 	if (tv_result(&v, w))
 		goto out;

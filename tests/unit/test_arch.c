@@ -35,7 +35,9 @@
 /* ---- fixtures ---- */
 
 #define FN	 0x00005555deadbee0ull /* function to call */
-#define TRAMP	 0x00007f0000001000ull /* ret_tramp in heapctl's page */
+#define RETG	 0x00007f1234561000ull /* a ret gadget in the target's text */
+#define RETG_POP 24                    /* the bytes it pops */
+#define SLOT	 0x00007ffcffffe000ull /* where it stores the result */
 #define GADGET	 0x00007f12345678f0ull /* "syscall; ret" in the target's text */
 #define RESTORER 0x00007f1234560800ull /* the target's sigreturn restorer */
 #define SP	 0x00007ffcfffff000ull
@@ -59,7 +61,10 @@ static void call_init(struct hc_call *c, uint64_t frame, unsigned int nargs)
 {
 	memset(c, 0, sizeof(*c));
 	c->pc = FN;
-	c->ret_addr = TRAMP;
+	c->ret_addr = RETG;
+	c->ret_reg = 3; /* rbx */
+	c->ret_pop = RETG_POP;
+	c->ret_base = SLOT - 0x18;
 	c->frame = frame;
 	c->nargs = nargs;
 	for (unsigned int i = 0; i < HC_ARCH_MAX_ARGS; i++)
@@ -290,43 +295,102 @@ static const uint8_t x86_sysc[] = { 0x0f, 0x05 };         /* syscall */
 static const uint8_t x86_sysret[] = { 0x0f, 0x05, 0xc3 }; /* syscall; ret */
 /* glibc's and musl's __restore_rt: mov $15,%rax; syscall */
 static const uint8_t x86_restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
-/* add $32,%rsp: the stub's first instruction, for calls with a 7th and 8th argument */
-static const uint8_t x86_pop32[] = { 0x48, 0x83, 0xc4, 0x20 };
-
 /* x86_64.table beyond what arch_table() checks on both backends */
 static void x86_table_own(void)
 {
-	const struct hc_bytes *n = &x86->notify, *t = &x86->ret_tramp;
+	static const uint8_t getpid[] = { 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05, 0xc3 };
+	static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	const struct hc_bytes *n = &x86->notify;
 
 	CHECK(x86->extra_regsets && x86->extra_regsets[0] == NT_X86_XSTATE_ &&
 		      x86->extra_regsets[1] == 0,
 	      "extra_regsets");
-	/* ret_tramp: a getpid heapctl stops at and skips, then a cleanup left by a ret */
-	CHECK(t->len && t->b[t->len - 1] == 0xc3, "ret_tramp does not end with ret");
-	/* the stub, after it: add $32,%rsp pops a call's stack arguments, jmp to ret_tramp */
-	CHECK(x86->stub.len == sizeof(x86_pop32) + 2 &&
-		      !memcmp(x86->stub.b, x86_pop32, sizeof(x86_pop32)) &&
-		      x86->stub.b[4] == 0xeb /* jmp rel8 */ &&
-		      HC_STUB_OFF + 6 + (int8_t)x86->stub.b[5] == 0,
-	      "stub is not add $32,%%rsp; jmp ret_tramp");
-	CHECK(t->b && x86->ret_tramp_stop >= sizeof(x86_sysc) && x86->ret_tramp_stop < t->len,
-	      "ret_tramp_stop %zu not inside ret_tramp (%zu bytes), before its cleanup",
-	      x86->ret_tramp_stop, t->len);
-	if (t->b && x86->ret_tramp_stop >= sizeof(x86_sysc) && x86->ret_tramp_stop < t->len)
-		CHECK(!memcmp(t->b + x86->ret_tramp_stop - sizeof(x86_sysc), x86_sysc,
-			      sizeof(x86_sysc)),
-		      "no syscall before ret_tramp_stop");
 	CHECK(x86->skip_regset == 0, "skip_regset %#x: x86 skips a syscall through orig_rax",
 	      x86->skip_regset);
-	/* the notify stub's syscall ends at notify_sys_end, a ret follows */
-	CHECK(n->b && x86->notify_sys_end >= sizeof(x86_sysc) && x86->notify_sys_end < n->len,
-	      "notify_sys_end %zu outside notify (%zu bytes)", x86->notify_sys_end, n->len);
-	if (n->b && x86->notify_sys_end >= sizeof(x86_sysc) && x86->notify_sys_end < n->len) {
-		CHECK(!memcmp(n->b + x86->notify_sys_end - sizeof(x86_sysc), x86_sysc,
-			      sizeof(x86_sysc)),
-		      "no syscall before notify_sys_end");
-		CHECK(n->b[x86->notify_sys_end] == 0xc3, "no ret at notify_sys_end");
+	/* callbacks: the C library's getpid(), its syscall ending at notify_sys_end */
+	CHECK(bytes_eq(n, getpid, sizeof(getpid)), "notify is not mov $39,%%eax; syscall; ret");
+	CHECK(x86->notify_sys_end == 7 && n->b && !memcmp(n->b + 5, x86_sysc, sizeof(x86_sysc)),
+	      "notify_sys_end %zu, want 7 (after the syscall)", x86->notify_sys_end);
+	CHECK(bytes_eq(&x86->landing_pad, endbr64, sizeof(endbr64)), "landing_pad is not endbr64");
+	/* the result goes through memory: the restorer loads rax */
+	CHECK(x86->ret_gadget && !x86->get_ret, "ret_gadget %p, get_ret %p: want a gadget only",
+	      (void *)x86->ret_gadget, (void *)x86->get_ret);
+	CHECK(x86->get_tp && !x86->regs_hold_returns, "get_tp, regs_hold_returns %u",
+	      x86->regs_hold_returns);
+}
+
+/*
+ * Ret gadgets: tails of real C library functions are taken with their
+ * base register, displacement and pops; a change that would let the
+ * gadget write elsewhere, move the stack pointer otherwise or leave
+ * through anything but a plain ret is refused.
+ */
+static void x86_ret_gadget(void)
+{
+	static const struct {
+		const char *what;
+		uint8_t b[24];
+		size_t len;
+		unsigned int reg, pop;
+		int32_t disp;
+	} good[] = {
+		{ "mov %rax,0x18(%rbx); pop %rbx; ret", { 0x48, 0x89, 0x43, 0x18, 0x5b, 0xc3 }, 6, 3,
+		  8, 0x18 },
+		{ "mov %rax,(%rbx); pop %rbx; ret", { 0x48, 0x89, 0x03, 0x5b, 0xc3 }, 5, 3, 8, 0 },
+		{ "mov %rax,0x8(%r12); pop %rbx; pop %rbp; pop %r12; ret",
+		  { 0x49, 0x89, 0x44, 0x24, 0x08, 0x5b, 0x5d, 0x41, 0x5c, 0xc3 }, 10, 12, 24, 8 },
+		{ "mov %rax,(%r12); pop %rbx; ret", { 0x49, 0x89, 0x04, 0x24, 0x5b, 0xc3 }, 6, 12, 8, 0 },
+		{ "mov %rax,0x0(%rbp); xor %eax,%eax; add $8,%rsp; pop %rbx; pop %rbp; ret",
+		  { 0x48, 0x89, 0x45, 0x00, 0x31, 0xc0, 0x48, 0x83, 0xc4, 0x08, 0x5b, 0x5d, 0xc3 }, 13,
+		  5, 24, 0 },
+		{ "mov %rax,0x90(%rbx); add $0x18,%rsp; pop %rbx; pop %rbp; ret",
+		  { 0x48, 0x89, 0x83, 0x90, 0, 0, 0, 0x48, 0x83, 0xc4, 0x18, 0x5b, 0x5d, 0xc3 }, 14, 3,
+		  40, 0x90 },
+		{ "mov %rax,-0x8(%r13); mov $1,%eax; pop %r13; ret",
+		  { 0x49, 0x89, 0x45, 0xf8, 0xb8, 1, 0, 0, 0, 0x41, 0x5d, 0xc3 }, 12, 13, 8, -8 },
+		{ "mov %rax,(%r15); ret", { 0x49, 0x89, 0x07, 0xc3 }, 4, 15, 0, 0 },
+	};
+	static const struct {
+		const char *why;
+		uint8_t b[16];
+		size_t len;
+	} bad[] = {
+		{ "based on %rsp", { 0x48, 0x89, 0x04, 0x24, 0xc3 }, 5 },
+		{ "based on %rdi, which the callee may change", { 0x48, 0x89, 0x07, 0xc3 }, 4 },
+		{ "based on %r11", { 0x49, 0x89, 0x03, 0xc3 }, 4 },
+		{ "%rip-relative", { 0x48, 0x89, 0x05, 1, 2, 3, 4, 0xc3 }, 8 },
+		{ "into a register", { 0x48, 0x89, 0xc3, 0xc3 }, 4 },
+		{ "from %rcx", { 0x48, 0x89, 0x4b, 0x18, 0x5b, 0xc3 }, 6 },
+		{ "32 bits", { 0x89, 0x43, 0x18, 0x5b, 0xc3 }, 5 },
+		{ "with an index", { 0x48, 0x89, 0x04, 0x8b, 0xc3 }, 5 },
+		{ "pop %rsp", { 0x48, 0x89, 0x43, 0x18, 0x5c, 0xc3 }, 6 },
+		{ "add $7,%rsp", { 0x48, 0x89, 0x43, 0x18, 0x48, 0x83, 0xc4, 0x07, 0xc3 }, 9 },
+		{ "sub from %rsp", { 0x48, 0x89, 0x43, 0x18, 0x48, 0x83, 0xec, 0x08, 0xc3 }, 9 },
+		{ "mov $0,%esp", { 0x48, 0x89, 0x43, 0x18, 0xbc, 0, 0, 0, 0, 0xc3 }, 10 },
+		{ "xor %esp,%esp", { 0x48, 0x89, 0x43, 0x18, 0x31, 0xe4, 0xc3 }, 7 },
+		{ "a call", { 0x48, 0x89, 0x43, 0x18, 0xe8, 0, 0, 0, 0, 0xc3 }, 10 },
+		{ "ret $8", { 0x48, 0x89, 0x43, 0x18, 0xc2, 0x08, 0x00 }, 7 },
+		{ "a store after it", { 0x48, 0x89, 0x43, 0x18, 0x48, 0x89, 0x03, 0xc3 }, 8 },
+		{ "no ret in reach", { 0x48, 0x89, 0x43, 0x18, 0x5b, 0x5b, 0x5b, 0x5b, 0x5b, 0x5b, 0x5b,
+				       0xc3 }, 12 },
+		{ "cut before its ret", { 0x48, 0x89, 0x43, 0x18, 0x5b }, 5 },
+		{ "cut in its displacement", { 0x48, 0x89, 0x83, 0x90, 0 }, 5 },
+	};
+	struct hc_ret_gadget g;
+
+	begin("x86_64.ret_gadget");
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		memset(&g, 0xa5, sizeof(g));
+		CHECK(x86->ret_gadget(good[i].b, good[i].len, &g) == good[i].len,
+		      "%s: not taken, or not whole", good[i].what);
+		CHECK(g.len == good[i].len && g.reg == good[i].reg && g.pop == good[i].pop &&
+			      g.disp == good[i].disp,
+		      "%s: len %zu, register %u, pops %u, disp %d", good[i].what, g.len, g.reg, g.pop,
+		      g.disp);
 	}
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(!x86->ret_gadget(bad[i].b, bad[i].len, &g), "taken: %s", bad[i].why);
+	end();
 }
 
 static void x86_prep_call_args(void)
@@ -335,7 +399,7 @@ static void x86_prep_call_args(void)
 	static const int argreg[] = { X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_R9 };
 	/* what prep_call may touch; everything else must survive */
 	static const int touched[] = { X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_R9, X_RAX,
-				       X_RIP, X_RSP, X_EFLAGS, X_ORIG_RAX };
+				       X_RIP, X_RSP, X_EFLAGS, X_ORIG_RAX, X_RBX };
 	const uint64_t frame = x86->frame_place(SP, 3300);
 	struct hc_err err = { 0 };
 	struct hc_call c;
@@ -352,12 +416,18 @@ static void x86_prep_call_args(void)
 		CHECK(g[argreg[i]] == c.args[i], "arg %u: %#" PRIx64, i, g[argreg[i]]);
 	CHECK(g[X_RAX] == 0, "rax %#" PRIx64 ", want 0 (no vector args)", g[X_RAX]);
 	CHECK(g[X_RIP] == FN, "rip %#" PRIx64, g[X_RIP]);
-	CHECK(g[X_RSP] == frame, "rsp %#" PRIx64 ", want the frame %#" PRIx64, g[X_RSP], frame);
+	CHECK(g[X_RSP] == frame - 8 - RETG_POP, "rsp %#" PRIx64 ", want frame - 8 - the gadget's pops",
+	      g[X_RSP]);
+	CHECK(g[X_RBX] == SLOT - 0x18, "rbx %#" PRIx64 ": the gadget would not store at the slot",
+	      g[X_RBX]);
 	CHECK(g[X_ORIG_RAX] == UINT64_MAX, "orig_rax %#" PRIx64 ", want -1 (no restart)",
 	      g[X_ORIG_RAX]);
-	CHECK(c.slot_addr == frame && c.slot_val == TRAMP && c.nstack == 0,
-	      "slot (%#" PRIx64 ", %#" PRIx64 ", %u more), want (frame, ret_addr, none)",
+	CHECK(c.slot_addr == g[X_RSP] && c.slot_val == RETG && c.nstack == RETG_POP / 8,
+	      "slot (%#" PRIx64 ", %#" PRIx64 ", %u more), want (rsp, the gadget, its pops)",
 	      c.slot_addr, c.slot_val, c.nstack);
+	for (unsigned int i = 0; i < c.nstack && i < HC_ARCH_MAX_ARGS; i++)
+		CHECK(c.stack[i] == 0, "stack word %u %#" PRIx64 " without stack arguments", i,
+		      c.stack[i]);
 	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
 	CHECK(d < 0, "word %d changed", d);
 
@@ -374,6 +444,22 @@ static void x86_prep_call_args(void)
 	call_init(&c, frame, 0);
 	CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call(0 args) failed");
 	CHECK(g[X_EFLAGS] == 0x246, "eflags %#" PRIx64 ", want 0x246", g[X_EFLAGS]);
+
+	/* a gadget based on r12, 8 bytes of pops */
+	fill(g, GWORDS);
+	call_init(&c, frame, 1);
+	c.ret_reg = 12;
+	c.ret_pop = 8;
+	CHECK(x86->prep_call(g, &c, &err) == 0 && g[X_R12] == SLOT - 0x18 && g[X_RBX] == orig[X_RBX] &&
+		      g[X_RSP] == frame - 16 && c.nstack == 1,
+	      "r12-based gadget: r12 %#" PRIx64 ", rsp %#" PRIx64, g[X_R12], g[X_RSP]);
+	/* no usable gadget: a register the callee may change, or pops that misalign */
+	c.ret_reg = 7;
+	CHECK(x86->prep_call(g, &c, &err) == -1 && err.code == HC_E_INTERNAL, "rdi-based gadget");
+	memset(&err, 0, sizeof(err));
+	c.ret_reg = 3;
+	c.ret_pop = 16;
+	CHECK(x86->prep_call(g, &c, &err) == -1 && err.code == HC_E_INTERNAL, "16 bytes of pops");
 	end();
 }
 
@@ -391,26 +477,27 @@ static void x86_prep_call_stack(void)
 		g[X_RSP] = osp;
 		call_init(&c, fr, 1);
 		CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call failed");
-		CHECK(g[X_RSP] == fr, "rsp %#" PRIx64 ", want the frame %#" PRIx64, g[X_RSP], fr);
+		CHECK(g[X_RSP] == fr - 8 - RETG_POP, "rsp %#" PRIx64 ", want below the frame %#" PRIx64,
+		      g[X_RSP], fr);
 		/* what a callee sees right after "call": the return address on top */
 		CHECK(g[X_RSP] % 16 == 8, "rsp %% 16 == %" PRIu64 " at entry (sp %#" PRIx64 ")",
 		      g[X_RSP] % 16, osp);
 		CHECK(g[X_RSP] <= osp - 128 - 8,
 		      "rsp %#" PRIx64 " intrudes on the red zone of %#" PRIx64, g[X_RSP], osp);
-		CHECK(x86->get_sp(g) == fr, "get_sp after prep_call");
-		CHECK(c.slot_addr == fr, "slot_addr %#" PRIx64 ", want frame %#" PRIx64,
-		      c.slot_addr, fr);
-		CHECK(c.slot_val == TRAMP, "slot_val %#" PRIx64 ", want ret_addr", c.slot_val);
+		CHECK(x86->get_sp(g) == g[X_RSP], "get_sp after prep_call");
+		/* the return address, the gadget's pops, then the frame's pretcode */
+		CHECK(c.slot_addr + 8 * (1 + c.nstack) == fr,
+		      "slot_addr %#" PRIx64 " and %u words do not reach the frame %#" PRIx64,
+		      c.slot_addr, c.nstack, fr);
+		CHECK(c.slot_val == RETG, "slot_val %#" PRIx64 ", want ret_addr", c.slot_val);
 	}
 	end();
 }
 
 /*
  * The 7th and 8th arguments on the stack, right above the return address
- * (SysV psABI 3.2.3): the call starts 32 bytes below the frame and returns
- * to the stub's add $32,%rsp, which leaves rsp = frame + 8, as any call's
- * ret does.  They never reach the frame's pretcode, nor the word below it
- * (map_pages()'s chain).
+ * (SysV psABI 3.2.3): the ret gadget's pops take them, and its ret finds
+ * the restorer at the frame.  A gadget that pops less has no room for them.
  */
 static void x86_prep_call_stack_args(void)
 {
@@ -428,21 +515,31 @@ static void x86_prep_call_stack_args(void)
 		CHECK(x86->prep_call(g, &c, &err) == 0, "prep_call(%u args) failed: %s", n, err.msg);
 		for (unsigned int i = 0; i < 6; i++)
 			CHECK(g[argreg[i]] == c.args[i], "%u args: arg %u", n, i);
-		CHECK(g[X_RSP] == fr - 32 && g[X_RSP] % 16 == 8,
-		      "%u args: rsp %#" PRIx64 ", want frame - 32 = %#" PRIx64, n, g[X_RSP], fr - 32);
-		CHECK(c.slot_addr == g[X_RSP] && c.slot_val == TRAMP + HC_STUB_OFF,
-		      "%u args: slot (%#" PRIx64 ", %#" PRIx64 "), want (rsp, stub)", n,
+		CHECK(g[X_RSP] == fr - 8 - RETG_POP && g[X_RSP] % 16 == 8,
+		      "%u args: rsp %#" PRIx64 ", want frame - 32", n, g[X_RSP]);
+		CHECK(c.slot_addr == g[X_RSP] && c.slot_val == RETG,
+		      "%u args: slot (%#" PRIx64 ", %#" PRIx64 "), want (rsp, gadget)", n,
 		      c.slot_addr, c.slot_val);
-		CHECK(c.nstack == n - 6, "%u args: %u stack words", n, c.nstack);
-		for (unsigned int i = 6; i < n && c.nstack == n - 6; i++)
+		CHECK(c.nstack == RETG_POP / 8, "%u args: %u stack words", n, c.nstack);
+		for (unsigned int i = 6; i < n; i++)
 			CHECK(c.stack[i - 6] == c.args[i], "%u args: arg %u is %#" PRIx64, n, i,
 			      c.stack[i - 6]);
-		/* below the chain's word and the pretcode: a way back may be using them */
-		CHECK(c.slot_addr + 8 * (1 + c.nstack) <= fr - 8,
-		      "%u args: stack words onto frame - 8 or the pretcode", n);
-		/* ret pops the return address, the add the two argument words */
-		CHECK(g[X_RSP] + 8 + x86_pop32[3] == fr + 8, "%u args: rsp after the stub's add", n);
+		for (unsigned int i = n - 6; i < c.nstack && i < HC_ARCH_MAX_ARGS; i++)
+			CHECK(c.stack[i] == 0, "%u args: word %u after them %#" PRIx64, n, i, c.stack[i]);
+		/* below the frame's pretcode, which stays the restorer */
+		CHECK(c.slot_addr + 8 * (1 + c.nstack) == fr, "%u args: stack words reach past the frame",
+		      n);
 	}
+	/* a gadget popping 8 bytes takes a 7th argument, not an 8th */
+	fill(g, GWORDS);
+	call_init(&c, x86->frame_place(SP, 3300), 7);
+	c.ret_pop = 8;
+	CHECK(x86->prep_call(g, &c, &err) == 0 && c.stack[0] == c.args[6], "7 args, 8 bytes of pops");
+	call_init(&c, x86->frame_place(SP, 3300), 8);
+	c.ret_pop = 8;
+	CHECK(x86->prep_call(g, &c, &err) == -1 && err.code == HC_E_UNSUPPORTED,
+	      "8 args with 8 bytes of pops accepted");
+	memset(&err, 0, sizeof(err));
 	/* a struct result's hidden pointer takes a register: 5 arguments left */
 	fill(g, GWORDS);
 	call_init(&c, x86->frame_place(SP, 3300), 5);
@@ -471,7 +568,7 @@ static void x86_prep_syscall(void)
 	g[X_ORIG_RAX] = 0;
 	g[X_EFLAGS] = 0x246 | X_TF | X_DF;
 	memcpy(orig, g, sizeof(g));
-	sys_init(&c, frame, x86->nr_mmap);
+	sys_init(&c, frame, 9 /* mmap */);
 	x86->prep_syscall(g, &c);
 	CHECK(g[X_RAX] == 9, "rax %#" PRIx64 ", want __NR_mmap", g[X_RAX]);
 	CHECK(g[X_RIP] == GADGET, "rip %#" PRIx64 ", want the gadget", g[X_RIP]);
@@ -490,7 +587,7 @@ static void x86_prep_syscall(void)
 
 	/* fewer arguments: the rest are left alone */
 	memcpy(g, orig, sizeof(g));
-	sys_init(&c, frame, x86->nr_munmap);
+	sys_init(&c, frame, 11 /* munmap */);
 	c.nargs = 2;
 	x86->prep_syscall(g, &c);
 	CHECK(g[X_RAX] == 11 && g[X_RDI] == c.args[0] && g[X_RSI] == c.args[1], "munmap");
@@ -529,19 +626,21 @@ static void x86_prep_restore(void)
 	end();
 }
 
-static void x86_get_ret(void)
+/* Not a restart the kernel makes through restart_syscall: the frame may give the thread back. */
+static void x86_frame_restores(void)
 {
 	uint64_t g[GWORDS];
 
-	begin("x86_64.get_ret");
+	begin("x86_64.frame_restores");
 	fill(g, GWORDS);
-	/* at ret_tramp's getpid stop: result in rdi, rax = 39 */
-	g[X_RDI] = 0x1122334455667788ull;
-	g[X_RAX] = 39;
-	CHECK(x86->get_ret(g) == 0x1122334455667788ull, "get_ret %#" PRIx64 ", want rdi",
-	      x86->get_ret(g));
-	g[X_RDI] = (uint64_t)-1;
-	CHECK(x86->get_ret(g) == UINT64_MAX, "get_ret(-1)");
+	g[X_ORIG_RAX] = 0;
+	g[X_RAX] = (uint64_t)-512; /* read(2), -ERESTARTSYS: the frame re-runs it, as the kernel */
+	CHECK(x86->frame_restores(g, NULL, 0), "an -ERESTARTSYS read refused");
+	g[X_ORIG_RAX] = 35;
+	g[X_RAX] = (uint64_t)-516; /* nanosleep: the frame would start it over in full */
+	CHECK(!x86->frame_restores(g, NULL, 0), "an -ERESTART_RESTARTBLOCK nanosleep taken");
+	g[X_ORIG_RAX] = UINT64_MAX; /* not in a syscall: rax is the program's */
+	CHECK(x86->frame_restores(g, NULL, 0), "a running thread with rax = -516 refused");
 	end();
 }
 
@@ -950,9 +1049,9 @@ static void x86_skip_syscall(void)
 	int d;
 
 	begin("x86_64.skip_syscall");
-	/* at ret_tramp's getpid entry stop */
+	/* at the restorer's rt_sigreturn entry stop, between two calls */
 	fill(g, GWORDS);
-	g[X_ORIG_RAX] = 39;
+	g[X_ORIG_RAX] = 15;
 	g[X_RAX] = (uint64_t)-38; /* -ENOSYS, as at every syscall-entry stop */
 	memcpy(orig, g, sizeof(g));
 	x86->skip_syscall(g);
@@ -1160,11 +1259,23 @@ static void x86_call_fpstate(void)
 	bv = rd64(xs + XS_XSTATE_BV);
 	CHECK((bv & 3) == 3, "XSTATE_BV %#" PRIx64 ": x87/SSE bits must stay set so FCW and "
 	      "MXCSR are loaded", bv);
-	CHECK(!(bv & 0xe4), "XSTATE_BV %#" PRIx64 ": AVX/AVX-512 state not reset", bv);
-	CHECK(bv & 0x200, "XSTATE_BV %#" PRIx64 ": PKRU dropped", bv);
+	CHECK(bv == 0x2e7, "XSTATE_BV %#" PRIx64 ": AVX, AVX-512 or PKRU state changed", bv);
+	/* the registers themselves stay: x87 ST0-7 and XMM0-15 */
+	CHECK(!memcmp(xs + 32, orig + 32, 416 - 32), "x87 or XMM registers changed");
 	CHECK(!memcmp(xs + XS_XSTATE_BV + 8, orig + XS_XSTATE_BV + 8,
 		      sizeof(xs) - XS_XSTATE_BV - 8),
 	      "bytes after XSTATE_BV changed");
+
+	/* already the ABI's, sticky flags and all: nothing to write */
+	memcpy(xs, orig, sizeof(xs));
+	memcpy(xs + XS_FCW, &(uint16_t){ 0x037f }, 2);
+	memcpy(xs + XS_FSW, &(uint16_t){ 0x0020 }, 2); /* PE, sticky */
+	xs[XS_FTW] = 0;
+	memcpy(xs + XS_MXCSR, &(uint32_t){ 0x1fa0 }, 4); /* PE, sticky */
+	wr64(xs + XS_XSTATE_BV, 0x204); /* x87 and SSE in their init state */
+	memcpy(orig, xs, sizeof(xs));
+	CHECK(x86->call_fpstate(NT_X86_XSTATE_, xs, sizeof(xs)) && !memcmp(xs, orig, sizeof(xs)),
+	      "a thread already in the ABI's state was changed");
 
 	/* not ours: untouched */
 	memcpy(xs, orig, sizeof(xs));
@@ -1310,32 +1421,19 @@ static const uint8_t a64_vdso_rt[] = { 0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00,
 static void a64_table_own(void)
 {
 	static const uint8_t ret[] = { 0xc0, 0x03, 0x5f, 0xd6 };
-	const struct hc_bytes *n = &a64->notify, *t = &a64->ret_tramp;
+	static const uint8_t bti_c[] = { 0x5f, 0x24, 0x03, 0xd5 };
+	const struct hc_bytes *n = &a64->notify;
 
 	/* FPSIMD first, then SVE: see a64_extra_regsets in arch/aarch64/arch.c. */
 	CHECK(a64->extra_regsets && a64->extra_regsets[0] == NT_PRFPREG_ &&
 		      a64->extra_regsets[1] == 0x405 /* NT_ARM_SVE */ && a64->extra_regsets[2] == 0,
 	      "extra_regsets");
-	/* the stub: mov x7, x16; br x17 (an 8th argument, past the syscall stop's x7) */
-	CHECK(a64->stub.len == 8 &&
-		      !memcmp(a64->stub.b, (const uint8_t[]){ 0xe7, 0x03, 0x10, 0xaa, 0x20, 0x02, 0x1f,
-							       0xd6 },
-			      8),
-	      "stub is not mov x7, x16; br x17");
-	/* ret x16: into the gadget, which needs no landing pad after a ret */
-	CHECK(t->len && t->len % 4 == 0 &&
-		      !memcmp(t->b + t->len - 4, (const uint8_t[]){ 0x00, 0x02, 0x5f, 0xd6 }, 4),
-	      "ret_tramp does not end with ret x16");
-	CHECK(t->b && a64->ret_tramp_stop >= 4 && a64->ret_tramp_stop < t->len &&
-		      a64->ret_tramp_stop % 4 == 0,
-	      "ret_tramp_stop %zu not inside ret_tramp (%zu bytes), before its cleanup",
-	      a64->ret_tramp_stop, t->len);
-	if (t->b && a64->ret_tramp_stop >= 4 && a64->ret_tramp_stop < t->len)
-		CHECK(!memcmp(t->b + a64->ret_tramp_stop - 4, a64_sysc, 4),
-		      "no svc before ret_tramp_stop");
 	/* the syscall number is not in NT_PRSTATUS: skipping needs its own regset */
 	CHECK(a64->skip_regset == 0x404 /* NT_ARM_SYSTEM_CALL */, "skip_regset %#x",
 	      a64->skip_regset);
+	/* callbacks: the C library's getpid(), mov x8, #172; svc #0; ret */
+	CHECK(n->b && n->len == 12 && !memcmp(n->b, (const uint8_t[]){ 0x88, 0x15, 0x80, 0xd2 }, 4),
+	      "notify is not getpid()");
 	CHECK(n->b && n->len % 4 == 0 && a64->notify_sys_end >= 4 &&
 		      a64->notify_sys_end + 4 <= n->len && a64->notify_sys_end % 4 == 0,
 	      "notify_sys_end %zu outside notify (%zu bytes)", a64->notify_sys_end, n->len);
@@ -1344,6 +1442,12 @@ static void a64_table_own(void)
 		      "no svc before notify_sys_end");
 		CHECK(!memcmp(n->b + a64->notify_sys_end, ret, 4), "no ret at notify_sys_end");
 	}
+	CHECK(bytes_eq(&a64->landing_pad, bti_c, sizeof(bti_c)), "landing_pad is not bti c");
+	/* x0 survives into the restorer's svc: no ret gadget */
+	CHECK(!a64->ret_gadget && a64->get_ret, "ret_gadget %p, get_ret %p: want get_ret only",
+	      (void *)a64->ret_gadget, (void *)a64->get_ret);
+	CHECK(!a64->get_tp && a64->tp_regset == 0x401 /* NT_ARM_TLS */ && a64->regs_hold_returns == 30,
+	      "thread pointer from NT_ARM_TLS, x0-x30 may hold a return address");
 }
 
 static void a64_prep_call_args(void)
@@ -1364,7 +1468,7 @@ static void a64_prep_call_args(void)
 	for (unsigned int i = 0; i < 7; i++)
 		CHECK(g[i] == c.args[i], "x%u %#" PRIx64, i, g[i]);
 	CHECK(g[A_PC] == FN, "pc %#" PRIx64, g[A_PC]);
-	CHECK(g[A_LR] == TRAMP, "x30 %#" PRIx64 ", want ret_addr", g[A_LR]);
+	CHECK(g[A_LR] == RETG, "x30 %#" PRIx64 ", want ret_addr", g[A_LR]);
 	CHECK(g[A_SP] == frame, "sp %#" PRIx64 ", want the frame %#" PRIx64, g[A_SP], frame);
 	CHECK(g[A_X8] == orig[A_X8], "x8 changed");
 	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
@@ -1382,13 +1486,13 @@ static void a64_prep_call_args(void)
 }
 
 /*
- * An 8th argument: the kernel puts x7 back as it was after the syscall
- * stop a call starts from, so it goes in x16, the function in x17, and the
- * call starts at the stub in heapctl's page, which moves x16 into x7.
+ * An 8th argument goes in x7, as AAPCS64 says.  The kernel puts x7 back as
+ * it was after a syscall stop, so call.c starts such a call from another
+ * stop; the backend just sets it.
  */
 static void a64_prep_call_x7(void)
 {
-	static const int touched[] = { 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, A_LR, A_SP, A_PC, A_PSTATE };
+	static const int touched[] = { 0, 1, 2, 3, 4, 5, 6, 7, A_LR, A_SP, A_PC, A_PSTATE };
 	const uint64_t frame = a64->frame_place(SP, AF_END + 16);
 	uint64_t g[GWORDS], orig[GWORDS];
 	struct hc_err err = { 0 };
@@ -1400,84 +1504,13 @@ static void a64_prep_call_x7(void)
 	memcpy(orig, g, sizeof(g));
 	call_init(&c, frame, 8);
 	CHECK(a64->prep_call(g, &c, &err) == 0, "prep_call(8 args) failed: %s", err.msg);
-	for (unsigned int i = 0; i < 7; i++)
+	for (unsigned int i = 0; i < 8; i++)
 		CHECK(g[i] == c.args[i], "x%u %#" PRIx64, i, g[i]);
-	CHECK(g[16] == c.args[7] && g[17] == FN, "x16 %#" PRIx64 ", x17 %#" PRIx64
-	      ": want the 8th argument and the function", g[16], g[17]);
-	CHECK(g[A_PC] == TRAMP + HC_STUB_OFF, "pc %#" PRIx64 ", want the stub", g[A_PC]);
-	CHECK(g[A_LR] == TRAMP && g[A_SP] == frame, "x30 %#" PRIx64 ", sp %#" PRIx64, g[A_LR],
+	CHECK(g[A_PC] == FN, "pc %#" PRIx64 ", want the function", g[A_PC]);
+	CHECK(g[A_LR] == RETG && g[A_SP] == frame, "x30 %#" PRIx64 ", sp %#" PRIx64, g[A_LR],
 	      g[A_SP]);
 	d = first_diff(g, orig, GWORDS, touched, ARRAY_SIZE(touched));
 	CHECK(d < 0, "word %d changed", d);
-	end();
-}
-
-/* little-endian words, as code sits in memory */
-static size_t a64_code(uint8_t *out, const uint32_t *w, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		for (int b = 0; b < 4; b++)
-			out[4 * i + b] = (uint8_t)(w[i] >> (8 * b));
-	return 4 * n;
-}
-
-/*
- * The page chain's link: two tails of glibc 2.36 functions (arm64) are
- * links; a changed instruction anywhere makes them not.
- */
-static void a64_link_epilogue(void)
-{
-	static const uint32_t link32[] = { 0xd63f0260,	/* blr x19 */
-					   0xa94153f3,	/* ldp x19, x20, [sp, #16] */
-					   0xd2800000,	/* mov x0, #0 */
-					   0xa8c27bfd,	/* ldp x29, x30, [sp], #32 */
-					   0xd65f03c0 }; /* ret */
-	static const uint32_t link48[] = { 0xd63f0260,	/* blr x19 (x1 in glibc: refused) */
-					   0xa94153f3,	/* ldp x19, x20, [sp, #16] */
-					   0x52800020,	/* mov w0, #1 */
-					   0xf94013f5,	/* ldr x21, [sp, #32] */
-					   0xa8c37bfd,	/* ldp x29, x30, [sp], #48 */
-					   0xd65f03c0 }; /* ret */
-	static const struct {
-		unsigned int at;
-		uint32_t w;
-		const char *why;
-	} bad[] = {
-		{ 0, 0xd63f0020, "blr x1: the length" },
-		{ 0, 0xd63f0100, "blr x8: the syscall number" },
-		{ 0, 0xd63f00e0, "blr x7: the kernel's at syscall stops" },
-		{ 0, 0xd61f0260, "br x19: no return" },
-		{ 1, 0xa9417bf3, "ldp x19, x30: the return address" },
-		{ 1, 0xa97f53f3, "ldp at a negative offset" },
-		{ 1, 0xa94553f3, "ldp beyond the popped bytes" },
-		{ 1, 0xf9000260, "a store" },
-		{ 2, 0xd280001e, "mov x30" },
-		{ 3, 0xa8c17bfd, "pops 16 with loads at 16" },
-		{ 3, 0xa8c27bfe, "ldp x30, x30" },
-		{ 4, 0xd65f0260, "ret x19" },
-		{ 4, 0xd50323bf, "autiasp first" },
-	};
-	uint8_t code[64];
-	uint32_t w[8];
-	unsigned int reg = 0, lr = 0, pop;
-	size_t len;
-
-	begin("aarch64.link_epilogue");
-	CHECK(!hc_arch_x86_64.link_epilogue, "x86_64 returns pop the stack: no link");
-	len = a64_code(code, link32, ARRAY_SIZE(link32));
-	pop = a64->link_epilogue(code, len, &reg, &lr);
-	CHECK(pop == 32 && reg == 19 && lr == 8, "pop %u, x%u, lr at %u: want 32, x19, 8", pop,
-	      reg, lr);
-	CHECK(!a64->link_epilogue(code, len - 4, &reg, &lr), "a link cut before its ret");
-	len = a64_code(code, link48, ARRAY_SIZE(link48));
-	pop = a64->link_epilogue(code, len, &reg, &lr);
-	CHECK(pop == 48 && reg == 19, "pop %u, x%u: want 48, x19", pop, reg);
-	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		memcpy(w, link32, sizeof(link32));
-		w[bad[i].at] = bad[i].w;
-		len = a64_code(code, w, ARRAY_SIZE(link32));
-		CHECK(!a64->link_epilogue(code, len, &reg, &lr), "taken for a link: %s", bad[i].why);
-	}
 	end();
 }
 
@@ -1501,7 +1534,7 @@ static void a64_prep_call_stack(void)
 		CHECK(g[A_SP] < osp, "sp %#" PRIx64 " not below the original %#" PRIx64, g[A_SP],
 		      osp);
 		CHECK(a64->get_sp(g) == fr, "get_sp after prep_call");
-		CHECK(g[A_LR] == TRAMP, "x30 %#" PRIx64, g[A_LR]);
+		CHECK(g[A_LR] == RETG, "x30 %#" PRIx64, g[A_LR]);
 	}
 	end();
 }
@@ -1537,7 +1570,7 @@ static void a64_prep_syscall(void)
 	fill(g, GWORDS);
 	g[A_PSTATE] = 0x60000000ull | A_BTYPE;
 	memcpy(orig, g, sizeof(g));
-	sys_init(&c, frame, a64->nr_mmap);
+	sys_init(&c, frame, 222 /* mmap */);
 	a64->prep_syscall(g, &c);
 	CHECK(g[A_X8] == 222, "x8 %#" PRIx64 ", want __NR_mmap", g[A_X8]);
 	CHECK(g[A_PC] == GADGET, "pc %#" PRIx64 ", want the gadget", g[A_PC]);
@@ -1554,7 +1587,7 @@ static void a64_prep_syscall(void)
 	CHECK(d < 0, "word %d changed", d);
 
 	memcpy(g, orig, sizeof(g));
-	sys_init(&c, frame, a64->nr_munmap);
+	sys_init(&c, frame, 215 /* munmap */);
 	c.nargs = 2;
 	a64->prep_syscall(g, &c);
 	CHECK(g[A_X8] == 215 && g[0] == c.args[0] && g[1] == c.args[1], "munmap");
@@ -1595,11 +1628,28 @@ static void a64_get_ret(void)
 
 	begin("aarch64.get_ret");
 	fill(g, GWORDS);
-	/* at ret_tramp's getpid stop: result still in x0, x8 = 172 */
+	/* at the restorer's rt_sigreturn stop: the result still in x0, x8 = 139 */
 	g[A_X0] = 0x1122334455667788ull;
-	g[A_X8] = 172;
+	g[A_X8] = 139;
 	CHECK(a64->get_ret(g) == 0x1122334455667788ull, "get_ret %#" PRIx64 ", want x0",
 	      a64->get_ret(g));
+	end();
+}
+
+/* The frame carries FP/SIMD: a thread with live SVE registers is given back by heapctl instead. */
+static void a64_frame_restores(void)
+{
+	uint8_t sve[64] = { 0 }, fp[528] = { 0 };
+	struct hc_regset x[2] = { { NT_PRFPREG_, fp, sizeof(fp) }, { NT_ARM_SVE_, sve, sizeof(sve) } };
+	uint64_t g[GWORDS];
+
+	begin("aarch64.frame_restores");
+	fill(g, GWORDS);
+	CHECK(a64->frame_restores(g, x, 1), "FP/SIMD alone refused");
+	sve[12] = 0; /* SVE_PT_REGS_FPSIMD: only the FPSIMD view, as in a syscall */
+	CHECK(a64->frame_restores(g, x, 2), "an FPSIMD-only SVE regset refused");
+	sve[12] = 1; /* SVE_PT_REGS_SVE: live z, p and ffr registers */
+	CHECK(!a64->frame_restores(g, x, 2), "live SVE state taken");
 	end();
 }
 
@@ -2034,7 +2084,7 @@ struct arch_want {
 	const struct hc_arch *a;
 	const char *name;
 	unsigned int e_machine, nwords, max_args;
-	long nr_mmap, nr_munmap, nr_rt_sigreturn;
+	long nr_rt_sigreturn, nr_getpid;
 	bool host;			/* the host's backend: <sys/syscall.h> has its numbers */
 	size_t mask_off;		/* of the signal mask in the rt_sigframe */
 	struct hc_bytes sysc, sysret;	/* the syscall instruction, and "syscall; ret" */
@@ -2081,7 +2131,7 @@ static const struct arch_want wants[] = {
 	{
 		.a = &hc_arch_x86_64, .name = "x86_64", .e_machine = EM_X86_64,
 		.nwords = X_NWORDS, .max_args = 8, .nargreg = 6,
-		.nr_mmap = 9, .nr_munmap = 11, .nr_rt_sigreturn = 15, .host = HOST_X86,
+		.nr_rt_sigreturn = 15, .nr_getpid = 39, .host = HOST_X86,
 		.mask_off = XF_MASK,
 		.sysc = BYTES(x86_sysc), .sysret = BYTES(x86_sysret), .sysc_name = "syscall",
 		.restorer = BYTES(x86_restore_rt), .restorer_name = "glibc's __restore_rt",
@@ -2099,7 +2149,7 @@ static const struct arch_want wants[] = {
 		.a = &hc_arch_aarch64, .name = "aarch64", .e_machine = 183 /* EM_AARCH64 */,
 		.nwords = A_NWORDS, .max_args = 8, .nargreg = 8,
 		/* include/uapi/asm-generic/unistd.h */
-		.nr_mmap = 222, .nr_munmap = 215, .nr_rt_sigreturn = 139, .host = HOST_A64,
+		.nr_rt_sigreturn = 139, .nr_getpid = 172, .host = HOST_A64,
 		.mask_off = AF_MASK,
 		.sysc = BYTES(a64_sysc), .sysret = BYTES(a64_sysret), .sysc_name = "svc",
 		.restorer = BYTES(a64_vdso_rt),
@@ -2130,16 +2180,11 @@ static void arch_table(const struct arch_want *w)
 	CHECK(a->gregs_len == w->nwords * 8, "gregs_len %zu", a->gregs_len);
 	CHECK(a->max_args == w->max_args, "max_args %u", a->max_args);
 	CHECK(a->max_args <= HC_ARCH_MAX_ARGS, "max_args above HC_ARCH_MAX_ARGS");
-	/* heapctl's page: ret_tramp, then the backend's stub, then the notify stub at 64 */
-	CHECK(a->ret_tramp.len <= HC_STUB_OFF && HC_STUB_OFF + a->stub.len <= 64,
-	      "ret_tramp (%zu bytes) and the stub (%zu at %d) overlap", a->ret_tramp.len,
-	      a->stub.len, HC_STUB_OFF);
-	CHECK(a->nr_mmap == w->nr_mmap && a->nr_munmap == w->nr_munmap &&
-		      a->nr_rt_sigreturn == w->nr_rt_sigreturn,
-	      "syscall numbers %ld %ld %ld", a->nr_mmap, a->nr_munmap, a->nr_rt_sigreturn);
+	CHECK(a->nr_rt_sigreturn == w->nr_rt_sigreturn && a->nr_getpid == w->nr_getpid,
+	      "syscall numbers %ld %ld", a->nr_rt_sigreturn, a->nr_getpid);
 	if (w->host)
-		CHECK(a->nr_mmap == SYS_mmap && a->nr_munmap == SYS_munmap &&
-			      a->nr_rt_sigreturn == SYS_rt_sigreturn,
+		CHECK(a->nr_rt_sigreturn == SYS_rt_sigreturn && a->nr_getpid == SYS_getpid &&
+			      a->nr_restart_syscall == SYS_restart_syscall,
 		      "syscall numbers differ from <sys/syscall.h>");
 	CHECK(a->sigframe_mask_off == w->mask_off, "sigframe_mask_off %zu, want %zu",
 	      a->sigframe_mask_off, w->mask_off);
@@ -2158,7 +2203,7 @@ static void arch_table(const struct arch_want *w)
 
 	CHECK(a->get_pc && a->get_sp && a->get_arg && a->sigframe_len && a->frame_place &&
 		      a->sigframe_build && a->prep_call && a->prep_syscall && a->prep_restore &&
-		      a->skip_syscall && a->restart_now && a->get_ret && a->get_syscall_ret &&
+		      a->skip_syscall && a->restart_now && a->get_syscall_ret && a->frame_restores &&
 		      a->no_restart && a->undo_stop_eintr && a->wait_kind && a->syscall_nr &&
 		      a->call_fpstate && a->dump_regs,
 	      "missing hook");
@@ -2270,6 +2315,38 @@ static void arch_wait_kind(const struct arch_want *w)
 	end();
 }
 
+/*
+ * Threads inside a syscall that swaps in a temporary signal mask (ppoll &
+ * co) give their real mask only at a later syscall stop: both backends
+ * tell them from the number of the syscall they were in (orig_rax; x8).
+ */
+static void swaps_mask(void)
+{
+	static const struct {
+		long nr;
+		int want;
+	} x86c[] = { { 271, 1 }, { 270, 1 }, { 130, 1 }, { 281, 1 }, { 441, 1 }, { 0, 0 },
+		     { 232, 0 }, { -1, 0 } },
+	  a64c[] = { { 73, 1 }, { 72, 1 }, { 133, 1 }, { 22, 1 }, { 441, 1 }, { 63, 0 },
+		     { 98, 0 } };
+	uint64_t g[GWORDS];
+
+	begin("arch.swaps_mask");
+	for (size_t i = 0; i < ARRAY_SIZE(x86c); i++) {
+		fill(g, GWORDS);
+		g[X_ORIG_RAX] = (uint64_t)x86c[i].nr;
+		CHECK(x86->swaps_mask(g) == x86c[i].want, "x86_64 syscall %ld: %d", x86c[i].nr,
+		      x86->swaps_mask(g));
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(a64c); i++) {
+		fill(g, GWORDS);
+		g[A_X8] = (uint64_t)a64c[i].nr;
+		CHECK(a64->swaps_mask(g) == a64c[i].want, "aarch64 x8 %ld: %d", a64c[i].nr,
+		      a64->swaps_mask(g));
+	}
+	end();
+}
+
 static void host(void)
 {
 	begin("arch.host");
@@ -2301,7 +2378,8 @@ int main(void)
 	a64_prep_call_x7();
 	x86_prep_syscall();
 	x86_prep_restore();
-	x86_get_ret();
+	x86_ret_gadget();
+	x86_frame_restores();
 	x86_no_restart();
 	x86_undo_stop_eintr();
 	x86_sigframe_uapi();
@@ -2317,7 +2395,7 @@ int main(void)
 
 	a64_prep_call_args();
 	a64_prep_call_stack();
-	a64_link_epilogue();
+	a64_frame_restores();
 	a64_prep_call_btype();
 	a64_prep_syscall();
 	a64_prep_restore();
@@ -2332,6 +2410,7 @@ int main(void)
 	a64_call_fpstate();
 	a64_dump_regs();
 
+	swaps_mask();
 	host();
 	return nfailed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

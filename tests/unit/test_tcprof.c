@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit test: tc_profile_filter() drops the buckets of a gperftools heap
- * profile whose stacks are heapctl's own (a frame in GetHeapProfile(), or a
- * page-aligned first frame in no object's code) and takes their counts out
+ * profile whose stacks are heapctl's own (a frame in GetHeapProfile(), a
+ * first frame where heapctl's calls return, or a page-aligned first frame in
+ * no object's code, as older versions' page was) and takes their counts out
  * of the header; a bucket with an empty stack stays, even when the next
  * bucket's count is 0 (which, read as an address, looks like heapctl's page).
  * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.
@@ -21,7 +22,7 @@ static bool in_text(void *arg, uint64_t raddr)
 	return raddr >= 0x400000 && raddr < 0x500000;
 }
 
-static const struct tc_frames frames = { 0x401000, 0x401100, in_text, NULL };
+static const struct tc_frames frames = { 0x401000, 0x401100, 0x7f12345678f0, in_text, NULL };
 
 static char *filter(const char *in, size_t *len)
 {
@@ -34,11 +35,12 @@ static char *filter(const char *in, size_t *len)
 static void drops(void)
 {
 	static const char in[] =
-		"heap profile:      4:  1050624 [     9:  2101224] @ heapprofile\n"
+		"heap profile:      5:  1054720 [    10:  2105320] @ heapprofile\n"
 		"     1:  1048576 [     2:  2097152] @ 0x7f0000001000 0x401f00\n" /* heapctl's page */
 		"     1:     1024 [     1:     1024] @ 0x401050 0x402000\n"       /* GetHeapProfile */
 		"     1:      512 [     3:     1536] @ 0x402000 0x403000\n"
 		"     1:      512 [     3:     1512] @ 0x7f0000002010\n"
+		"     1:     4096 [     1:     4096] @ 0x7f12345678f0 0x404000\n" /* heapctl's call */
 		"\n"
 		"MAPPED_LIBRARIES:\n"
 		"00400000-00500000 r-xp 00000000 08:01 1 /usr/bin/prog\n";

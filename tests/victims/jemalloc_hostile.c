@@ -18,6 +18,8 @@
  *               "parked" says whether it is parked; "release" lets it go,
  *               and so does a SIGUSR2 to the worker, which needs no main
  *               thread (main may be waiting for a lock the handler holds)
+ *   sighandler-alt  the same, the handler running on a sigaltstack of its
+ *               own (mmap'ed, away from the thread's stack)
  *   after-exec  what "execsoon" turns the process into (see below)
  *
  * Commands, besides ping/sigblk/quit:
@@ -45,6 +47,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <linux/audit.h>
@@ -64,6 +67,7 @@ static char self_path[PATH_MAX];
 static uintptr_t je_lo, je_hi;
 static long action_us;
 static bool after_exec;
+static bool use_altstack;
 
 static void serve(void);
 
@@ -151,6 +155,15 @@ static void *worker_thread(void *arg)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_usr1;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	if (use_altstack) {
+		stack_t ss = { .ss_size = 256 * 1024 };
+
+		ss.ss_sp = mmap(NULL, ss.ss_size, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (ss.ss_sp == MAP_FAILED || sigaltstack(&ss, NULL))
+			vdie("sigaltstack");
+		sa.sa_flags |= SA_ONSTACK;
+	}
 	sigaction(SIGUSR1, &sa, NULL);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr2;
@@ -395,7 +408,8 @@ int main(int argc, char **argv)
 		after_exec = true;
 		serve();
 	}
-	if (!strcmp(mode, "threads") || !strcmp(mode, "sighandler")) {
+	use_altstack = !strcmp(mode, "sighandler-alt");
+	if (!strcmp(mode, "threads") || !strcmp(mode, "sighandler") || use_altstack) {
 		start(!strcmp(mode, "threads") ? other_thread : worker_thread, NULL);
 		while (!__atomic_load_n(&tid_other, __ATOMIC_ACQUIRE))
 			sched_yield();
