@@ -668,13 +668,17 @@ static int je_prof_set(struct hc_target *t, bool active, bool *was, struct hc_er
 {
 	uint8_t nv = active, old = 0;
 	size_t oldlen = sizeof(old);
-	int rc;
+	int rc = 0;
 
-	/* one mallctl reads the old value and writes the new one */
-	if (need_prof(t, NULL, err) == 0 &&
-	    je_call(t, "prof.active", &old, &oldlen, &nv, 1, &rc, err) == 0 && rc)
+	/*
+	 * One mallctl reads the old value and writes the new one.  Where the
+	 * profiler cannot run (opt.prof false, or no config.prof) it fails with
+	 * ENOENT, and only then does a second one find out which.
+	 */
+	if (je_call(t, "prof.active", &old, &oldlen, &nv, 1, &rc, err) == 0 && rc &&
+	    (rc != ENOENT || need_prof(t, NULL, err) == 0))
 		ctl_fail(t, "prof.active", rc, err);
-	*was = old != 0;
+	*was = !rc && old != 0;
 	return err_isset(err) ? -1 : 0;
 }
 

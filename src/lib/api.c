@@ -177,7 +177,6 @@ static int loader_wait(struct hc_target *t, struct hc_err *err)
 			pr_info("pid %d is still loading its libraries; waiting for its dynamic loader",
 				t->pid);
 		objs_free(t);
-		t->nanon_rx = 0;
 		nanosleep(&(struct timespec){ .tv_nsec = pause_ms * 1000000 }, NULL);
 	}
 }
@@ -571,16 +570,22 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 	} else if (mode == HC_SAMPLER_NATIVE) {
 		r = own_prof_set(t, true, was, err);
 	} else if (mode == HC_SAMPLER_AUTO && !sampling(t)) {
-		/* the sampler's reads first, while nothing is stopped: native_prof() may stop the thread */
-		struct hc_err why = { 0 };
+		/* the sampler's reads first, while nothing is stopped: the next step stops the thread */
+		struct hc_err why = { 0 }, own = { 0 };
 		bool can_inject = inj_prepare(t, t->inj, &why) == 0;
 
-		if (native_prof(t))
-			r = own_prof_set(t, true, was, err);
-		else if (can_inject)
+		/*
+		 * The allocator's own profiler if it can run: trying it is the
+		 * one step that turns it on, and fails with HC_E_PROF_OFF where
+		 * it cannot (jemalloc without opt.prof, tcmalloc_minimal).
+		 */
+		r = t->alloc->prof_set ? own_prof_set(t, true, was, &own) : -1;
+		if (r < 0 && t->alloc->prof_set && own.code != HC_E_PROF_OFF)
+			*err = own;
+		else if (r < 0 && can_inject)
 			r = inj_on(t, t->inj, interval, err);
-		else
-			r = (*err = why, -1);
+		else if (r < 0)
+			*err = why;
 	} else {
 		*was = sampling(t);
 		r = inj_on(t, t->inj, interval, err);
