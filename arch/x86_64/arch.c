@@ -465,20 +465,20 @@ static uint64_t frame_place(uint64_t sp, size_t len)
  * change.  A CPUID under a hypervisor is a trap of a microsecond or more,
  * so prepare() asks before anything stops.
  */
+#if defined(__x86_64__)
 static uint32_t comp_end[63];
 
 static uint32_t xsave_comp_end(unsigned int i)
 {
-#if defined(__x86_64__)
 	if (!comp_end[i]) {
 		unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
 
 		__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0xd), "c"(i));
 		comp_end[i] = eax ? ebx + eax : 1;
 	}
-#endif
 	return comp_end[i];
 }
+#endif
 
 static void prepare(void)
 {
