@@ -201,12 +201,13 @@ struct hc_arch {
 	/*
 	 * Callbacks: a C library function that makes a harmless syscall and
 	 * returns (getpid()); notify_sys_end is the pc at its syscall stops,
-	 * from its start.  A landing pad (endbr64, "bti c") right before it
-	 * is where an indirect call must enter.
+	 * from its start.  The function may start with one of entry_pads first
+	 * (a landing pad, endbr64 or "bti c", where an indirect call must
+	 * enter, or the nop a build leaves in its place); len 0 ends the list.
 	 */
 	struct hc_bytes notify;
 	size_t notify_sys_end;
-	struct hc_bytes landing_pad;
+	const struct hc_bytes *entry_pads;
 	/*
 	 * x86_64: does code (len bytes) start a ret gadget (struct
 	 * hc_ret_gadget; addr is left to the caller)?  Its length, or 0.

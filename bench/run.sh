@@ -12,7 +12,8 @@
 #                   seize, interrupt, wait, read and write back NT_PRSTATUS and the
 #                   whole extended state, detach), stopped window counted as heapctl's
 #   pause           how long each command kept its thread stopped, all its borrows
-#                   summed (from -v), as a multiple of the floor, and its ptrace stops
+#                   summed (from -v), as a multiple of the floor, and its ptrace stops;
+#                   for prof on/off, where that time went (heapctl's -v "the pause" line)
 #   max gap         the longest a 1 ms ticker thread went without running,
 #                   idle, while heapctl runs, and while gdb attaches
 #   scaling         round trip and pause at 10, 100 and 1000 threads
@@ -147,6 +148,14 @@ run_heapctl()
 			paused=$((paused + BASH_REMATCH[2]))
 			stops=$((stops + ${BASH_REMATCH[4]:-0}))
 			borrows=$((borrows + 1))
+		fi
+		# where the pause went (heapctl builds that say so)
+		if [[ $line =~ the\ pause:\ ([0-9]+)\ us\ in\ stops,\ ([0-9]+)\ us\ registers,\ ([0-9]+)\ us\ memory,\ ([0-9]+)\ us\ safe-point\ check,\ ([0-9]+)\ us ]]; then
+			echo "${BASH_REMATCH[1]}" >>"$tmp/$tag.w_stops"
+			echo "${BASH_REMATCH[2]}" >>"$tmp/$tag.w_regs"
+			echo "${BASH_REMATCH[3]}" >>"$tmp/$tag.w_mem"
+			echo "${BASH_REMATCH[4]}" >>"$tmp/$tag.w_check"
+			echo "${BASH_REMATCH[5]}" >>"$tmp/$tag.w_own"
 		fi
 	done <"$tmp/err"
 	if [ $borrows -gt 0 ]; then
@@ -311,6 +320,13 @@ for c in "status.$first_n:prof status" "toggle:prof on/off" "cmd.stats:stats --f
 		"$(times "$tag")" "$(pick "$tmp/$tag.borrows" max)" "$(pick "$tmp/$tag.stops" median)"
 done
 printf '%-24s (goal: prof on/off <= 3x floor)\n' ""
+if [ -s "$tmp/toggle.w_stops" ]; then
+	printf '%-24s stops %s, registers %s, memory %s, safe-point check %s, the rest %s\n' \
+		"prof on/off pause went" "$(us "$(pick "$tmp/toggle.w_stops" median)")" \
+		"$(us "$(pick "$tmp/toggle.w_regs" median)")" "$(us "$(pick "$tmp/toggle.w_mem" median)")" \
+		"$(us "$(pick "$tmp/toggle.w_check" median)")" "$(us "$(pick "$tmp/toggle.w_own" median)")"
+	printf '%-24s (medians of each part; the floor is one stop with its registers read and written)\n' ""
+fi
 printf '%-24s idle %s (typ %s)   during heapctl %s (typ %s)   during gdb %s (typ %s)\n' \
 	"other threads max gap" \
 	"$(ms "$(pick "$tmp/gap.idle" max)")" "$(ms "$(pick "$tmp/gap.idle" median)")" \

@@ -134,6 +134,12 @@ static const uint8_t a64_restorer[] = {
 	0x01, 0x00, 0x00, 0xd4, /* svc #0 */
 };
 static const uint8_t a64_bti_c[] = { 0x5f, 0x24, 0x03, 0xd5 }; /* bti c */
+static const uint8_t a64_nop[] = { 0x1f, 0x20, 0x03, 0xd5 };   /* nop: glibc 2.36's getpid() */
+static const struct hc_bytes a64_entry_pads[] = {
+	{ a64_bti_c, sizeof(a64_bti_c) },
+	{ a64_nop, sizeof(a64_nop) },
+	{ NULL, 0 },
+};
 
 static const struct hc_bytes a64_restorers[] = {
 	{ a64_restorer, sizeof(a64_restorer) },
@@ -469,11 +475,17 @@ static void restart_now(void *gregs)
 /*
  * The frame carries FP/SIMD only (sigframe_build()): a thread stopped with
  * live SVE state (NT_ARM_SVE's header flags say SVE_PT_REGS_SVE) has its
- * registers written back by heapctl instead.
+ * registers written back by heapctl instead.  So has a thread about to run
+ * restart_syscall (x8, on the svc do_signal() rewound it to): that goes on
+ * from the restart block, which the frame's rt_sigreturn resets.  An x8 of
+ * 128 left over from an earlier restart only costs the longer restore.
  */
 static bool frame_restores(const void *gregs, const struct hc_regset *extra, unsigned int n)
 {
-	(void)gregs;
+	const struct a64_gregs *r = gregs;
+
+	if (r->regs[8] == A64_NR_RESTART_SYSCALL)
+		return false;
 	for (unsigned int i = 0; i < n; i++) {
 		uint16_t flags;
 
@@ -617,7 +629,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.cs_mode = CS_MODE_ARM,
 	.notify = { a64_notify, sizeof(a64_notify) },
 	.notify_sys_end = 8,
-	.landing_pad = { a64_bti_c, sizeof(a64_bti_c) },
+	.entry_pads = a64_entry_pads,
 	.syscall_insn = { a64_syscall_insn, sizeof(a64_syscall_insn) },
 	.syscall_ret = { a64_syscall_ret, sizeof(a64_syscall_ret) },
 	.restorers = a64_restorers,

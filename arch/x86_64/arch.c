@@ -46,6 +46,10 @@ static const uint8_t x64_notify[] = {
 	0xc3,                         /* ret */
 };
 static const uint8_t x64_endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+static const struct hc_bytes x64_entry_pads[] = {
+	{ x64_endbr64, sizeof(x64_endbr64) },
+	{ NULL, 0 },
+};
 static const uint8_t x64_syscall[] = {
 	0x0f, 0x05, /* syscall */
 };
@@ -684,7 +688,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.restorers = x64_restorers,
 	.notify = { x64_notify, sizeof(x64_notify) },
 	.notify_sys_end = 7,
-	.landing_pad = { x64_endbr64, sizeof(x64_endbr64) },
+	.entry_pads = x64_entry_pads,
 	.ret_gadget = ret_gadget,
 	.get_pc = get_pc,
 	.get_sp = get_sp,

@@ -292,8 +292,25 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 					goto fail;
 				step_forget_extra(t->sess);
 				t->sess->tid = 0;
-				t->sess->stopped = t->sess->saved = false;
+				t->sess->stopped = t->sess->saved = t->sess->mask_known = false;
 				continue;
+			}
+			/*
+			 * ppoll & co: the real mask comes at a syscall stop, so a
+			 * getpid() first.  A signal that comes before it is
+			 * delivered at once, the thread given back: same thread again.
+			 */
+			if (!t->sess->mask_known) {
+				int64_t pid;
+
+				r = step_rsys(t, t->arch->nr_getpid, NULL, 0, &pid, err);
+				if (r < 0)
+					goto fail;
+				if (r > 0) {
+					snprintf(why, sizeof(why), "thread %d took a signal", tids[i]);
+					k--;
+					continue;
+				}
 			}
 			free(tids);
 			t->timing.tid = t->sess->tid;
@@ -439,7 +456,6 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	struct sess *s;
 	struct hc_call c = { .pc = fn, .nargs = nargs, .sret = sret };
 	const struct hc_ret_gadget *g = nargs > 6 ? &t->retg8 : &t->retg;
-	int64_t pid;
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
@@ -450,18 +466,10 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 		t->cancel_sig = term_pending();
 	if (t->cancel_sig)
 		return step_cancelled(t, err);
-	/* ppoll & co: the real mask comes at a syscall stop, before anything is called */
-	if (!s->mask_known && step_rsys(t, t->arch->nr_getpid, NULL, 0, &pid, err) != 0)
-		return -1;
 	/* an 8th argument goes in x7 on arm64, which no syscall stop lets heapctl write */
-	if (nargs == 8 && !t->arch->ret_gadget && s->at == ST_SYSCALL) {
-		int sig;
-
-		if (step_signal_stop(t, &sig, err) < 0)
-			return -1;
-		if (sig)
-			return err_set(err, HC_E_INTERNAL, 0, "signal %d at the stop before a call", sig);
-	}
+	if (nargs == 8 && !t->arch->ret_gadget && s->at == ST_SYSCALL &&
+	    step_signal_stop(t, NULL, err) < 0)
+		return -1;
 	c.frame = s->frame;
 	if (t->arch->ret_gadget) {
 		if (!g->addr)

@@ -140,7 +140,8 @@ int step_to_exit(struct hc_target *t, struct hc_err *err);
  * Take the thread to a stop inside signal delivery, where every register
  * can be written and the kernel's restart logic runs after them, aiming it
  * at the restorer meanwhile.  *sig: a signal held at that stop, delivered
- * when the thread is let go.
+ * when the thread is let go; with sig NULL it waits for the restore
+ * (step_redeliver()).
  */
 int step_signal_stop(struct hc_target *t, int *sig, struct hc_err *err);
 /* step_rsys(), with a failure in the target turned into HC_E_REMOTE naming what. */

@@ -188,7 +188,7 @@ static void find_ret_gadgets(struct hc_target *t)
 static void find_notify(struct hc_target *t)
 {
 	static const char *const names[] = { "getpid", "__getpid", NULL };
-	const struct hc_bytes *pat = &t->arch->notify, *pad = &t->arch->landing_pad;
+	const struct hc_bytes *pat = &t->arch->notify;
 
 	for (int pass = 0; pass < 2 && !t->notify_fn; pass++) {
 		for (size_t i = 0; i < t->nobjs && !t->notify_fn; i++) {
@@ -207,7 +207,11 @@ static void find_notify(struct hc_target *t)
 				    mem_read(t->pid, t->memfd, sy->raddr, buf, sizeof(buf),
 					     &(struct hc_err){ 0 }) < 0)
 					continue;
-				off = pad->len && !memcmp(buf, pad->b, pad->len) ? pad->len : 0;
+				off = 0;
+				for (const struct hc_bytes *pad = t->arch->entry_pads; pad && pad->len;
+				     pad++)
+					if (!memcmp(buf, pad->b, pad->len))
+						off = pad->len;
 				if (memcmp(buf + off, pat->b, pat->len) ||
 				    !where_is_syscall(t, sy->raddr + off + t->arch->notify_sys_end -
 								 t->arch->syscall_insn.len))

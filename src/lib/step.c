@@ -612,8 +612,10 @@ int step_signal_stop(struct hc_target *t, int *sig, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 	enum stop st;
-	int r;
+	int r, held = 0;
 
+	if (!sig)
+		sig = &held;
 	*sig = 0;
 	if (s->at == ST_EVENT || s->at == ST_GROUP)
 		return 0;
@@ -640,8 +642,18 @@ int step_signal_stop(struct hc_target *t, int *sig, struct hc_err *err)
 			*sig = 0;
 			return 0;
 		}
-		if (st == ST_SIGNAL)
-			return 0; /* in get_signal too: delivered on detach */
+		if (st == ST_SIGNAL) {
+			siginfo_t si;
+
+			if (sig != &held)
+				return 0; /* in get_signal too: delivered on detach */
+			/* the thread goes on for heapctl: that signal waits for the restore */
+			if (ptrace_siginfo_get(s->tid, &si, err) < 0)
+				return -1;
+			defer_signal(s, *sig, &si);
+			*sig = 0;
+			return 0;
+		}
 		if (ptrace_resume(s->tid, false, 0, err) < 0)
 			return -1;
 	}

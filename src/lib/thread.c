@@ -285,7 +285,8 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	 * --tid thread to start its next syscall; only then, or in a process
 	 * with no other thread, is that small, death-only risk taken.
 	 */
-	if (picky && t->arch->syscall_nr(s->gregs) == t->arch->nr_restart_syscall) {
+	if (picky && (t->arch->syscall_nr(s->gregs) == t->arch->nr_restart_syscall ||
+		      (s->presys.valid && s->presys.nr == t->arch->nr_restart_syscall))) {
 		snprintf(why, whylen, "thread %d is resuming an interrupted sleep", tid);
 	} else {
 		uint64_t t0 = now_ns();

@@ -311,7 +311,9 @@ static void x86_table_own(void)
 	CHECK(bytes_eq(n, getpid, sizeof(getpid)), "notify is not mov $39,%%eax; syscall; ret");
 	CHECK(x86->notify_sys_end == 7 && n->b && !memcmp(n->b + 5, x86_sysc, sizeof(x86_sysc)),
 	      "notify_sys_end %zu, want 7 (after the syscall)", x86->notify_sys_end);
-	CHECK(bytes_eq(&x86->landing_pad, endbr64, sizeof(endbr64)), "landing_pad is not endbr64");
+	CHECK(x86->entry_pads && bytes_eq(&x86->entry_pads[0], endbr64, sizeof(endbr64)) &&
+		      !x86->entry_pads[1].len,
+	      "entry_pads are not endbr64 alone");
 	/* the result goes through memory: the restorer loads rax */
 	CHECK(x86->ret_gadget && !x86->get_ret, "ret_gadget %p, get_ret %p: want a gadget only",
 	      (void *)x86->ret_gadget, (void *)x86->get_ret);
@@ -1442,7 +1444,9 @@ static void a64_table_own(void)
 		      "no svc before notify_sys_end");
 		CHECK(!memcmp(n->b + a64->notify_sys_end, ret, 4), "no ret at notify_sys_end");
 	}
-	CHECK(bytes_eq(&a64->landing_pad, bti_c, sizeof(bti_c)), "landing_pad is not bti c");
+	CHECK(a64->entry_pads && bytes_eq(&a64->entry_pads[0], bti_c, sizeof(bti_c)) &&
+		      a64->entry_pads[1].len == 4 && !a64->entry_pads[2].len,
+	      "entry_pads are not bti c and nop");
 	/* x0 survives into the restorer's svc: no ret gadget */
 	CHECK(!a64->ret_gadget && a64->get_ret, "ret_gadget %p, get_ret %p: want get_ret only",
 	      (void *)a64->ret_gadget, (void *)a64->get_ret);
@@ -1650,6 +1654,9 @@ static void a64_frame_restores(void)
 	CHECK(a64->frame_restores(g, x, 2), "an FPSIMD-only SVE regset refused");
 	sve[12] = 1; /* SVE_PT_REGS_SVE: live z, p and ffr registers */
 	CHECK(!a64->frame_restores(g, x, 2), "live SVE state taken");
+	/* on the svc of restart_syscall: it needs the restart block the frame resets */
+	g[A_X8] = 128;
+	CHECK(!a64->frame_restores(g, x, 1), "restart_syscall taken");
 	end();
 }
 
