@@ -313,7 +313,7 @@ static const struct hc_stop_eintr stop_eintr[] = {
  * inside signal delivery, where the kernel restarts -ERESTARTSYS/NOHAND/
  * NOINTR syscalls with their own arguments (select, ppoll and pselect6
  * have had their timeout updated in place) and sends -ERESTART_RESTARTBLOCK
- * ones (nanosleep, timed poll and futex) to restart_syscall, which goes on
+ * ones (nanosleep, poll and timed futex) to restart_syscall, which goes on
  * with the time that is left.
  */
 static enum hc_wait wait_kind(long nr, const uint64_t args[6])
@@ -371,7 +371,7 @@ static void restart_now(void *gv)
 /*
  * What arch_do_signal_or_restart() does when no handler runs: the -ERESTART*
  * syscalls go back to their syscall instruction, a restart-block one
- * (nanosleep, timed poll and futex) to restart_syscall, which goes on with
+ * (nanosleep, poll and timed futex) to restart_syscall, which goes on with
  * the time that is left.
  */
 static void restart_here(void *gv)
@@ -388,13 +388,22 @@ static void restart_here(void *gv)
 	g->orig_rax = (uint64_t)-1;
 }
 
-/* Not a syscall the kernel resumes through restart_syscall: the frame re-runs it from scratch. */
+/*
+ * Not a syscall the kernel resumes through restart_syscall: the frame
+ * re-runs it from scratch.  Nor a thread about to run restart_syscall
+ * itself (rax = 219 on its syscall instruction, rewound by the kernel or
+ * by an earlier heapctl's restore, its poll or nanosleep still in the
+ * restart block): the frame's rt_sigreturn resets that block, and the
+ * restart would fail with EINTR.
+ */
 static bool frame_restores(const void *gv, const struct hc_regset *extra, unsigned int n)
 {
 	const struct x64_gregs *g = gv;
 
 	(void)extra;
 	(void)n;
+	if (g->rax == 219 /* __NR_restart_syscall */)
+		return false;
 	return (int64_t)g->orig_rax < 0 || (int64_t)g->rax != -516 /* -ERESTART_RESTARTBLOCK */;
 }
 

@@ -643,6 +643,11 @@ static void x86_frame_restores(void)
 	CHECK(!x86->frame_restores(g, NULL, 0), "an -ERESTART_RESTARTBLOCK nanosleep taken");
 	g[X_ORIG_RAX] = UINT64_MAX; /* not in a syscall: rax is the program's */
 	CHECK(x86->frame_restores(g, NULL, 0), "a running thread with rax = -516 refused");
+	/* rewound onto restart_syscall (a poll stopped again before it ran): needs its block */
+	g[X_RAX] = 219;
+	CHECK(!x86->frame_restores(g, NULL, 0), "restart_syscall taken");
+	g[X_ORIG_RAX] = 7;
+	CHECK(!x86->frame_restores(g, NULL, 0), "restart_syscall after a kernel rewind taken");
 	end();
 }
 
