@@ -202,7 +202,7 @@ struct hc_where {
 	const char *evidence_object;
 	const char *evidence_found;
 };
-HC_API void hc_target_where(const struct hc_target *t, struct hc_where *w);
+HC_API void hc_target_where(struct hc_target *t, struct hc_where *w);
 
 /*
  * The allocator a process carries by the signs in its objects' read-only

@@ -354,7 +354,6 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if (alloc_detect(t, err) < 0)
 		goto fail;
 	t->where.malloc_object = t->malloc_obj ? t->malloc_obj->path : "";
-	t->where.malloc_via = malloc_via(t);
 	/*
 	 * Symbols found are not the whole story: an object whose read-only
 	 * data carries another allocator's strings but no symbols for it (a
@@ -423,8 +422,11 @@ void hc_target_close(struct hc_target *t)
 	target_free(t);
 }
 
-void hc_target_where(const struct hc_target *t, struct hc_where *w)
+void hc_target_where(struct hc_target *t, struct hc_where *w)
 {
+	/* how malloc's object came first: read from the environment when first asked */
+	if (!t->where.malloc_via)
+		t->where.malloc_via = malloc_via(t);
 	*w = t->where;
 }
 

@@ -228,12 +228,16 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 		}
 		return -1;
 	}
-	/* the stack area's copy, touched now: no page fault while a thread is stopped */
+	/*
+	 * The stack area's copy, its first 16 KiB touched now, where a frame
+	 * (11 KiB with AMX's XSAVE image) and what a command writes fit: no
+	 * page fault while a thread is stopped.
+	 */
 	if (!t->shadow) {
 		t->shadow = malloc(SHADOW_MAX);
 		if (!t->shadow)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-		memset(t->shadow, 0, SHADOW_MAX);
+		memset(t->shadow, 0, 16 * 1024);
 	}
 	/* what the safe-point check reads, ready before anything stops */
 	sym_prepare(t);

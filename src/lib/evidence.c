@@ -63,58 +63,57 @@ static bool conf_char(char c)
 	return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* Does buf hold text as the sign wants it? */
-static bool has(const char *buf, size_t len, const char *text, int where)
-{
-	size_t tl = strlen(text);
-	const char *p = buf, *end = buf + len;
-
-	while (p < end && (p = memmem(p, (size_t)(end - p), text, tl))) {
-		bool start = p == buf || p[-1] == 0;
-		bool stop = p + tl < end && p[tl] == 0;
-
-		if (start && (where == AT_WHOLE) == stop)
-			return true;
-		p++;
-	}
-	return false;
-}
-
-/*
- * jemalloc's conf variable: a whole string "<PREFIX>MALLOC_CONF", the
- * prefix in capitals as JEMALLOC_CPREFIX makes it ("_RJEM_", "JE_", "").
- */
-static bool conf_var(const char *buf, size_t len, char *out, size_t outlen)
-{
-	static const char k[] = "MALLOC_CONF";
-	const char *p = buf, *end = buf + len;
-
-	while (p < end && (p = memmem(p, (size_t)(end - p), k, sizeof(k) - 1))) {
-		const char *s = p;
-
-		while (s > buf && conf_char(s[-1]) && p - s < 32)
-			s--;
-		if ((s == buf || s[-1] == 0) && p + sizeof(k) - 1 < end && p[sizeof(k) - 1] == 0) {
-			snprintf(out, outlen, "%.*s", (int)(p - s) + (int)sizeof(k) - 1, s);
-			return true;
-		}
-		p++;
-	}
-	return false;
-}
-
 struct tally {
 	bool hit[NSIGNS];
 	char conf[48];
 };
 
+/*
+ * One pass over the strings in buf (each ends at a NUL, the last perhaps
+ * at the end of buf): every sign and the conf variable begin a string, so
+ * only string starts are compared.  A sign AT_PREFIX begins a longer
+ * string, or one cut by the end of buf; AT_WHOLE is a whole string.
+ * jemalloc's conf variable is a whole string "<PREFIX>MALLOC_CONF", the
+ * prefix (at most 32 characters) in capitals as JEMALLOC_CPREFIX makes it
+ * ("_RJEM_", "JE_", "").
+ */
 static void scan_buf(const char *buf, size_t len, struct tally *ta)
 {
-	for (size_t i = 0; i < NSIGNS; i++)
-		if (!ta->hit[i])
-			ta->hit[i] = has(buf, len, signs[i].text, signs[i].where);
-	if (!ta->conf[0])
-		conf_var(buf, len, ta->conf, sizeof(ta->conf));
+	static const char k[] = "MALLOC_CONF";
+	const size_t kl = sizeof(k) - 1;
+	const char *s = buf, *end = buf + len;
+
+	while (s < end) {
+		const char *e = memchr(s, 0, (size_t)(end - s));
+		size_t sl;
+
+		if (!e)
+			e = end;
+		sl = (size_t)(e - s);
+		if (sl) {
+			for (size_t i = 0; i < NSIGNS; i++) {
+				size_t tl;
+
+				if (ta->hit[i] || *s != signs[i].text[0])
+					continue;
+				tl = strlen(signs[i].text);
+				if (sl >= tl && !memcmp(s, signs[i].text, tl) &&
+				    (signs[i].where == AT_WHOLE ? sl == tl && e < end :
+								  sl > tl || e == end))
+					ta->hit[i] = true;
+			}
+			if (!ta->conf[0] && e < end && sl >= kl && sl - kl <= 32 &&
+			    !memcmp(e - kl, k, kl)) {
+				const char *c = s;
+
+				while (c < e - kl && conf_char(*c))
+					c++;
+				if (c == e - kl)
+					snprintf(ta->conf, sizeof(ta->conf), "%.*s", (int)sl, s);
+			}
+		}
+		s = e + 1;
+	}
 }
 
 /* The verdict from what one object holds: 1 with ev filled, or 0. */

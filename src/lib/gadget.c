@@ -10,13 +10,11 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include <capstone/capstone.h>
 
 #include "call_int.h"
 #include "log.h"
 #include "ptrace.h"
 #include "target.h"
-#include "where.h"
 
 static bool is_libc(const struct obj *o)
 {
@@ -24,7 +22,7 @@ static bool is_libc(const struct obj *o)
 }
 
 /* Find pat in the executable text of the vDSO, libc, then the executable. */
-static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat, bool want_syscall)
+static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 {
 	size_t step = t->arch->syscall_insn.len == 4 ? 4 : 1; /* arm64 code is 4-aligned */
 
@@ -45,8 +43,6 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat, bool 
 				for (size_t k = 0; k + pat->len <= len; k += step) {
 					if (memcmp(buf + k, pat->b, pat->len))
 						continue;
-					if (want_syscall && !where_is_syscall(t, at + k))
-						continue;
 					pr_debug("found %zu-byte pattern at 0x%llx in %s", pat->len,
 						 (unsigned long long)(at + k), o->path);
 					return at + k;
@@ -58,7 +54,7 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat, bool 
 }
 
 /* Look for pat within a few KiB of functions that are known to hold it. */
-static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool want_syscall,
+static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat,
 			  const char *const *names)
 {
 	size_t step = t->arch->syscall_insn.len == 4 ? 4 : 1;
@@ -80,8 +76,7 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool 
 			if (mem_read(t->pid, t->memfd, at, buf, sizeof(buf), &e) < 0)
 				continue;
 			for (size_t k = 0; k + pat->len <= sizeof(buf); k += step)
-				if (!memcmp(buf + k, pat->b, pat->len) &&
-				    (!want_syscall || where_is_syscall(t, at + k)))
+				if (!memcmp(buf + k, pat->b, pat->len))
 					return at + k;
 		}
 	}
@@ -91,43 +86,30 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat, bool 
 /*
  * x86_64's ret gadgets (arch.h): one whose pops leave the stack aligned
  * (pop % 16 == 8), and of those, one that also pops room for two stack
- * arguments.  In window (len bytes of the target's text at at).  Capstone
- * confirms a candidate before it is taken.
+ * arguments.  In window (len bytes of the target's text at at).  The
+ * backend's decoder takes a few exact encodings only; the unit tests have
+ * Capstone read every sequence it takes the same way (test_capstone.c).
  */
-static void ret_gadgets_in(struct hc_target *t, csh cs, const uint8_t *window, size_t len,
-			   uint64_t at, const char *path)
+static void ret_gadgets_in(struct hc_target *t, const uint8_t *window, size_t len, uint64_t at,
+			   const char *path)
 {
 	for (size_t k = 0; k + 4 <= len && !(t->retg.addr && t->retg8.addr); k++) {
 		struct hc_ret_gadget g;
-		cs_insn *insn = NULL;
-		size_t n, glen;
 		bool room;
 
-		if ((window[k] != 0x48 && window[k] != 0x49) || window[k + 1] != 0x89)
-			continue;
-		glen = t->arch->ret_gadget(window + k, len - k, &g);
-		if (!glen || g.pop % 16 != 8)
+		if ((window[k] != 0x48 && window[k] != 0x49) || window[k + 1] != 0x89 ||
+		    !t->arch->ret_gadget(window + k, len - k, &g) || g.pop % 16 != 8)
 			continue;
 		room = g.pop >= 24;
 		if (t->retg.addr && (!room || t->retg8.addr))
 			continue;
-		/* Capstone reads the same: a store from rax, then up to a plain ret */
-		n = cs_disasm(cs, window + k, glen, at + k, 0, &insn);
-		if (n >= 2 && insn[n - 1].address + insn[n - 1].size == at + k + glen &&
-		    !strcmp(insn[n - 1].mnemonic, "ret") && !insn[n - 1].op_str[0] &&
-		    !strcmp(insn[0].mnemonic, "mov") && !strncmp(insn[0].op_str, "qword ptr [", 11) &&
-		    strstr(insn[0].op_str, "], rax")) {
-			g.addr = at + k;
-			if (!t->retg.addr)
-				t->retg = g;
-			if (room && !t->retg8.addr)
-				t->retg8 = g;
-			pr_debug("ret gadget at 0x%llx in %s: %s %s, pops %u bytes",
-				 (unsigned long long)g.addr, path, insn[0].mnemonic, insn[0].op_str,
-				 g.pop);
-		}
-		if (n)
-			cs_free(insn, n);
+		g.addr = at + k;
+		if (!t->retg.addr)
+			t->retg = g;
+		if (room && !t->retg8.addr)
+			t->retg8 = g;
+		pr_debug("ret gadget at 0x%llx in %s: base register %u%+d, pops %u bytes",
+			 (unsigned long long)g.addr, path, g.reg, g.disp, g.pop);
 	}
 }
 
@@ -137,9 +119,8 @@ static void find_ret_gadgets(struct hc_target *t)
 	static const char *const near[] = { "dlsym", "dlvsym", "dlopen", "dlmopen", "dlinfo",
 					     NULL };
 	uint8_t buf[65536];
-	csh cs;
 
-	if (!t->arch->ret_gadget || cs_open(t->arch->cs_arch, t->arch->cs_mode, &cs) != CS_ERR_OK)
+	if (!t->arch->ret_gadget)
 		return;
 	for (size_t i = 0; i < t->nobjs && !t->retg8.addr; i++) {
 		struct obj *o = &t->objs[i];
@@ -154,7 +135,7 @@ static void find_ret_gadgets(struct hc_target *t)
 				continue;
 			at = sy->raddr - 4096;
 			if (mem_read(t->pid, t->memfd, at, buf, 8192, &(struct hc_err){ 0 }) == 0)
-				ret_gadgets_in(t, cs, buf, 8192, at, o->path);
+				ret_gadgets_in(t, buf, 8192, at, o->path);
 		}
 	}
 	/* elsewhere: all of the C library's text, the dynamic linker's, the program's */
@@ -171,13 +152,12 @@ static void find_ret_gadgets(struct hc_target *t)
 
 				if (mem_read(t->pid, t->memfd, at, buf, len, &(struct hc_err){ 0 }) < 0)
 					break;
-				ret_gadgets_in(t, cs, buf, len, at, o->path);
+				ret_gadgets_in(t, buf, len, at, o->path);
 				if (len < sizeof(buf))
 					break;
 			}
 		}
 	}
-	cs_close(&cs);
 }
 
 /*
@@ -212,9 +192,7 @@ static void find_notify(struct hc_target *t)
 				     pad++)
 					if (!memcmp(buf, pad->b, pad->len))
 						off = pad->len;
-				if (memcmp(buf + off, pat->b, pat->len) ||
-				    !where_is_syscall(t, sy->raddr + off + t->arch->notify_sys_end -
-								 t->arch->syscall_insn.len))
+				if (memcmp(buf + off, pat->b, pat->len))
 					continue;
 				t->notify_fn = sy->raddr;
 				t->notify_end = sy->raddr + off + t->arch->notify_sys_end;
@@ -229,13 +207,13 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 	static const char *const wrappers[] = { "getpid", "getuid", "getppid", "sched_yield", NULL };
 	static const char *const sigaction_fns[] = { "sigaction", "__sigaction", NULL };
 
-	t->gadget = find_near(t, &t->arch->syscall_ret, true, wrappers);
+	t->gadget = find_near(t, &t->arch->syscall_ret, wrappers);
 	if (!t->gadget)
-		t->gadget = find_text(t, &t->arch->syscall_ret, true);
+		t->gadget = find_text(t, &t->arch->syscall_ret);
 	for (const struct hc_bytes *r = t->arch->restorers; r->len && !t->restorer; r++) {
-		t->restorer = find_near(t, r, false, sigaction_fns);
+		t->restorer = find_near(t, r, sigaction_fns);
 		if (!t->restorer)
-			t->restorer = find_text(t, r, false);
+			t->restorer = find_text(t, r);
 		t->restorer_end = t->restorer + r->len;
 	}
 	find_ret_gadgets(t);

@@ -176,6 +176,19 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 	memset(in, 0, sizeof(*in));
 	in->prep = prep;
 	in->loaded_now = loaded_now;
+	/*
+	 * Not among the objects the target's maps showed when it was opened,
+	 * nor loaded by this heapctl since: nothing to read.  (Another
+	 * heapctl loading it meanwhile is a race a fresh read could lose too.)
+	 */
+	if (!loaded_now) {
+		bool seen = false;
+
+		for (size_t i = 0; i < t->nobjs && !seen; i++)
+			seen = is_sampler(t->objs[i].path);
+		if (!seen)
+			return 0;
+	}
 	r = read_maps(t, &n, in, err);
 	if (!r)
 		return -1;
@@ -579,11 +592,11 @@ static int load(struct hc_target *t, struct inj *in, struct hc_err *err)
 				   "directories are all noexec, cannot load it; use --sampler native "
 				   "where the allocator can profile",
 				   "pid %d could not load heapctl's sampler: %s; %s", t->pid, why, why2);
+	in->loaded_now = true; /* and inj_probe() reads the maps again to find it */
 	if (inj_probe(t, in, err) <= 0)
 		return err_isset(err) ? -1 :
 		       err_set(err, HC_E_INTERNAL, 0, "the sampler is loaded in pid %d but cannot be found",
 			       t->pid);
-	in->loaded_now = true;
 	pr_info("sampler: loaded at 0x%" PRIx64 ", state at 0x%" PRIx64, in->base, in->state);
 	return 0;
 }

@@ -16,19 +16,36 @@ int linkmap_walk(const struct linkmap_src *s)
 {
 	uint64_t rdebug = 0, lm;
 	unsigned int idx = 0;
-	bool tag = false;
+	bool tag = false, end = false;
 	int32_t state = 0;
 
-	for (uint64_t at = s->dynamic;; at += sizeof(Elf64_Dyn)) {
-		Elf64_Dyn d;
+	/*
+	 * In runs of up to 32 entries that stay within a page (one read
+	 * each, not one per entry); a run that cannot be read is read an
+	 * entry at a time, up to the first that cannot.
+	 */
+	for (uint64_t at = s->dynamic;;) {
+		Elf64_Dyn run[32];
+		size_t n = (4096 - (at & 4095)) / sizeof(Elf64_Dyn), got = 0;
 
-		if (s->read(s->arg, at, &d, sizeof(d)) < 0 || d.d_tag == DT_NULL)
-			break;
-		if (d.d_tag == DT_DEBUG) {
-			rdebug = d.d_un.d_ptr;
-			tag = true;
+		if (n > 32)
+			n = 32;
+		if (n && s->read(s->arg, at, run, n * sizeof(Elf64_Dyn)) == 0)
+			got = n;
+		else if (s->read(s->arg, at, run, sizeof(Elf64_Dyn)) == 0)
+			got = 1;
+		for (size_t i = 0; i < got && !end; i++, at += sizeof(Elf64_Dyn)) {
+			if (run[i].d_tag == DT_NULL) {
+				end = true;
+				break;
+			}
+			if (run[i].d_tag == DT_DEBUG) {
+				rdebug = run[i].d_un.d_ptr;
+				tag = true;
+			}
+			end = at - s->dynamic > LINKMAP_MAX_DYN;
 		}
-		if (at - s->dynamic > LINKMAP_MAX_DYN)
+		if (!got || end)
 			break;
 	}
 	/* a static-pie has DT_DEBUG too, but no loader to wait for: the caller knows */

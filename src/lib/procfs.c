@@ -177,12 +177,19 @@ int procfs_stat_parse(const char *text, struct procfs_stat *st)
 	const char *p = strrchr(text, ')');
 
 	memset(st, 0, sizeof(*st));
-	/* after ')': state(3) ppid pgrp session tty_nr tpgid flags(9) ... starttime(22) */
+	unsigned long long stack = 0;
+
+	/*
+	 * after ')': state(3) ppid pgrp session tty_nr tpgid flags(9) ...
+	 * starttime(22) vsize rss rsslim startcode endcode startstack(28)
+	 */
 	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-			 "%*d %*d %*d %llu", &st->state, &st->flags, &st->start) != 3) {
+			 "%*d %*d %*d %llu %*u %*d %*u %*u %*u %llu", &st->state, &st->flags, &st->start,
+			 &stack) < 3) {
 		memset(st, 0, sizeof(*st));
 		return -1;
 	}
+	st->start_stack = stack;
 	return 0;
 }
 

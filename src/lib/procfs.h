@@ -46,6 +46,7 @@ struct procfs_stat {
 	unsigned long flags;       /* PF_* (field 9): PF_KTHREAD for a kernel thread */
 	/* (a kernel thread's flags, include/linux/sched.h; not exported to user space) */
 	unsigned long long start;  /* start time in clock ticks since boot (field 22) */
+	uint64_t start_stack;      /* where the main thread's stack began (field 28); 0: unknown */
 };
 
 #define PF_KTHREAD 0x00200000ul

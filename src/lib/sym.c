@@ -22,6 +22,7 @@
 
 #include "debuginfo.h"
 #include "log.h"
+#include "procfs.h"
 #include "ptrace.h"
 #include "evidence.h"
 #include "linkmap.h"
@@ -277,6 +278,7 @@ const struct vma *vma_at(const struct hc_target *t, uint64_t raddr)
 int maps_load(struct hc_target *t, struct hc_err *err)
 {
 	char path[96], line[PATH_MAX + 128], exe[PATH_MAX] = "";
+	struct procfs_stat st;
 	struct mapline m;
 	FILE *f;
 	ssize_t n;
@@ -285,6 +287,9 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 	n = readlink(path, exe, sizeof(exe) - 1);
 	if (n > 0)
 		exe[n] = 0;
+	/* the main thread's first frame sits below argc: where the stack scan ends */
+	snprintf(path, sizeof(path), "%s/stat", t->proc);
+	t->start_stack = procfs_stat(path, &st) == 0 ? st.start_stack : 0;
 	snprintf(path, sizeof(path), "%s/maps", t->proc);
 	f = fopen(path, "re");
 	if (!f)
@@ -420,32 +425,37 @@ struct symvec {
 	size_t slen, scap;
 };
 
+/* Room for nsyms symbols and slen bytes of names in all. */
+static int symvec_reserve(struct symvec *sv, size_t nsyms, size_t slen)
+{
+	if (nsyms > sv->cap) {
+		struct sym *nv = realloc(sv->v, nsyms * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		sv->v = nv;
+		sv->cap = nsyms;
+	}
+	if (slen > sv->scap) {
+		char *ns = realloc(sv->strs, slen);
+
+		if (!ns)
+			return -1;
+		sv->strs = ns;
+		sv->scap = slen;
+	}
+	return 0;
+}
+
 static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name,
 		      bool global, bool data)
 {
 	size_t l = strlen(name) + 1, at = sv->n;
 
-	if (sv->n == sv->cap) {
-		size_t cap = sv->cap ? sv->cap * 2 : 1024;
-		struct sym *nv = realloc(sv->v, cap * sizeof(*nv));
-
-		if (!nv)
-			return -1;
-		sv->v = nv;
-		sv->cap = cap;
-	}
-	if (sv->slen + l > sv->scap) {
-		size_t cap = sv->scap ? sv->scap * 2 : 65536;
-		char *ns;
-
-		while (cap < sv->slen + l)
-			cap *= 2;
-		ns = realloc(sv->strs, cap);
-		if (!ns)
-			return -1;
-		sv->strs = ns;
-		sv->scap = cap;
-	}
+	if ((sv->n == sv->cap || sv->slen + l > sv->scap) &&
+	    symvec_reserve(sv, sv->n == sv->cap ? (sv->cap ? sv->cap * 2 : 1024) : sv->cap,
+			   sv->slen + l > sv->scap ? (sv->scap + l) * 2 : sv->scap) < 0)
+		return -1;
 	memcpy(sv->strs + sv->slen, name, l);
 	if (!data && sv->nf < sv->n) {
 		sv->v[sv->n] = sv->v[sv->nf]; /* the first data symbol moves to the end */
@@ -469,30 +479,43 @@ static long add_syms(Elf *elf, Elf64_Word type, uint64_t bias, struct symvec *sv
 	long added = 0;
 
 	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d, *sd;
 		GElf_Shdr sh;
-		Elf_Data *d;
+		size_t n;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
 			continue;
 		d = elf_getdata(scn, NULL);
-		if (!d)
+		sd = elf_getdata(elf_getscn(elf, sh.sh_link), NULL);
+		if (!d || !sd || !sd->d_buf)
 			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *name;
-			int st;
+		n = sh.sh_size / sh.sh_entsize;
+		if (n > d->d_size / sizeof(Elf64_Sym))
+			n = d->d_size / sizeof(Elf64_Sym);
+		/* room for all of them at once: growing by doubling copies and faults pages again */
+		if (symvec_reserve(sv, sv->n + n, sv->slen + sd->d_size) < 0)
+			return -1;
+		/*
+		 * The table as it lies in memory: libelf hands a 64-bit object of
+		 * the host's byte order over unconverted (heapctl drives 64-bit
+		 * targets of its own architecture only), and names are looked up
+		 * in the string table directly, each checked to end inside it:
+		 * gelf_getsym() and elf_strptr() per symbol cost most of a large
+		 * library's load.
+		 */
+		for (size_t i = 0; i < n && d->d_type == ELF_T_SYM && gelf_getclass(elf) == ELFCLASS64;
+		     i++) {
+			const Elf64_Sym *s = (const Elf64_Sym *)d->d_buf + i;
+			const char *name = (const char *)sd->d_buf + s->st_name;
+			int st = ELF64_ST_TYPE(s->st_info);
 
-			if (!gelf_getsym(d, (int)i, &s))
-				break;
-			st = GELF_ST_TYPE(s.st_info);
 			if ((st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_OBJECT) ||
-			    s.st_shndx == SHN_UNDEF || !s.st_value)
+			    s->st_shndx == SHN_UNDEF || !s->st_value || !s->st_name ||
+			    s->st_name >= sd->d_size ||
+			    !memchr(name, '\0', sd->d_size - s->st_name) || !*name)
 				continue;
-			name = elf_strptr(elf, sh.sh_link, s.st_name);
-			if (!name || !*name)
-				continue;
-			if (symvec_add(sv, s.st_value + bias, s.st_size, name,
-				       GELF_ST_BIND(s.st_info) != STB_LOCAL, st == STT_OBJECT) < 0)
+			if (symvec_add(sv, s->st_value + bias, s->st_size, name,
+				       ELF64_ST_BIND(s->st_info) != STB_LOCAL, st == STT_OBJECT) < 0)
 				return -1;
 			added += st != STT_OBJECT;
 		}

@@ -77,6 +77,7 @@ struct hc_target {
 	/* every mapping maps_load() saw, in address order */
 	struct vma *vmas;
 	size_t nvmas;
+	uint64_t start_stack; /* where the main thread's stack began (argc), or 0 */
 	/* the object that serves malloc() (obj_malloc_owner()), or NULL */
 	struct obj *malloc_obj;
 	/*

@@ -63,12 +63,13 @@ static void undo_our_eintr(struct hc_target *t, struct sess *s)
 	/*
 	 * Into the thread at once, before anything slower: from here even
 	 * heapctl's death leaves no EINTR.  Take it back if a pending signal
-	 * explains the EINTR after all, or if Capstone does not confirm the
-	 * syscall instruction the bytes suggest.
+	 * explains the EINTR after all.  (The kernel says the thread was in
+	 * that syscall, so the syscall instruction's bytes before its pc are
+	 * that instruction.)
 	 */
 	if (step_set_gregs(t, g, &e) < 0)
 		return;
-	if (signal_pending(t->pid, s->tid) || !where_is_syscall(t, t->arch->get_pc(g))) {
+	if (signal_pending(t->pid, s->tid)) {
 		step_set_gregs(t, s->gregs, &e);
 		return;
 	}
@@ -254,6 +255,8 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	s->stopped = true;
 	s->stopped_ns = now_ns();
 	pclock_reset();
+	if (s->presys.valid)
+		where_prefetch(t, s->presys.sp);
 	if (step_get_gregs(t, s->gregs, err) < 0)
 		return -1;
 	s->saved = true;
@@ -319,6 +322,7 @@ int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct 
 	int *rank = NULL;
 	size_t cnt = 0, cap = 0;
 	long got = 0, at = 0;
+	bool best = false;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
@@ -343,8 +347,12 @@ int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct 
 		tid = atoi(de->d_name);
 		if (tid <= 0)
 			continue;
-		/* Rank the first threads only: reading a thousand stat files costs ms. */
-		if (cnt < MAX_RANKED) {
+		/*
+		 * Rank the first threads only: reading a thousand stat files
+		 * costs ms.  Once one is a sleeper no stop disturbs, the best
+		 * kind, it goes first and the rest are not read.
+		 */
+		if (cnt < MAX_RANKED && !best) {
 			char c = task_state(t->pid, tid);
 			struct hc_presys pre;
 
@@ -366,6 +374,7 @@ int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct 
 		}
 		if (rk == 9)
 			continue;
+		best |= rk == 0;
 		if (cnt == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
 			pid_t *nv = realloc(v, ncap * sizeof(*v));

@@ -44,7 +44,7 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 #define MAX_FRAMES 128
 #define CACHE_PAGES 16
 #define CPAGE 4096
-#define SCAN_MAX (128 * 1024) /* bytes of stack the scan reads at most */
+#define SCAN_MAX (64 * 1024) /* bytes of stack the scan reads at most */
 
 /* Executable memory, for the scan: an object's text, or anonymous (o NULL). */
 struct xrange {
@@ -57,18 +57,19 @@ struct xrange {
  * probe of this open-addressed set dismisses them (0 marks a free slot).
  */
 #define GRAN_SHIFT 16
-#define GRAN_SLOTS 4096
+#define GRAN_SLOTS 1024
 
 struct uw_arg {
 	struct hc_target *t;
 	pid_t tid;
 	const void *gregs; /* the registers thread.c saved at the stop */
 	void *upt;         /* _UPT's, made only for its fallback find_proc_info */
-	struct {
+	/* the unwinder's page cache, made at its first use: the scan needs none */
+	struct cpage {
 		uint64_t addr;
 		bool valid;
 		uint8_t data[CPAGE];
-	} cache[CACHE_PAGES];
+	} *cache;
 	unsigned next;
 	/* the stack scan: executable ranges by address, and the stack as read */
 	struct xrange *xr;
@@ -76,6 +77,9 @@ struct uw_arg {
 	uint64_t gran[GRAN_SLOTS];
 	bool gran_all; /* too much code for the set: every word is searched */
 	uint64_t *stack;
+	/* what stack holds of the thread stopped now: have_len bytes from have_sp (where_prefetch()) */
+	uint64_t have_sp;
+	size_t have_len;
 };
 
 static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
@@ -84,7 +88,8 @@ static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
 	struct hc_err e = { 0 };
 	unsigned i;
 
-	if ((addr & (CPAGE - 1)) + len > CPAGE)
+	if ((addr & (CPAGE - 1)) + len > CPAGE ||
+	    (!a->cache && !(a->cache = calloc(CACHE_PAGES, sizeof(*a->cache)))))
 		return mem_read(a->t->pid, a->t->memfd, addr, out, len, &e);
 	for (i = 0; i < CACHE_PAGES; i++)
 		if (a->cache[i].valid && a->cache[i].addr == page)
@@ -236,8 +241,12 @@ int where_init(struct hc_target *t, struct hc_err *err)
 		t->uw = NULL;
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	}
-	/* touched now, like the page cache: no page fault while a thread is stopped */
-	memset(t->uw->stack, 0, SCAN_MAX);
+	/*
+	 * Its first 16 KiB touched now, what most stacks need: no page fault
+	 * while a thread is stopped (page faults cost microseconds each under
+	 * a hypervisor).  A deeper stack, or an unwind, takes a few.
+	 */
+	memset(t->uw->stack, 0, 16 * 1024);
 	t->unw = as;
 	return 0;
 }
@@ -325,6 +334,7 @@ void where_fini(struct hc_target *t)
 	if (t->uw) {
 		free(t->uw->xr);
 		free(t->uw->stack);
+		free(t->uw->cache);
 	}
 	free(t->uw);
 	t->uw = NULL;
@@ -539,8 +549,9 @@ static uint64_t thread_pointer(struct hc_target *t, pid_t tid, const void *gregs
 }
 
 /*
- * The live stack, for the scan: from sp to the top of the main thread's
- * [stack], or for another thread to its thread pointer (tp; 0: unknown,
+ * The live stack, for the scan: from sp to where the main thread's stack
+ * began (argc, /proc/PID/stat's startstack; else the top of its [stack]),
+ * or for another thread to its thread pointer (tp; 0: unknown,
  * then the end of sp's mapping, for warm_up()): glibc and musl put the
  * thread descriptor and the static TLS at the top of a thread's stack
  * mapping.  A sp anywhere else (a signal handler on its sigaltstack, a
@@ -558,6 +569,9 @@ static uint64_t stack_top(struct hc_target *t, uint64_t sp, uint64_t tp, char *w
 		return 0;
 	}
 	hi = v->flags & VMA_STACK ? v->hi : tp;
+	/* the main thread's frames all lie below argc: above it, arguments and environment */
+	if ((v->flags & VMA_STACK) && t->start_stack > sp && t->start_stack <= v->hi)
+		hi = t->start_stack;
 	if (!tp && !(v->flags & VMA_STACK))
 		hi = v->hi - sp > SCAN_MAX ? sp + SCAN_MAX : v->hi;
 	if (hi <= sp || hi > v->hi) {
@@ -592,10 +606,12 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 	if (!hi)
 		return 0;
 	n = (size_t)(hi - sp) / 8;
-	if (mem_read(t->pid, t->memfd, sp, a->stack, n * 8, &e) < 0) {
+	if ((a->have_sp != sp || a->have_len < n * 8) &&
+	    mem_read(t->pid, t->memfd, sp, a->stack, n * 8, &e) < 0) {
 		snprintf(why, len, "the stack is unreadable (%.100s)", e.msg);
 		return 0;
 	}
+	a->have_len = 0;
 	*bytes = n * 8;
 	if (code_unsafe(t, ar->get_pc(gregs), "pc", why, len))
 		return 0;
@@ -628,20 +644,44 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 	return 1;
 }
 
-void where_warm_up(struct hc_target *t, uint64_t sp)
+/* Read [sp, its stack's top) into a->stack (at most PREFETCH past sp on a thread's own stack); its size. */
+#define PREFETCH (16 * 1024)
+static size_t read_stack(struct hc_target *t, uint64_t sp)
 {
 	struct uw_arg *a = t->uw;
 	uint64_t hi;
 	char why[160];
 	struct hc_err e = { 0 };
 
-	sp &= ~7ull;
+	a->have_len = 0;
 	hi = a && sp ? stack_top(t, sp, 0, why, sizeof(why)) : 0;
+	if (hi - sp > PREFETCH && !(vma_at(t, sp)->flags & VMA_STACK))
+		hi = sp + PREFETCH;
 	if (!hi || mem_read(t->pid, -1, sp, a->stack, hi - sp, &e) < 0)
-		return;
-	for (size_t i = 0; i < (hi - sp) / 8; i++)
+		return 0;
+	return hi - sp;
+}
+
+void where_warm_up(struct hc_target *t, uint64_t sp)
+{
+	struct uw_arg *a = t->uw;
+	size_t n = a ? read_stack(t, sp & ~7ull) : 0;
+	char why[160];
+
+	for (size_t i = 0; i < n / 8; i++)
 		if (a->stack[i] >= 4096)
 			code_unsafe(t, a->stack[i] - 1, "", why, sizeof(why));
+}
+
+void where_prefetch(struct hc_target *t, uint64_t sp)
+{
+	struct uw_arg *a = t->uw;
+
+	if (!a)
+		return;
+	sp &= ~7ull;
+	a->have_len = read_stack(t, sp);
+	a->have_sp = sp;
 }
 
 int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len)
@@ -661,7 +701,7 @@ int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, 
 		return 1;
 	}
 	pr_debug("tid %d: the stack scan cannot vouch for it (%s): unwinding", tid, why);
-	for (unsigned int i = 0; i < CACHE_PAGES; i++)
+	for (unsigned int i = 0; a->cache && i < CACHE_PAGES; i++)
 		a->cache[i].valid = false;
 	a->next = 0;
 	a->t = t;
@@ -714,28 +754,6 @@ out:
 	if (a->upt)
 		_UPT_destroy(a->upt);
 	return ret;
-}
-
-bool where_is_syscall(struct hc_target *t, uint64_t raddr)
-{
-	uint8_t buf[16];
-	struct hc_err e = { 0 };
-	csh cs;
-	cs_insn *insn;
-	bool ok = false;
-
-	if (mem_read(t->pid, t->memfd, raddr, buf, sizeof(buf), &e) < 0)
-		return false;
-	if (memcmp(buf, t->arch->syscall_insn.b, t->arch->syscall_insn.len))
-		return false;
-	if (cs_open(t->arch->cs_arch, t->arch->cs_mode, &cs) != CS_ERR_OK)
-		return true; /* the bytes match; Capstone only confirms */
-	if (cs_disasm(cs, buf, sizeof(buf), raddr, 1, &insn) == 1) {
-		ok = !strcmp(insn->mnemonic, "syscall") || !strcmp(insn->mnemonic, "svc");
-		cs_free(insn, 1);
-	}
-	cs_close(&cs);
-	return ok;
 }
 
 void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level)

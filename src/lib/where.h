@@ -23,6 +23,14 @@ int where_prepare(struct hc_target *t);
  */
 void where_warm_up(struct hc_target *t, uint64_t sp);
 /*
+ * Right after the thread stopped, before its registers are read: read its
+ * stack from sp as /proc said before the stop, which the safe-point check
+ * then takes if the registers show that sp.  The read fills the moment the
+ * kernel needs to take the thread off its CPU, which the first register
+ * read would wait for.
+ */
+void where_prefetch(struct hc_target *t, uint64_t sp);
+/*
  * Is stopped thread tid, whose registers are gregs (NT_PRSTATUS as saved),
  * at a safe point?  A scan of its stack proves most threads safe; the
  * others are unwound, and any frame inside the allocator, a malloc-family
@@ -38,8 +46,6 @@ int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, 
  * malloc internal.  Pure.
  */
 bool where_malloc_family(const char *name, const char *prefix);
-/* Does the instruction at raddr decode as the syscall instruction? */
-bool where_is_syscall(struct hc_target *t, uint64_t raddr);
 /* Log a few instructions at pc (for -vvv). */
 void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level);
 
