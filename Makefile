@@ -487,7 +487,7 @@ $(B)/victims/fx_tcmalloc_prof_stripped: tests/victims/tcmalloc_victim.c tests/vi
 torture: deps
 	@$(MAKE) --no-print-directory all $(VICTIMS) $(FIXTURES) $(B)/tests/itest
 	@HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=kill-suite \
-		ITEST_KILL_RUNS=$(KILLS) ITEST_LEFTOVERS_HARM=1 ITEST_TEST_TIMEOUT=$$(( $(KILLS) * 2 + 900 )) \
+		ITEST_KILL_RUNS=$(KILLS) ITEST_TEST_TIMEOUT=$$(( $(KILLS) * 2 + 900 )) \
 		$(B)/tests/itest; k=$$?; \
 	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=torture \
 		ITEST_TORTURE_OPS=$(TORTURE_OPS) ITEST_TEST_TIMEOUT=$$(( $(TORTURE_OPS) + 900 )) \

@@ -93,6 +93,9 @@ struct cli_env {
 	int nargs;
 };
 
+/* keeper.c: the rest of the command runs in a child that outlives a kill of heapctl */
+void cli_keeper(void);
+
 /* util.c: reporting */
 void cli_log_init(int verbose);
 void cli_log(enum hc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1101,6 +1101,9 @@ int main(int argc, char **argv)
 		rc = cli_usage(NULL, "no command given");
 	} else {
 		rc = check_env(&env, &ps);
+		/* a command that may borrow a thread: see keeper.c */
+		if (rc == CLI_EXIT_OK && ((env.cmd->opts & CLI_O_TID) || env.probe) )
+			cli_keeper();
 		if (rc == CLI_EXIT_OK)
 			rc = finish(env.cmd->fn(&env));
 	}

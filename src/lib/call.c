@@ -266,6 +266,13 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			size_t i = k % ntids;
 
 			attempts++;
+			/* asked to stop (the front's death, see src/cli/keeper.c): seize nothing more */
+			t->cancel_sig = term_pending();
+			if (t->cancel_sig) {
+				err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d untouched",
+					sigabbrev_np(t->cancel_sig), t->pid);
+				goto fail;
+			}
 			r = thread_try(t, tids[i],
 				       t->opts.tid ? now_ns() < picky_until : k < ntids && ntids > 1,
 				       why, sizeof(why), err);
@@ -453,6 +460,16 @@ static int write_slot(struct hc_target *t, const struct hc_call *c, struct hc_er
 	return shadow_write(t, c->slot_addr, w, (1 + c->nstack) * sizeof(w[0]), err);
 }
 
+/* Asked to stop (SIGINT, SIGTERM, the front's death): no new call, unless one is undoing. */
+static bool cancelled(struct hc_target *t, struct hc_err *err)
+{
+	if (t->cancel_hold)
+		return false;
+	if (!t->cancel_sig)
+		t->cancel_sig = term_pending();
+	return t->cancel_sig && step_cancelled(t, err) < 0;
+}
+
 static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint64_t *args,
 		    unsigned int nargs, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 		    struct hc_err *err)
@@ -466,10 +483,8 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	if (need(t, err) < 0)
 		return -1;
 	s = t->sess;
-	if (!t->cancel_sig)
-		t->cancel_sig = term_pending();
-	if (t->cancel_sig)
-		return step_cancelled(t, err);
+	if (cancelled(t, err))
+		return -1;
 	/* an 8th argument goes in x7 on arm64, which no syscall stop lets heapctl write */
 	if (nargs == 8 && !t->arch->ret_gadget && s->at == ST_SYSCALL &&
 	    step_signal_stop(t, NULL, err) < 0)
@@ -502,12 +517,8 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 int call_syscall(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 		 struct hc_err *err)
 {
-	if (need(t, err) < 0)
+	if (need(t, err) < 0 || cancelled(t, err))
 		return -1;
-	if (!t->cancel_sig)
-		t->cancel_sig = term_pending();
-	if (t->cancel_sig)
-		return step_cancelled(t, err);
 	return step_rsys(t, nr, args, n, ret, err) == 0 ? 0 : -1;
 }
 

@@ -542,9 +542,12 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 		snprintf(path, sizeof(path), "/proc/self/fd/%" PRId64, fd);
 		rc = remote_dlopen(t, path, why, whylen, err);
 	}
+	/* the memfd goes whatever happened, a request to stop included */
 	a[0] = (uint64_t)fd;
-	if (call_syscall(t, t->arch->nr_close, a, 1, &ret, err) < 0)
-		return -1;
+	t->cancel_hold++;
+	if (call_syscall(t, t->arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
+		rc = -1;
+	t->cancel_hold--;
 	return rc;
 }
 

@@ -111,6 +111,7 @@ struct hc_target {
 	int seccomp;    /* Seccomp: from /proc/PID/status (2: filters) */
 	bool skip_errno; /* its filters fail a skipped syscall with an errno (seccomp_check()) */
 	int cancel_sig; /* a termination signal cancelled the operation */
+	int cancel_hold; /* > 0: calls run despite cancel_sig (undoing what was begun) */
 	int lockfd;     /* the per-target lock (tlock.c), from the first call to close; or -1 */
 	uint64_t gadget;   /* "syscall; ret" in the target's text */
 	uint64_t restorer; /* a sigreturn restorer in the target's text */

@@ -221,12 +221,17 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 		where_warm_up(t, s->presys.sp);
 	if (ptrace_interrupt(tid, err) < 0)
 		return -1;
-	/* A stop takes microseconds; do not let a spent retry budget cut it short. */
+	/*
+	 * A stop takes microseconds; do not let a spent retry budget cut it
+	 * short, nor a request to stop (SIGINT, SIGTERM, the front's death):
+	 * the stop may already have cost an epoll_wait its EINTR, which only
+	 * heapctl, once the thread has stopped, can take back.
+	 */
 	saved_deadline = t->deadline_ns;
 	if (t->deadline_ns < now_ns() + 2000000000ull)
 		t->deadline_ns = now_ns() + 2000000000ull;
 	for (;;) {
-		r = step_wait_ex(t, tid, true, &st, &sig, err);
+		r = step_wait_ex(t, tid, false, &st, &sig, err);
 		if (r != 0 || st != ST_SIGNAL)
 			break;
 		/* A signal on its way: deliver it as the kernel would, then stop. */
@@ -240,8 +245,6 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	t->deadline_ns = saved_deadline;
 	if (r < 0)
 		return -1;
-	if (r == 2)
-		return step_cancelled(t, err);
 	if (r > 0)
 		return err_set(err, HC_E_TIMEOUT, 0, "thread %d did not stop (uninterruptible sleep?)",
 			       tid);

@@ -284,13 +284,6 @@ unsigned int dump_leftovers(pid_t pid, bool rm, unsigned int *profiles)
 	return dump_dirs_now(pid, rm, profiles);
 }
 
-bool leftovers_harm(void)
-{
-	const char *e = getenv("ITEST_LEFTOVERS_HARM");
-
-	return e && !strcmp(e, "1");
-}
-
 int fds_settle(pid_t pid, const char *base, long ms, char *why, size_t whysz)
 {
 	long end = now_ms() + ms;

@@ -68,14 +68,6 @@ struct leftovers {
 int maps_classify(pid_t pid, const char *base, struct leftovers *lo);
 
 /*
- * Is an EINTR in epoll_wait, left by a heapctl SIGKILLed between a
- * thread's stop and its rewind (documented in docs/design.md), a failure?
- * Only under ITEST_LEFTOVERS_HARM=1 (`make torture`); otherwise counted
- * and noted.
- */
-bool leftovers_harm(void);
-
-/*
  * What heapctl's dump left in the target's /tmp, /var/tmp or /dev/shm, once
  * any has had 2 s to go (heapctl's guardian removes it after a SIGKILL):
  * returns the number of .heapctl-PID-* entries (its private directories),

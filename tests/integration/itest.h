@@ -99,6 +99,12 @@ void hc_finish(struct hproc *hp, struct hres *r, int timeout_s);
  * before) until it holds needle; true if it did within timeout_ms.
  */
 bool hp_err_until(struct hproc *hp, const char *needle, char *buf, size_t len, long timeout_ms);
+/*
+ * The process that does hp's work: a heapctl command that may borrow a
+ * thread runs in a child, the worker, of the process started
+ * (src/cli/keeper.c).  hp's own pid when there is none (yet).
+ */
+pid_t hp_worker(const struct hproc *hp);
 /* Runs heapctl to completion. */
 void hc_runv(struct hres *r, const char *cwd, const char *const args[]);
 __attribute__((sentinel)) void hc_run(struct hres *r, const char *cwd, ...);

@@ -445,6 +445,48 @@ int prog_start(struct hproc *hp, const char *const argv[])
 	return start_in(hp, NULL, argv);
 }
 
+pid_t hp_worker(const struct hproc *hp)
+{
+	char path[64], buf[512], comm[32];
+	pid_t found = hp->pid;
+	struct dirent *de;
+	DIR *d;
+	FILE *c;
+
+	/* its children, at once where the kernel lists them (CONFIG_PROC_CHILDREN) */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)hp->pid, (int)hp->pid);
+	c = fopen(path, "re");
+	if (c) {
+		int pid = 0;
+
+		if (fscanf(c, "%d", &pid) == 1 && pid > 0)
+			found = pid;
+		fclose(c);
+		if (found != hp->pid)
+			return found;
+	}
+	d = opendir("/proc");
+	while (d && (de = readdir(d)) && found == hp->pid) {
+		int pid = atoi(de->d_name), ppid = 0;
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) &&
+		    sscanf(buf, "%*d (%31[^)]) %*c %d", comm, &ppid) == 2 && ppid == hp->pid &&
+		    !strcmp(comm, "heapctl"))
+			found = pid;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 bool pid_exited(pid_t pid)
 {
 	siginfo_t si;

@@ -539,7 +539,9 @@ static void test_stats_full_blocked_pipe(void)
 	if (fcntl(hp.out, F_SETPIPE_SZ, 4096) < 0)
 		t_note("F_SETPIPE_SZ: %s (the default pipe size is used)", strerror(errno));
 	for (end = now_ms() + 15000; now_ms() < end && !pid_exited(hp.pid); sleep_ms(5)) {
-		if (proc_task_syscall(hp.pid, hp.pid) == SYS_write) {
+		pid_t w = hp_worker(&hp);
+
+		if (proc_task_syscall(w, w) == SYS_write) {
 			blocked = true;
 			break;
 		}
