@@ -287,8 +287,11 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 	n = readlink(path, exe, sizeof(exe) - 1);
 	if (n > 0)
 		exe[n] = 0;
-	/* the main thread's first frame sits below argc: where the stack scan ends */
-	snprintf(path, sizeof(path), "%s/stat", t->proc);
+	/*
+	 * The main thread's first frame sits below argc: where the stack scan
+	 * ends.  Its task's stat: the process's sums the times of every thread.
+	 */
+	snprintf(path, sizeof(path), "%s/task/%d/stat", t->proc, t->pid);
 	t->start_stack = procfs_stat(path, &st) == 0 ? st.start_stack : 0;
 	snprintf(path, sizeof(path), "%s/maps", t->proc);
 	f = fopen(path, "re");
