@@ -175,9 +175,9 @@ int term_pending(void)
 int procfs_stat_parse(const char *text, struct procfs_stat *st)
 {
 	const char *p = strrchr(text, ')');
+	unsigned long long stack = 0;
 
 	memset(st, 0, sizeof(*st));
-	unsigned long long stack = 0;
 
 	/*
 	 * after ')': state(3) ppid pgrp session tty_nr tpgid flags(9) ...

@@ -490,7 +490,9 @@ static long add_syms(Elf *elf, Elf64_Word type, uint64_t bias, struct symvec *sv
 			continue;
 		d = elf_getdata(scn, NULL);
 		sd = elf_getdata(elf_getscn(elf, sh.sh_link), NULL);
-		if (!d || !sd || !sd->d_buf)
+		/* heapctl drives 64-bit targets only: a 32-bit object's table is not read */
+		if (!d || !sd || !sd->d_buf || d->d_type != ELF_T_SYM ||
+		    gelf_getclass(elf) != ELFCLASS64)
 			continue;
 		n = sh.sh_size / sh.sh_entsize;
 		if (n > d->d_size / sizeof(Elf64_Sym))
@@ -499,15 +501,12 @@ static long add_syms(Elf *elf, Elf64_Word type, uint64_t bias, struct symvec *sv
 		if (symvec_reserve(sv, sv->n + n, sv->slen + sd->d_size) < 0)
 			return -1;
 		/*
-		 * The table as it lies in memory: libelf hands a 64-bit object of
-		 * the host's byte order over unconverted (heapctl drives 64-bit
-		 * targets of its own architecture only), and names are looked up
-		 * in the string table directly, each checked to end inside it:
-		 * gelf_getsym() and elf_strptr() per symbol cost most of a large
-		 * library's load.
+		 * The table as elf_getdata() gives it, Elf64_Sym in the host's
+		 * byte order, and the names straight from the string table, each
+		 * checked to end inside it: gelf_getsym() and elf_strptr() per
+		 * symbol cost most of a large library's load.
 		 */
-		for (size_t i = 0; i < n && d->d_type == ELF_T_SYM && gelf_getclass(elf) == ELFCLASS64;
-		     i++) {
+		for (size_t i = 0; i < n; i++) {
 			const Elf64_Sym *s = (const Elf64_Sym *)d->d_buf + i;
 			const char *name = (const char *)sd->d_buf + s->st_name;
 			int st = ELF64_ST_TYPE(s->st_info);

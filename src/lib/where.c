@@ -654,10 +654,13 @@ static size_t read_stack(struct hc_target *t, uint64_t sp)
 	struct hc_err e = { 0 };
 
 	a->have_len = 0;
-	hi = a && sp ? stack_top(t, sp, 0, why, sizeof(why)) : 0;
+	hi = sp ? stack_top(t, sp, 0, why, sizeof(why)) : 0;
+	if (!hi)
+		return 0;
+	/* stack_top() found sp's mapping */
 	if (hi - sp > PREFETCH && !(vma_at(t, sp)->flags & VMA_STACK))
 		hi = sp + PREFETCH;
-	if (!hi || mem_read(t->pid, -1, sp, a->stack, hi - sp, &e) < 0)
+	if (mem_read(t->pid, -1, sp, a->stack, hi - sp, &e) < 0)
 		return 0;
 	return hi - sp;
 }

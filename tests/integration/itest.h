@@ -105,6 +105,8 @@ bool hp_err_until(struct hproc *hp, const char *needle, char *buf, size_t len, l
  * (src/cli/keeper.c).  hp's own pid when there is none (yet).
  */
 pid_t hp_worker(const struct hproc *hp);
+/* Live heapctl processes whose parent is parent; the first one's pid in *first. */
+unsigned int heapctl_children(pid_t parent, pid_t *first);
 /* Runs heapctl to completion. */
 void hc_runv(struct hres *r, const char *cwd, const char *const args[]);
 __attribute__((sentinel)) void hc_run(struct hres *r, const char *cwd, ...);

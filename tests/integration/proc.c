@@ -445,12 +445,38 @@ int prog_start(struct hproc *hp, const char *const argv[])
 	return start_in(hp, NULL, argv);
 }
 
+unsigned int heapctl_children(pid_t parent, pid_t *first)
+{
+	unsigned int n = 0;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	while (d && (de = readdir(d))) {
+		char path[64], buf[512], comm[32], st = 0;
+		int pid = atoi(de->d_name), ppid = 0;
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) &&
+		    sscanf(buf, "%*d (%31[^)]) %c %d", comm, &st, &ppid) == 3 && ppid == parent &&
+		    st != 'Z' && !strcmp(comm, "heapctl") && !n++ && first)
+			*first = pid;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 pid_t hp_worker(const struct hproc *hp)
 {
-	char path[64], buf[512], comm[32];
+	char path[64];
 	pid_t found = hp->pid;
-	struct dirent *de;
-	DIR *d;
 	FILE *c;
 
 	/* its children, at once where the kernel lists them (CONFIG_PROC_CHILDREN) */
@@ -465,25 +491,7 @@ pid_t hp_worker(const struct hproc *hp)
 		if (found != hp->pid)
 			return found;
 	}
-	d = opendir("/proc");
-	while (d && (de = readdir(d)) && found == hp->pid) {
-		int pid = atoi(de->d_name), ppid = 0;
-		FILE *f;
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) &&
-		    sscanf(buf, "%*d (%31[^)]) %*c %d", comm, &ppid) == 2 && ppid == hp->pid &&
-		    !strcmp(comm, "heapctl"))
-			found = pid;
-		fclose(f);
-	}
-	if (d)
-		closedir(d);
+	heapctl_children(hp->pid, &found);
 	return found;
 }
 

@@ -622,33 +622,7 @@ out:
 /* Live heapctl processes re-parented to us (a guardian outliving its job would be one). */
 static unsigned int heapctl_orphans(void)
 {
-	unsigned int n = 0;
-	struct dirent *de;
-	DIR *d = opendir("/proc");
-
-	while (d && (de = readdir(d))) {
-		char path[64], buf[512], comm[32];
-		int ppid = 0;
-		char st = 0;
-		FILE *f;
-
-		int pid = atoi(de->d_name);
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%*d (%31[^)]) %c %d", comm, &st,
-							  &ppid) == 3 &&
-		    ppid == (int)getpid() && st != 'Z' && !strcmp(comm, "heapctl"))
-			n++;
-		fclose(f);
-	}
-	if (d)
-		closedir(d);
-	return n;
+	return heapctl_children(getpid(), NULL);
 }
 
 /*
