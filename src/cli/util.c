@@ -211,8 +211,9 @@ int cli_stdout_errno(void)
  * finishes the call in flight, restores the target and fails with
  * HC_E_CANCELLED; then heapctl says so and dies of the signal.  Blocking
  * (not catching) keeps the library's waits free of EINTR.  SIGTTOU is held
- * too, so heapctl is not stopped mid-call.  Even SIGKILL would not harm the
- * target (see arch/arch.h); it only leaves heapctl's code page behind.
+ * too, so heapctl is not stopped mid-call.  A SIGKILL of the process the
+ * user started reaches this one as SIGTERM (keeper.c); even a SIGKILL of
+ * this one leaves the target whole (see arch/arch.h).
  */
 static sigset_t saved_mask;
 static int held;

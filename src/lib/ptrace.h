@@ -47,8 +47,8 @@ int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct
 int mem_read_fd(int memfd, uint64_t raddr, void *buf, size_t len);
 /*
  * Writes go through /proc/PID/mem: it can write read-only pages (FOLL_FORCE)
- * so heapctl's code page never needs to be writable, and it keeps the
- * instruction cache coherent, which process_vm_writev does not on arm64.
+ * and it keeps the instruction cache coherent, which process_vm_writev
+ * does not on arm64.
  */
 int mem_write(int memfd, uint64_t raddr, const void *buf, size_t len, struct hc_err *err);
 

@@ -3,10 +3,9 @@
  * tlock.c: one heapctl at a time per target.
  *
  * Two heapctls on one process would fight over its threads (the loser's
- * PTRACE_SEIZE fails with EPERM) and, worse, one could take the other's live
- * code page for a leftover of a killed run and unmap it.  So a session takes
- * a per-target lock before its first seize and keeps it until the target is
- * closed.
+ * PTRACE_SEIZE fails with EPERM), and a second sampler load or unload could
+ * race the first.  So a session takes a per-target lock before its first
+ * seize and keeps it until the target is closed.
  *
  * The lock is an abstract unix socket named "heapctl-lock-<pid>-<start>",
  * <start> being the target's start time (field 22 of /proc/PID/stat), so a
