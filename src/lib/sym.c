@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -239,6 +240,14 @@ Elf *sym_elf_open(int fd)
 
 static void link_order(struct hc_target *t);
 
+static void vma_set(struct vma *v, const struct mapline *m)
+{
+	v->lo = m->lo;
+	v->hi = m->hi;
+	v->flags = (m->perms[2] == 'x' ? VMA_X : 0) | (!m->inode && !m->path[0] ? VMA_ANON : 0) |
+		   (!strcmp(m->path, "[stack]") ? VMA_STACK : 0);
+}
+
 static int vma_add(struct hc_target *t, const struct mapline *m)
 {
 	static const size_t step = 256;
@@ -250,17 +259,17 @@ static int vma_add(struct hc_target *t, const struct mapline *m)
 			return -1;
 		t->vmas = v;
 	}
-	v = &t->vmas[t->nvmas++];
-	v->lo = m->lo;
-	v->hi = m->hi;
-	v->flags = (m->perms[2] == 'x' ? VMA_X : 0) | (!m->inode && !m->path[0] ? VMA_ANON : 0) |
-		   (!strcmp(m->path, "[stack]") ? VMA_STACK : 0);
+	vma_set(&t->vmas[t->nvmas++], m);
 	return 0;
 }
 
-const struct vma *vma_at(const struct hc_target *t, uint64_t raddr)
+static int maps_query(int fd, uint64_t addr, uint64_t flags, struct mapline *m);
+
+const struct vma *vma_at(struct hc_target *t, uint64_t raddr)
 {
 	size_t lo = 0, hi = t->nvmas;
+	struct mapline m;
+	struct vma *v;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -272,16 +281,184 @@ const struct vma *vma_at(const struct hc_target *t, uint64_t raddr)
 		else
 			return &t->vmas[mid];
 	}
-	return NULL;
+	if (!t->vmas_partial)
+		return NULL;
+	/* read by PROCMAP_QUERY: a thread's stack, say, was not asked for yet */
+	for (size_t i = 0; i < VMA_ASKED; i++)
+		if (raddr >= t->vasked[i].lo && raddr < t->vasked[i].hi)
+			return &t->vasked[i];
+	if (maps_query(t->mapsfd, raddr, 0, &m) != 1)
+		return NULL;
+	v = &t->vasked[t->nasked++ % VMA_ASKED];
+	vma_set(v, &m);
+	return v;
+}
+
+/* One mapping maps_load() learnt of: a mapping, and an object's if it is a file's (or the vDSO). */
+static int map_line(struct hc_target *t, const struct mapline *m, const char *exe)
+{
+	struct obj *o;
+
+	if (vma_add(t, m) < 0)
+		return -1;
+	if (!(m->inode && m->path[0] == '/') && strcmp(m->path, "[vdso]"))
+		return 0;
+	o = obj_find_path(t, m->path);
+	if (!o) {
+		struct obj *no = realloc(t->objs, (t->nobjs + 1) * sizeof(*no));
+
+		if (!no)
+			return -1;
+		t->objs = no;
+		o = &t->objs[t->nobjs++];
+		memset(o, 0, sizeof(*o));
+		o->path = strdup(m->path);
+		if (!o->path)
+			return -1;
+		o->pid = t->pid;
+		o->lo = m->lo;
+		o->is_vdso = !strcmp(m->path, "[vdso]");
+		o->is_exe = exe[0] && !strcmp(m->path, exe);
+		o->is_ldso = strstr(m->path, "/ld-linux") || strstr(m->path, "/ld64.so");
+		if (!o->is_vdso)
+			set_open_path(t, o, m);
+	}
+	if (m->off == 0 && !o->base)
+		o->base = m->lo;
+	if (m->hi > o->hi)
+		o->hi = m->hi;
+	if (m->perms[2] == 'x') {
+		if (!o->text_lo || m->lo < o->text_lo)
+			o->text_lo = m->lo;
+		if (m->hi > o->text_hi)
+			o->text_hi = m->hi;
+	}
+	return 0;
+}
+
+/*
+ * PROCMAP_QUERY (Linux 6.11, <linux/fs.h>): the mapping at an address, or
+ * the next one with the flags asked for, without the kernel printing
+ * every other mapping.  A process with a thousand threads has two
+ * thousand of them, nearly all stacks, and printing /proc/PID/maps cost
+ * most of a round trip there.
+ */
+struct procmap_q {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_Q _IOWR('f', 17, struct procmap_q)
+#define PMQ_R 0x01
+#define PMQ_W 0x02
+#define PMQ_X 0x04
+#define PMQ_SHARED 0x08
+#define PMQ_NEXT 0x10 /* the mapping at the address, or the next one */
+#define PMQ_FILE 0x20 /* file-backed mappings only */
+
+/* The mapping at (or, with PMQ_NEXT, after) addr: 1, 0 for none, -1 with errno. */
+static int maps_query(int fd, uint64_t addr, uint64_t flags, struct mapline *m)
+{
+	struct procmap_q q = { .size = sizeof(q), .query_flags = flags, .query_addr = addr,
+			       .vma_name_size = sizeof(m->path),
+			       .vma_name_addr = (uint64_t)(uintptr_t)m->path };
+
+	if (ioctl(fd, PROCMAP_Q, &q) < 0)
+		return errno == ENOENT ? 0 : -1;
+	m->lo = q.vma_start;
+	m->hi = q.vma_end;
+	m->off = q.vma_offset;
+	m->inode = (unsigned long)q.inode;
+	m->perms[0] = q.vma_flags & PMQ_R ? 'r' : '-';
+	m->perms[1] = q.vma_flags & PMQ_W ? 'w' : '-';
+	m->perms[2] = q.vma_flags & PMQ_X ? 'x' : '-';
+	m->perms[3] = q.vma_flags & PMQ_SHARED ? 's' : 'p';
+	m->perms[4] = 0;
+	if (!q.vma_name_size)
+		m->path[0] = 0;
+	m->path[sizeof(m->path) - 1] = 0;
+	return 1;
+}
+
+static int vma_cmp(const void *a, const void *b)
+{
+	const struct vma *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int obj_cmp(const void *a, const void *b)
+{
+	const struct obj *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * The mappings maps_load() needs, by PROCMAP_QUERY: every file's (the
+ * objects), every executable one (anonymous code, the vDSO) and the main
+ * thread's stack.  Another thread's stack is asked for when first wanted
+ * (vma_at()).  0, 1 when the kernel has no PROCMAP_QUERY (nothing was
+ * added then), -1 with err.
+ */
+static int maps_by_query(struct hc_target *t, const char *exe, struct hc_err *err)
+{
+	struct mapline m;
+	int r = 0;
+
+	for (int pass = 0; pass < 2 && r >= 0; pass++)
+		for (uint64_t at = 0;
+		     (r = maps_query(t->mapsfd, at, PMQ_NEXT | (pass ? PMQ_X : PMQ_FILE), &m)) == 1;
+		     at = m.hi) {
+			if (pass && m.inode)
+				continue; /* a file's: the first pass had it */
+			if (map_line(t, &m, exe) < 0)
+				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		}
+	if (r < 0) {
+		/* before Linux 6.11 (ENOTTY), or refused: the text says it all */
+		if (!t->nvmas)
+			return 1;
+		return err_errno(err, errno, "PROCMAP_QUERY on %s/maps", t->proc);
+	}
+	if (t->start_stack && maps_query(t->mapsfd, t->start_stack, 0, &m) == 1 &&
+	    !m.inode && map_line(t, &m, exe) < 0)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	/* in address order, as the text has them: the vDSO came with the second pass */
+	qsort(t->vmas, t->nvmas, sizeof(*t->vmas), vma_cmp);
+	qsort(t->objs, t->nobjs, sizeof(*t->objs), obj_cmp);
+	t->vmas_partial = true;
+	return 0;
+}
+
+/* /proc/PID/maps as text: every mapping. */
+static int maps_by_text(struct hc_target *t, const char *exe, struct hc_err *err)
+{
+	char line[PATH_MAX + 128];
+	struct mapline m;
+	FILE *f;
+
+	snprintf(line, sizeof(line), "%s/maps", t->proc);
+	f = fopen(line, "re");
+	if (!f)
+		return err_errno(err, errno, "open %s", line);
+	while (fgets(line, sizeof(line), f))
+		if (maps_parse_line(line, &m) == 0 && map_line(t, &m, exe) < 0) {
+			fclose(f);
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		}
+	fclose(f);
+	t->vmas_partial = false;
+	return 0;
 }
 
 int maps_load(struct hc_target *t, struct hc_err *err)
 {
-	char path[96], line[PATH_MAX + 128], exe[PATH_MAX] = "";
+	char path[96], exe[PATH_MAX] = "";
 	struct procfs_stat st;
-	struct mapline m;
-	FILE *f;
 	ssize_t n;
+	int r;
 
 	snprintf(path, sizeof(path), "%s/exe", t->proc);
 	n = readlink(path, exe, sizeof(exe) - 1);
@@ -291,61 +468,27 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 	 * The main thread's first frame sits below argc: where the stack scan
 	 * ends.  Its task's stat: the process's sums the times of every thread.
 	 */
-	snprintf(path, sizeof(path), "%s/task/%d/stat", t->proc, t->pid);
+	if (strstr(t->proc, "/task/"))
+		snprintf(path, sizeof(path), "%s/stat", t->proc);
+	else
+		snprintf(path, sizeof(path), "%s/task/%d/stat", t->proc, t->pid);
 	t->start_stack = procfs_stat(path, &st) == 0 ? st.start_stack : 0;
-	snprintf(path, sizeof(path), "%s/maps", t->proc);
-	f = fopen(path, "re");
-	if (!f)
-		return err_errno(err, errno, "open %s", path);
-	while (fgets(line, sizeof(line), f)) {
-		struct obj *o;
-
-		if (maps_parse_line(line, &m) < 0)
-			continue;
-		if (vma_add(t, &m) < 0) {
-			fclose(f);
-			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-		}
-		if (!(m.inode && m.path[0] == '/') && strcmp(m.path, "[vdso]"))
-			continue;
-		o = obj_find_path(t, m.path);
-		if (!o) {
-			struct obj *no = realloc(t->objs, (t->nobjs + 1) * sizeof(*no));
-
-			if (!no) {
-				fclose(f);
-				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-			}
-			t->objs = no;
-			o = &t->objs[t->nobjs++];
-			memset(o, 0, sizeof(*o));
-			o->path = strdup(m.path);
-			o->pid = t->pid;
-			o->lo = m.lo;
-			o->is_vdso = !strcmp(m.path, "[vdso]");
-			o->is_exe = exe[0] && !strcmp(m.path, exe);
-			o->is_ldso = strstr(m.path, "/ld-linux") || strstr(m.path, "/ld64.so");
-			if (!o->is_vdso)
-				set_open_path(t, o, &m);
-		}
-		if (m.off == 0 && !o->base)
-			o->base = m.lo;
-		if (m.hi > o->hi)
-			o->hi = m.hi;
-		if (m.perms[2] == 'x') {
-			if (!o->text_lo || m.lo < o->text_lo)
-				o->text_lo = m.lo;
-			if (m.hi > o->text_hi)
-				o->text_hi = m.hi;
-		}
+	if (t->mapsfd < 0) {
+		snprintf(path, sizeof(path), "%s/maps", t->proc);
+		t->mapsfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (t->mapsfd < 0)
+			return err_errno(err, errno, "open %s", path);
 	}
-	fclose(f);
+	r = maps_by_query(t, exe, err);
+	if (r > 0)
+		r = maps_by_text(t, exe, err);
+	if (r < 0)
+		return -1;
 	if (t->nobjs == 0)
 		return err_set(err, HC_E_NO_PROC, 0, "pid %d has no mapped objects (zombie or kernel thread?)",
 			       t->pid);
 	for (size_t i = 0; i < t->nobjs; i++) {
 		struct obj *o = &t->objs[i];
-		int r;
 
 		if (!o->base) {
 			o->text_lo = o->text_hi = 0;
@@ -1291,6 +1434,8 @@ void objs_free(struct hc_target *t)
 	free(t->vmas);
 	t->vmas = NULL;
 	t->nvmas = 0;
+	t->nasked = 0;
+	memset(t->vasked, 0, sizeof(t->vasked));
 	if (t->debug_elf)
 		elf_end(t->debug_elf);
 	t->debug_elf = NULL;

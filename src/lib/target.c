@@ -17,7 +17,7 @@ struct hc_target *target_new(pid_t pid)
 	if (!t)
 		return NULL;
 	t->pid = pid;
-	t->lockfd = t->memfd = -1;
+	t->lockfd = t->memfd = t->mapsfd = -1;
 	t->arch = hc_arch_host();
 	snprintf(t->proc, sizeof(t->proc), "/proc/%d", pid);
 	snprintf(path, sizeof(path), "%s/task/%d/stat", t->proc, pid);
@@ -35,5 +35,7 @@ void target_free(struct hc_target *t)
 	free(t->shadow);
 	if (t->memfd >= 0)
 		close(t->memfd);
+	if (t->mapsfd >= 0)
+		close(t->mapsfd);
 	free(t);
 }

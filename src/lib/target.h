@@ -74,9 +74,18 @@ struct hc_target {
 	struct obj *objs;
 	size_t nobjs;
 	struct Elf *debug_elf; /* --debug-file, opened and checked once (sym_debug_file_check()) */
-	/* every mapping maps_load() saw, in address order */
+	/*
+	 * The mappings maps_load() saw, in address order: every one, or with
+	 * PROCMAP_QUERY (vmas_partial) every file's and executable one and the
+	 * main stack, and those vma_at() asked for since in vasked.
+	 */
 	struct vma *vmas;
 	size_t nvmas;
+	bool vmas_partial;
+#define VMA_ASKED 8
+	struct vma vasked[VMA_ASKED];
+	unsigned int nasked;
+	int mapsfd; /* /proc/PID/maps, open for the target's life */
 	uint64_t start_stack; /* where the main thread's stack began (argc), or 0 */
 	/* the object that serves malloc() (obj_malloc_owner()), or NULL */
 	struct obj *malloc_obj;
@@ -154,7 +163,7 @@ struct mapline {
 int maps_parse_line(const char *line, struct mapline *m);
 struct obj *obj_at(struct hc_target *t, uint64_t raddr);
 /* The mapping holding raddr when maps_load() looked, or NULL. */
-const struct vma *vma_at(const struct hc_target *t, uint64_t raddr);
+const struct vma *vma_at(struct hc_target *t, uint64_t raddr);
 /*
  * .dynsym and .symtab, and --debug-file for the executable; with debug, if
  * there is no .symtab: .gnu_debugdata, a separate debug file, debuginfod.

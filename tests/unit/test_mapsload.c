@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit test: maps_load() by PROCMAP_QUERY (Linux 6.11) knows what it does
+ * from /proc/PID/maps as text.  This process, with thread stacks, anonymous
+ * code and a memfd mapped, is read both ways: the same objects (path,
+ * range, base, text), and every mapping of the text is what vma_at() of
+ * the other answers, thread stacks asked for lazily included.  The text
+ * way is forced with a maps fd that refuses the ioctl (/dev/null), as an
+ * older kernel would.  Prints "PASS group" or "FAIL group: detail" (or
+ * "SKIP group: why"); exits 1 on failure.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "target.h"
+#include "unit.h"
+
+static int block[2];
+
+static void *parked(void *arg)
+{
+	char c;
+
+	(void)arg;
+	return read(block[0], &c, 1) < 0 ? NULL : arg;
+}
+
+static struct hc_target *load(bool text)
+{
+	struct hc_target *t = target_new(getpid());
+	struct hc_err e = { 0 };
+
+	if (!t)
+		return NULL;
+	t->memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	if (text)
+		t->mapsfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (maps_load(t, &e) < 0) {
+		printf("# maps_load: %s\n", e.msg);
+		target_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void same_objects(const struct hc_target *q, const struct hc_target *x)
+{
+	begin("maps_load.query.objects");
+	CHECK(q->nobjs == x->nobjs, "%zu objects by query, %zu by text", q->nobjs, x->nobjs);
+	for (size_t i = 0; i < q->nobjs && i < x->nobjs; i++) {
+		const struct obj *a = &q->objs[i], *b = &x->objs[i];
+
+		CHECK(!strcmp(a->path, b->path), "object %zu: %s, %s", i, a->path, b->path);
+		CHECK(a->lo == b->lo && a->hi == b->hi && a->base == b->base &&
+			      a->text_lo == b->text_lo && a->text_hi == b->text_hi,
+		      "%s: %llx-%llx base %llx text %llx-%llx by query, %llx-%llx base %llx text "
+		      "%llx-%llx by text", a->path, (unsigned long long)a->lo,
+		      (unsigned long long)a->hi, (unsigned long long)a->base,
+		      (unsigned long long)a->text_lo, (unsigned long long)a->text_hi,
+		      (unsigned long long)b->lo, (unsigned long long)b->hi,
+		      (unsigned long long)b->base, (unsigned long long)b->text_lo,
+		      (unsigned long long)b->text_hi);
+		CHECK(a->is_exe == b->is_exe && a->is_vdso == b->is_vdso && a->is_ldso == b->is_ldso,
+		      "%s: kinds differ", a->path);
+	}
+	end();
+}
+
+static void same_mappings(struct hc_target *q, const struct hc_target *x)
+{
+	begin("maps_load.query.vma_at");
+	for (size_t i = 0; i < x->nvmas; i++) {
+		const struct vma *b = &x->vmas[i];
+		const struct vma *a;
+
+		/* x86_64's [vsyscall] page is the kernel's, in no process's list of mappings */
+		if (b->lo >= 0xffff800000000000ull)
+			continue;
+		a = vma_at(q, b->lo);
+
+		CHECK(a && a->lo == b->lo && a->hi == b->hi && a->flags == b->flags,
+		      "%llx-%llx flags %u by text, %llx-%llx flags %u by query",
+		      (unsigned long long)b->lo, (unsigned long long)b->hi, b->flags,
+		      a ? (unsigned long long)a->lo : 0ull, a ? (unsigned long long)a->hi : 0ull,
+		      a ? a->flags : 0u);
+	}
+	CHECK(!vma_at(q, 4096), "page 1 is mapped?");
+	end();
+}
+
+int main(void)
+{
+	pthread_t th[3];
+	struct hc_target *q, *x;
+	void *code;
+	int mfd;
+
+	if (pipe(block) < 0)
+		return 1;
+	for (int i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, parked, NULL);
+	/* anonymous code, where a JIT's would be, and a memfd's mapping */
+	code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mfd = memfd_create("heapctl-unit", MFD_CLOEXEC);
+	if (mfd >= 0 && ftruncate(mfd, 8192) == 0)
+		mmap(NULL, 8192, PROT_READ, MAP_SHARED, mfd, 0);
+	(void)code;
+	q = load(false);
+	x = load(true);
+	if (!q || !x) {
+		printf("FAIL maps_load.query: the maps could not be read\n");
+		return 1;
+	}
+	if (!q->vmas_partial) {
+		printf("SKIP maps_load.query: this kernel has no PROCMAP_QUERY (Linux 6.11); "
+		       "both reads were the text's\n");
+	} else {
+		same_objects(q, x);
+		same_mappings(q, x);
+	}
+	target_free(q);
+	target_free(x);
+	return nfailed != 0;
+}
