@@ -50,7 +50,7 @@ static void front(pid_t worker, const sigset_t *set)
 			break;
 	}
 	if (WIFEXITED(st))
-		exit(WEXITSTATUS(st));
+		_exit(WEXITSTATUS(st));
 	/* the same death, without a second core file */
 	sig = WTERMSIG(st);
 	setrlimit(RLIMIT_CORE, &none);
@@ -59,7 +59,7 @@ static void front(pid_t worker, const sigset_t *set)
 	sigaddset(&one, sig);
 	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
 	raise(sig);
-	exit(128 + sig);
+	_exit(128 + sig);
 }
 
 void cli_keeper(void)
