@@ -14,6 +14,7 @@
 #endif
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +24,16 @@
 #include "target.h"
 #include "unit.h"
 
-static int block[2];
+static int block[2], ready[2];
+static uint64_t stack_of[3]; /* an address on each parked thread's stack */
 
 static void *parked(void *arg)
 {
 	char c;
 
-	(void)arg;
+	*(uint64_t *)arg = (uint64_t)(uintptr_t)&c;
+	if (write(ready[1], "r", 1) != 1)
+		return NULL;
 	return read(block[0], &c, 1) < 0 ? NULL : arg;
 }
 
@@ -96,33 +100,78 @@ static void same_mappings(struct hc_target *q, const struct hc_target *x)
 	end();
 }
 
+/*
+ * What this process knows of itself, whichever way the maps were read:
+ * its executable is an object, the anonymous code page is an executable
+ * anonymous mapping, the memfd's is a file's, every parked thread's stack
+ * and main()'s own are mapped, and page 1 is not.
+ */
+static void knows_itself(struct hc_target *t, const char *how, uint64_t code, uint64_t mem,
+			 uint64_t main_sp)
+{
+	char name[64];
+	const struct vma *v;
+	bool exe = false;
+
+	snprintf(name, sizeof name, "maps_load.%s", how);
+	begin(name);
+	for (size_t i = 0; i < t->nobjs; i++)
+		exe |= t->objs[i].is_exe && strstr(t->objs[i].path, "test_mapsload");
+	CHECK(exe, "no object is this executable (%zu objects)", t->nobjs);
+	v = vma_at(t, code);
+	CHECK(v && (v->flags & (VMA_X | VMA_ANON)) == (VMA_X | VMA_ANON),
+	      "anonymous code at %llx: %s", (unsigned long long)code,
+	      v ? "not anonymous and executable" : "no mapping");
+	if (mem) {
+		v = vma_at(t, mem);
+		CHECK(v && !(v->flags & (VMA_X | VMA_ANON)), "memfd's mapping at %llx: %s",
+		      (unsigned long long)mem, v ? "wrong kind" : "no mapping");
+	}
+	v = vma_at(t, main_sp);
+	CHECK(v && (v->flags & VMA_STACK), "main()'s stack at %llx: %s",
+	      (unsigned long long)main_sp, v ? "not [stack]" : "no mapping");
+	for (int i = 0; i < 3; i++)
+		CHECK(vma_at(t, stack_of[i]), "thread %d's stack at %llx: no mapping", i,
+		      (unsigned long long)stack_of[i]);
+	CHECK(!vma_at(t, 4096), "page 1 is mapped?");
+	end();
+}
+
 int main(void)
 {
 	pthread_t th[3];
 	struct hc_target *q, *x;
-	void *code;
+	void *code, *mem = NULL;
 	int mfd;
+	char c;
 
-	if (pipe(block) < 0)
+	if (pipe(block) < 0 || pipe(ready) < 0)
 		return 1;
 	for (int i = 0; i < 3; i++)
-		pthread_create(&th[i], NULL, parked, NULL);
+		pthread_create(&th[i], NULL, parked, &stack_of[i]);
+	/* each thread has said where its stack is before it parks */
+	for (int i = 0; i < 3; i++)
+		if (read(ready[0], &c, 1) != 1)
+			return 1;
 	/* anonymous code, where a JIT's would be, and a memfd's mapping */
 	code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	mfd = memfd_create("heapctl-unit", MFD_CLOEXEC);
 	if (mfd >= 0 && ftruncate(mfd, 8192) == 0)
-		mmap(NULL, 8192, PROT_READ, MAP_SHARED, mfd, 0);
-	(void)code;
+		mem = mmap(NULL, 8192, PROT_READ, MAP_SHARED, mfd, 0);
+	if (mem == MAP_FAILED)
+		mem = NULL;
 	q = load(false);
 	x = load(true);
 	if (!q || !x) {
 		printf("FAIL maps_load.query: the maps could not be read\n");
 		return 1;
 	}
+	knows_itself(x, "text", (uintptr_t)code, (uintptr_t)mem, (uintptr_t)&c);
 	if (!q->vmas_partial) {
 		printf("SKIP maps_load.query: this kernel has no PROCMAP_QUERY (Linux 6.11); "
 		       "both reads were the text's\n");
 	} else {
+		knows_itself(q, "query", (uintptr_t)code, (uintptr_t)mem, (uintptr_t)&c);
 		same_objects(q, x);
 		same_mappings(q, x);
 	}
