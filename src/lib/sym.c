@@ -399,8 +399,8 @@ static int obj_cmp(const void *a, const void *b)
  * The mappings maps_load() needs, by PROCMAP_QUERY: every file's (the
  * objects), every executable one (anonymous code, the vDSO) and the main
  * thread's stack.  Another thread's stack is asked for when first wanted
- * (vma_at()).  0, 1 when the kernel has no PROCMAP_QUERY (nothing was
- * added then), -1 with err.
+ * (vma_at()).  0, 1 when the kernel has no PROCMAP_QUERY or refused it
+ * (nothing is kept then), -1 with err.
  */
 static int maps_by_query(struct hc_target *t, const char *exe, struct hc_err *err)
 {
@@ -417,10 +417,9 @@ static int maps_by_query(struct hc_target *t, const char *exe, struct hc_err *er
 				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		}
 	if (r < 0) {
-		/* before Linux 6.11 (ENOTTY), or refused: the text says it all */
-		if (!t->nvmas)
-			return 1;
-		return err_errno(err, errno, "PROCMAP_QUERY on %s/maps", t->proc);
+		/* before Linux 6.11 (ENOTTY), or refused, even half-way: the text says it all */
+		objs_free(t);
+		return 1;
 	}
 	if (t->start_stack && maps_query(t->mapsfd, t->start_stack, 0, &m) == 1 &&
 	    !m.inode && map_line(t, &m, exe) < 0)
