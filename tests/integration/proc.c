@@ -252,12 +252,24 @@ static void cmdline_of(char *out, size_t sz, const char *const argv[])
 		out[sz - 1] = '\0';
 }
 
-static int start_in(struct hproc *hp, const char *cwd, const char *const argv[])
+/*
+ * Start argv with its stdout and stderr read by hc_finish().  heapctl
+ * itself gets TMPDIR set to the scratch directory when the suite was given
+ * none: what -v keeps there (leak's two profiles) goes with the scratch.
+ */
+static int start_in(struct hproc *hp, const char *cwd, const char *const argv[], bool heapctl)
 {
 	struct spawn_opts o = { .cwd = cwd, .in_fd = -1, .out_fd = -1, .err_fd = -1 };
 	static const char *const unset[] = { "MALLOC_CONF", NULL };
+	static char tmpdir_kv[sizeof(cfg.tmpdir) + 8];
+	const char *env[] = { tmpdir_kv, NULL };
 	int po[2], pe[2];
 	char why[256];
+
+	if (heapctl && !getenv("TMPDIR") && cfg.tmpdir[0]) {
+		snprintf(tmpdir_kv, sizeof(tmpdir_kv), "TMPDIR=%s", cfg.tmpdir);
+		o.setenv_kv = env;
+	}
 
 	memset(hp, 0, sizeof(*hp));
 	hp->pid = -1;
@@ -400,7 +412,7 @@ int hc_startv(struct hproc *hp, const char *cwd, const char *const args[])
 	for (i = 0; args[i] && n < 60; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	return start_in(hp, cwd, argv);
+	return start_in(hp, cwd, argv, true);
 }
 
 void hc_runv(struct hres *r, const char *cwd, const char *const args[])
@@ -436,13 +448,13 @@ void run_prog(struct hres *r, const char *const argv[], int timeout_s)
 {
 	struct hproc hp;
 
-	start_in(&hp, NULL, argv);
+	start_in(&hp, NULL, argv, false);
 	hc_finish(&hp, r, timeout_s);
 }
 
 int prog_start(struct hproc *hp, const char *const argv[])
 {
-	return start_in(hp, NULL, argv);
+	return start_in(hp, NULL, argv, false);
 }
 
 unsigned int heapctl_children(pid_t parent, pid_t *first)
