@@ -349,9 +349,11 @@ static void cmd_check(int fd)
 
 static void cmd_state(int fd)
 {
-	long maps, anon_odd;
+	unsigned long sig_count_now;
+	long maps, anon_odd, sig_sum_now;
 
 	vcount_maps(&maps, &anon_odd);
+	vsig_read(&sig_count_now, &sig_sum_now);
 	vreply(fd,
 	       "state pid=%d errors=%lu eintr_main=%lu eintr_read=%lu eintr_sleep=%lu"
 	       " eintr_epoll=%lu eintr_futex=%lu eintr_accept=%lu eintr_poll=%lu eintr_regs=%lu"
@@ -362,8 +364,8 @@ static void cmd_state(int fd)
 	       atomic_load(&eintr_futex), atomic_load(&eintr_accept), atomic_load(&eintr_poll),
 	       atomic_load(&eintr_regs), atomic_load(&eintr_tick), atomic_load(&eintr_sig),
 	       atomic_load(&regs_bad), atomic_load(&spin_rounds), atomic_load(&hammer_ops),
-	       atomic_load(&n_ticks), atomic_load(&maxgap_ns) / 1000, atomic_load(&sig_count),
-	       atomic_load(&sig_sum), vcount_fds(), maps, anon_odd);
+	       atomic_load(&n_ticks), atomic_load(&maxgap_ns) / 1000, sig_count_now,
+	       sig_sum_now, vcount_fds(), maps, anon_odd);
 }
 
 static void setup_socket(void)

@@ -460,12 +460,13 @@ static void cmd_free(int fd)
 
 static void cmd_state(int fd)
 {
-	unsigned long reads, epolls, futexes, sleeps, regs_rounds;
+	unsigned long reads, epolls, futexes, sleeps, regs_rounds, sig_count_now;
 	char regs_last[16];
-	long maps, anon_odd;
+	long maps, anon_odd, sig_sum_now;
 
 	epoch_bump();
 	vcount_maps(&maps, &anon_odd);
+	vsig_read(&sig_count_now, &sig_sum_now);
 	pthread_mutex_lock(&vt.mu);
 	snprintf(regs_last, sizeof(regs_last), "%s",
 		 !g.regs_done ? "none" : strncmp(g.regs_res, "ok", 2) ? "bad" : "ok");
@@ -489,8 +490,8 @@ static void cmd_state(int fd)
 	       atomic_load(&eintr_sleep), atomic_load(&eintr_epoll), atomic_load(&eintr_futex),
 	       atomic_load(&eintr_regs), atomic_load(&eintr_tick), atomic_load(&eintr_sig),
 	       reads, epolls, futexes, sleeps, regs_rounds, atomic_load(&regs_bad), regs_last,
-	       atomic_load(&n_ticks), atomic_load(&maxgap_ns) / 1000, atomic_load(&sig_count),
-	       atomic_load(&sig_sum),
+	       atomic_load(&n_ticks), atomic_load(&maxgap_ns) / 1000, sig_count_now,
+	       sig_sum_now,
 	       atomic_load(&hammer_ops), vcount_fds(), maps, anon_odd);
 }
 

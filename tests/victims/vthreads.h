@@ -174,8 +174,21 @@ static void von_rt(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	atomic_fetch_add(&sig_count, 1);
+	/* the value before the count: see vsig_read() */
 	atomic_fetch_add(&sig_sum, (long)si->si_value.sival_int);
+	atomic_fetch_add(&sig_count, 1);
+}
+
+/*
+ * The count, then the sum: every signal counted has its value in the sum,
+ * even with a handler stopped between its two adds (heapctl may borrow a
+ * thread right there).  Read the other way round, a tally could find every
+ * signal counted and one value missing.
+ */
+static void vsig_read(unsigned long *count, long *sum)
+{
+	*count = atomic_load(&sig_count);
+	*sum = atomic_load(&sig_sum);
 }
 
 /* ---------------------------------------------------------------------
