@@ -304,8 +304,13 @@ static bool excluded(const char *name)
 	return false;
 }
 
-/* heapctl's private directories in the temporary directories this machine's targets share. */
-static char *heapctl_dirs(void)
+/*
+ * heapctl's private directories in the temporary directories this
+ * machine's targets share.  Without live ones: those of a process still
+ * running, which at the end of a run is another run's target (every
+ * process this one started is gone by then), not a leftover.
+ */
+static char *heapctl_dirs(bool live)
 {
 	static const char *const pats[] = { "/tmp/.heapctl-*", "/var/tmp/.heapctl-*",
 					    "/dev/shm/.heapctl-*" };
@@ -319,6 +324,11 @@ static char *heapctl_dirs(void)
 			continue;
 		for (size_t k = 0; all && k < g.gl_pathc; k++) {
 			size_t n = strlen(g.gl_pathv[k]) + 1;
+			const char *base = strrchr(g.gl_pathv[k], '/');
+			int pid = base ? atoi(base + sizeof("/.heapctl-") - 1) : 0;
+
+			if (!live && pid > 0 && kill(pid, 0) == 0)
+				continue;
 			char *na = len + n + 1 > cap ? realloc(all, cap = 2 * (len + n + 1)) : all;
 
 			if (!na) {
@@ -341,7 +351,8 @@ static char *heapctl_dirs(void)
  */
 static void check_dirs_left(const char *before)
 {
-	char *after = heapctl_dirs(), *extra = before && after ? lines_missing(before, after) : NULL;
+	char *after = heapctl_dirs(false);
+	char *extra = before && after ? lines_missing(before, after) : NULL;
 
 	if (!extra) {
 		printf("SKIP no-heapctl-dirs-left: cannot list the temporary directories\n");
@@ -423,7 +434,7 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	dirs_before = heapctl_dirs();
+	dirs_before = heapctl_dirs(true);
 	printf("# heapctl: %s%s\n# victims: %s\n# scratch: %s\n", cfg.heapctl,
 	       cfg.heapctl_sanitized ? " (sanitized)" : "", cfg.victim_dir, cfg.tmpdir);
 	for (gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++) {
