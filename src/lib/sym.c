@@ -23,7 +23,6 @@
 
 #include "debuginfo.h"
 #include "log.h"
-#include "procfs.h"
 #include "ptrace.h"
 #include "evidence.h"
 #include "linkmap.h"
@@ -455,7 +454,6 @@ static int maps_by_text(struct hc_target *t, const char *exe, struct hc_err *err
 int maps_load(struct hc_target *t, struct hc_err *err)
 {
 	char path[96], exe[PATH_MAX] = "";
-	struct procfs_stat st;
 	ssize_t n;
 	int r;
 
@@ -463,15 +461,6 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 	n = readlink(path, exe, sizeof(exe) - 1);
 	if (n > 0)
 		exe[n] = 0;
-	/*
-	 * The main thread's first frame sits below argc: where the stack scan
-	 * ends.  Its task's stat: the process's sums the times of every thread.
-	 */
-	if (strstr(t->proc, "/task/"))
-		snprintf(path, sizeof(path), "%s/stat", t->proc);
-	else
-		snprintf(path, sizeof(path), "%s/task/%d/stat", t->proc, t->pid);
-	t->start_stack = procfs_stat(path, &st) == 0 ? st.start_stack : 0;
 	if (t->mapsfd < 0) {
 		snprintf(path, sizeof(path), "%s/maps", t->proc);
 		t->mapsfd = open(path, O_RDONLY | O_CLOEXEC);

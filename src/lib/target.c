@@ -21,8 +21,20 @@ struct hc_target *target_new(pid_t pid)
 	t->arch = hc_arch_host();
 	snprintf(t->proc, sizeof(t->proc), "/proc/%d", pid);
 	snprintf(path, sizeof(path), "%s/task/%d/stat", t->proc, pid);
-	if (procfs_stat(path, &st) == 0 && (st.state == 'Z' || st.state == 'X'))
+	if (procfs_stat(path, &st) < 0)
+		return t;
+	/*
+	 * The main thread's first frame sits below argc: where the stack scan
+	 * ends.  Its task's stat (the process's sums the times of every
+	 * thread); a zombie leader's has none, a live thread's has the same.
+	 */
+	t->start_stack = st.start_stack;
+	if (st.state == 'Z' || st.state == 'X') {
 		procfs_live_task(pid, t->proc, sizeof(t->proc));
+		snprintf(path, sizeof(path), "%s/stat", t->proc);
+		if (procfs_stat(path, &st) == 0)
+			t->start_stack = st.start_stack;
+	}
 	return t;
 }
 

@@ -86,7 +86,7 @@ struct hc_target {
 	struct vma vasked[VMA_ASKED];
 	unsigned int nasked;
 	int mapsfd; /* /proc/PID/maps, open for the target's life */
-	uint64_t start_stack; /* where the main thread's stack began (argc), or 0 */
+	uint64_t start_stack; /* where the main thread's stack began (argc), or 0 (target_new()) */
 	/* the object that serves malloc() (obj_malloc_owner()), or NULL */
 	struct obj *malloc_obj;
 	/*
