@@ -162,7 +162,11 @@ struct mapline {
 };
 int maps_parse_line(const char *line, struct mapline *m);
 struct obj *obj_at(struct hc_target *t, uint64_t raddr);
-/* The mapping holding raddr when maps_load() looked, or NULL. */
+/*
+ * The mapping holding raddr when maps_load() looked, or NULL.  One asked of
+ * the kernel since lives in a slot of vasked that the 8th later such
+ * lookup reuses: use the result at once, do not keep the pointer.
+ */
 const struct vma *vma_at(struct hc_target *t, uint64_t raddr);
 /*
  * .dynsym and .symtab, and --debug-file for the executable; with debug, if
