@@ -199,15 +199,35 @@ static void cache_add(const struct stat *st, int r, const struct evidence *ev)
 	pthread_mutex_unlock(&cache_lock);
 }
 
+/*
+ * Read-only PROGBITS sections that hold tables, not strings: the unwind
+ * and exception tables, most of a library's read-only data by size and
+ * nearly all NULs, which only cost the scan a call per byte.
+ */
+static bool table_section(Elf *elf, size_t shstrndx, const GElf_Shdr *sh)
+{
+	static const char *const tables[] = { ".eh_frame", ".eh_frame_hdr", ".gcc_except_table",
+					      ".sframe", NULL };
+	const char *n = shstrndx ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
+
+	for (const char *const *t = tables; n && *t; t++)
+		if (!strcmp(n, *t))
+			return true;
+	return false;
+}
+
 int evidence_elf(Elf *elf, struct evidence *ev)
 {
 	struct tally ta;
 	uint64_t budget = EV_MAX_BYTES;
 	Elf_Scn *scn = NULL;
+	size_t shstrndx = 0;
 	bool scanned = false;
 
 	memset(&ta, 0, sizeof(ta));
 	memset(ev, 0, sizeof(*ev));
+	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+		shstrndx = 0;
 	while ((scn = elf_nextscn(elf, scn)) && budget) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -215,6 +235,10 @@ int evidence_elf(Elf *elf, struct evidence *ev)
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
 		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & (SHF_WRITE | SHF_EXECINSTR)))
 			continue;
+		if (table_section(elf, shstrndx, &sh)) {
+			scanned = true; /* passed over, not missing: no reason to read the segments */
+			continue;
+		}
 		d = elf_rawdata(scn, NULL);
 		if (!d || !d->d_buf || !d->d_size)
 			continue;

@@ -67,6 +67,57 @@ static int mem_image(uint64_t filesz, size_t lo, size_t hi, struct evidence *ev)
 	return evidence_mem(&o, ev);
 }
 
+/*
+ * evidence_elf() on an ELF file in memory with one read-only section,
+ * named name, holding the signs (and .shstrtab): a table section's
+ * contents are passed over, a string section's read.
+ */
+static int elf_one_section(const char *name, struct evidence *ev)
+{
+	static const char text[] = img_signs;
+	static uint8_t img[4096];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(img + 1024);
+	char *names = (char *)img + 512;
+	size_t nl = strlen(name) + 1;
+	Elf *elf;
+	int r;
+
+	memset(img, 0, sizeof(img));
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_shoff = 1024;
+	eh->e_shentsize = sizeof(*sh);
+	eh->e_shnum = 3;
+	eh->e_shstrndx = 2;
+	/* the names: "\0" name "\0" ".shstrtab\0" */
+	memcpy(names + 1, name, nl);
+	memcpy(names + 1 + nl, ".shstrtab", 10);
+	sh[1].sh_name = 1;
+	sh[1].sh_type = SHT_PROGBITS;
+	sh[1].sh_flags = SHF_ALLOC;
+	sh[1].sh_offset = 256;
+	sh[1].sh_size = sizeof(text);
+	memcpy(img + 256, text, sizeof(text));
+	sh[2].sh_name = (Elf64_Word)(1 + nl);
+	sh[2].sh_type = SHT_STRTAB;
+	sh[2].sh_offset = 512;
+	sh[2].sh_size = 1 + nl + 10;
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)img, sizeof(img));
+	if (!elf)
+		return -2;
+	r = evidence_elf(elf, ev);
+	elf_end(elf);
+	return r;
+}
+
 int main(void)
 {
 	struct evidence ev;
@@ -145,6 +196,16 @@ int main(void)
 		CHECK(mem_image(64 << 20, 0, 4096, &ev) == 1, "64 MiB claimed, 4 KiB mapped");
 		/* a segment outside the object's mappings is another's memory: not read */
 		CHECK(mem_image(sizeof(img_signs), 0, 0x100, &ev) == -1, "read past its mappings");
+	}
+	end();
+	begin("evidence-tables-passed-over");
+	{
+		/* the same bytes: read in .rodata, passed over in the unwind and exception tables */
+		CHECK(elf_one_section(".rodata", &ev) == 1 && !strcmp(ev.alloc, "jemalloc"),
+		      ".rodata not read");
+		CHECK(elf_one_section(".rodata.str1.1", &ev) == 1, ".rodata.str1.1 not read");
+		CHECK(elf_one_section(".eh_frame", &ev) == 0, ".eh_frame read: %s", ev.found);
+		CHECK(elf_one_section(".gcc_except_table", &ev) == 0, ".gcc_except_table read");
 	}
 	end();
 	return nfailed != 0;
