@@ -146,23 +146,6 @@ int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
 	return 0;
 }
 
-/*
- * /proc/PID/map_files/LO-HI is the very file mapped there, whatever its name
- * became since; following it needs CAP_SYS_ADMIN (CAP_CHECKPOINT_RESTORE
- * since Linux 5.9, fs/proc/base.c).  Without it open_path stays NULL and
- * the name is looked up in the target's root.  Never as a host path: the
- * name is the target's.
- */
-static void set_open_path(struct hc_target *t, struct obj *o, const struct mapline *m)
-{
-	char p[PATH_MAX + 128];
-
-	snprintf(p, sizeof(p), "%s/map_files/%llx-%llx", t->proc, (unsigned long long)m->lo,
-		 (unsigned long long)m->hi);
-	if (access(p, R_OK) == 0)
-		o->open_path = strdup(p);
-}
-
 int file_open(pid_t pid, const char *path, int nofollow, struct stat *st)
 {
 	struct stat sb;
@@ -196,6 +179,24 @@ int obj_open(const struct obj *o, struct stat *st)
 	}
 	if (o->open_path)
 		return file_open(0, o->open_path, 0, st);
+	/*
+	 * /proc/PID/map_files/LO-HI is the very file mapped there, whatever its
+	 * name became since; following it needs CAP_SYS_ADMIN
+	 * (CAP_CHECKPOINT_RESTORE since Linux 5.9, fs/proc/base.c).  Tried when
+	 * the file is wanted, not for every object mapped: without it, or once
+	 * the mapping is gone, the name is looked up in the target's root.
+	 * Never as a host path: the name is the target's.
+	 */
+	if (o->map_hi) {
+		char p[128];
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/map_files/%llx-%llx", o->proc,
+			 (unsigned long long)o->map_lo, (unsigned long long)o->map_hi);
+		fd = file_open(0, p, 0, st);
+		if (fd >= 0)
+			return fd;
+	}
 	if (o->is_exe) {
 		/*
 		 * The executable is the very file /proc/PID/exe links to, and
@@ -319,8 +320,11 @@ static int map_line(struct hc_target *t, const struct mapline *m, const char *ex
 		o->is_vdso = !strcmp(m->path, "[vdso]");
 		o->is_exe = exe[0] && !strcmp(m->path, exe);
 		o->is_ldso = strstr(m->path, "/ld-linux") || strstr(m->path, "/ld64.so");
-		if (!o->is_vdso)
-			set_open_path(t, o, m);
+		if (!o->is_vdso) {
+			o->proc = t->proc;
+			o->map_lo = m->lo;
+			o->map_hi = m->hi;
+		}
 	}
 	if (m->off == 0 && !o->base)
 		o->base = m->lo;

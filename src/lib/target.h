@@ -21,7 +21,9 @@ struct sym {
 /* One mapped ELF object (executable, DSO or the vDSO). */
 struct obj {
 	char *path;      /* as /proc/PID/maps names it */
-	char *open_path; /* /proc/PID/map_files/..., or NULL: path in pid's root (obj_open()) */
+	char *open_path; /* the file to open instead of the mapping's (a test's), or NULL */
+	const char *proc;        /* the target's /proc/PID (or its live task's) */
+	uint64_t map_lo, map_hi; /* the mapping that named it: PROC/map_files/LO-HI */
 	pid_t pid;       /* the target */
 	uint64_t lo, hi; /* whole mapped range */
 	uint64_t base;   /* lowest mapping with file offset 0 (ELF header) */
