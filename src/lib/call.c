@@ -248,6 +248,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	t->sess = calloc(1, sizeof(*t->sess));
 	if (!t->sess)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	ptrace_hold_sigchld(); /* until call_end() */
 	memset(&t->timing, 0, sizeof(t->timing));
 	for (;;) {
 		free(tids);
@@ -634,6 +635,7 @@ out:
 		step_gone(t, err);
 	t->sess = NULL;
 	sess_free(s);
+	ptrace_release_sigchld();
 	/* the thread is given back: the next heapctl may come (even while we print) */
 	if (!keep_lock)
 		tlock_release(t);

@@ -160,14 +160,19 @@ void procfs_comm(pid_t pid, char *out, size_t len)
 
 const int term_sigs[NTERM_SIGS] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
+/*
+ * One syscall, no mask query: a signal that is pending at all is blocked,
+ * since one that is not would have been delivered on the way out of
+ * sigpending() (or, in another thread that lets it through, at once).
+ */
 int term_pending(void)
 {
-	sigset_t p, cur;
+	sigset_t p;
 
-	if (sigpending(&p) < 0 || pthread_sigmask(SIG_SETMASK, NULL, &cur) != 0)
+	if (sigpending(&p) < 0)
 		return 0;
 	for (size_t i = 0; i < NTERM_SIGS; i++)
-		if (sigismember(&p, term_sigs[i]) == 1 && sigismember(&cur, term_sigs[i]) == 1)
+		if (sigismember(&p, term_sigs[i]) == 1)
 			return term_sigs[i];
 	return 0;
 }

@@ -196,6 +196,36 @@ long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
  */
 #define SPIN_NS 100000ull
 
+/*
+ * A tracer gets SIGCHLD for every stop of its tracees.  It stays blocked
+ * while heapctl waits, so that it stays pending between waitpid(WNOHANG)
+ * and sigtimedwait(): no lost wake-up.  Held for a whole borrow
+ * (ptrace_hold_sigchld()), no wait changes the mask while a thread is
+ * stopped; otherwise each wait blocks it and puts the mask back.
+ */
+static bool chld_held;
+static sigset_t chld_old;
+
+void ptrace_hold_sigchld(void)
+{
+	sigset_t set;
+
+	if (chld_held)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &set, &chld_old);
+	chld_held = true;
+}
+
+void ptrace_release_sigchld(void)
+{
+	if (!chld_held)
+		return;
+	chld_held = false;
+	pthread_sigmask(SIG_SETMASK, &chld_old, NULL);
+}
+
 int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
 		struct hc_err *err)
 {
@@ -204,15 +234,14 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 	unsigned int slice = 0;
 	uint64_t left, spin_until = 0;
 	int ret = -1;
+	bool held = chld_held;
 
-	/*
-	 * A tracer gets SIGCHLD for every stop of its tracees.  Keep it
-	 * blocked so it stays pending between waitpid(WNOHANG) and
-	 * sigtimedwait(): no lost wake-up, no polling.
-	 */
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
+	if (held)
+		old = chld_old;
+	else
+		pthread_sigmask(SIG_BLOCK, &set, &old);
 	for (unsigned int i = 0; cancellable && i < NTERM_SIGS; i++)
 		if (sigismember(&old, term_sigs[i]) == 1)
 			sigaddset(&set, term_sigs[i]);
@@ -266,7 +295,8 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 			break;
 		}
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!held)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pclock_add(PCLK_STOP, t0);
 	return ret;
 }

@@ -40,6 +40,12 @@ long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
  */
 int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, int *cancel_sig,
 		struct hc_err *err);
+/*
+ * Keep SIGCHLD blocked from before a borrow's first stop to after its
+ * detach, so that no wait in between changes the signal mask.
+ */
+void ptrace_hold_sigchld(void);
+void ptrace_release_sigchld(void);
 
 /* Target memory.  mem_read uses process_vm_readv, falling back to memfd. */
 int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct hc_err *err);
