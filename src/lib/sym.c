@@ -585,24 +585,33 @@ static int symvec_reserve(struct symvec *sv, size_t nsyms, size_t slen)
 	return 0;
 }
 
+/* A symbol whose name is already in sv->strs at offset name_at (room for it reserved). */
+static void symvec_put(struct symvec *sv, uint64_t raddr, uint64_t size, size_t name_at,
+		       bool global, bool data)
+{
+	size_t at = sv->n;
+
+	if (!data && sv->nf < sv->n) {
+		sv->v[sv->n] = sv->v[sv->nf]; /* the first data symbol moves to the end */
+		at = sv->nf;
+	}
+	/* store the offset now; pointers are fixed up once strs stops moving */
+	sv->v[at] = (struct sym){ raddr, size, (const char *)(uintptr_t)name_at, global };
+	sv->n++;
+	sv->nf += !data;
+}
+
 static int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name,
 		      bool global, bool data)
 {
-	size_t l = strlen(name) + 1, at = sv->n;
+	size_t l = strlen(name) + 1;
 
 	if ((sv->n == sv->cap || sv->slen + l > sv->scap) &&
 	    symvec_reserve(sv, sv->n == sv->cap ? (sv->cap ? sv->cap * 2 : 1024) : sv->cap,
 			   sv->slen + l > sv->scap ? (sv->scap + l) * 2 : sv->scap) < 0)
 		return -1;
 	memcpy(sv->strs + sv->slen, name, l);
-	if (!data && sv->nf < sv->n) {
-		sv->v[sv->n] = sv->v[sv->nf]; /* the first data symbol moves to the end */
-		at = sv->nf;
-	}
-	/* store the offset now; pointers are fixed up once strs stops moving */
-	sv->v[at] = (struct sym){ raddr, size, (const char *)(uintptr_t)sv->slen, global };
-	sv->n++;
-	sv->nf += !data;
+	symvec_put(sv, raddr, size, sv->slen, global, data);
 	sv->slen += l;
 	return 0;
 }
@@ -637,24 +646,38 @@ static long add_syms(Elf *elf, Elf64_Word type, uint64_t bias, struct symvec *sv
 			return -1;
 		/*
 		 * The table as elf_getdata() gives it, Elf64_Sym in the host's
-		 * byte order, and the names straight from the string table, each
-		 * checked to end inside it: gelf_getsym() and elf_strptr() per
-		 * symbol cost most of a large library's load.
+		 * byte order, and the names straight from the string table:
+		 * gelf_getsym() and elf_strptr() per symbol cost most of a large
+		 * library's load.  A string table that ends in a NUL, as every
+		 * linker writes it, is taken whole, each name where it is; else
+		 * each name is checked to end inside it and copied.
 		 */
+		const char *strtab = sd->d_buf;
+		bool whole = sd->d_size && strtab[sd->d_size - 1] == '\0';
+		size_t base = sv->slen;
+
+		if (whole) {
+			memcpy(sv->strs + base, strtab, sd->d_size);
+			sv->slen += sd->d_size;
+		}
 		for (size_t i = 0; i < n; i++) {
 			const Elf64_Sym *s = (const Elf64_Sym *)d->d_buf + i;
-			const char *name = (const char *)sd->d_buf + s->st_name;
+			const char *name = strtab + s->st_name;
 			int st = ELF64_ST_TYPE(s->st_info);
+			bool global = ELF64_ST_BIND(s->st_info) != STB_LOCAL, data = st == STT_OBJECT;
 
 			if ((st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_OBJECT) ||
 			    s->st_shndx == SHN_UNDEF || !s->st_value || !s->st_name ||
-			    s->st_name >= sd->d_size ||
-			    !memchr(name, '\0', sd->d_size - s->st_name) || !*name)
+			    s->st_name >= sd->d_size || !*name)
 				continue;
-			if (symvec_add(sv, s->st_value + bias, s->st_size, name,
-				       ELF64_ST_BIND(s->st_info) != STB_LOCAL, st == STT_OBJECT) < 0)
+			if (whole)
+				symvec_put(sv, s->st_value + bias, s->st_size, base + s->st_name, global,
+					   data);
+			else if (!memchr(name, '\0', sd->d_size - s->st_name))
+				continue;
+			else if (symvec_add(sv, s->st_value + bias, s->st_size, name, global, data) < 0)
 				return -1;
-			added += st != STT_OBJECT;
+			added += !data;
 		}
 	}
 	return added;
