@@ -313,8 +313,8 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 			    strcmp(comm, "heapctl") ? "detach the other tracer (gdb, strace) first" :
 						      "another heapctl is working on it: retry when "
 						      "it has finished",
-			    "pid %d (%s) is already traced by pid %d (%s)", pid, ps.name, ps.tracer,
-			    comm);
+			    "pid %d (%s) is already traced by pid %d (%s)", pid, ps.name,
+			    strcmp(comm, "heapctl") ? ps.tracer : tlock_front(ps.tracer), comm);
 		return NULL;
 	}
 	if (ps.seccomp == 1) {

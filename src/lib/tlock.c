@@ -170,6 +170,25 @@ pid_t tlock_busy(pid_t pid)
 	return errno == EAGAIN ? any_tracer(pid) : 0;
 }
 
+/*
+ * The heapctl a user started and can see: a command that borrows runs in
+ * a worker, a child heapctl (src/cli/keeper.c), and the worker is what
+ * holds the lock and traces.  Its parent, if that is a heapctl, is the
+ * command to name (and to stop: it passes SIGINT and SIGTERM on).
+ */
+pid_t tlock_front(pid_t holder)
+{
+	struct procfs_status st;
+	char path[64], comm[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)holder);
+	if (holder <= 0 || procfs_status(path, &st) < 0 || st.ppid <= 1 ||
+	    strcmp(st.name, "heapctl"))
+		return holder;
+	procfs_comm(st.ppid, comm, sizeof(comm));
+	return strcmp(comm, "heapctl") ? holder : st.ppid;
+}
+
 static void say_waiting(struct hc_target *t, pid_t holder)
 {
 	char comm[64] = "?";
@@ -229,9 +248,9 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 					ret = 0;
 					break;
 				}
-				holder = cred.pid;
+				holder = tlock_front(cred.pid);
 			} else if (errno == EAGAIN) {
-				holder = any_tracer(t->pid); /* its backlog is full */
+				holder = tlock_front(any_tracer(t->pid)); /* its backlog is full */
 			} else {
 				err_errno(err, errno, "lock for pid %d", t->pid);
 				break;
@@ -312,7 +331,7 @@ int tlock_traced_error(pid_t pid, pid_t tid, struct hc_err *err)
 		return err_sethint(err, HC_E_TRACED, EPERM,
 				   "retry when it has finished, or raise --timeout",
 				   "another heapctl (pid %d) is working on pid %d: it traces thread %d",
-				   (int)tr, pid, tid);
+				   (int)tlock_front(tr), pid, tid);
 	return err_sethint(err, HC_E_TRACED, EPERM,
 			   "detach the other tracer (gdb, strace) first, or pick another thread",
 			   "thread %d of pid %d is already traced by pid %d (%s)", tid, pid, (int)tr,

@@ -25,6 +25,8 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err);
 void tlock_release(struct hc_target *t);
 /* Another heapctl holds pid's lock: its pid, -1 if unknown; 0 if free. */
 pid_t tlock_busy(pid_t pid);
+/* The heapctl command behind holder (a worker's parent, src/cli/keeper.c), else holder. */
+pid_t tlock_front(pid_t holder);
 /* TracerPid of /proc/PID/task/TID (of pid itself if tid is 0), 0 if none or unreadable. */
 pid_t tlock_tracer(pid_t pid, pid_t tid);
 /*

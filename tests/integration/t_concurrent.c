@@ -250,9 +250,87 @@ out:
 	victim_kill(&v);
 }
 
+/* The pid holding the target's lock, by SO_PEERCRED, or 0 if none holds it. */
+static pid_t lock_holder(pid_t pid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "heapctl-lock-%d-%llu",
+			 (int)pid, start_time(pid));
+	struct ucred cred = { 0 };
+	socklen_t cl = sizeof(cred);
+
+	if (fd < 0)
+		return 0;
+	if (connect(fd, (struct sockaddr *)&sa,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl))
+		cred.pid = 0;
+	close(fd);
+	return cred.pid;
+}
+
+/*
+ * A heapctl that waits for another names the command its user started,
+ * not that command's worker (src/cli/keeper.c), which is what holds the
+ * lock: the worker is stopped (SIGSTOP) while it holds it.
+ */
+static void test_lock_names_front(void)
+{
+	struct victim v;
+	struct hres r = { 0 };
+	struct hproc hp;
+	char stid[16], want[48];
+	pid_t worker = 0;
+
+	if (start(&v))
+		return;
+	snprintf(stid, sizeof(stid), "%d", (int)v.t_read);
+	for (int tries = 0; tries < 20 && !worker; tries++) {
+		char err[8192] = "";
+
+		if (hc_startv(&hp, NULL, (const char *const[]){ "-vv", "prof", "status", "--tid",
+								 stid, "-p", v.spid, NULL })) {
+			t_fail("cannot start heapctl");
+			goto out;
+		}
+		if (hp_err_until(&hp, "holding the lock", err, sizeof(err), 20000)) {
+			pid_t w = hp_worker(&hp);
+
+			if (w != hp.pid && !kill(w, SIGSTOP) && lock_holder(v.pid) == w)
+				worker = w;
+			else if (w != hp.pid)
+				kill(w, SIGCONT);
+		}
+		if (worker)
+			break;
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		hres_free(&r);
+	}
+	if (!worker) {
+		t_fail("never caught a worker holding the lock of pid %d", (int)v.pid);
+		goto out;
+	}
+	snprintf(want, sizeof(want), "another heapctl (pid %d)", (int)hp.pid);
+	hc_run(&r, NULL, "stats", "--timeout", "0.3", "-p", v.spid, NULL);
+	if (hres_exit(&r) != 1 || !strstr(r.err, want))
+		t_fail("wanted '%s' (the command, not its worker %d): %s", want, (int)worker,
+		       hres_desc(&r));
+	hres_free(&r);
+	kill(worker, SIGCONT);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (hres_exit(&r) != 0)
+		t_fail("the stopped heapctl, continued: %s", hres_desc(&r));
+	hres_free(&r);
+	victim_check(&v, 0);
+out:
+	victim_kill(&v);
+}
+
 const struct itest t_concurrent_tests[] = {
 	{ "concurrent-20", test_concurrent, 300 },
 	{ "concurrent-lock-wait", test_lock_wait, 0 },
 	{ "concurrent-thread-tracer", test_thread_tracer, 0 },
+	{ "concurrent-lock-names-command", test_lock_names_front, 0 },
 	{ NULL, NULL, 0 },
 };
