@@ -1729,20 +1729,32 @@ out:
  */
 static void test_watch_growth(void)
 {
-	const char *args[] = { "watch", "-p", NULL, "--every", "1s", "--count", "4", "--json",
+	const char *args[] = { "watch", "-p", NULL, "--every", NULL, "--count", "4", "--json",
 			       NULL };
-	char why[512], line[4096], reply[128];
+	char why[512], line[4096], reply[128], every[24];
 	double first = -1, last = 0, now, prev = 0;
 	struct victim v;
 	struct hproc hp;
 	struct hres r = { 0 };
+	long t0, took;
 
 	if (victim_start_env(&v, "jemalloc_victim", "prof:true,prof_active:false",
 			     "VICTIM_NO_HAMMER=1", why, sizeof(why))) {
 		t_fail("%s", why);
 		return;
 	}
+	/*
+	 * Each leak must land between two samples: a sample every second, or
+	 * on a machine where one leak takes longer (an emulated CPU under
+	 * load), four times as long as a first leak took.
+	 */
+	t0 = now_ms();
+	if (victim_expect(&v, "leak 16777216 0", "leak ok", reply, sizeof(reply)))
+		goto out;
+	took = now_ms() - t0;
+	snprintf(every, sizeof(every), "%lds", took * 4 / 1000 + 1);
 	args[2] = v.spid;
+	args[4] = every;
 	if (hc_startv(&hp, NULL, args) < 0) {
 		t_fail("cannot start heapctl watch");
 		goto out;
