@@ -7,7 +7,9 @@
 # the least it can (attach, then detach).  Not a pass/fail test: it prints
 # a table.  Needs BUILD_DIR/heapctl and BUILD_DIR/bench/target.
 #
-#   round trip      wall time of "heapctl prof status" vs "gdb -p PID -batch -ex detach"
+#   round trip      wall time of "heapctl prof status" vs "gdb -p PID -batch -ex detach",
+#                   both started by bench/spawn.c (posix_spawn, then the reap), next to
+#                   /bin/true started the same way: what any command costs to start here
 #   floor           the least a borrow can cost on the same thread (bench/floor.c:
 #                   seize, interrupt, wait, read and write back NT_PRSTATUS and the
 #                   whole extended state, detach), stopped window counted as heapctl's
@@ -32,6 +34,7 @@ build=${1:-build}
 heapctl=$build/heapctl
 target=$build/bench/target
 floor=$build/bench/floor
+spawn=$build/bench/spawn
 
 runs=${BENCH_RUNS:-30}
 toggles=${BENCH_TOGGLES:-10}
@@ -48,7 +51,7 @@ die()
 }
 
 [[ $window =~ ^[1-9][0-9]*$ ]] || die "BENCH_WINDOW must be whole seconds"
-for f in "$heapctl" "$target" "$floor"; do
+for f in "$heapctl" "$target" "$floor" "$spawn"; do
 	[ -x "$f" ] || die "$f not found; run 'make' first"
 done
 
@@ -128,19 +131,17 @@ target_gap()
 # $tmp/$1.stops.
 run_heapctl()
 {
-	local tag=$1 t0 t1 line paused=0 stops=0 borrows=0
+	local tag=$1 took line paused=0 stops=0 borrows=0
 	shift
 
-	t0=${EPOCHREALTIME/[.,]/}
-	"$heapctl" -v "$@" >/dev/null 2>"$tmp/err"
+	took=$("$spawn" - "$tmp/err" "$heapctl" -v "$@")
 	local rc=$?
-	t1=${EPOCHREALTIME/[.,]/}
 	if [ $rc -ne 0 ]; then
 		echo "bench: heapctl $* failed (exit $rc):" >&2
 		cat "$tmp/err" >&2
 		exit 1
 	fi
-	echo $((t1 - t0)) >>"$tmp/$tag.rt"
+	echo "$took" >>"$tmp/$tag.rt"
 	while read -r line; do
 		# "(N ptrace stops)" is missing from heapctl builds before it was counted
 		if [[ $line =~ borrowed\ tid\ ([0-9]+)\ for\ ([0-9]+)\ us(\ \(([0-9]+)\ ptrace)? ]]; then
@@ -168,14 +169,13 @@ run_heapctl()
 # Time one gdb attach+detach; append the wall time (us) to $tmp/$1.rt.
 run_gdb()
 {
-	local t0 t1
+	local took
 
 	[ -n "$have_gdb" ] || return 0
-	t0=${EPOCHREALTIME/[.,]/}
-	DEBUGINFOD_URLS='' gdb -nx -p "$tpid" -batch -ex detach </dev/null >"$tmp/gdb.log" 2>&1 ||
+	took=$(DEBUGINFOD_URLS='' "$spawn" "$tmp/gdb.log" "$tmp/gdb.log" \
+		gdb -nx -p "$tpid" -batch -ex detach) ||
 		{ cat "$tmp/gdb.log" >&2; die "gdb attach failed"; }
-	t1=${EPOCHREALTIME/[.,]/}
-	echo $((t1 - t0)) >>"$tmp/$1.rt"
+	echo "$took" >>"$tmp/$1.rt"
 }
 
 # pick FILE median|p90|max: nearest-rank statistics over one number per line.
@@ -243,9 +243,11 @@ for ((i = 0; i < toggles; i++)); do
 done
 rm -f "$tmp/p.heap"
 
-# Round trips and prof toggles, while the tickers run.
+# Round trips and prof toggles, while the tickers run; /bin/true in turn
+# with each round trip, for what starting any command costs here.
 for ((i = 0; i < runs; i++)); do
 	run_heapctl "status.$first_n" prof status -p "$tpid"
+	"$spawn" - - true >>"$tmp/true.rt"
 done
 for ((i = 0; i < toggles; i++)); do
 	run_heapctl toggle prof on -p "$tpid"
@@ -301,6 +303,8 @@ ratio=$(awk -v a="$gdb_med" -v b="$rt_med" 'BEGIN { if (a < 0 || b <= 0) print "
 
 printf '%-24s heapctl %s (p90 %s)    gdb attach+detach %s    ratio %s\n' \
 	"round trip" "$(ms "$rt_med")" "$(ms "$rt_p90")" "$(ms "$gdb_med")" "$ratio"
+printf '%-24s (both started with posix_spawn and reaped, as bench/spawn.c does; /bin/true: %s; goal: >= 100x)\n' \
+	"" "$(ms "$(pick "$tmp/true.rt" median)")"
 floor_med=$(pick "$tmp/floor" median)
 printf '%-24s median %s stopped (%s from seize to detach), tid %s\n' "floor (bench/floor.c)" \
 	"$(us "$floor_med")" "$(us "$(pick "$tmp/floor.total" median)")" "$last_tid"
