@@ -6,23 +6,52 @@
  * range, base, text), and every mapping of the text is what vma_at() of
  * the other answers, thread stacks asked for lazily included.  The text
  * way is forced with a maps fd that refuses the ioctl (/dev/null), as an
- * older kernel would.  Prints "PASS group" or "FAIL group: detail" (or
+ * older kernel would; a kernel that refuses it half-way (this test's own
+ * ioctl() fails one query) must leave what the text says, nothing of the
+ * queries before.  Prints "PASS group" or "FAIL group: detail" (or
  * "SKIP group: why"); exits 1 on failure.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "target.h"
 #include "unit.h"
+
+/*
+ * The library's ioctl() calls come here (this executable's definition
+ * wins the link): the query_fail_at-th PROCMAP_QUERY ('f', 17) fails with
+ * EIO, as a kernel refusing it half-way would; 0 fails none.
+ */
+static int query_fail_at, queries;
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (_IOC_TYPE(req) == 'f' && _IOC_NR(req) == 17 && query_fail_at &&
+	    ++queries == query_fail_at) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_ioctl, fd, req, arg);
+}
 
 static int block[2], ready[2];
 static uint64_t stack_of[3]; /* an address on each parked thread's stack */
@@ -55,9 +84,10 @@ static struct hc_target *load(bool text)
 	return t;
 }
 
-static void same_objects(const struct hc_target *q, const struct hc_target *x)
+static void same_objects(const char *name, const struct hc_target *q,
+			 const struct hc_target *x)
 {
-	begin("maps_load.query.objects");
+	begin(name);
 	CHECK(q->nobjs == x->nobjs, "%zu objects by query, %zu by text", q->nobjs, x->nobjs);
 	for (size_t i = 0; i < q->nobjs && i < x->nobjs; i++) {
 		const struct obj *a = &q->objs[i], *b = &x->objs[i];
@@ -171,9 +201,28 @@ int main(void)
 		printf("SKIP maps_load.query: this kernel has no PROCMAP_QUERY (Linux 6.11); "
 		       "both reads were the text's\n");
 	} else {
+		struct hc_target *h;
+
 		knows_itself(q, "query", (uintptr_t)code, (uintptr_t)mem, (uintptr_t)&c);
-		same_objects(q, x);
+		same_objects("maps_load.query.objects", q, x);
 		same_mappings(q, x);
+		/* the fifth query refused: the text's objects and mappings, all of them */
+		query_fail_at = 5;
+		h = load(false);
+		query_fail_at = 0;
+		if (!h || queries < 5) {
+			printf("FAIL maps_load.query.refused_half_way: %s\n",
+			       h ? "the fifth query never came" : "the maps could not be read");
+			nfailed++;
+		} else {
+			begin("maps_load.query.refused_half_way");
+			CHECK(!h->vmas_partial, "the mappings are the queries', not the text's");
+			CHECK(h->nvmas == x->nvmas, "%zu mappings, the text has %zu", h->nvmas,
+			      x->nvmas);
+			end();
+			same_objects("maps_load.query.refused_half_way.objects", h, x);
+		}
+		target_free(h);
 	}
 	target_free(q);
 	target_free(x);
