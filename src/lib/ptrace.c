@@ -203,8 +203,8 @@ long ptrace_seccomp_filter(pid_t tid, unsigned long idx, void *prog, size_t max,
  * (ptrace_hold_sigchld()), no wait changes the mask while a thread is
  * stopped; otherwise each wait blocks it and puts the mask back.
  */
-static bool chld_held;
-static sigset_t chld_old;
+static __thread bool chld_held; /* per thread, as signal masks are */
+static __thread sigset_t chld_old;
 
 void ptrace_hold_sigchld(void)
 {
