@@ -134,17 +134,26 @@ static unsigned long long start_time(pid_t pid)
 	return v;
 }
 
-/* Hold the target's lock as another heapctl would (see src/lib/tlock.c). */
+/* The address of the target's lock (see src/lib/tlock.c); returns its length. */
+static socklen_t lock_addr(pid_t pid, struct sockaddr_un *sa)
+{
+	int n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "heapctl-lock-%d-%llu", (int)pid,
+		     start_time(pid));
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* Hold the target's lock as another heapctl would. */
 static int hold_lock(pid_t pid)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	socklen_t len = lock_addr(pid, &sa);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "heapctl-lock-%d-%llu",
-			 (int)pid, start_time(pid));
 
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa,
-			   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) ||
-	    listen(fd, 64)) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) || listen(fd, 64)) {
 		t_fail("cannot take the lock of pid %d: %s", (int)pid, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -253,17 +262,15 @@ out:
 /* The pid holding the target's lock, by SO_PEERCRED, or 0 if none holds it. */
 static pid_t lock_holder(pid_t pid)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
+	socklen_t len = lock_addr(pid, &sa);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "heapctl-lock-%d-%llu",
-			 (int)pid, start_time(pid));
 	struct ucred cred = { 0 };
 	socklen_t cl = sizeof(cred);
 
 	if (fd < 0)
 		return 0;
-	if (connect(fd, (struct sockaddr *)&sa,
-		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) ||
+	if (connect(fd, (struct sockaddr *)&sa, len) ||
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl))
 		cred.pid = 0;
 	close(fd);
