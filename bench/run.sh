@@ -5,7 +5,7 @@
 #
 # Measures what heapctl costs the process it inspects, next to gdb doing
 # the least it can (attach, then detach).  Not a pass/fail test: it prints
-# a table.  Needs BUILD_DIR/heapctl and BUILD_DIR/bench/target.
+# a table.  Needs BUILD_DIR/heapctl and BUILD_DIR/bench/{target,floor,spawn}.
 #
 #   round trip      wall time of "heapctl prof status" vs "gdb -p PID -batch -ex detach",
 #                   both started by bench/spawn.c (posix_spawn, then the reap), next to
