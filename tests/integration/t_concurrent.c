@@ -3,8 +3,9 @@
  * Several heapctls on one process.  They take turns (the per-target lock,
  * src/lib/tlock.c): twenty started together all succeed and leave the
  * target unharmed; one that waits longer than --timeout names the heapctl
- * it waited for; a thread held by another tracer is reported as traced by
- * it, never as a permission problem.
+ * it waited for, as does one refused because a heapctl in another network
+ * namespace traces the target; a thread held by another tracer is reported
+ * as traced by it, never as a permission problem.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -334,10 +335,115 @@ out:
 	victim_kill(&v);
 }
 
+/* A line's number in /proc/PID/status ("TracerPid", "State" as its letter's code), or -1. */
+static long status_num(pid_t pid, const char *key)
+{
+	char path[64], want[32], *s, *p;
+	long v = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(want, sizeof(want), "\n%s:", key);
+	s = read_file_str(path);
+	if (s && (p = strstr(s, want))) {
+		p += strlen(want);
+		while (*p == ' ' || *p == '\t')
+			p++;
+		v = *p >= '0' && *p <= '9' ? strtol(p, NULL, 10) : *p;
+	}
+	free(s);
+	return v;
+}
+
+/*
+ * A heapctl in another network namespace does not share this one's lock
+ * (an abstract socket): while it traces the target, this one refuses, and
+ * names the command that user started, not its worker.  Its worker is
+ * stopped (SIGSTOP) while it traces the main thread, in stats --full.
+ */
+static void test_traced_names_command(void)
+{
+	char un[512], want[64];
+	struct victim v;
+	struct hres r = { 0 };
+	struct hproc hp;
+	pid_t worker = 0;
+
+	if (!find_in_path("unshare", un, sizeof(un))) {
+		t_skip(true, "unshare not found");
+		return;
+	}
+	{
+		const char *const argv[] = { un, "--net", "true", NULL };
+		struct hproc up;
+		struct hres ur = { 0 };
+
+		if (prog_start(&up, argv) < 0) {
+			t_fail("cannot start unshare");
+			return;
+		}
+		hc_finish(&up, &ur, HC_TIMEOUT_S);
+		if (hres_exit(&ur) != 0) {
+			t_skip(true, "no network namespace can be made here (unshare --net: %.120s)",
+			       ur.err);
+			hres_free(&ur);
+			return;
+		}
+		hres_free(&ur);
+	}
+	if (start(&v))
+		return;
+	for (int tries = 0; tries < 30 && !worker; tries++) {
+		const char *const argv[] = { un, "--net", cfg.heapctl, "-vv", "stats", "--full",
+					     "--tid", v.spid, "-p", v.spid, NULL };
+		char err[8192] = "";
+
+		if (prog_start(&hp, argv) < 0) {
+			t_fail("cannot start heapctl in a network namespace");
+			goto out;
+		}
+		if (hp_err_until(&hp, "borrowing tid", err, sizeof(err), 20000)) {
+			pid_t w = hp_worker(&hp);
+
+			if (w != hp.pid && !kill(w, SIGSTOP)) {
+				for (long end = now_ms() + 2000;
+				     status_num(w, "State") != 'T' && now_ms() < end;)
+					sleep_ms(1);
+				if (status_num(v.pid, "TracerPid") == w)
+					worker = w;
+				else
+					kill(w, SIGCONT);
+			}
+		}
+		if (worker)
+			break;
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		hres_free(&r);
+	}
+	if (!worker) {
+		t_fail("never caught a heapctl tracing pid %d", (int)v.pid);
+		goto out;
+	}
+	snprintf(want, sizeof(want), "already traced by pid %d (heapctl)", (int)hp.pid);
+	hc_run(&r, NULL, "stats", "--timeout", "0.3", "-p", v.spid, NULL);
+	if (hres_exit(&r) != 1 || !strstr(r.err, want) || !strstr(r.err, "hint: another heapctl"))
+		t_fail("wanted '%s' (the command, not its worker %d) and a retry hint: %s", want,
+		       (int)worker, hres_desc(&r));
+	hres_free(&r);
+	kill(worker, SIGCONT);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (hres_exit(&r) != 0)
+		t_fail("the stopped heapctl, continued: %s", hres_desc(&r));
+	hres_free(&r);
+	victim_check(&v, 0);
+out:
+	victim_kill(&v);
+}
+
 const struct itest t_concurrent_tests[] = {
 	{ "concurrent-20", test_concurrent, 300 },
 	{ "concurrent-lock-wait", test_lock_wait, 0 },
 	{ "concurrent-thread-tracer", test_thread_tracer, 0 },
 	{ "concurrent-lock-names-command", test_lock_names_front, 0 },
+	{ "concurrent-traced-names-command", test_traced_names_command, 0 },
 	{ NULL, NULL, 0 },
 };
