@@ -220,23 +220,26 @@ int __wrap_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	return 0;
 }
 
+/*
+ * libunwind's address space, made when an unwind is first needed: the
+ * stack scan vouches for nearly every thread, and making one touches
+ * about 14 fresh pages (libunwind's own tables), 2 µs each under a
+ * hypervisor, on every round trip.  No cache: one unwind per thread
+ * tried, and each frame has another ip.
+ */
+static unw_addr_space_t unw_space(struct hc_target *t)
+{
+	if (!t->unw && (t->unw = unw_create_addr_space(&uw_accessors, 0)))
+		unw_set_caching_policy(t->unw, UNW_CACHE_NONE);
+	return t->unw;
+}
+
 int where_init(struct hc_target *t, struct hc_err *err)
 {
-	unw_addr_space_t as = unw_create_addr_space(&uw_accessors, 0);
-
-	if (!as)
-		return err_set(err, HC_E_NOMEM, 0, "libunwind: cannot create an address space");
-	/*
-	 * No cache: one unwind per thread tried, and each frame has another
-	 * ip.  The page cache lives as long as the target, touched now, so
-	 * the stopped window takes no page fault for it.
-	 */
-	unw_set_caching_policy(as, UNW_CACHE_NONE);
 	t->uw = calloc(1, sizeof(struct uw_arg));
 	if (t->uw)
 		t->uw->stack = malloc(SCAN_MAX);
 	if (!t->uw || !t->uw->stack) {
-		unw_destroy_addr_space(as);
 		free(t->uw);
 		t->uw = NULL;
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
@@ -247,7 +250,6 @@ int where_init(struct hc_target *t, struct hc_err *err)
 	 * a hypervisor).  A deeper stack, or an unwind, takes a few.
 	 */
 	memset(t->uw->stack, 0, 16 * 1024);
-	t->unw = as;
 	return 0;
 }
 
@@ -711,7 +713,7 @@ int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, 
 	a->tid = tid;
 	a->gregs = gregs;
 	a->upt = NULL;
-	if (unw_init_remote(&c, t->unw, a) < 0) {
+	if (!unw_space(t) || unw_init_remote(&c, t->unw, a) < 0) {
 		snprintf(reason, len, "cannot start unwinding thread %d", tid);
 		goto out;
 	}
