@@ -596,7 +596,10 @@ static void symvec_put(struct symvec *sv, uint64_t raddr, uint64_t size, size_t 
 		at = sv->nf;
 	}
 	/* store the offset now; pointers are fixed up once strs stops moving */
-	sv->v[at] = (struct sym){ raddr, size, (const char *)(uintptr_t)name_at, global };
+	sv->v[at] = (struct sym){ .raddr = raddr,
+				  .name = (const char *)(uintptr_t)name_at,
+				  .size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size,
+				  .global = global };
 	sv->n++;
 	sv->nf += !data;
 }
@@ -777,34 +780,44 @@ static int cmp_sym(const void *a, const void *b)
 }
 
 /*
- * A stable sort by address, as glibc's qsort() (a merge sort) is: one
- * counting pass per byte of the span the addresses cover, three for libc.
- * Sorting a library's symbols was a tenth of a round trip with qsort().
+ * A stable sort by address, as glibc's qsort() (a merge sort) is: a radix
+ * sort, one counting pass per byte of the span the addresses cover (three
+ * for libc), with qsort() it was a tenth of a round trip.  What is sorted
+ * is a key per symbol, its offset from the lowest address above its
+ * index, and the symbols then move along the cycles of that order: the
+ * scratch is 16 bytes a symbol, not a second copy of the table (32).  For
+ * libc that is 12 fresh pages fewer, 2 us each under a hypervisor.
  */
-static void sort_syms(struct sym *v, size_t n)
+void syms_sort(struct sym *v, size_t n)
 {
-	uint64_t lo = UINT64_MAX, hi = 0;
-	struct sym *tmp, *src = v, *dst;
-	unsigned int passes = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, *key, *src, *dst, mask;
+	unsigned int ib = 1, top;
 
 	for (size_t i = 0; i < n; i++) {
 		lo = v[i].raddr < lo ? v[i].raddr : lo;
 		hi = v[i].raddr > hi ? v[i].raddr : hi;
 	}
-	while (passes < 8 && (hi - lo) >> (8 * passes))
-		passes++;
-	tmp = passes ? malloc(n * sizeof(*tmp)) : NULL;
-	if (!tmp) {
-		if (passes)
-			qsort(v, n, sizeof(*v), cmp_sym);
+	if (n < 2 || hi == lo)
+		return;
+	while (ib < 64 && (n - 1) >> ib)
+		ib++;
+	top = 64 - (unsigned int)__builtin_clzll(hi - lo) + ib; /* bits of a key */
+	mask = (1ull << ib) - 1;
+	key = top <= 64 ? malloc(2 * n * sizeof(*key)) : NULL;
+	if (!key) {
+		qsort(v, n, sizeof(*v), cmp_sym);
 		return;
 	}
-	dst = tmp;
-	for (unsigned int p = 0; p < passes; p++) {
+	for (size_t i = 0; i < n; i++)
+		key[i] = (v[i].raddr - lo) << ib | i;
+	/* bytes below the offset's hold indices only, already in order */
+	src = key;
+	dst = key + n;
+	for (unsigned int shift = ib / 8 * 8; shift < top; shift += 8) {
 		size_t at[256] = { 0 }, sum = 0;
 
 		for (size_t i = 0; i < n; i++)
-			at[(src[i].raddr - lo) >> (8 * p) & 0xff]++;
+			at[src[i] >> shift & 0xff]++;
 		for (unsigned int k = 0; k < 256; k++) {
 			size_t c = at[k];
 
@@ -812,13 +825,31 @@ static void sort_syms(struct sym *v, size_t n)
 			sum += c;
 		}
 		for (size_t i = 0; i < n; i++)
-			dst[at[(src[i].raddr - lo) >> (8 * p) & 0xff]++] = src[i];
-		src = dst;
-		dst = dst == tmp ? v : tmp;
+			dst[at[src[i] >> shift & 0xff]++] = src[i];
+		dst = src;
+		src = src == key ? key + n : key;
 	}
-	if (src != v)
-		memcpy(v, src, n * sizeof(*v));
-	free(tmp);
+	/* src[j]'s index: the symbol that goes to j; each cycle moves once */
+	for (size_t i = 0; i < n; i++) {
+		struct sym x;
+		size_t j = i;
+
+		if ((src[i] & mask) == i)
+			continue;
+		x = v[i];
+		for (;;) {
+			size_t k = src[j] & mask;
+
+			src[j] = (src[j] & ~mask) | j; /* done */
+			if (k == i) {
+				v[j] = x;
+				break;
+			}
+			v[j] = v[k];
+			j = k;
+		}
+	}
+	free(key);
 }
 
 /* o->symsrc: what the info command shows, "KIND PATH" */
@@ -1314,7 +1345,7 @@ static int sym_ready(struct hc_target *t, struct obj *o)
 		return -1;
 	/* no symbols (the vDSO, a stripped file): nothing to sort, and qsort() wants an array */
 	if (!o->sorted && o->nsyms)
-		sort_syms(o->syms, o->nsyms);
+		syms_sort(o->syms, o->nsyms);
 	o->sorted = true;
 	return 0;
 }
