@@ -14,7 +14,9 @@
 
 #if defined(__x86_64__)
 #include <stddef.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
+#include <unistd.h>
 #endif
 
 /* Mirror of struct user_regs_struct (arch/x86/include/asm/user_64.h). */
@@ -475,9 +477,14 @@ static uint64_t frame_place(uint64_t sp, size_t len)
 /*
  * Where each XSAVE component ends (offset + size, CPUID leaf 0xD), once
  * asked; 1: not in use on this CPU.  The answers are the CPU's and do not
- * change.  A CPUID under a hypervisor is a trap of a microsecond or more,
- * so prepare() asks before anything stops.
+ * change.  A CPUID under a hypervisor is a trap (5 us each on an EPYC VM),
+ * so prepare() asks before anything stops, and only where the answers
+ * are used: an image larger than XS_WHOLE_MAX.
  */
+#define XS_WHOLE_MAX 4096 /* AVX-512 and PKRU end by 2.7 KiB; AMX's tiles make 11 KiB */
+#define ARCH_GET_XCOMP_SUPP_ 0x1021 /* <asm/prctl.h>, Linux 5.16 */
+#define XFEATURE_XTILECFG 17      /* the first of AMX's, and of the large ones */
+
 #if defined(__x86_64__)
 static uint32_t comp_end[63];
 
@@ -497,8 +504,16 @@ static void prepare(void)
 {
 #if defined(__x86_64__)
 	unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
-	uint64_t have;
+	uint64_t have = 0;
 
+	/*
+	 * The components the kernel lets a process use, without a CPUID.  A
+	 * kernel that cannot say (before 5.16) has no AMX: every image is
+	 * small, and written whole.
+	 */
+	if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_SUPP_, &have) < 0 ||
+	    !(have >> XFEATURE_XTILECFG))
+		return;
 	__asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0), "c"(0));
 	if (eax < 0xd)
 		return;
@@ -510,11 +525,18 @@ static void prepare(void)
 #endif
 }
 
-/* Size of the XSAVE image that covers every component in use. */
+/*
+ * Size of the XSAVE image the frame carries: a small one whole, as the
+ * kernel writes its own signal frames; a large one (AMX) up to the end of
+ * the last component in use, so that 8 KiB of tiles not in use take no
+ * room on the thread's stack.
+ */
 static size_t xsave_used_size(uint64_t bv, size_t have)
 {
 	size_t end = 512 + 64; /* legacy area and header */
 
+	if (have <= XS_WHOLE_MAX)
+		return have;
 #if defined(__x86_64__)
 	for (unsigned int i = 2; i < 63; i++)
 		if ((bv & (1ull << i)) && xsave_comp_end(i) > end)

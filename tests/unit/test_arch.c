@@ -285,9 +285,10 @@ static const int sc_order[] = {
 #define FP_XSTATE_MAGIC1_ 0x46505853u
 #define FP_XSTATE_MAGIC2_ 0x46505845u
 
-/* NT_X86_XSTATE sizes: AVX-512 + PKRU, and a 2432-byte layout */
+/* NT_X86_XSTATE sizes: AVX-512 + PKRU, a 2432-byte layout, and AMX's */
 #define XS_BIG		2696
 #define XS_SMALL	2432
+#define XS_AMX		11008
 
 static const struct hc_arch *const x86 = &hc_arch_x86_64;
 
@@ -786,7 +787,7 @@ static void x86_undo_stop_eintr(void)
 /* A thread's saved state, as call.c hands it to sigframe_build(). */
 struct x86_state {
 	uint64_t g[GWORDS];
-	uint8_t xs[XS_BIG];
+	uint8_t xs[XS_AMX];
 	struct hc_regset rs;
 	struct hc_sigframe f;
 };
@@ -842,12 +843,18 @@ static __attribute__((unused)) size_t xfeature_end(unsigned int i) /* x86_64 hos
 #endif
 }
 
-/* The XSAVE size the frame must carry: every component in use, capped by the image. */
+/*
+ * The XSAVE size the frame must carry: a small image whole, as the kernel
+ * writes its own frames; a large one (AMX) to the end of every component
+ * in use, capped by the image.
+ */
 static size_t xsave_want(uint64_t bv, size_t have)
 {
 #if defined(__x86_64__)
 	size_t want = XS_MIN;
 
+	if (have <= 4096)
+		return have;
 	for (unsigned int i = 2; i < 63; i++)
 		if ((bv & (1ull << i)) && xfeature_end(i) > want)
 			want = xfeature_end(i);
@@ -978,7 +985,7 @@ out:
 
 static void x86_sigframe_xstate(void)
 {
-	static const size_t xlens[] = { XS_SMALL, XS_BIG };
+	static const size_t xlens[] = { XS_SMALL, XS_BIG, XS_AMX };
 	/* x87+SSE; +AVX; +AVX-512 and PKRU */
 	static const uint64_t bvs[] = { 0x3, 0x7, 0x2e7 };
 
