@@ -275,6 +275,18 @@ int evidence_elf(Elf *elf, struct evidence *ev)
 	return judge(&ta, ev);
 }
 
+int evidence_of(const struct stat *st, Elf *elf, struct evidence *ev)
+{
+	int r = st->st_ino ? cache_find(st, ev) : -2;
+
+	if (r != -2)
+		return r;
+	r = evidence_elf(elf, ev);
+	if (st->st_ino)
+		cache_add(st, r, ev);
+	return r;
+}
+
 int evidence_file(int fd, struct evidence *ev)
 {
 	struct stat st;
@@ -293,9 +305,7 @@ int evidence_file(int fd, struct evidence *ev)
 	elf = sym_elf_open(fd);
 	if (!elf)
 		return -1;
-	r = evidence_elf(elf, ev);
-	if (st.st_ino)
-		cache_add(&st, r, ev);
+	r = evidence_of(&st, elf, ev);
 	elf_end(elf);
 	return r;
 }
@@ -333,6 +343,11 @@ static bool out_of_scope(const struct obj *o)
 	       !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "libm.so", 7) ||
 	       !strncmp(b, "libpthread", 10) || !strncmp(b, "libdl.so", 8) ||
 	       !strncmp(b, "librt.so", 8);
+}
+
+bool evidence_wanted(const struct obj *o)
+{
+	return !out_of_scope(o);
 }
 
 /* The most of one object's loaded image read when its file cannot be opened. */
@@ -397,8 +412,14 @@ static int scan_obj(const struct obj *o, struct evidence *ev)
 
 	if (out_of_scope(o))
 		return 0;
-	fd = obj_open(o, NULL);
-	r = fd < 0 && !o->is_vdso ? evidence_mem(o, ev) : evidence_file(fd, ev);
+	if (o->ev_known) {
+		/* read when sym_load() had the file open */
+		*ev = o->ev;
+		r = o->ev_r;
+	} else {
+		fd = obj_open(o, NULL);
+		r = fd < 0 && !o->is_vdso ? evidence_mem(o, ev) : evidence_file(fd, ev);
+	}
 	if (r > 0)
 		pr_debug("%s: %s (found: %s)", o->path, ev->alloc, ev->found);
 	return r > 0;

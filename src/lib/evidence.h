@@ -28,6 +28,12 @@ int evidence_file(int fd, struct evidence *ev);
 struct Elf;
 int evidence_elf(struct Elf *elf, struct evidence *ev);
 /*
+ * evidence_elf() of the file st describes, from the cache when that file
+ * was read already (the same file mapped in many processes: heapctl list).
+ */
+struct stat;
+int evidence_of(const struct stat *st, struct Elf *elf, struct evidence *ev);
+/*
  * The same signs in o's loaded image, for an object whose file cannot be
  * opened: its read-only PT_LOAD segments, through the ELF and program
  * headers at o->base in o->pid's memory.  1, 0, or -1 as evidence_file().
@@ -42,6 +48,8 @@ int evidence_mem(const struct obj *o, struct evidence *ev);
  * objects are never read.
  */
 bool evidence_likely(const struct obj *o);
+/* Is o ever read for signs?  glibc's own objects, the loader and the vDSO are not. */
+bool evidence_wanted(const struct obj *o);
 /*
  * After the driver is chosen: refuse (HC_E_NO_SYM) if an object holds an
  * allocator that has no symbols and is not the driver's.  Reads the executable and the

@@ -1011,6 +1011,7 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 
 int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 {
+	struct stat st;
 	Elf *elf;
 	int fd, e;
 
@@ -1034,7 +1035,7 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	o->debug_tried = debug;
 	if (o->is_vdso)
 		return 0;
-	fd = obj_open(o, NULL);
+	fd = obj_open(o, &st);
 	e = fd < 0 ? errno : 0;
 	elf = sym_elf_open(fd);
 	if (!elf) {
@@ -1053,8 +1054,12 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 			       why, me.msg);
 	}
 	sym_load_elf(t, o, elf, debug, err);
-	if (elf)
-		elf_end(elf);
+	/* the signs evidence_check() reads next, while the file is open */
+	if (!t->ev_scanned && !o->ev_known && evidence_wanted(o)) {
+		o->ev_r = evidence_of(&st, elf, &o->ev);
+		o->ev_known = true;
+	}
+	elf_end(elf);
 	return err_isset(err) ? -1 : 0;
 }
 

@@ -10,6 +10,7 @@
 #include <heapctl/heapctl.h>
 
 #include "arch.h"
+#include "evidence.h"
 
 /* 24 bytes: libc has 3,000, each table's pages are fresh (2 us each under a hypervisor) */
 struct sym {
@@ -51,6 +52,10 @@ struct obj {
 	const char *symsrc;
 	char *debug_path;
 	char build_id[66]; /* hex, from the file (sym_load()), or "" */
+	/* its allocator signs, read by sym_load() while the file was open (evidence.c) */
+	struct evidence ev;
+	int ev_r;
+	bool ev_known;
 };
 
 /* One line of /proc/PID/maps as maps_load() last read it; t->vmas is sorted by address. */
