@@ -278,63 +278,6 @@ static pid_t lock_holder(pid_t pid)
 	return cred.pid;
 }
 
-/*
- * A heapctl that waits for another names the command its user started,
- * not that command's worker (src/cli/keeper.c), which is what holds the
- * lock: the worker is stopped (SIGSTOP) while it holds it.
- */
-static void test_lock_names_front(void)
-{
-	struct victim v;
-	struct hres r = { 0 };
-	struct hproc hp;
-	char stid[16], want[48];
-	pid_t worker = 0;
-
-	if (start(&v))
-		return;
-	snprintf(stid, sizeof(stid), "%d", (int)v.t_read);
-	for (int tries = 0; tries < 20 && !worker; tries++) {
-		char err[8192] = "";
-
-		if (hc_startv(&hp, NULL, (const char *const[]){ "-vv", "prof", "status", "--tid",
-								 stid, "-p", v.spid, NULL })) {
-			t_fail("cannot start heapctl");
-			goto out;
-		}
-		if (hp_err_until(&hp, "holding the lock", err, sizeof(err), 20000)) {
-			pid_t w = hp_worker(&hp);
-
-			if (w != hp.pid && !kill(w, SIGSTOP) && lock_holder(v.pid) == w)
-				worker = w;
-			else if (w != hp.pid)
-				kill(w, SIGCONT);
-		}
-		if (worker)
-			break;
-		hc_finish(&hp, &r, HC_TIMEOUT_S);
-		hres_free(&r);
-	}
-	if (!worker) {
-		t_fail("never caught a worker holding the lock of pid %d", (int)v.pid);
-		goto out;
-	}
-	snprintf(want, sizeof(want), "another heapctl (pid %d)", (int)hp.pid);
-	hc_run(&r, NULL, "stats", "--timeout", "0.3", "-p", v.spid, NULL);
-	if (hres_exit(&r) != 1 || !strstr(r.err, want))
-		t_fail("wanted '%s' (the command, not its worker %d): %s", want, (int)worker,
-		       hres_desc(&r));
-	hres_free(&r);
-	kill(worker, SIGCONT);
-	hc_finish(&hp, &r, HC_TIMEOUT_S);
-	if (hres_exit(&r) != 0)
-		t_fail("the stopped heapctl, continued: %s", hres_desc(&r));
-	hres_free(&r);
-	victim_check(&v, 0);
-out:
-	victim_kill(&v);
-}
-
 /* A line's number in /proc/PID/status ("TracerPid", "State" as its letter's code), or -1. */
 static long status_num(pid_t pid, const char *key)
 {
@@ -354,88 +297,140 @@ static long status_num(pid_t pid, const char *key)
 	return v;
 }
 
+static bool holds_lock(const struct victim *v, pid_t worker)
+{
+	return lock_holder(v->pid) == worker;
+}
+
+static bool traces_main(const struct victim *v, pid_t worker)
+{
+	return status_num(v->pid, "TracerPid") == worker;
+}
+
+/*
+ * Start argv (a heapctl at -vv, or a command that runs one) until its
+ * worker is caught stopped (SIGSTOP) where caught() says, after line:
+ * the worker's pid, and hp still running; 0 if it never was (30 tries).
+ */
+static pid_t stop_worker(const struct victim *v, const char *const argv[], const char *line,
+			 bool (*caught)(const struct victim *, pid_t), struct hproc *hp)
+{
+	for (int tries = 0; tries < 30; tries++) {
+		char err[8192] = "";
+		struct hres r = { 0 };
+
+		if (prog_start(hp, argv) < 0)
+			return 0;
+		if (hp_err_until(hp, line, err, sizeof(err), 20000)) {
+			pid_t w = hp_worker(hp);
+
+			if (w != hp->pid && !kill(w, SIGSTOP)) {
+				for (long end = now_ms() + 2000;
+				     status_num(w, "State") != 'T' && now_ms() < end;)
+					sleep_ms(1);
+				if (caught(v, w))
+					return w;
+				kill(w, SIGCONT);
+			}
+		}
+		hc_finish(hp, &r, HC_TIMEOUT_S);
+		hres_free(&r);
+	}
+	return 0;
+}
+
+/*
+ * While worker is stopped, another heapctl is refused with want in its
+ * message and hint in its hint; then worker goes on and its command
+ * succeeds, the target unharmed.
+ */
+static void refused_while_stopped(struct victim *v, struct hproc *hp, pid_t worker,
+				  const char *want, const char *hint)
+{
+	struct hres r = { 0 };
+
+	hc_run(&r, NULL, "stats", "--timeout", "0.3", "-p", v->spid, NULL);
+	if (hres_exit(&r) != 1 || !strstr(r.err, want) || !strstr(r.err, hint))
+		t_fail("wanted '%s' (the command, not its worker %d) and '%s': %s", want,
+		       (int)worker, hint, hres_desc(&r));
+	hres_free(&r);
+	kill(worker, SIGCONT);
+	hc_finish(hp, &r, HC_TIMEOUT_S);
+	if (hres_exit(&r) != 0)
+		t_fail("the stopped heapctl, continued: %s", hres_desc(&r));
+	hres_free(&r);
+	victim_check(v, 0);
+}
+
+/*
+ * A heapctl that waits for another names the command its user started,
+ * not that command's worker (src/cli/keeper.c), which is what holds the
+ * lock: the worker is stopped (SIGSTOP) while it holds it.
+ */
+static void test_lock_names_front(void)
+{
+	struct victim v;
+	struct hproc hp;
+	char stid[16], want[48];
+	pid_t worker;
+
+	if (start(&v))
+		return;
+	snprintf(stid, sizeof(stid), "%d", (int)v.t_read);
+	worker = stop_worker(&v,
+			     (const char *const[]){ cfg.heapctl, "-vv", "prof", "status", "--tid",
+						    stid, "-p", v.spid, NULL },
+			     "holding the lock", holds_lock, &hp);
+	if (!worker) {
+		t_fail("never caught a worker holding the lock of pid %d", (int)v.pid);
+	} else {
+		snprintf(want, sizeof(want), "another heapctl (pid %d)", (int)hp.pid);
+		refused_while_stopped(&v, &hp, worker, want, "hint:");
+	}
+	victim_kill(&v);
+}
+
 /*
  * A heapctl in another network namespace does not share this one's lock
  * (an abstract socket): while it traces the target, this one refuses, and
  * names the command that user started, not its worker.  Its worker is
- * stopped (SIGSTOP) while it traces the main thread, in stats --full.
+ * stopped while it traces the main thread, in stats --full.
  */
 static void test_traced_names_command(void)
 {
-	char un[512], want[64];
 	struct victim v;
 	struct hres r = { 0 };
 	struct hproc hp;
-	pid_t worker = 0;
+	char un[512], want[64];
+	pid_t worker;
 
 	if (!find_in_path("unshare", un, sizeof(un))) {
 		t_skip(true, "unshare not found");
 		return;
 	}
-	{
-		const char *const argv[] = { un, "--net", "true", NULL };
-		struct hproc up;
-		struct hres ur = { 0 };
-
-		if (prog_start(&up, argv) < 0) {
-			t_fail("cannot start unshare");
-			return;
-		}
-		hc_finish(&up, &ur, HC_TIMEOUT_S);
-		if (hres_exit(&ur) != 0) {
-			t_skip(true, "no network namespace can be made here (unshare --net: %.120s)",
-			       ur.err);
-			hres_free(&ur);
-			return;
-		}
-		hres_free(&ur);
+	if (prog_start(&hp, (const char *const[]){ un, "--net", "true", NULL }) < 0) {
+		t_fail("cannot start unshare");
+		return;
 	}
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (hres_exit(&r) != 0) {
+		t_skip(true, "no network namespace can be made here (unshare --net: %.120s)", r.err);
+		hres_free(&r);
+		return;
+	}
+	hres_free(&r);
 	if (start(&v))
 		return;
-	for (int tries = 0; tries < 30 && !worker; tries++) {
-		const char *const argv[] = { un, "--net", cfg.heapctl, "-vv", "stats", "--full",
-					     "--tid", v.spid, "-p", v.spid, NULL };
-		char err[8192] = "";
-
-		if (prog_start(&hp, argv) < 0) {
-			t_fail("cannot start heapctl in a network namespace");
-			goto out;
-		}
-		if (hp_err_until(&hp, "borrowing tid", err, sizeof(err), 20000)) {
-			pid_t w = hp_worker(&hp);
-
-			if (w != hp.pid && !kill(w, SIGSTOP)) {
-				for (long end = now_ms() + 2000;
-				     status_num(w, "State") != 'T' && now_ms() < end;)
-					sleep_ms(1);
-				if (status_num(v.pid, "TracerPid") == w)
-					worker = w;
-				else
-					kill(w, SIGCONT);
-			}
-		}
-		if (worker)
-			break;
-		hc_finish(&hp, &r, HC_TIMEOUT_S);
-		hres_free(&r);
-	}
+	worker = stop_worker(&v,
+			     (const char *const[]){ un, "--net", cfg.heapctl, "-vv", "stats", "--full",
+						    "--tid", v.spid, "-p", v.spid, NULL },
+			     "borrowing tid", traces_main, &hp);
 	if (!worker) {
 		t_fail("never caught a heapctl tracing pid %d", (int)v.pid);
-		goto out;
+	} else {
+		snprintf(want, sizeof(want), "already traced by pid %d (heapctl)", (int)hp.pid);
+		refused_while_stopped(&v, &hp, worker, want, "hint: another heapctl");
 	}
-	snprintf(want, sizeof(want), "already traced by pid %d (heapctl)", (int)hp.pid);
-	hc_run(&r, NULL, "stats", "--timeout", "0.3", "-p", v.spid, NULL);
-	if (hres_exit(&r) != 1 || !strstr(r.err, want) || !strstr(r.err, "hint: another heapctl"))
-		t_fail("wanted '%s' (the command, not its worker %d) and a retry hint: %s", want,
-		       (int)worker, hres_desc(&r));
-	hres_free(&r);
-	kill(worker, SIGCONT);
-	hc_finish(&hp, &r, HC_TIMEOUT_S);
-	if (hres_exit(&r) != 0)
-		t_fail("the stopped heapctl, continued: %s", hres_desc(&r));
-	hres_free(&r);
-	victim_check(&v, 0);
-out:
 	victim_kill(&v);
 }
 
