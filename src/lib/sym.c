@@ -780,13 +780,15 @@ static int cmp_sym(const void *a, const void *b)
 }
 
 /*
- * A stable sort by address, as glibc's qsort() (a merge sort) is: a radix
- * sort, one counting pass per byte of the span the addresses cover (three
- * for libc), with qsort() it was a tenth of a round trip.  What is sorted
- * is a key per symbol, its offset from the lowest address above its
- * index, and the symbols then move along the cycles of that order: the
- * scratch is 16 bytes a symbol, not a second copy of the table (32).  For
- * libc that is 12 fresh pages fewer, 2 us each under a hypervisor.
+ * A stable sort by address, as glibc's qsort() (a merge sort) is: with
+ * qsort() it was a tenth of a round trip.  A radix sort of one key per
+ * symbol, its offset from the lowest address above its index (so equal
+ * addresses keep their order), one counting pass per byte of the key
+ * above the index's low byte (four for libc); the symbols then move
+ * along the cycles of that order.  The scratch is 16 bytes a symbol, not
+ * a second copy of the table: for libc a dozen fresh pages fewer, 2 us
+ * each under a hypervisor.  Keys that cannot hold the offsets (a span
+ * past 2^52 or so): qsort().
  */
 void syms_sort(struct sym *v, size_t n)
 {
