@@ -5,8 +5,9 @@
  * from memory (elf_memory(), no file per input) and read with
  * sym_load_elf(), the part of sym_load() after the file is open: .dynsym,
  * .symtab, .gnu_debugdata, and the .gnu_debuglink and build-id lookups of a
- * separate debug file; then looked up with sym_by_name().  The same bytes, placed in this
- * process's memory right before an unmapped page, go through
+ * separate debug file; then looked up with sym_by_name() and sorted by
+ * address (syms_sort()).  The same bytes, placed in this process's memory
+ * right before an unmapped page, go through
  * obj_read_phdrs(), which reads the ELF and program headers from the
  * target's memory, and sym_load_mem(), which reads .dynsym there through
  * PT_DYNAMIC (pointers relocated or not, DT_HASH or DT_GNU_HASH).
@@ -64,6 +65,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sym_by_name(&o, "mallctl");
 		for (size_t i = 0; i < o.nsyms + o.ndata; i++)
 			if (!o.syms[i].name || !memchr(o.syms[i].name, 0, 4096))
+				__builtin_trap();
+		/* the addresses are the input's, any 64 bits: sorted, names kept with them */
+		syms_sort(o.syms, o.nsyms);
+		for (size_t i = 1; i < o.nsyms; i++)
+			if (o.syms[i - 1].raddr > o.syms[i].raddr || !o.syms[i].name)
 				__builtin_trap();
 	}
 	if (elf)
