@@ -46,11 +46,14 @@ void procfs_status_parse(FILE *f, struct procfs_status *st)
 			st->rss = strtoull(line + 6, NULL, 10) * 1024;
 		else if (!strncmp(line, "VmSize:", 7))
 			st->vmsize = strtoull(line + 7, NULL, 10) * 1024;
-		else if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4) {
+		/* sscanf() only where it can match: it costs a string stream per call */
+		else if (!strncmp(line, "Uid:", 4) &&
+			 sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4) {
 			st->euid = (uid_t)e;
 			st->fsuid = (uid_t)fs;
 		}
-		else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
+		else if (!strncmp(line, "Gid:", 4) &&
+			 sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
 			st->fsgid = (gid_t)fs;
 	}
 }

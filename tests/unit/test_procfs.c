@@ -3,6 +3,8 @@
  * Unit test: procfs_environ() reads a whole environ file (longer than its
  * first buffer) into one NUL-terminated buffer, and procfs_env_get() finds
  * NAME=value as getenv() does: the first one, the whole name only.
+ * procfs_status_parse() takes every field heapctl uses from a status
+ * text as Linux 6.x writes it, and none from a line that only looks like one.
  * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.
  */
 #include <stdio.h>
@@ -69,9 +71,52 @@ static void environ_read(void)
 	end();
 }
 
+/* A status text as Linux 6.x writes it (abridged), with lines that only look like fields. */
+static const char status_text[] =
+	"Name:\tmysqld worker\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\n"
+	"Ngid:\t0\nPid:\t4242\nPPid:\t1\nTracerPid:\t77\n"
+	"Uid:\t1000\t1001\t1002\t1003\nGid:\t2000\t2001\t2002\t2003\n"
+	"FDSize:\t64\nGroups:\t27 100\nVmSize:\t  123456 kB\nVmRSS:\t    4096 kB\n"
+	"Threads:\t12\nSigQ:\t0/63451\nSigPnd:\t0000000000000001\n"
+	"ShdPnd:\t0000000000000100\nSigBlk:\t0000000000014000\n"
+	"SigIgn:\t0000000000001000\nCapEff:\t0000000000200000\nSeccomp:\t2\n"
+	"x86_Thread_features:\tshstk wrss\nUidMap: 5 6 7 8\nGid:\t9\t9\t9\n";
+
+static void status_parse(void)
+{
+	struct procfs_status st;
+	FILE *f = fmemopen((void *)status_text, sizeof(status_text) - 1, "r");
+
+	begin("procfs_status_parse");
+	if (!f) {
+		CHECK(0, "fmemopen failed");
+		end();
+		return;
+	}
+	procfs_status_parse(f, &st);
+	fclose(f);
+	CHECK(!strcmp(st.name, "mysqld worker"), "name '%s'", st.name);
+	CHECK(st.state == 'S' && st.tgid == 4242 && st.ppid == 1 && st.tracer == 77,
+	      "state %c tgid %d ppid %d tracer %d", st.state, (int)st.tgid, (int)st.ppid,
+	      (int)st.tracer);
+	CHECK(st.euid == 1001 && st.fsuid == 1003, "euid %u fsuid %u (Uid: real effective saved fs)",
+	      (unsigned)st.euid, (unsigned)st.fsuid);
+	/* the last line, with three fields, is no Gid: line */
+	CHECK(st.fsgid == 2003, "fsgid %u", (unsigned)st.fsgid);
+	CHECK(st.sigpnd == 1 && st.shdpnd == 0x100 && st.sigblk == 0x14000 && st.capeff == 0x200000,
+	      "signals %llx %llx %llx capeff %llx", (unsigned long long)st.sigpnd,
+	      (unsigned long long)st.shdpnd, (unsigned long long)st.sigblk,
+	      (unsigned long long)st.capeff);
+	CHECK(st.seccomp == 2 && st.shstk, "seccomp %d shstk %d", st.seccomp, st.shstk);
+	CHECK(st.rss == 4096ull * 1024 && st.vmsize == 123456ull * 1024, "rss %llu vmsize %llu",
+	      (unsigned long long)st.rss, (unsigned long long)st.vmsize);
+	end();
+}
+
 int main(void)
 {
 	env_get();
 	environ_read();
+	status_parse();
 	return nfailed != 0;
 }
