@@ -782,13 +782,14 @@ static int cmp_sym(const void *a, const void *b)
 /*
  * A stable sort by address, as glibc's qsort() (a merge sort) is: with
  * qsort() it was a tenth of a round trip.  A radix sort of one key per
- * symbol, its offset from the lowest address above its index (so equal
- * addresses keep their order), one counting pass per byte of the key
- * above the index's low byte (four for libc); the symbols then move
- * along the cycles of that order.  The scratch is 16 bytes a symbol, not
- * a second copy of the table: for libc a dozen fresh pages fewer, 2 us
- * each under a hypervisor.  Keys that cannot hold the offsets (a span
- * past 2^52 or so): qsort().
+ * symbol, its offset from the lowest address above its index in whole
+ * bytes (so equal addresses keep their order), one counting pass per
+ * byte of the offset (three for libc); the symbols then move along the
+ * cycles of that order.  The scratch is 16 bytes a symbol, not a second
+ * copy of the table: fewer fresh pages (2 us each under a hypervisor)
+ * than the random moves cost; for libc's 2,900 functions 28 us against
+ * 43 for passes over copies, on fresh memory.  Keys that cannot hold the
+ * offsets (a span past 2^48 or so): qsort().
  */
 void syms_sort(struct sym *v, size_t n)
 {
@@ -803,6 +804,7 @@ void syms_sort(struct sym *v, size_t n)
 		return;
 	while (ib < 64 && (n - 1) >> ib)
 		ib++;
+	ib = (ib + 7) / 8 * 8; /* whole bytes: the passes then sort the offset's bytes only */
 	top = 64 - (unsigned int)__builtin_clzll(hi - lo) + ib; /* bits of a key */
 	mask = (1ull << ib) - 1;
 	key = top <= 64 ? malloc(2 * n * sizeof(*key)) : NULL;
@@ -812,10 +814,10 @@ void syms_sort(struct sym *v, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		key[i] = (v[i].raddr - lo) << ib | i;
-	/* bytes below the offset's hold indices only, already in order */
+	/* the index bytes below the offset's are in order already */
 	src = key;
 	dst = key + n;
-	for (unsigned int shift = ib / 8 * 8; shift < top; shift += 8) {
+	for (unsigned int shift = ib; shift < top; shift += 8) {
 		size_t at[256] = { 0 }, sum = 0;
 
 		for (size_t i = 0; i < n; i++)
