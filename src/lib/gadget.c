@@ -21,6 +21,26 @@ static bool is_libc(const struct obj *o)
 	return strstr(o->path, "/libc.so") || strstr(o->path, "/libc.musl");
 }
 
+/*
+ * The first place in buf[0, len) at a multiple of step where pat is, or
+ * -1: its first byte by memchr(), the rest compared there, not a memcmp()
+ * at every offset of 8 or 64 KiB of text.
+ */
+static long pat_in(const uint8_t *buf, size_t len, const struct hc_bytes *pat, size_t step)
+{
+	for (size_t k = 0; k + pat->len <= len;) {
+		const uint8_t *p = memchr(buf + k, pat->b[0], len - pat->len + 1 - k);
+
+		if (!p)
+			return -1;
+		k = (size_t)(p - buf);
+		if (k % step == 0 && !memcmp(p, pat->b, pat->len))
+			return (long)k;
+		k++;
+	}
+	return -1;
+}
+
 /* Find pat in the executable text of the vDSO, libc, then the executable. */
 static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 {
@@ -38,14 +58,15 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 				size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
 				struct hc_err e = { 0 };
 
+				long k;
+
 				if (mem_read(t->pid, t->memfd, at, buf, len, &e) < 0)
 					break;
-				for (size_t k = 0; k + pat->len <= len; k += step) {
-					if (memcmp(buf + k, pat->b, pat->len))
-						continue;
+				k = pat_in(buf, len, pat, step);
+				if (k >= 0) {
 					pr_debug("found %zu-byte pattern at 0x%llx in %s", pat->len,
-						 (unsigned long long)(at + k), o->path);
-					return at + k;
+						 (unsigned long long)(at + (uint64_t)k), o->path);
+					return at + (uint64_t)k;
 				}
 			}
 		}
@@ -69,15 +90,16 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat,
 			const struct sym *sy = sym_by_name(o, *n);
 			uint8_t buf[8192];
 			uint64_t at;
+			long k;
 
 			if (!sy || sy->raddr < o->text_lo + 4096 || sy->raddr + 4096 > o->text_hi)
 				continue;
 			at = sy->raddr - 4096;
 			if (mem_read(t->pid, t->memfd, at, buf, sizeof(buf), &e) < 0)
 				continue;
-			for (size_t k = 0; k + pat->len <= sizeof(buf); k += step)
-				if (!memcmp(buf + k, pat->b, pat->len))
-					return at + k;
+			k = pat_in(buf, sizeof(buf), pat, step);
+			if (k >= 0)
+				return at + (uint64_t)k;
 		}
 	}
 	return 0;
