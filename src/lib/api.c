@@ -314,7 +314,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 						      "another heapctl is working on it: retry when "
 						      "it has finished",
 			    "pid %d (%s) is already traced by pid %d (%s)", pid, ps.name,
-			    strcmp(comm, "heapctl") ? ps.tracer : tlock_front(ps.tracer), comm);
+			    tlock_front(ps.tracer), comm);
 		return NULL;
 	}
 	if (ps.seccomp == 1) {

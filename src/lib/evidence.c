@@ -345,9 +345,21 @@ static bool out_of_scope(const struct obj *o)
 	       !strncmp(b, "librt.so", 8);
 }
 
-bool evidence_wanted(const struct obj *o)
+/* o's file is named after an allocator (libjemalloc.so.2). */
+static bool names_allocator(const struct obj *o)
 {
-	return !out_of_scope(o);
+	const char *b = strrchr(o->path, '/');
+
+	b = b ? b + 1 : o->path;
+	for (size_t i = 0; i < NSIGNS; i++)
+		if (strstr(b, signs[i].alloc))
+			return true;
+	return false;
+}
+
+bool evidence_sure(const struct obj *o)
+{
+	return !out_of_scope(o) && (o->is_exe || names_allocator(o));
 }
 
 /* The most of one object's loaded image read when its file cannot be opened. */
@@ -436,14 +448,9 @@ static void evidence_note(struct hc_target *t, struct obj *o, const struct evide
 
 bool evidence_likely(const struct obj *o)
 {
-	const char *b = strrchr(o->path, '/');
 	struct evidence ev;
 
-	b = b ? b + 1 : o->path;
-	for (size_t i = 0; i < NSIGNS; i++)
-		if (strstr(b, signs[i].alloc))
-			return true;
-	return scan_obj(o, &ev);
+	return names_allocator(o) || scan_obj(o, &ev);
 }
 
 /*

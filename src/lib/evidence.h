@@ -48,8 +48,13 @@ int evidence_mem(const struct obj *o, struct evidence *ev);
  * objects are never read.
  */
 bool evidence_likely(const struct obj *o);
-/* Is o ever read for signs?  glibc's own objects, the loader and the vDSO are not. */
-bool evidence_wanted(const struct obj *o);
+/*
+ * Will evidence_check() read o whichever driver is chosen: the executable,
+ * or an object named after an allocator (the driver's, as a rule)?  Never
+ * glibc's own objects, the loader or the vDSO.  Others are read only with
+ * glibc or no driver.
+ */
+bool evidence_sure(const struct obj *o);
 /*
  * After the driver is chosen: refuse (HC_E_NO_SYM) if an object holds an
  * allocator that has no symbols and is not the driver's.  Reads the executable and the

@@ -57,7 +57,6 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 			for (uint64_t at = o->text_lo; at < o->text_hi; at += sizeof(buf) - 16) {
 				size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
 				struct hc_err e = { 0 };
-
 				long k;
 
 				if (mem_read(t->pid, t->memfd, at, buf, len, &e) < 0)

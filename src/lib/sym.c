@@ -1058,8 +1058,11 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 			       why, me.msg);
 	}
 	sym_load_elf(t, o, elf, debug, err);
-	/* the signs evidence_check() reads next, while the file is open */
-	if (!t->ev_scanned && !o->ev_known && evidence_wanted(o)) {
+	/*
+	 * The signs evidence_check() reads next, while the file is open; not
+	 * for a library the malloc search passed on its way (evidence_sure()).
+	 */
+	if (!t->ev_scanned && !o->ev_known && evidence_sure(o)) {
 		o->ev_r = evidence_of(&st, elf, &o->ev);
 		o->ev_known = true;
 	}
