@@ -2,7 +2,7 @@
 /*
  * floor: the least a borrow can cost, for bench/run.sh to divide by.
  *
- * Usage: floor TID RUNS
+ * Usage: floor TID RUNS [--run]
  *
  * RUNS times, on thread TID: PTRACE_SEIZE, PTRACE_INTERRUPT, wait for the
  * stop, read NT_PRSTATUS and the whole extended register state (x86_64:
@@ -10,18 +10,31 @@
  * write them all back, PTRACE_DETACH.  Nothing is called in the thread: no
  * tool that gives a thread back bit for bit can do less.
  *
+ * With --run (x86_64), the least a borrow that runs the thread can cost:
+ * two stops.  After the registers are read, the thread is sent, under
+ * PTRACE_SYSCALL, to the "syscall" instruction it is blocked behind with
+ * getpid()'s number, and stops at that syscall's entry; there the saved
+ * registers and extended state are written back, and the detach lets the
+ * kernel run the interrupted syscall again, as it would have restarted it.
+ * No frame, no signal mask, no function: heapctl's borrow does all of that
+ * and this does not, so it is a floor for any borrow with two stops.  The
+ * thread must be blocked in a syscall the kernel restarts (read(), say).
+ *
  * Prints one line per run: "STOPPED_US TOTAL_US", where STOPPED_US is
  * counted the way heapctl counts its pause (from the moment the stop is
  * seen to the detach) and TOTAL_US from the seize.  This is a benchmark
  * tool, not part of heapctl: it calls ptrace(2) directly on purpose.
  */
+#define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,13 +66,87 @@ static const unsigned int sets[] = { NT_PRSTATUS, NT_PRFPREG, NT_ARM_SVE };
 
 static uint8_t buf[NSETS][SET_MAX];
 
-static int one(pid_t tid, uint64_t *stopped, uint64_t *total)
+#if defined(__x86_64__)
+#include <sys/user.h>
+
+/* Where thread tid's "syscall" instruction is: behind the pc it is blocked at. */
+static uint64_t syscall_insn(pid_t tid)
+{
+	char path[64], line[512];
+	unsigned long long pc = 0;
+	unsigned char b[2];
+	struct iovec local = { b, 2 }, remote;
+	const char *last;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f || !fgets(line, sizeof(line), f)) {
+		if (f)
+			fclose(f);
+		return 0;
+	}
+	fclose(f);
+	last = strrchr(line, ' ');
+	if (line[0] == '-' || !last || sscanf(last, " %llx", &pc) != 1 || pc < 2)
+		return 0;
+	remote.iov_base = (void *)(uintptr_t)(pc - 2);
+	remote.iov_len = 2;
+	if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != 2 || b[0] != 0x0f || b[1] != 0x05)
+		return 0;
+	return pc - 2;
+}
+
+/*
+ * The second stop: run getpid() at insn, stop at its entry, where the
+ * saved registers go back (the kernel then runs orig_rax's syscall again).
+ */
+static int run_once(pid_t tid, uint64_t insn, struct iovec *saved)
+{
+	struct user_regs_struct r;
+	struct iovec iov = { &r, sizeof(r) };
+	long rc;
+	int status;
+
+	memcpy(&r, saved[0].iov_base, sizeof(r));
+	rc = (long)r.rax;
+	if ((long)r.orig_rax < 0 || (rc != -512 && rc != -513 && rc != -514)) {
+		fprintf(stderr, "floor: thread %d is not in a syscall the kernel restarts\n", tid);
+		return -1;
+	}
+	r.rip = insn;
+	r.rax = SYS_getpid;
+	r.orig_rax = (unsigned long long)-1;
+	if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0 ||
+	    ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0 || waitpid(tid, &status, __WALL) != tid ||
+	    !WIFSTOPPED(status) || WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+		fprintf(stderr, "floor: thread %d did not stop at getpid()\n", tid);
+		return -1;
+	}
+	return 0;
+}
+#else
+static uint64_t syscall_insn(pid_t tid)
+{
+	(void)tid;
+	return 0;
+}
+
+static int run_once(pid_t tid, uint64_t insn, struct iovec *saved)
+{
+	(void)tid, (void)insn, (void)saved;
+	return -1;
+}
+#endif
+
+static int one(pid_t tid, uint64_t insn, uint64_t *stopped, uint64_t *total)
 {
 	uint64_t t0 = now_us(), t1;
 	struct iovec iov[NSETS];
 	int status;
 
-	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0 || ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
+	if (ptrace(PTRACE_SEIZE, tid, 0, insn ? PTRACE_O_TRACESYSGOOD : 0) < 0 ||
+	    ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
 		perror("floor: seize");
 		return -1;
 	}
@@ -74,6 +161,10 @@ static int one(pid_t tid, uint64_t *stopped, uint64_t *total)
 		/* a regset this CPU lacks (SVE) is skipped, as heapctl does */
 		if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)sets[i], &iov[i]) < 0)
 			iov[i].iov_len = 0;
+	}
+	if (insn && run_once(tid, insn, iov) < 0) {
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return -1;
 	}
 	for (size_t i = 0; i < NSETS; i++)
 		if (iov[i].iov_len &&
@@ -95,15 +186,22 @@ int main(int argc, char **argv)
 {
 	pid_t tid;
 	int runs;
+	uint64_t insn = 0;
 
-	if (argc != 3 || (tid = atoi(argv[1])) <= 0 || (runs = atoi(argv[2])) <= 0) {
-		fprintf(stderr, "usage: floor TID RUNS\n");
+	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--run")) ||
+	    (tid = atoi(argv[1])) <= 0 || (runs = atoi(argv[2])) <= 0) {
+		fprintf(stderr, "usage: floor TID RUNS [--run]\n");
 		return 2;
+	}
+	if (argc == 4 && !(insn = syscall_insn(tid))) {
+		fprintf(stderr, "floor: thread %d is not blocked behind a syscall instruction "
+				"(--run is for x86_64)\n", tid);
+		return 3;
 	}
 	for (int i = 0; i < runs; i++) {
 		uint64_t stopped, total;
 
-		if (one(tid, &stopped, &total) < 0)
+		if (one(tid, insn, &stopped, &total) < 0)
 			return 1;
 		printf("%llu %llu\n", (unsigned long long)stopped, (unsigned long long)total);
 	}

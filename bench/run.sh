@@ -13,6 +13,9 @@
 #   floor           the least a borrow can cost on the same thread (bench/floor.c:
 #                   seize, interrupt, wait, read and write back NT_PRSTATUS and the
 #                   whole extended state, detach), stopped window counted as heapctl's
+#   two-stop floor  the same with the thread run once in between (floor --run: it
+#                   runs getpid() and stops at its entry), the least any borrow that
+#                   runs the thread's code can cost; x86_64 only
 #   pause           how long each command kept its thread stopped, all its borrows
 #                   summed (from -v), as a multiple of the floor, and its ptrace stops;
 #                   for prof on/off, where that time went (heapctl's -v "the pause" line)
@@ -233,6 +236,11 @@ run_heapctl warm prof status -p "$tpid"
 "$floor" "$last_tid" "$runs" >"$tmp/floor.raw" || die "floor failed on tid $last_tid"
 cut -d' ' -f1 "$tmp/floor.raw" >"$tmp/floor"
 cut -d' ' -f2 "$tmp/floor.raw" >"$tmp/floor.total"
+if "$floor" "$last_tid" "$runs" --run >"$tmp/floor2.raw" 2>"$tmp/floor2.err"; then
+	cut -d' ' -f1 "$tmp/floor2.raw" >"$tmp/floor2"
+else
+	floor2_why=$(head -1 "$tmp/floor2.err")
+fi
 
 # Each command's pause, all its borrows summed.
 for ((i = 0; i < toggles; i++)); do
@@ -308,6 +316,13 @@ printf '%-24s (both started with posix_spawn and reaped, as bench/spawn.c does; 
 floor_med=$(pick "$tmp/floor" median)
 printf '%-24s median %s stopped (%s from seize to detach), tid %s\n' "floor (bench/floor.c)" \
 	"$(us "$floor_med")" "$(us "$(pick "$tmp/floor.total" median)")" "$last_tid"
+floor2_med=$(pick "$tmp/floor2" median)
+if [ "$floor2_med" -ge 0 ]; then
+	printf '%-24s median %s stopped, %s\n' "two-stop floor" "$(us "$floor2_med")" \
+		"$(awk -v a="$floor2_med" -v f="$floor_med" 'BEGIN { if (f > 0) printf "%.1fx floor", a / f }')"
+else
+	printf '%-24s n/a (%s)\n' "two-stop floor" "${floor2_why:-not measured}"
+fi
 # times CMD_TAG: median pause as a multiple of the floor
 times()
 {
@@ -324,6 +339,10 @@ for c in "status.$first_n:prof status" "toggle:prof on/off" "cmd.stats:stats --f
 		"$(times "$tag")" "$(pick "$tmp/$tag.borrows" max)" "$(pick "$tmp/$tag.stops" median)"
 done
 printf '%-24s (goal: prof on/off <= 3x floor)\n' ""
+if [ "$floor2_med" -gt 0 ]; then
+	printf '%-24s prof on/off: %s\n' "" "$(awk -v a="$(pick "$tmp/toggle.pause" median)" \
+		-v f="$floor2_med" 'BEGIN { if (a >= 0) printf "%.1fx the two-stop floor", a / f }')"
+fi
 if [ -s "$tmp/toggle.w_stops" ]; then
 	printf '%-24s stops %s, registers %s, memory %s, safe-point check %s, the rest %s\n' \
 		"prof on/off pause went" "$(us "$(pick "$tmp/toggle.w_stops" median)")" \
