@@ -51,27 +51,19 @@
 #include "tlock.h"
 #include "where.h"
 
-static void sess_free(struct sess *s)
-{
-	for (unsigned int i = 0; i < s->nextra; i++)
-		free(s->extra[i].buf);
-	free(s);
-}
-
+/* The extra regsets, one after the other in t->regs_area: nothing allocated while stopped. */
 static int save_extra(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
+	size_t used = 0;
 
 	for (const unsigned int *nt = t->arch->extra_regsets; *nt && s->nextra < MAX_EXTRA; nt++) {
-		/* Ask with a generous buffer; the kernel says how much is real. */
-		size_t len = 64 * 1024;
-		uint8_t *buf = malloc(len);
+		/* Ask with all the room left; the kernel says how much is real. */
+		size_t room = REGS_AREA - used, len = room;
+		uint8_t *buf = t->regs_area + used;
 		struct hc_err e = { 0 };
 
-		if (!buf)
-			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		if (ptrace_regset_get(s->tid, *nt, buf, &len, &e) < 0) {
-			free(buf);
 			/* A regset this CPU or kernel does not have (e.g. no SVE): nothing to save. */
 			if (e.sys_errno == EINVAL || e.sys_errno == ENODEV) {
 				pr_debug("tid %d: no regset 0x%x here", s->tid, *nt);
@@ -80,6 +72,12 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
 			*err = e;
 			return -1;
 		}
+		/* what filled the room may have been cut short: never restore part of a state */
+		if (len >= room)
+			return err_set(err, HC_E_UNSUPPORTED, 0,
+				       "thread %d: register set 0x%x is larger than %zu bytes", s->tid,
+				       *nt, room);
+		used += (len + 15) & ~(size_t)15;
 		s->extra[s->nextra].nt = *nt;
 		s->extra[s->nextra].buf = buf;
 		s->extra[s->nextra].len = len;
@@ -230,15 +228,16 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	}
 	/*
 	 * The stack area's copy, its first 16 KiB touched now, where a frame
-	 * (11 KiB with AMX's XSAVE image) and what a command writes fit: no
-	 * page fault while a thread is stopped.
+	 * (11 KiB with AMX's XSAVE image) and what a command writes fit, and
+	 * the room for the saved register sets, its first 16 KiB too: no
+	 * allocation or page fault while a thread is stopped.
 	 */
-	if (!t->shadow) {
-		t->shadow = malloc(SHADOW_MAX);
-		if (!t->shadow)
-			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	if (!t->shadow && (t->shadow = malloc(SHADOW_MAX)))
 		memset(t->shadow, 0, 16 * 1024);
-	}
+	if (!t->regs_area && (t->regs_area = malloc(REGS_AREA)))
+		memset(t->regs_area, 0, 16 * 1024);
+	if (!t->shadow || !t->regs_area)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/* what the safe-point check reads, ready before anything stops */
 	sym_prepare(t);
 	if (t->arch->prepare)
@@ -302,7 +301,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			if (r > 0) {
 				if (ptrace_detach(tids[i], 0, err) < 0)
 					goto fail;
-				step_forget_extra(t->sess);
+				t->sess->nextra = 0;
 				t->sess->tid = 0;
 				t->sess->stopped = t->sess->saved = t->sess->mask_known = false;
 				continue;
@@ -634,7 +633,7 @@ out:
 	if (s->gone && !err_isset(err))
 		step_gone(t, err);
 	t->sess = NULL;
-	sess_free(s);
+	free(s);
 	ptrace_release_sigchld();
 	/* the thread is given back: the next heapctl may come (even while we print) */
 	if (!keep_lock)

@@ -22,6 +22,8 @@
 /* the shadow's size: the chain, a frame with the largest XSAVE image heapctl reads, the scratch */
 #define SHADOW_MAX (CHAIN_ROOM + 72 * 1024 + SCRATCH_LEN)
 #define MAX_EXTRA 4
+/* where the extra regsets are saved (t->regs_area): AMX's 11 KiB XSAVE image fits, SVE's too */
+#define REGS_AREA (64 * 1024)
 #define MAX_DEFER 64
 
 enum stop { ST_EXITED, ST_EVENT, ST_GROUP, ST_SYSCALL, ST_SIGNAL };
@@ -110,8 +112,6 @@ int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err);
 int step_get_gregs(struct hc_target *t, void *g, struct hc_err *err);
 /* Re-send the signals deferred while heapctl held the thread. */
 void step_redeliver(struct hc_target *t, struct sess *s);
-/* Free the saved extra regsets. */
-void step_forget_extra(struct sess *s);
 /* Put heapctl's mask (every signal but faults) on the thread, once. */
 int step_block_signals(struct hc_target *t, struct hc_err *err);
 /* Hand the thread back at its first stop to take s->pending_sig. */

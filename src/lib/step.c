@@ -192,13 +192,6 @@ void step_redeliver(struct hc_target *t, struct sess *s)
 	s->ndefer = 0;
 }
 
-void step_forget_extra(struct sess *s)
-{
-	for (unsigned int i = 0; i < s->nextra; i++)
-		free(s->extra[i].buf);
-	s->nextra = 0;
-}
-
 /* The real mask, read once the kernel has undone any temporary one; then ours. */
 static int take_mask(struct hc_target *t, struct hc_err *err)
 {
@@ -244,7 +237,7 @@ int step_give_back_pending(struct hc_target *t, struct hc_err *err)
 		return -1;
 	pr_debug("tid %d: signal %d arrived before the call; delivered it and retrying", s->tid,
 		 sig);
-	step_forget_extra(s);
+	s->nextra = 0;
 	s->tid = 0;
 	s->touched = s->stopped = s->saved = s->eintr_undone = false;
 	return 0;

@@ -45,6 +45,7 @@ void target_free(struct hc_target *t)
 	objs_free(t);
 	inj_free(t->inj);
 	free(t->shadow);
+	free(t->regs_area);
 	if (t->memfd >= 0)
 		close(t->memfd);
 	if (t->mapsfd >= 0)

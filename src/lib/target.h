@@ -118,6 +118,7 @@ struct hc_target {
 	/* the current borrowed thread, while attached */
 	struct sess *sess;
 	uint8_t *shadow;   /* the session's copy of the thread's stack area (call_int.h) */
+	uint8_t *regs_area; /* where a session saves the extra regsets (call_int.h) */
 	unsigned int held; /* call_hold() depth: call_done() keeps the thread */
 	void *unw; /* libunwind address space, created once */
 	struct uw_arg *uw; /* where.c: its page cache, as long as the target */
