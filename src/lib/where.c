@@ -80,6 +80,13 @@ struct uw_arg {
 	/* what stack holds of the thread stopped now: have_len bytes from have_sp (where_prefetch()) */
 	uint64_t have_sp;
 	size_t have_len;
+	/*
+	 * where_warm_up()'s read before the stop: warm_n words, and whether
+	 * the scan's rules found every one of them safe.
+	 */
+	uint64_t *warm;
+	size_t warm_n;
+	bool warm_safe;
 };
 
 static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
@@ -237,9 +244,15 @@ static unw_addr_space_t unw_space(struct hc_target *t)
 int where_init(struct hc_target *t, struct hc_err *err)
 {
 	t->uw = calloc(1, sizeof(struct uw_arg));
-	if (t->uw)
+	if (t->uw) {
 		t->uw->stack = malloc(SCAN_MAX);
-	if (!t->uw || !t->uw->stack) {
+		t->uw->warm = malloc(SCAN_MAX); /* touched by its reads, before any stop */
+	}
+	if (!t->uw || !t->uw->stack || !t->uw->warm) {
+		if (t->uw) {
+			free(t->uw->stack);
+			free(t->uw->warm);
+		}
 		free(t->uw);
 		t->uw = NULL;
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
@@ -295,6 +308,7 @@ int where_prepare(struct hc_target *t)
 
 	if (!a)
 		return -1;
+	a->warm_safe = false; /* judged against the ranges rebuilt here */
 	xr = realloc(a->xr, (cap ? cap : 1) * sizeof(*xr));
 	if (!xr)
 		return -1;
@@ -336,6 +350,7 @@ void where_fini(struct hc_target *t)
 	if (t->uw) {
 		free(t->uw->xr);
 		free(t->uw->stack);
+		free(t->uw->warm);
 		free(t->uw->cache);
 	}
 	free(t->uw);
@@ -602,6 +617,7 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 	uint64_t sp = ar->get_sp(gregs) & ~7ull, hi, mask = 0;
 	struct hc_err e = { 0 };
 	size_t n;
+	bool warm;
 
 	hi = stack_top(t, sp, t->vmas && vma_at(t, sp) && (vma_at(t, sp)->flags & VMA_STACK) ?
 				      0 : thread_pointer(t, tid, gregs), why, len);
@@ -630,9 +646,13 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 		    code_unsafe(t, (val & ~mask) - 1, "a register, at", why, len))
 			return 0;
 	}
+	warm = a->warm_safe && !mask;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t w = a->stack[i] & ~mask;
 
+		/* as the scan ahead read it (the same sp nearly always), which found every word safe */
+		if (warm && i < a->warm_n && w == a->warm[i])
+			continue;
 		if (w < 4096)
 			continue;
 		if (w == t->restorer) {
@@ -646,36 +666,47 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 	return 1;
 }
 
-/* Read [sp, its stack's top) into a->stack (at most PREFETCH past sp on a thread's own stack); its size. */
+/* Read [sp, its stack's top) into buf (at most PREFETCH past sp on a thread's own stack); its size. */
 #define PREFETCH (16 * 1024)
-static size_t read_stack(struct hc_target *t, uint64_t sp)
+static size_t read_stack(struct hc_target *t, uint64_t sp, uint64_t *buf)
 {
-	struct uw_arg *a = t->uw;
 	uint64_t hi;
 	char why[160];
 	struct hc_err e = { 0 };
 
-	a->have_len = 0;
 	hi = sp ? stack_top(t, sp, 0, why, sizeof(why)) : 0;
 	if (!hi)
 		return 0;
 	/* stack_top() found sp's mapping */
 	if (hi - sp > PREFETCH && !(vma_at(t, sp)->flags & VMA_STACK))
 		hi = sp + PREFETCH;
-	if (mem_read(t->pid, -1, sp, a->stack, hi - sp, &e) < 0)
+	if (mem_read(t->pid, -1, sp, buf, hi - sp, &e) < 0)
 		return 0;
 	return hi - sp;
 }
 
+/*
+ * Before the stop: judge the stack as it is now by scan_safe()'s rules,
+ * which warms the verdicts the scan will look up.  If every word is
+ * safe, the scan after the stop passes over the words still the same:
+ * a word's verdict depends on its value alone.
+ */
 void where_warm_up(struct hc_target *t, uint64_t sp)
 {
 	struct uw_arg *a = t->uw;
-	size_t n = a ? read_stack(t, sp & ~7ull) : 0;
 	char why[160];
 
-	for (size_t i = 0; i < n / 8; i++)
-		if (a->stack[i] >= 4096)
-			code_unsafe(t, a->stack[i] - 1, "", why, sizeof(why));
+	if (!a)
+		return;
+	a->have_len = 0; /* what a->stack holds is another stop's */
+	a->warm_n = read_stack(t, sp & ~7ull, a->warm) / 8;
+	a->warm_safe = true;
+	for (size_t i = 0; i < a->warm_n; i++) {
+		uint64_t w = a->warm[i];
+
+		if (w >= 4096 && (w == t->restorer || code_unsafe(t, w - 1, "", why, sizeof(why))))
+			a->warm_safe = false;
+	}
 }
 
 void where_prefetch(struct hc_target *t, uint64_t sp)
@@ -685,7 +716,7 @@ void where_prefetch(struct hc_target *t, uint64_t sp)
 	if (!a)
 		return;
 	sp &= ~7ull;
-	a->have_len = read_stack(t, sp);
+	a->have_len = read_stack(t, sp, a->stack);
 	a->have_sp = sp;
 }
 
