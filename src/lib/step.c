@@ -446,7 +446,13 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 			break;
 		}
 		case ST_SYSCALL:
-			if (step_get_gregs(t, s->cur, err) < 0)
+			/*
+			 * An exit stop tells a call nothing: the stops alternate
+			 * (in_sys), and only a remote syscall's result is read
+			 * there.  A callee's madvise()s, write()s and the skipped
+			 * syscall's exit take no register read in the pause.
+			 */
+			if ((!in_sys || kind == STEP_SYSCALL) && step_get_gregs(t, s->cur, err) < 0)
 				return -1;
 			if (!in_sys) {
 				uint64_t pc = a->get_pc(s->cur);
