@@ -29,6 +29,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,7 @@ static int one(pid_t tid, uint64_t insn, uint64_t *stopped, uint64_t *total)
 	uint64_t t0 = now_us(), t1;
 	struct iovec iov[NSETS];
 	int status;
+	bool ran;
 
 	if (ptrace(PTRACE_SEIZE, tid, 0, insn ? PTRACE_O_TRACESYSGOOD : 0) < 0 ||
 	    ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
@@ -162,10 +164,8 @@ static int one(pid_t tid, uint64_t insn, uint64_t *stopped, uint64_t *total)
 		if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)sets[i], &iov[i]) < 0)
 			iov[i].iov_len = 0;
 	}
-	if (insn && run_once(tid, insn, iov) < 0) {
-		ptrace(PTRACE_DETACH, tid, 0, 0);
-		return -1;
-	}
+	/* whatever run_once() did, the registers go back before the detach */
+	ran = !insn || run_once(tid, insn, iov) == 0;
 	for (size_t i = 0; i < NSETS; i++)
 		if (iov[i].iov_len &&
 		    ptrace(PTRACE_SETREGSET, tid, (void *)(uintptr_t)sets[i], &iov[i]) < 0) {
@@ -179,7 +179,7 @@ static int one(pid_t tid, uint64_t insn, uint64_t *stopped, uint64_t *total)
 	}
 	*total = now_us() - t0;
 	*stopped = now_us() - t1;
-	return 0;
+	return ran ? 0 : -1;
 }
 
 int main(int argc, char **argv)
