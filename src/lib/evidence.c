@@ -275,16 +275,21 @@ int evidence_elf(Elf *elf, struct evidence *ev)
 	return judge(&ta, ev);
 }
 
+/* evidence_elf(), kept in the cache for the file st describes (none if st is zeroed). */
+static int judge_file(const struct stat *st, Elf *elf, struct evidence *ev)
+{
+	int r = evidence_elf(elf, ev);
+
+	if (st->st_ino)
+		cache_add(st, r, ev);
+	return r;
+}
+
 int evidence_of(const struct stat *st, Elf *elf, struct evidence *ev)
 {
 	int r = st->st_ino ? cache_find(st, ev) : -2;
 
-	if (r != -2)
-		return r;
-	r = evidence_elf(elf, ev);
-	if (st->st_ino)
-		cache_add(st, r, ev);
-	return r;
+	return r != -2 ? r : judge_file(st, elf, ev);
 }
 
 int evidence_file(int fd, struct evidence *ev)
@@ -305,7 +310,7 @@ int evidence_file(int fd, struct evidence *ev)
 	elf = sym_elf_open(fd);
 	if (!elf)
 		return -1;
-	r = evidence_of(&st, elf, ev);
+	r = judge_file(&st, elf, ev);
 	elf_end(elf);
 	return r;
 }

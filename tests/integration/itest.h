@@ -148,6 +148,8 @@ const char *hres_crash(struct hres *r);
 __attribute__((sentinel)) int hc_expect(struct hres *r, int want, ...);
 
 /* Per-task facts from /proc/PID/task/TID/status. */
+/* State letter and TracerPid of task tid of pid; -1 if it is gone. */
+int task_status(pid_t pid, pid_t tid, char *state, long *tracer);
 /*
  * Checks every task of pid: TracerPid must be 0 and the state must not be
  * tracing-stop ('t'); when stopped is true every task must be in 'T',

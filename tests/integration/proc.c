@@ -686,8 +686,7 @@ static int list_tasks(pid_t pid, pid_t *out, int max)
 	return n;
 }
 
-/* State letter and TracerPid of one task; returns -1 if gone. */
-static int task_status(pid_t pid, pid_t tid, char *state, long *tracer)
+int task_status(pid_t pid, pid_t tid, char *state, long *tracer)
 {
 	char path[96];
 	char *s, *p;

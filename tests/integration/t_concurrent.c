@@ -278,25 +278,6 @@ static pid_t lock_holder(pid_t pid)
 	return cred.pid;
 }
 
-/* A line's number in /proc/PID/status ("TracerPid", "State" as its letter's code), or -1. */
-static long status_num(pid_t pid, const char *key)
-{
-	char path[64], want[32], *s, *p;
-	long v = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	snprintf(want, sizeof(want), "\n%s:", key);
-	s = read_file_str(path);
-	if (s && (p = strstr(s, want))) {
-		p += strlen(want);
-		while (*p == ' ' || *p == '\t')
-			p++;
-		v = *p >= '0' && *p <= '9' ? strtol(p, NULL, 10) : *p;
-	}
-	free(s);
-	return v;
-}
-
 static bool holds_lock(const struct victim *v, pid_t worker)
 {
 	return lock_holder(v->pid) == worker;
@@ -304,7 +285,10 @@ static bool holds_lock(const struct victim *v, pid_t worker)
 
 static bool traces_main(const struct victim *v, pid_t worker)
 {
-	return status_num(v->pid, "TracerPid") == worker;
+	char state;
+	long tracer;
+
+	return task_status(v->pid, v->pid, &state, &tracer) == 0 && tracer == worker;
 }
 
 /*
@@ -325,8 +309,12 @@ static pid_t stop_worker(const struct victim *v, const char *const argv[], const
 			pid_t w = hp_worker(hp);
 
 			if (w != hp->pid && !kill(w, SIGSTOP)) {
+				char state = '?';
+				long tracer;
+
 				for (long end = now_ms() + 2000;
-				     status_num(w, "State") != 'T' && now_ms() < end;)
+				     (task_status(w, w, &state, &tracer) || state != 'T') &&
+				     now_ms() < end;)
 					sleep_ms(1);
 				if (caught(v, w))
 					return w;
