@@ -48,6 +48,16 @@
 
 static const int relayed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
+/*
+ * The other signals whose default action dumps core.  Before Linux 5.16
+ * a core dump killed every process sharing the dumper's memory, so one
+ * of these sent to the front would have killed the worker, the tracer,
+ * in the middle of a borrow.  The front takes them as a request to stop
+ * (SIGTERM to the worker) and dies by them once the worker has exited.
+ */
+static const int dumping[] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP,
+			       SIGXCPU, SIGXFSZ };
+
 /* A system call with no errno: -errno on failure. */
 static inline long rawsys(long n, long a, long b, long c, long d)
 {
@@ -137,7 +147,8 @@ struct ksigaction {
  * The front's life after the clone: wait, pass signals on, end as the
  * worker did.  Kernel calls only, and no sanitizer code, which keeps its
  * state in the thread-local storage the worker owns.  The signals it
- * waits for are blocked; any other acts by its default action, never by
+ * waits for (relayed[], dumping[], SIGCHLD) are blocked; any other acts
+ * by its default action (the worker then hears of its death), never by
  * a handler that would run C code here (heapctl installs none before
  * this, and only ignores SIGPIPE; a sanitizer build's handlers of faults
  * run only on a fault, which this code does not make).
@@ -145,27 +156,34 @@ struct ksigaction {
 __attribute__((noreturn, no_stack_protector, no_sanitize("address", "undefined"))) static void
 front_raw(long worker)
 {
-	unsigned long waitset = 1UL << (SIGCHLD - 1), one;
+	unsigned long waitset = 1UL << (SIGCHLD - 1), dumpset = 0, one;
 	struct ksigaction dfl = { 0 };
-	long none[2] = { 0, 0 }, sig;
+	long none[2] = { 0, 0 }, sig, own = 0;
 	int st = 0;
 	unsigned char info[128]; /* siginfo_t, unread */
 
 	for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++)
 		waitset |= 1UL << (relayed[i] - 1);
+	for (size_t i = 0; i < sizeof(dumping) / sizeof(dumping[0]); i++)
+		dumpset |= 1UL << (dumping[i] - 1);
+	waitset |= dumpset;
 	for (;;) {
 		sig = rawsys(SYS_rt_sigtimedwait, (long)&waitset, (long)info, 0, 8);
 		if (sig > 0 && sig != SIGCHLD) {
+			if (dumpset & 1UL << (sig - 1)) {
+				own = own ? own : sig;
+				sig = SIGTERM;
+			}
 			rawsys(SYS_kill, worker, sig, 0, 0);
 			continue;
 		}
 		if (rawsys(SYS_wait4, worker, (long)&st, WNOHANG, 0) == worker)
 			break;
 	}
-	if (WIFEXITED(st))
+	if (WIFEXITED(st) && !own)
 		rawsys(SYS_exit_group, WEXITSTATUS(st), 0, 0, 0);
-	/* the same death, without a second core file */
-	sig = WTERMSIG(st);
+	/* the same death (the front's own signal first), without a second core file */
+	sig = own ? own : WTERMSIG(st);
 	rawsys(SYS_prlimit64, 0, RLIMIT_CORE, (long)none, 0);
 	rawsys(SYS_rt_sigaction, sig, (long)&dfl, 0, 8);
 	one = 1UL << (sig - 1);
@@ -207,6 +225,8 @@ void cli_keeper(void)
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++)
 		sigaddset(&set, relayed[i]);
+	for (size_t i = 0; i < sizeof(dumping) / sizeof(dumping[0]); i++)
+		sigaddset(&set, dumping[i]);
 	sigaddset(&set, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	fflush(NULL);

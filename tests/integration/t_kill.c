@@ -698,9 +698,66 @@ static void test_kill_dump_dir(void)
 	victim_kill(v);
 }
 
+/*
+ * A signal that dumps core, sent to the process the user started (the
+ * front): the front asks its worker to stop, waits for it, and only then
+ * dies by that signal, with no core file.  Before Linux 5.16 a core dump
+ * killed every process sharing the dumper's memory, the worker (the
+ * tracer) included, so the front must never dump while the worker runs
+ * (src/cli/keeper.c).
+ */
+static void test_kill_front_core_signal(void)
+{
+	static const int sigs[] = { SIGABRT, SIGSEGV };
+	struct victim vv, *v = &vv;
+	char why[512];
+
+	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]) && !t_failed(); i++) {
+		const char *const args[] = { "-v", "watch", "-p", v->spid, "--every", "30s", NULL };
+		char err[4096] = "";
+		struct hproc hp;
+		struct hres r = { 0 };
+		pid_t worker;
+
+		if (hc_startv(&hp, NULL, args)) {
+			t_fail("cannot start heapctl");
+			break;
+		}
+		if (!hp_err_until(&hp, "borrowed tid", err, sizeof(err), HC_TIMEOUT_S * 1000L)) {
+			kill_wait(hp.pid);
+			t_fail("heapctl watch took no sample: %.300s", err);
+			break;
+		}
+		worker = hp_worker(&hp);
+		if (worker == hp.pid) {
+			kill_wait(hp.pid);
+			t_fail("no worker process under heapctl %d", (int)hp.pid);
+			break;
+		}
+		kill(hp.pid, sigs[i]);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		if (r.timed_out || !WIFSIGNALED(r.status) || WTERMSIG(r.status) != sigs[i] ||
+		    WCOREDUMP(r.status))
+			t_fail("%s to the front: %s (wanted death by that signal, no core)",
+			       strsignal(sigs[i]), hres_desc(&r));
+		else if (kill(worker, 0) == 0 || errno != ESRCH)
+			t_fail("%s to the front: it died before its worker %d", strsignal(sigs[i]),
+			       (int)worker);
+		hres_free(&r);
+		if (!t_failed())
+			victim_check(v, 0);
+	}
+	victim_kill(v);
+}
+
 const struct itest t_kill_tests[] = {
 	{ "kill-each-step", test_kill_each_step, 600 },
 	{ "kill-suite", test_kill_suite, 900 },
 	{ "kill-dump-dir", test_kill_dump_dir, 0 },
+	{ "kill-front-core-signal", test_kill_front_core_signal, 0 },
 	{ NULL, NULL, 0 },
 };
