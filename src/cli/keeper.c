@@ -27,7 +27,8 @@
  * the instant clone() returns, runs on a stack of its own and calls the
  * kernel directly (no errno, no lock, no buffer), as posix_spawn()'s child
  * does; and before the clone it stops the kernel writing anything for it
- * into that memory (front_quiet()).
+ * into that memory (front_quiet()).  Where a shadow stack is on, the
+ * worker is a fork, as it used to be (shadow_stack_on()).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -58,16 +59,17 @@ static const int relayed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 static const int dumping[] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP,
 			       SIGXCPU, SIGXFSZ };
 
-/* A system call with no errno: -errno on failure. */
+/* A system call with no errno: -errno on failure.  A fifth argument is 0. */
 static inline long rawsys(long n, long a, long b, long c, long d)
 {
 #if defined(__x86_64__)
 	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = 0;
 	long ret;
 
 	__asm__ volatile("syscall"
 			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
 			 : "rcx", "r11", "memory");
 	return ret;
 #elif defined(__aarch64__)
@@ -76,8 +78,12 @@ static inline long rawsys(long n, long a, long b, long c, long d)
 	register long x1 __asm__("x1") = b;
 	register long x2 __asm__("x2") = c;
 	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = 0;
 
-	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+	__asm__ volatile("svc #0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4)
+			 : "memory");
 	return x0;
 #else
 #error "unsupported host architecture"
@@ -132,6 +138,27 @@ static long clone_vm_leave(void *sp, void (*fn)(long))
 	return x0;
 #else
 #error "unsupported host architecture"
+#endif
+}
+
+/*
+ * Is a shadow stack (x86's CET, arm64's GCS) on for this thread?  The
+ * kernel gives a CLONE_VM child without CLONE_VFORK a new, empty one, and
+ * the worker, going on on the front's stack, would fault at its first
+ * return.  Then the worker is a fork, as it used to be.
+ */
+static bool shadow_stack_on(void)
+{
+#if defined(__x86_64__)
+	unsigned long features = 0;
+
+	/* ARCH_SHSTK_STATUS, ARCH_SHSTK_SHSTK (Linux 6.6) */
+	return rawsys(SYS_arch_prctl, 0x5005, (long)&features, 0, 0) == 0 && (features & 1);
+#elif defined(__aarch64__)
+	unsigned long status = 0;
+
+	/* PR_GET_SHADOW_STACK_STATUS, PR_SHADOW_STACK_ENABLE (Linux 6.13) */
+	return rawsys(SYS_prctl, 74, (long)&status, 0, 0) == 0 && (status & 1);
 #endif
 }
 
@@ -231,7 +258,14 @@ void cli_keeper(void)
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	fflush(NULL);
 	front_quiet();
-	worker = (pid_t)clone_vm_leave(front_stack + sizeof(front_stack), front_raw);
+	if (shadow_stack_on()) {
+		worker = fork();
+		if (worker > 0)
+			front_raw(worker);
+		worker = worker < 0 ? -errno : 0;
+	} else {
+		worker = (pid_t)clone_vm_leave(front_stack + sizeof(front_stack), front_raw);
+	}
 	if (worker == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		/* the front died before that: it was killed before anything began */
