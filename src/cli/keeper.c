@@ -40,12 +40,17 @@
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
+
+/* A C library before glibc 2.35 registers no rseq area: nothing to give up. */
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#define HAVE_RSEQ_AREA 1
+#endif
 
 static const int relayed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
@@ -234,14 +239,14 @@ front_raw(long worker)
  */
 static void front_quiet(void)
 {
-	/* glibc registers its rseq area with 32 bytes, or __rseq_size if larger */
-	unsigned long len = __rseq_size > 32 ? __rseq_size : 32;
-
 	rawsys(SYS_set_tid_address, 0, 0, 0, 0);
 	rawsys(SYS_set_robust_list, 0, 3 * sizeof(long), 0, 0);
+#ifdef HAVE_RSEQ_AREA
+	/* glibc registers its rseq area with 32 bytes, or __rseq_size if larger */
 	if (__rseq_size)
-		rawsys(SYS_rseq, (long)((char *)__builtin_thread_pointer() + __rseq_offset), len,
-		       RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
+		rawsys(SYS_rseq, (long)((char *)__builtin_thread_pointer() + __rseq_offset),
+		       __rseq_size > 32 ? __rseq_size : 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
+#endif
 }
 
 void cli_keeper(void)
