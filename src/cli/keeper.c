@@ -27,8 +27,8 @@
  * the instant clone() returns, runs on a stack of its own and calls the
  * kernel directly (no errno, no lock, no buffer), as posix_spawn()'s child
  * does; and before the clone it stops the kernel writing anything for it
- * into that memory (front_quiet()).  Where a shadow stack is on, the
- * worker is a fork, as it used to be (shadow_stack_on()).
+ * into that memory (front_quiet()).  Where a shadow stack is on, or the
+ * clone is refused, the worker is a fork, as it used to be.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -263,13 +263,14 @@ void cli_keeper(void)
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	fflush(NULL);
 	front_quiet();
-	if (shadow_stack_on()) {
+	worker = shadow_stack_on() ? -ENOSYS
+				   : (pid_t)clone_vm_leave(front_stack + sizeof(front_stack), front_raw);
+	if (worker < 0) {
+		/* a shadow stack, or the clone refused (a seccomp filter, valgrind): a fork */
 		worker = fork();
 		if (worker > 0)
 			front_raw(worker);
 		worker = worker < 0 ? -errno : 0;
-	} else {
-		worker = (pid_t)clone_vm_leave(front_stack + sizeof(front_stack), front_raw);
 	}
 	if (worker == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
