@@ -1044,6 +1044,13 @@ int main(int argc, char **argv)
 	 * a thread of the target borrowed; writes fail with EPIPE instead.
 	 */
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * An ignored SIGCHLD survives exec: heapctl's children would be reaped
+	 * unseen and no SIGCHLD would come for the worker's exit (the front
+	 * would wait for ever) or a traced thread's stop.  Its default reaps
+	 * nothing and lets a blocked SIGCHLD wait to be taken.
+	 */
+	signal(SIGCHLD, SIG_DFL);
 
 	memset(&env, 0, sizeof(env));
 	memset(&ps, 0, sizeof(ps));

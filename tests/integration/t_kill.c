@@ -754,10 +754,49 @@ static void test_kill_front_core_signal(void)
 	victim_kill(v);
 }
 
+/*
+ * heapctl started with SIGCHLD ignored (a parent that ignores it passes
+ * that on through exec): the kernel would reap the worker unseen and send
+ * no SIGCHLD, and the front, waiting for one, would never exit.
+ */
+static void test_front_sigchld_ignored(void)
+{
+	static const char perl[] = "/usr/bin/perl";
+	struct victim vv, *v = &vv;
+	char why[512];
+	struct hres r = { 0 };
+	long t0;
+
+	if (access(perl, X_OK)) {
+		t_skip(false, "%s is missing: it starts heapctl with SIGCHLD ignored", perl);
+		return;
+	}
+	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	{
+		const char *const argv[] = { perl, "-e", "$SIG{CHLD} = 'IGNORE'; exec @ARGV or die",
+					     cfg.heapctl, "prof", "status", "-p", v->spid, NULL };
+
+		t0 = now_ms();
+		run_prog(&r, argv, 20);
+	}
+	if (r.timed_out || hres_exit(&r) != 0)
+		t_fail("prof status with SIGCHLD ignored: %s", hres_desc(&r));
+	else if (now_ms() - t0 > 5000)
+		t_fail("prof status with SIGCHLD ignored took %ld ms", now_ms() - t0);
+	else
+		victim_check(v, 0);
+	hres_free(&r);
+	victim_kill(v);
+}
+
 const struct itest t_kill_tests[] = {
 	{ "kill-each-step", test_kill_each_step, 600 },
 	{ "kill-suite", test_kill_suite, 900 },
 	{ "kill-dump-dir", test_kill_dump_dir, 0 },
 	{ "kill-front-core-signal", test_kill_front_core_signal, 0 },
+	{ "front-sigchld-ignored", test_front_sigchld_ignored, 0 },
 	{ NULL, NULL, 0 },
 };
