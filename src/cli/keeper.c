@@ -179,11 +179,10 @@ struct ksigaction {
  * The front's life after the clone: wait, pass signals on, end as the
  * worker did.  Kernel calls only, and no sanitizer code, which keeps its
  * state in the thread-local storage the worker owns.  The signals it
- * waits for (relayed[], dumping[], SIGCHLD) are blocked; any other acts
- * by its default action (the worker then hears of its death), never by
- * a handler that would run C code here (heapctl installs none before
- * this, and only ignores SIGPIPE; a sanitizer build's handlers of faults
- * run only on a fault, which this code does not make).
+ * waits for (relayed[], dumping[], SIGCHLD) are blocked from before the
+ * clone; any other acts by its default action (the worker then hears of
+ * its death), never by a handler that would run C code here: heapctl
+ * installs none before this, and only ignores SIGPIPE.
  */
 __attribute__((noreturn, no_stack_protector, no_sanitize("address", "undefined"))) static void
 front_raw(long worker)
@@ -266,7 +265,7 @@ void cli_keeper(void)
 	worker = shadow_stack_on() ? -ENOSYS
 				   : (pid_t)clone_vm_leave(front_stack + sizeof(front_stack), front_raw);
 	if (worker < 0) {
-		/* a shadow stack, or the clone refused (a seccomp filter, valgrind): a fork */
+		/* a shadow stack, or the clone refused (a seccomp filter, say): a fork */
 		worker = fork();
 		if (worker > 0)
 			front_raw(worker);
