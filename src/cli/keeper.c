@@ -63,6 +63,7 @@ static const int relayed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
  */
 static const int dumping[] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP,
 			       SIGXCPU, SIGXFSZ };
+#define NSIGS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A system call with no errno: -errno on failure.  A fifth argument is 0. */
 static inline long rawsys(long n, long a, long b, long c, long d)
@@ -187,16 +188,17 @@ struct ksigaction {
 __attribute__((noreturn, no_stack_protector, no_sanitize("address", "undefined"))) static void
 front_raw(long worker)
 {
-	unsigned long waitset = 1UL << (SIGCHLD - 1), dumpset = 0, one;
+	unsigned long dumpset = 0, waitset = 1UL << (SIGCHLD - 1), one;
 	struct ksigaction dfl = { 0 };
 	long none[2] = { 0, 0 }, sig, own = 0;
 	int st = 0;
 	unsigned char info[128]; /* siginfo_t, unread */
 
-	for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++)
-		waitset |= 1UL << (relayed[i] - 1);
-	for (size_t i = 0; i < sizeof(dumping) / sizeof(dumping[0]); i++)
+	/* the kernel's sigset: what cli_keeper() blocked before the clone */
+	for (size_t i = 0; i < NSIGS(dumping); i++)
 		dumpset |= 1UL << (dumping[i] - 1);
+	for (size_t i = 0; i < NSIGS(relayed); i++)
+		waitset |= 1UL << (relayed[i] - 1);
 	waitset |= dumpset;
 	for (;;) {
 		sig = rawsys(SYS_rt_sigtimedwait, (long)&waitset, (long)info, 0, 8);
@@ -254,9 +256,9 @@ void cli_keeper(void)
 	sigset_t set, old;
 
 	sigemptyset(&set);
-	for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++)
+	for (size_t i = 0; i < NSIGS(relayed); i++)
 		sigaddset(&set, relayed[i]);
-	for (size_t i = 0; i < sizeof(dumping) / sizeof(dumping[0]); i++)
+	for (size_t i = 0; i < NSIGS(dumping); i++)
 		sigaddset(&set, dumping[i]);
 	sigaddset(&set, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &set, &old);

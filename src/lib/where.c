@@ -604,10 +604,26 @@ static uint64_t stack_top(struct hc_target *t, uint64_t sp, uint64_t tp, char *w
 }
 
 /*
+ * The scan's rule for one stack word w, at address at: is it a return into
+ * unsafe code, or a signal frame's (the restorer: the code it interrupted
+ * may sit on another stack)?  It depends on w alone, which is what lets
+ * the scan pass over words where_warm_up() already found safe.
+ */
+static bool word_unsafe(struct hc_target *t, uint64_t w, uint64_t at, char *why, size_t len)
+{
+	if (w < 4096)
+		return false;
+	if (w == t->restorer) {
+		snprintf(why, len, "a signal frame at 0x%llx", (unsigned long long)at);
+		return true;
+	}
+	return code_unsafe(t, w - 1, "a return into", why, len);
+}
+
+/*
  * The stack scan: 1 if the stack proves tid safe, 0 if it does not (why:
  * a suspicious word, or a stack the scan cannot bound), and the unwind
- * decides.  A word equal to the restorer is a signal frame's return: the
- * code it interrupted may sit on another stack.
+ * decides.
  */
 static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *bytes, char *why,
 		     size_t len)
@@ -653,14 +669,7 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 		/* as the scan ahead read it (the same sp nearly always), which found every word safe */
 		if (warm && i < a->warm_n && w == a->warm[i])
 			continue;
-		if (w < 4096)
-			continue;
-		if (w == t->restorer) {
-			snprintf(why, len, "a signal frame at 0x%llx",
-				 (unsigned long long)(sp + 8 * i));
-			return 0;
-		}
-		if (code_unsafe(t, w - 1, "a return into", why, len))
+		if (word_unsafe(t, w, sp + 8 * i, why, len))
 			return 0;
 	}
 	return 1;
@@ -698,15 +707,14 @@ void where_warm_up(struct hc_target *t, uint64_t sp)
 
 	if (!a)
 		return;
+	sp &= ~7ull;
 	a->have_len = 0; /* what a->stack holds is another stop's */
-	a->warm_n = read_stack(t, sp & ~7ull, a->warm) / 8;
+	a->warm_n = read_stack(t, sp, a->warm) / 8;
 	a->warm_safe = true;
-	for (size_t i = 0; i < a->warm_n; i++) {
-		uint64_t w = a->warm[i];
-
-		if (w >= 4096 && (w == t->restorer || code_unsafe(t, w - 1, "", why, sizeof(why))))
+	/* every word, not only up to the first unsafe one: each warms its verdict */
+	for (size_t i = 0; i < a->warm_n; i++)
+		if (word_unsafe(t, a->warm[i], sp + 8 * i, why, sizeof(why)))
 			a->warm_safe = false;
-	}
 }
 
 void where_prefetch(struct hc_target *t, uint64_t sp)
