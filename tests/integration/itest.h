@@ -225,6 +225,7 @@ struct victim {
 	unsigned int feed_seq;
 	long base_eintr[8], base_errors;	/* counters already accounted for */
 	bool tainted;	/* a check failed: re-baseline before the next test */
+	unsigned long long tick_from_ns;	/* CLOCK_MONOTONIC: since when maxgap_us counts */
 };
 
 enum {
@@ -281,13 +282,18 @@ bool victim_alive(struct victim *v);
 /* Takes fd and mapping baselines now. */
 void victim_baseline(struct victim *v);
 /*
- * Resets the ticker maximum of v and of the control process (an untouched
- * victim that tells machine-wide stalls from heapctl's own); v NULL: the
- * control's only.
+ * Resets the ticker maximum of v, and starts the control process (an
+ * untouched victim that tells machine-wide stalls from heapctl's own) if it
+ * is not running; v NULL: opens a window for victim_control_gap(NULL).
  */
 void victim_ticker_reset(struct victim *v);
-/* The control's largest ticker gap since the last reset (us), or -1. */
-long victim_control_gap(void);
+/*
+ * The control's largest ticker gap (us; 0 if none reached 4 ms) in the
+ * window v's maximum covers (v NULL: since victim_ticker_reset(NULL)), or -1.
+ */
+long victim_control_gap(const struct victim *v);
+/* The control's pid, started if need be; -1 if it cannot start. */
+pid_t victim_control_pid(void);
 void control_victim_drop(void);
 /* Accepts the current EINTR/error counters as the new zero. */
 void victim_rebase_counters(struct victim *v);

@@ -440,7 +440,7 @@ static int after_kill(struct kstate *k, struct tally *t, unsigned long run, cons
 		if (gap > t->maxgap_us)
 			t->maxgap_us = gap;
 		/* a stall the untouched control saw too is the machine's, not heapctl's */
-		if (gap > GAP_LIMIT_US && victim_control_gap() < GAP_LIMIT_US / 2)
+		if (gap > GAP_LIMIT_US && victim_control_gap(v) < GAP_LIMIT_US / 2)
 			problem("run %lu (%s): ticker thread stalled for %ld us", run, what, gap);
 		victim_ticker_reset(v);
 	}

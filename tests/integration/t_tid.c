@@ -540,6 +540,98 @@ out:
 	victim_kill(v);
 }
 
+/* ---- the harness's excuse for a long ticker gap -------------------------- */
+
+/* The ticker gap of v once it reaches want_us, or the last seen after 3 s. */
+static long await_gap(struct victim *v, long want_us)
+{
+	char st[2048];
+	long end = now_ms() + 3000, got;
+
+	while ((got = victim_cmd(v, "state", st, sizeof(st), 5000) ? -1 :
+		      kv_long(st, "maxgap_us", -1)) < want_us && now_ms() < end)
+		sleep_ms(5);
+	return got;
+}
+
+static long await_control_gap(const struct victim *v, long want_us)
+{
+	long end = now_ms() + 3000, got;
+
+	while ((got = victim_control_gap(v)) < want_us && now_ms() < end)
+		sleep_ms(5);
+	return got;
+}
+
+/*
+ * A long gap is forgiven only when the untouched control stalled in the
+ * same window.  Here a machine stall is a SIGSTOP of the target and the
+ * control together; after it another victim's window opens, which once
+ * reset the control's maximum and hid the stall from the target's check.  A
+ * stall of the target alone must not be forgiven.
+ */
+#define STALL_MS 150
+
+static void test_control_window(void)
+{
+	struct victim a, b;
+	char why[512];
+	long gap, cgap;
+	pid_t cpid;
+
+	if (victim_start(&a, "jemalloc_victim", NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	if (victim_start(&b, "jemalloc_victim", NULL, why, sizeof(why))) {
+		t_fail("%s", why);
+		victim_kill(&a);
+		return;
+	}
+	victim_ticker_reset(&a);
+	cpid = victim_control_pid();
+	if (cpid <= 0) {
+		t_fail("no control process");
+		goto out;
+	}
+	kill(a.pid, SIGSTOP);
+	kill(cpid, SIGSTOP);
+	sleep_ms(STALL_MS);
+	kill(cpid, SIGCONT);
+	kill(a.pid, SIGCONT);
+	cgap = await_control_gap(&a, STALL_MS * 900);
+	victim_ticker_reset(&b);
+	gap = await_gap(&a, STALL_MS * 900);
+	if (gap < STALL_MS * 900 || cgap < STALL_MS * 900 ||
+	    victim_control_gap(&a) < STALL_MS * 900) {
+		t_fail("machine stall of %d ms: the target's gap %ld us, the control's in its window"
+		       " %ld us", STALL_MS, gap, cgap);
+		goto out;
+	}
+	cgap = victim_control_gap(&b);
+	if (cgap >= STALL_MS * 500) {
+		t_fail("a window opened after the stall sees the control's %ld us gap", cgap);
+		goto out;
+	}
+	victim_ticker_reset(&a);
+	kill(a.pid, SIGSTOP);
+	sleep_ms(STALL_MS);
+	kill(a.pid, SIGCONT);
+	gap = await_gap(&a, STALL_MS * 900);
+	cgap = victim_control_gap(&a);
+	if (gap < STALL_MS * 900 || cgap >= STALL_MS * 500)
+		t_fail("the target stalled alone for %d ms: its gap %ld us, the control's %ld us",
+		       STALL_MS, gap, cgap);
+	else
+		t_note("stall of both: forgiven; of the target alone: %ld us against the"
+		       " control's %ld us", gap, cgap);
+out:
+	victim_kill(&a);
+	victim_kill(&b);
+	/* the next control starts with no stall of ours in its log */
+	control_victim_drop();
+}
+
 /* The shared victim exits normally after everything above. */
 static void test_victim_exit(void)
 {
@@ -570,6 +662,7 @@ const struct itest t_tid_tests[] = {
 	{ "tid-inside-allocator", test_tid_in_allocator, 0 },
 	{ "signals-during-burst", test_signals_burst, 0 },
 	{ "stopped-target", test_stopped_target, 0 },
+	{ "harness-control-window", test_control_window, 0 },
 	{ "victim-clean-exit", test_victim_exit, 0 },
 	{ NULL, NULL, 0 },
 };

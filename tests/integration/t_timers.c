@@ -79,7 +79,7 @@ static int wait_in_syscall(pid_t pid, pid_t tid, const long *nrs, const char *wh
 static long allowance_us(void)
 {
 	long lane = cfg.maxgap_us > MAXGAP_US ? cfg.maxgap_us - MAXGAP_US : 0;
-	long cgap = victim_control_gap();
+	long cgap = victim_control_gap(NULL);
 
 	return cgap > lane ? cgap : lane;
 }

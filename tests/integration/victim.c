@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -175,6 +176,14 @@ int victim_adopt(struct victim *v, char *why, size_t whysz)
 	return 0;
 }
 
+static unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
 /* victim_start_argv(), its directory named after name rather than argv[0] */
 static int start_named(struct victim *v, const char *name, const char *const *argv,
 		       const char *malloc_conf, const char *extra_env, unsigned int flags,
@@ -193,6 +202,7 @@ static int start_named(struct victim *v, const char *name, const char *const *ar
 	v->pid = -1;
 	v->ctl = v->rep = -1;
 	v->jemalloc = flags & VS_JEMALLOC;
+	v->tick_from_ns = mono_ns(); /* its ticker's maximum covers its whole life */
 	victim_seq++;
 	snprintf(v->cwd, sizeof(v->cwd), "%s/v%u-%.40s", cfg.tmpdir, victim_seq, name);
 	mkdir(v->cwd, 0755);
@@ -351,9 +361,13 @@ int victim_start(struct victim *v, const char *name, const char *malloc_conf, ch
  * The control: a quiet victim heapctl never touches. Its ticker runs on the
  * same CPUs as the target's, so when both see a long gap in the same window
  * the machine stalled (load from elsewhere, a noisy host), not heapctl.
+ * The control logs its long gaps with the time each ended, and is asked
+ * about exactly the window the target's maximum covers, however many other
+ * victims were checked in between.
  */
 static struct victim control;
 static bool control_up;
+static unsigned long long control_from_ns;	/* victim_ticker_reset(NULL) */
 
 static struct victim *control_victim(void)
 {
@@ -373,28 +387,40 @@ static struct victim *control_victim(void)
 
 void victim_ticker_reset(struct victim *v)
 {
-	struct victim *c = control_victim();
 	char reply[64];
 
-	if (v)
+	control_victim(); /* up before the window opens */
+	if (v) {
+		v->tick_from_ns = mono_ns();
 		victim_cmd(v, "tickreset", reply, sizeof(reply), REPLY_MS);
-	if (c)
-		victim_cmd(c, "tickreset", reply, sizeof(reply), REPLY_MS);
+	} else {
+		control_from_ns = mono_ns();
+	}
 }
 
-/* Largest gap the control's ticker saw since its last reset, or -1. */
-static long control_gap(void)
+/* The control's longest gap (of 4 ms or more; else 0) since since_ns, in us; -1: no control. */
+static long control_gap(unsigned long long since_ns)
 {
-	char st[2048];
+	char cmd[64], reply[64];
+	long us;
 
-	if (!control_up || victim_cmd(&control, "state", st, sizeof(st), REPLY_MS))
+	if (!control_up)
 		return -1;
-	return kv_long(st, "maxgap_us", -1);
+	snprintf(cmd, sizeof(cmd), "gapsince %llu", since_ns);
+	if (victim_cmd(&control, cmd, reply, sizeof(reply), REPLY_MS) ||
+	    sscanf(reply, "gapsince %ld", &us) != 1)
+		return -1;
+	return us;
 }
 
-long victim_control_gap(void)
+long victim_control_gap(const struct victim *v)
 {
-	return control_gap();
+	return control_gap(v ? v->tick_from_ns : control_from_ns);
+}
+
+pid_t victim_control_pid(void)
+{
+	return control_victim() ? control.pid : -1;
 }
 
 void control_victim_drop(void)
@@ -623,19 +649,24 @@ static int check_all(struct victim *v, unsigned int flags)
 		return -1;
 	}
 	if (kv_long(st, "maxgap_us", 0) >= cfg.maxgap_us) {
-		long gap = kv_long(st, "maxgap_us", 0), cgap = control_gap(), btid, bus;
-		char extra[128] = "";
+		long gap = kv_long(st, "maxgap_us", 0), cgap = control_gap(v->tick_from_ns), btid, bus;
+		long window_ms = (long)((mono_ns() - v->tick_from_ns) / 1000000ull);
+		char extra[160] = "", task[64];
 
 		if (cgap >= cfg.maxgap_us / 2) {
-			t_note("ticker gap %ld us, but the untouched control process saw %ld us:"
-			       " the machine stalled; not counted", gap, cgap);
+			t_note("ticker gap %ld us, but the untouched control process saw %ld us in"
+			       " the same %ld ms: the machine stalled; not counted", gap, cgap,
+			       window_ms);
 		} else {
-			if (t_last_borrow(&btid, &bus))
+			snprintf(task, sizeof(task), "/proc/%d/task/%ld", (int)v->pid,
+				 t_last_borrow(&btid, &bus) ? btid : 0L);
+			if (btid && !access(task, F_OK))
 				snprintf(extra, sizeof(extra),
-					 "; last call borrowed tid %ld for %ld us", btid, bus);
-			t_fail("target harmed: ticker thread %d saw a %ld us gap (limit %ld us,"
-			       " control %ld us%s)", (int)v->t_ticker, gap, cfg.maxgap_us, cgap,
-			       extra);
+					 "; the last call that borrowed one of its threads held tid"
+					 " %ld for %ld us", btid, bus);
+			t_fail("target harmed: ticker thread %d saw a %ld us gap in %ld ms (limit"
+			       " %ld us; the control's longest in that window: %ld us%s)",
+			       (int)v->t_ticker, gap, window_ms, cfg.maxgap_us, cgap, extra);
 			return -1;
 		}
 	}

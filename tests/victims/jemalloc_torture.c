@@ -32,7 +32,7 @@
  * an error.
  *
  * Commands (one reply line each):
- *   ping, tids, state, feed N, epoll N, futex, sleepwait K, tickreset,
+ *   ping, tids, state, feed N, epoll N, futex, sleepwait K, tickreset, gapsince NS,
  *   lasterr, quit          as in jemalloc_victim
  *   regs                   regs ok | regs bad WHAT: both sentinel threads
  *   check                  check ok | check bad WHY: accept, poll, spin and

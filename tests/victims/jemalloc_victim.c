@@ -50,6 +50,8 @@
  *                        saw bound to itself when it last woke (-1: none);
  *                        main reads its own now
  *   tickreset            tickreset ok
+ *   gapsince NS          gapsince US: the longest ticker gap of 4 ms or more
+ *                        that ended after CLOCK_MONOTONIC time NS (0: none)
  *   leak BYTES [A|x]     leak ok BYTES: 1 MiB chunks from arena A (0 by
  *                        default), or from the arena created at start (x)
  *   free                 free ok BYTES: frees every leaked chunk

@@ -8,13 +8,14 @@
  *   sleep   nanosleep() loop; any early or failed wake-up is an error
  *   epoll   epoll_wait() on a pipe that main feeds on "epoll N"
  *   futex   FUTEX_WAIT on a word that main bumps on "futex"
- *   ticker  1 ms clock_nanosleep loop, records the largest gap
+ *   ticker  1 ms clock_nanosleep loop, records the largest gap, and
+ *           every gap of GAPLOG_MIN_NS or more with the time it ended
  *   sig     read() on a pipe; the thread that takes the RT signals
  *           (SA_SIGINFO | SA_RESTART: the handler counts deliveries and
  *           sums si_value)
  *
  * and the commands ping, feed N, epoll N, futex, sleepwait K, tickreset,
- * lasterr and quit (see jemalloc_victim.c).  Each victim adds its own
+ * gapsince NS, lasterr and quit (see jemalloc_victim.c).  Each victim adds its own
  * threads and commands, and its own "tids" and "state".
  *
  * Include once, after an enum of the victim's threads that names at least
@@ -36,6 +37,8 @@
 #include "vcommon.h"
 
 #define TICK_NS		1000000ull
+#define GAPLOG_MIN_NS	4000000ull	/* gaps this long go into the log */
+#define GAPLOG_LEN	1024
 #define WAIT_MS		10000
 #define FEED_MAX	4096
 #define VSIG_THREADS	2
@@ -84,6 +87,11 @@ static atomic_ulong n_errors;
 static atomic_ulong eintr_main, eintr_read, eintr_sleep, eintr_epoll, eintr_futex;
 static atomic_ulong eintr_tick, eintr_sig;
 static atomic_ulong n_ticks, maxgap_ns, sig_count;
+/* the ticker's long gaps: when each ended (CLOCK_MONOTONIC ns) and how long */
+static struct {
+	atomic_ullong end_ns, gap_ns;
+} gaplog[GAPLOG_LEN];
+static atomic_uint gaplog_next;
 static atomic_long sig_sum;
 static atomic_uint futex_word;
 
@@ -353,6 +361,12 @@ static void *vticker_thread(void *arg)
 		prev = now;
 		if (gap > atomic_load(&maxgap_ns))
 			atomic_store(&maxgap_ns, gap);
+		if (gap >= GAPLOG_MIN_NS) {
+			unsigned int i = atomic_fetch_add(&gaplog_next, 1) % GAPLOG_LEN;
+
+			atomic_store(&gaplog[i].gap_ns, gap);
+			atomic_store(&gaplog[i].end_ns, now);
+		}
 		if (!(atomic_fetch_add(&n_ticks, 1) % 16))
 			vwoke(K_TICKER);
 	}
@@ -566,6 +580,22 @@ static void vcmd_sleepwait(int fd, const char *arg)
 }
 
 /*
+ * The longest logged gap that ended after since_ns, in us; 0 when none
+ * of GAPLOG_MIN_NS or more did.  It lets the harness ask about exactly
+ * the window it watched another victim in.
+ */
+static unsigned long long vgap_since(unsigned long long since_ns)
+{
+	unsigned long long max = 0;
+
+	for (unsigned int i = 0; i < GAPLOG_LEN; i++)
+		if (atomic_load(&gaplog[i].end_ns) > since_ns &&
+		    atomic_load(&gaplog[i].gap_ns) > max)
+			max = atomic_load(&gaplog[i].gap_ns);
+	return max / 1000;
+}
+
+/*
  * Tells the harness the victim is ready, then answers commands until
  * "quit" or EOF on the control pipe: the shared ones here, the victim's
  * own through own(), which returns false for a command it does not know.
@@ -611,6 +641,8 @@ static void vserve(const struct vfds *fds, bool (*own)(int fd, const char *cmd, 
 		} else if (!strcmp(cmd, "tickreset")) {
 			atomic_store(&maxgap_ns, 0);
 			vreply(fds->reply, "tickreset ok");
+		} else if (!strcmp(cmd, "gapsince")) {
+			vreply(fds->reply, "gapsince %llu", vgap_since(strtoull(arg, NULL, 10)));
 		} else if (!strcmp(cmd, "lasterr")) {
 			pthread_mutex_lock(&vt.mu);
 			vreply(fds->reply, "lasterr %s", vt.lasterr[0] ? vt.lasterr : "none");
