@@ -14,7 +14,9 @@
  *   ITEST_KEEP=1  keep the scratch directory
  *   ITEST_TEST_TIMEOUT  per-test watchdog in seconds (default 180, redis 600)
  *   ITEST_MAXGAP_US     ticker gap limit (default 50000; 200000 when heapctl
- *                       is an ASan build)
+ *                       is an ASan build); a longer gap is forgiven only if
+ *                       the untouched control process had one of half the
+ *                       limit in the same window (the machine stalled)
  *
  * Prints "PASS name", "FAIL name: reason" or "SKIP name: reason" per test
  * and ends with "N passed, N failed[, N skipped]". Exit status 1 if any
