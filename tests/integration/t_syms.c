@@ -38,7 +38,7 @@ static int syms_start(struct victim *v, const char *const *argv, char *why, size
 {
 	if (victim_start_argv(v, argv, SYMS_CONF, NULL, VS_TIDS | VS_JEMALLOC, why, whysz))
 		return -1;
-	victim_ticker_reset(v); /* and the control's: it tells machine-wide stalls apart */
+	victim_ticker_reset(v); /* and starts the control, which tells machine-wide stalls apart */
 	return 0;
 }
 

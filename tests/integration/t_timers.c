@@ -73,8 +73,9 @@ static int wait_in_syscall(pid_t pid, pid_t tid, const long *nrs, const char *wh
 /*
  * What a slow or loaded machine adds to any wake-up, on top of the
  * margins: the ticker gap this lane allows beyond the default (raised for
- * sanitized and emulated runs), or the largest stall the untouched control
- * process saw since its tickers were last reset, whichever is larger.
+ * sanitized and emulated runs), or the largest stall (of 4 ms or more) the
+ * untouched control process saw since victim_ticker_reset(NULL), whichever
+ * is larger.
  */
 static long allowance_us(void)
 {
@@ -140,7 +141,7 @@ static void test_python_epoll(void)
 		t_fail("python3 did not start (got \"%s\")", line);
 		goto out;
 	}
-	victim_ticker_reset(NULL); /* the control's, for allowance_us() */
+	victim_ticker_reset(NULL); /* opens the control's window for allowance_us() */
 	if (wait_in_syscall(pid, pid, nrs_epoll, "python"))
 		goto out;
 	/* 4 s into its 5 s wait, as in the report; the delay is the subject here */
@@ -299,7 +300,7 @@ static int tv_go(struct tv *v)
 	char go[32];
 
 	snprintf(go, sizeof(go), "go %ld", v->wms);
-	victim_ticker_reset(NULL); /* the control's, for allowance_us() */
+	victim_ticker_reset(NULL); /* opens the control's window for allowance_us() */
 	return tv_cmd(v, go, "started", 5000);
 }
 
