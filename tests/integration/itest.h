@@ -63,6 +63,7 @@ struct spawn_opts {
 	int in_fd, out_fd, err_fd;	/* -1: /dev/null */
 	const int *pass_fds;	/* become fds 3, 4, ... in the child */
 	int npass;
+	int ignore_sig;		/* 0, or a signal the child execs with ignored */
 };
 
 /* fork+exec; returns the pid (tracked) or -1 with why filled in. */

@@ -70,6 +70,8 @@ static void child_exec(const char *const argv[], const struct spawn_opts *o)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
+	if (o->ignore_sig)
+		signal(o->ignore_sig, SIG_IGN); /* an ignored signal survives exec */
 	fds[0] = o->in_fd >= 0 ? o->in_fd : devnull;
 	fds[1] = o->out_fd >= 0 ? o->out_fd : devnull;
 	fds[2] = o->err_fd >= 0 ? o->err_fd : devnull;

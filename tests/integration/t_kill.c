@@ -31,7 +31,6 @@
 #endif
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -762,6 +761,8 @@ static void test_kill_front_core_signal(void)
  */
 static void test_front_sigchld_ignored(void)
 {
+	struct spawn_opts so = { .in_fd = -1, .out_fd = -1, .err_fd = -1,
+				 .ignore_sig = SIGCHLD };
 	struct victim vv, *v = &vv;
 	char why[512];
 	int st = 0;
@@ -773,21 +774,13 @@ static void test_front_sigchld_ignored(void)
 		return;
 	}
 	t0 = now_ms();
-	pid = fork();
-	if (pid == 0) {
+	{
 		const char *const argv[] = { cfg.heapctl, "prof", "status", "-p", v->spid, NULL };
-		int null = open("/dev/null", O_RDWR);
 
-		setpgid(0, 0);
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-		signal(SIGCHLD, SIG_IGN);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
+		pid = spawn(argv, &so, why, sizeof(why));
 	}
 	if (pid < 0)
-		t_fail("fork: %s", strerror(errno));
+		t_fail("%s", why);
 	else if (wait_pid(pid, &st, 20000) < 0) {
 		kill_wait(pid);
 		t_fail("prof status with SIGCHLD ignored hung; killed after 20 s");
