@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "harm.h"
@@ -698,6 +699,73 @@ static void test_kill_dump_dir(void)
 	victim_kill(v);
 }
 
+/* Do pids a and b share one address space?  1 yes, 0 no, -1 unknown (no kcmp()). */
+static int same_vm(pid_t a, pid_t b)
+{
+	long r = syscall(SYS_kcmp, a, b, 1 /* KCMP_VM */, 0, 0);
+
+	return r < 0 ? -1 : r == 0;
+}
+
+/*
+ * One round: heapctl -v watch on v, run by launcher (NULL: none), is sent
+ * sig once it took a sample.  Its worker must be a process apart, sharing
+ * the front's memory or not as shared says, and end before the front's
+ * own death (SIGKILL: after it, on its own), which is by sig with no core.
+ */
+static void front_round(struct victim *v, const char *launcher, int sig, bool shared)
+{
+	const char *const argv[] = { launcher, cfg.heapctl, "-v", "watch", "-p", v->spid,
+				     "--every", "30s", NULL };
+	char err[4096] = "";
+	struct hproc hp;
+	struct hres r = { 0 };
+	pid_t worker;
+	int same;
+
+	if (prog_start(&hp, launcher ? argv : argv + 1)) {
+		t_fail("cannot start heapctl");
+		return;
+	}
+	if (!hp_err_until(&hp, "borrowed tid", err, sizeof(err), HC_TIMEOUT_S * 1000L)) {
+		kill_wait(hp.pid);
+		t_fail("heapctl watch took no sample: %.300s", err);
+		return;
+	}
+	worker = hp_worker(&hp);
+	same = same_vm(hp.pid, worker);
+	if (worker == hp.pid || (same >= 0 && same != shared)) {
+		kill_wait(hp.pid);
+		t_fail("under %s: worker %d of heapctl %d %s", launcher ? launcher : "no launcher",
+		       (int)worker, (int)hp.pid,
+		       worker == hp.pid ? "missing"
+		       : shared		? "does not share its memory"
+					: "shares its memory, though such a clone is refused");
+		return;
+	}
+	kill(hp.pid, sig);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (r.timed_out || !WIFSIGNALED(r.status) || WTERMSIG(r.status) != sig ||
+	    WCOREDUMP(r.status))
+		t_fail("%s to the front: %s (wanted death by that signal, no core)", strsignal(sig),
+		       hres_desc(&r));
+	else if (sig != SIGKILL && !pid_exited(worker))
+		t_fail("%s to the front: it died before its worker %d", strsignal(sig),
+		       (int)worker);
+	hres_free(&r);
+	/* a worker outliving a SIGKILLed front was re-parented to us: it ends and is reaped */
+	for (long end = now_ms() + HC_TIMEOUT_S * 1000L; !pid_exited(worker) && now_ms() < end;)
+		sleep_ms(5);
+	if (!t_failed() && !pid_exited(worker))
+		t_fail("%s to the front: its worker %d did not end", strsignal(sig), (int)worker);
+	waitpid(worker, NULL, WNOHANG);
+	if (!t_failed()) {
+		if (same < 0)
+			t_note("no kcmp() here: whether the worker shares memory was not checked");
+		victim_check(v, 0);
+	}
+}
+
 /*
  * A signal that dumps core, sent to the process the user started (the
  * front): the front asks its worker to stop, waits for it, and only then
@@ -716,41 +784,29 @@ static void test_kill_front_core_signal(void)
 		t_fail("%s", why);
 		return;
 	}
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]) && !t_failed(); i++) {
-		const char *const args[] = { "-v", "watch", "-p", v->spid, "--every", "30s", NULL };
-		char err[4096] = "";
-		struct hproc hp;
-		struct hres r = { 0 };
-		pid_t worker;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]) && !t_failed(); i++)
+		front_round(v, NULL, sigs[i], true);
+	victim_kill(v);
+}
 
-		if (hc_startv(&hp, NULL, args)) {
-			t_fail("cannot start heapctl");
-			break;
-		}
-		if (!hp_err_until(&hp, "borrowed tid", err, sizeof(err), HC_TIMEOUT_S * 1000L)) {
-			kill_wait(hp.pid);
-			t_fail("heapctl watch took no sample: %.300s", err);
-			break;
-		}
-		worker = hp_worker(&hp);
-		if (worker == hp.pid) {
-			kill_wait(hp.pid);
-			t_fail("no worker process under heapctl %d", (int)hp.pid);
-			break;
-		}
-		kill(hp.pid, sigs[i]);
-		hc_finish(&hp, &r, HC_TIMEOUT_S);
-		if (r.timed_out || !WIFSIGNALED(r.status) || WTERMSIG(r.status) != sigs[i] ||
-		    WCOREDUMP(r.status))
-			t_fail("%s to the front: %s (wanted death by that signal, no core)",
-			       strsignal(sigs[i]), hres_desc(&r));
-		else if (kill(worker, 0) == 0 || errno != ESRCH)
-			t_fail("%s to the front: it died before its worker %d", strsignal(sigs[i]),
-			       (int)worker);
-		hres_free(&r);
-		if (!t_failed())
-			victim_check(v, 0);
+/*
+ * A seccomp filter that refuses a clone sharing memory (tests/victims/
+ * no_clone_vm): the worker is a fork, and killing the front, SIGKILL or
+ * a core-dumping signal, is as harmless as with the shared worker.
+ */
+static void test_kill_front_forked_worker(void)
+{
+	static const int sigs[] = { SIGKILL, SIGABRT };
+	struct victim vv, *v = &vv;
+	char why[512], launcher[400];
+
+	snprintf(launcher, sizeof(launcher), "%s/no_clone_vm", cfg.victim_dir);
+	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
 	}
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]) && !t_failed(); i++)
+		front_round(v, launcher, sigs[i], false);
 	victim_kill(v);
 }
 
@@ -799,6 +855,7 @@ const struct itest t_kill_tests[] = {
 	{ "kill-suite", test_kill_suite, 900 },
 	{ "kill-dump-dir", test_kill_dump_dir, 0 },
 	{ "kill-front-core-signal", test_kill_front_core_signal, 0 },
+	{ "kill-front-forked-worker", test_kill_front_forked_worker, 0 },
 	{ "front-sigchld-ignored", test_front_sigchld_ignored, 0 },
 	{ NULL, NULL, 0 },
 };
