@@ -766,6 +766,21 @@ static void front_round(struct victim *v, const char *launcher, int sig, bool sh
 	}
 }
 
+/* front_round() for each of sigs, on a victim of their own. */
+static void front_rounds(const char *launcher, const int *sigs, size_t n, bool shared)
+{
+	struct victim vv, *v = &vv;
+	char why[512];
+
+	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
+		t_fail("%s", why);
+		return;
+	}
+	for (size_t i = 0; i < n && !t_failed(); i++)
+		front_round(v, launcher, sigs[i], shared);
+	victim_kill(v);
+}
+
 /*
  * A signal that dumps core, sent to the process the user started (the
  * front): the front asks its worker to stop, waits for it, and only then
@@ -777,16 +792,8 @@ static void front_round(struct victim *v, const char *launcher, int sig, bool sh
 static void test_kill_front_core_signal(void)
 {
 	static const int sigs[] = { SIGABRT, SIGSEGV };
-	struct victim vv, *v = &vv;
-	char why[512];
 
-	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
-		t_fail("%s", why);
-		return;
-	}
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]) && !t_failed(); i++)
-		front_round(v, NULL, sigs[i], true);
-	victim_kill(v);
+	front_rounds(NULL, sigs, sizeof(sigs) / sizeof(sigs[0]), true);
 }
 
 /*
@@ -797,17 +804,10 @@ static void test_kill_front_core_signal(void)
 static void test_kill_front_forked_worker(void)
 {
 	static const int sigs[] = { SIGKILL, SIGABRT };
-	struct victim vv, *v = &vv;
-	char why[512], launcher[400];
+	char launcher[400];
 
 	snprintf(launcher, sizeof(launcher), "%s/no_clone_vm", cfg.victim_dir);
-	if (victim_start(v, "jemalloc_victim", "prof:true", why, sizeof(why))) {
-		t_fail("%s", why);
-		return;
-	}
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]) && !t_failed(); i++)
-		front_round(v, launcher, sigs[i], false);
-	victim_kill(v);
+	front_rounds(launcher, sigs, sizeof(sigs) / sizeof(sigs[0]), false);
 }
 
 /*
