@@ -110,9 +110,8 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	len = (t->arch->sigframe_len(&f) + 15) & ~(size_t)15;
 	f.raddr = s->frame = t->arch->frame_place(sp, len + SCRATCH_LEN);
 	s->scratch = s->frame + len;
-	/* the scratch's first word is the ret gadget's slot */
 	s->slot = s->scratch;
-	s->scratch_used = 16;
+	s->scratch_used = SLOT_ROOM;
 	s->shadow_lo = s->frame - CHAIN_ROOM;
 	s->shadow_len = CHAIN_ROOM + len + SCRATCH_LEN;
 	if (s->shadow_len > SHADOW_MAX)
@@ -507,6 +506,12 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	memcpy(s->cur, s->gregs, t->arch->gregs_len);
 	if (t->arch->prep_call(s->cur, &c, err) < 0)
 		return -1;
+	if (t->arch->ret_gadget) {
+		uint64_t pending = SLOT_PENDING;
+
+		if (shadow_write(t, s->slot, &pending, sizeof(pending), err) < 0)
+			return -1;
+	}
 	/* registers first, then the skip, FP state and mask: each step restores itself */
 	if (write_slot(t, &c, err) < 0 || step_set_gregs(t, s->cur, err) < 0 ||
 	    step_start(t, err) < 0 || prepare_fp(t, err) < 0 || step_block_signals(t, err) < 0)
@@ -659,7 +664,8 @@ uint64_t call_scratch(struct hc_target *t, size_t len, struct hc_err *err)
 
 size_t call_scratch_mark(const struct hc_target *t)
 {
-	return t->sess ? t->sess->scratch_used : 0;
+	/* a mark taken before the borrow: all of the scratch but the slot */
+	return t->sess ? t->sess->scratch_used : SLOT_ROOM;
 }
 
 void call_scratch_release(struct hc_target *t, size_t mark)

@@ -19,6 +19,7 @@
 
 #define SCRATCH_LEN (16 * 1024) /* strings and out-values, on the thread's stack */
 #define CHAIN_ROOM 128          /* below the frame: a ret gadget's words (arch.h) */
+#define SLOT_ROOM 16            /* the scratch's first bytes: the ret gadget's slot */
 /* the shadow's size: the chain, a frame with the largest XSAVE image heapctl reads, the scratch */
 #define SHADOW_MAX (CHAIN_ROOM + 72 * 1024 + SCRATCH_LEN)
 #define MAX_EXTRA 4
@@ -83,6 +84,13 @@ struct sess {
 	unsigned int ndefer;
 	uint64_t stopped_ns;
 };
+
+/*
+ * What the slot holds until the ret gadget stores the result over it: at a
+ * syscall-entry stop, a slot that holds anything else says the callee has
+ * returned, and the stop is the restorer's rt_sigreturn (step_run()).
+ */
+#define SLOT_PENDING 0x8badc0de5107f00dull
 
 /* call.c: the shadow of the thread's stack area (struct sess) */
 

@@ -270,6 +270,26 @@ static int aim_restore(struct hc_target *t, struct hc_err *err)
 	return step_set_gregs(t, s->cur, err);
 }
 
+/*
+ * At a syscall-entry stop in a call through the ret gadget: has the gadget
+ * stored the result?  Then this is the restorer's rt_sigreturn, the only
+ * syscall after the gadget, and *ret is the result: known from the read
+ * that takes the result anyway, with no register read.  1 if so, 0 if the
+ * slot still holds SLOT_PENDING (a syscall of the callee's, or, by chance,
+ * that very result), -1 on error.
+ */
+static int slot_filled(struct hc_target *t, uint64_t *ret, struct hc_err *err)
+{
+	uint64_t v;
+
+	if (shadow_read(t, t->sess->slot, &v, sizeof(v), err) < 0)
+		return -1;
+	if (v == SLOT_PENDING)
+		return 0;
+	*ret = v;
+	return 1;
+}
+
 /* A call's result at the restorer's stop: in a register, or where the ret gadget put it. */
 static int call_result(struct hc_target *t, uint64_t *ret, struct hc_err *err)
 {
@@ -302,6 +322,8 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 	uint64_t done_pc = kind == STEP_SYSCALL ? t->gadget + a->syscall_insn.len : t->restorer_end;
 	/* from a syscall-entry stop, that syscall's exit stop comes first */
 	bool in_sys = s->at == ST_SYSCALL && s->at_entry, aborted = false;
+	/* the slot is asked first until the callee shows a syscall of its own */
+	bool by_slot = kind == STEP_CALL && a->ret_gadget && s->mask_known;
 	bool rewrite = in_sys && t->skip_errno;
 	uint8_t want[sizeof(s->cur)] __attribute__((aligned(16)));
 	enum stop st;
@@ -313,8 +335,9 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 		return -1;
 	s->touched = true;
 	s->at_ret = false;
-	s->shadow_fresh = false;
 	for (;;) {
+		/* the thread has run since any read of the scratch */
+		s->shadow_fresh = false;
 		r = step_wait(t, s->tid, &st, &sig, err);
 		if (r < 0)
 			return -1;
@@ -445,28 +468,38 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				return -1;
 			break;
 		}
-		case ST_SYSCALL:
+		case ST_SYSCALL: {
+			bool returned = false;
+
+			if (!in_sys && by_slot && kind == STEP_CALL) {
+				r = slot_filled(t, ret, err);
+				if (r < 0)
+					return -1;
+				returned = by_slot = r > 0;
+			}
 			/*
 			 * An exit stop tells a call nothing: the stops alternate
 			 * (in_sys), and only a remote syscall's result is read
 			 * there.  A callee's madvise()s, write()s and the skipped
 			 * syscall's exit take no register read in the pause.
 			 */
-			if ((!in_sys || kind == STEP_SYSCALL) && step_get_gregs(t, s->cur, err) < 0)
+			if (!returned && (!in_sys || kind == STEP_SYSCALL) &&
+			    step_get_gregs(t, s->cur, err) < 0)
 				return -1;
 			if (!in_sys) {
-				uint64_t pc = a->get_pc(s->cur);
-
 				in_sys = true;
 				s->at_entry = true;
 				if (!s->mask_known &&
 				    (take_mask(t, err) < 0 || step_block_signals(t, err) < 0))
 					return -1;
-				if (kind != STEP_SYSCALL && pc == done_pc) {
-					/* the restorer's rt_sigreturn: stay here (see arch/arch.h) */
-					s->at_ret = true;
+				if (!returned && kind != STEP_SYSCALL && a->get_pc(s->cur) == done_pc) {
+					returned = true;
 					if (kind == STEP_CALL && call_result(t, ret, err) < 0)
 						return -1;
+				}
+				if (returned) {
+					/* the restorer's rt_sigreturn: stay here (see arch/arch.h) */
+					s->at_ret = true;
 					if (err_isset(err))
 						return -1;
 					if (err_isset(&cberr)) {
@@ -475,7 +508,8 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 					}
 					return 0;
 				}
-				if (kind == STEP_CALL && pc == t->notify_end && t->notify_end) {
+				if (kind == STEP_CALL && a->get_pc(s->cur) == t->notify_end &&
+				    t->notify_end) {
 					uint64_t args[6];
 
 					for (unsigned int i = 0; i < 6; i++)
@@ -507,6 +541,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				return 0;
 			}
 			break;
+		}
 		}
 		if (ptrace_resume(s->tid, true, 0, err) < 0)
 			return -1;
