@@ -323,6 +323,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 				}
 			}
 			free(tids);
+			t->sess->asked = true;
 			t->timing.tid = t->sess->tid;
 			t->timing.attempts = attempts;
 			pr_debug("borrowing tid %d of pid %d", t->sess->tid, t->pid);
@@ -459,12 +460,21 @@ static int write_slot(struct hc_target *t, const struct hc_call *c, struct hc_er
 	return shadow_write(t, c->slot_addr, w, (1 + c->nstack) * sizeof(w[0]), err);
 }
 
-/* Asked to stop (SIGINT, SIGTERM, the front's death): no new call, unless one is undoing. */
+/*
+ * Asked to stop (SIGINT, SIGTERM, the front's death): no new call, unless
+ * one is undoing.  The first call of a borrow does not ask the kernel
+ * again, in the stopped window: borrow() asked just before the seize, and
+ * a request that comes while the thread stops finds the call as good as
+ * begun (docs/design.md, "If heapctl is killed").
+ */
 static bool cancelled(struct hc_target *t, struct hc_err *err)
 {
+	bool asked = t->sess->asked;
+
+	t->sess->asked = false;
 	if (t->cancel_hold)
 		return false;
-	if (!t->cancel_sig)
+	if (!t->cancel_sig && !asked)
 		t->cancel_sig = term_pending();
 	return t->cancel_sig && step_cancelled(t, err) < 0;
 }

@@ -66,6 +66,7 @@ struct sess {
 	 */
 	bool at_ret;
 	int pending_sig;    /* a signal that arrived before the mask was taken */
+	bool asked;         /* borrow() looked for a termination signal just before the seize */
 	struct hc_presys presys; /* the thread's syscall just before our stop */
 	uint64_t frame;     /* the signal frame below the red zone */
 	uint64_t slot;      /* where the ret gadget stores a call's result (x86_64) */

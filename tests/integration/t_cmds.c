@@ -1699,7 +1699,8 @@ static void test_ptrace_one_wrapper(void)
  * interrupt and the detach: the registers are read once, at the stop.  On
  * x86_64 the restorer's stop is known from the scratch the result is read
  * from anyway (the ret gadget's slot), with no register read; arm64 reads
- * x0 there.
+ * x0 there.  And no termination signal is looked for: borrow() looked
+ * just before the seize.
  */
 static void test_borrow_requests(void)
 {
@@ -1718,11 +1719,11 @@ static void test_borrow_requests(void)
 	snprintf(stid, sizeof(stid), "%d", (int)v->t_read);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !t_failed(); i++) {
 		const char *const args[] = { "prof", "-p", v->spid, "--tid", stid, cmds[i], NULL };
-		unsigned int regs = 0, borrows = 0;
+		unsigned int regs = 0, pending = 0, borrows = 0;
 		bool stopped = false;
 		FILE *f;
 
-		if (strace_heapctl(log, "trace=ptrace", false, args) < 0)
+		if (strace_heapctl(log, "trace=ptrace,rt_sigpending", false, args) < 0)
 			return;
 		f = fopen(log, "re");
 		if (!f) {
@@ -1738,15 +1739,18 @@ static void test_borrow_requests(void)
 			} else if (stopped && strstr(line, "PTRACE_GETREGSET") &&
 				   strstr(line, "NT_PRSTATUS")) {
 				regs++;
+			} else if (stopped && strstr(line, "rt_sigpending(")) {
+				pending++;
 			}
 		}
 		fclose(f);
 		unlink(log);
 		if (borrows != 1)
 			t_fail("prof %s: %u borrows under strace (wanted 1)", cmds[i], borrows);
-		else if (regs != want_regs)
-			t_fail("prof %s: %u register reads while the thread was stopped (wanted %u)",
-			       cmds[i], regs, want_regs);
+		else if (regs != want_regs || pending)
+			t_fail("prof %s: %u register reads (wanted %u) and %u signal checks (wanted "
+			       "none) while the thread was stopped", cmds[i], regs, want_regs,
+			       pending);
 	}
 	if (!t_failed())
 		victim_check(v, 0);
