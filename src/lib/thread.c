@@ -218,7 +218,7 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	/* a blocked thread's stack, scanned ahead (where_warm_up()), and arm64's EINTR undo */
 	read_presys(t->pid, tid, &s->presys);
 	if (s->presys.valid)
-		where_warm_up(t, s->presys.sp);
+		where_warm_up(t, s->presys.sp, s->presys.pc);
 	if (ptrace_interrupt(tid, err) < 0)
 		return -1;
 	/*

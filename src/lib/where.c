@@ -82,11 +82,13 @@ struct uw_arg {
 	size_t have_len;
 	/*
 	 * where_warm_up()'s read before the stop: warm_n words, and whether
-	 * the scan's rules found every one of them safe.
+	 * the scan's rules found every one of them safe; and the pc it found
+	 * safe, if it did (0 if not).
 	 */
 	uint64_t *warm;
 	size_t warm_n;
 	bool warm_safe;
+	uint64_t warm_pc;
 };
 
 static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
@@ -308,7 +310,9 @@ int where_prepare(struct hc_target *t)
 
 	if (!a)
 		return -1;
-	a->warm_safe = false; /* judged against the ranges rebuilt here */
+	/* judged against the ranges rebuilt here */
+	a->warm_safe = false;
+	a->warm_pc = 0;
 	xr = realloc(a->xr, (cap ? cap : 1) * sizeof(*xr));
 	if (!xr)
 		return -1;
@@ -647,7 +651,8 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 	}
 	a->have_len = 0;
 	*bytes = n * 8;
-	if (code_unsafe(t, ar->get_pc(gregs), "pc", why, len))
+	/* a pc's verdict depends on its value alone, as a word's does */
+	if (ar->get_pc(gregs) != a->warm_pc && code_unsafe(t, ar->get_pc(gregs), "pc", why, len))
 		return 0;
 	if (ar->frame_walk)
 		mask = pac_mask(t, tid);
@@ -700,13 +705,14 @@ static size_t read_stack(struct hc_target *t, uint64_t sp, uint64_t *buf)
  * safe, the scan after the stop passes over the words still the same:
  * a word's verdict depends on its value alone.
  */
-void where_warm_up(struct hc_target *t, uint64_t sp)
+void where_warm_up(struct hc_target *t, uint64_t sp, uint64_t pc)
 {
 	struct uw_arg *a = t->uw;
 	char why[160];
 
 	if (!a)
 		return;
+	a->warm_pc = pc && !code_unsafe(t, pc, "pc", why, sizeof(why)) ? pc : 0;
 	sp &= ~7ull;
 	a->have_len = 0; /* what a->stack holds is another stop's */
 	a->warm_n = read_stack(t, sp, a->warm) / 8;

@@ -17,11 +17,12 @@ void where_fini(struct hc_target *t);
 /* What where_safe() needs ready before anything stops; -1 if out of memory. */
 int where_prepare(struct hc_target *t);
 /*
- * Before a thread blocked with its stack pointer at sp is stopped: read
- * its stack once and judge the code it returns into, so that the stopped
- * window finds the memory warm and the verdicts made.  Decides nothing.
+ * Before a thread blocked at pc with its stack pointer at sp is stopped:
+ * read its stack once and judge pc and the code the stack returns into,
+ * so that the stopped window finds the memory warm and the verdicts made.
+ * Decides nothing.
  */
-void where_warm_up(struct hc_target *t, uint64_t sp);
+void where_warm_up(struct hc_target *t, uint64_t sp, uint64_t pc);
 /*
  * Right after the thread stopped, before its registers are read: read its
  * stack from sp as /proc said before the stop, which the safe-point check

@@ -57,6 +57,17 @@ static void sink(enum hc_log_level level, const char *msg)
 		vouched = true;
 }
 
+/* Put pc into the register set. */
+static void set_pc(struct hc_target *t, uint64_t *gregs, uint64_t pc)
+{
+#if defined(__x86_64__)
+	((struct user_regs_struct *)gregs)->rip = pc;
+#elif defined(__aarch64__)
+	((struct user_pt_regs *)gregs)->pc = pc;
+#endif
+	(void)t;
+}
+
 /* where_safe()'s scan of the stack as it is now, after a scan ahead of it as it was then. */
 static bool scan_vouches(struct hc_target *t, const void *gregs)
 {
@@ -70,6 +81,7 @@ static bool scan_vouches(struct hc_target *t, const void *gregs)
 int main(void)
 {
 	uint64_t gregs[64] = { 0 }, ret_into = (uint64_t)(uintptr_t)guarded_code + 1;
+	uint64_t pc = (uint64_t)(uintptr_t)main;
 	struct hc_target *t;
 	struct hc_err e = { 0 };
 	uint8_t *m;
@@ -119,19 +131,19 @@ int main(void)
 		stack[i] = i * 1000; /* numbers, not code */
 
 	begin("scan_unchanged");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "a stack of numbers not vouched for");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "the same stack not vouched for the second time");
 	end();
 
 	begin("scan_return_appears");
 	/* safe when read ahead, a return into the allocator when stopped: deep and shallow */
-	where_warm_up(t, (uint64_t)(uintptr_t)stack);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	stack[WORDS - 3] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator near the top was passed over");
 	stack[WORDS - 3] = (WORDS - 3) * 1000;
-	where_warm_up(t, (uint64_t)(uintptr_t)stack);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	stack[1] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator at sp was passed over");
 	stack[1] = 1000;
@@ -140,19 +152,19 @@ int main(void)
 	begin("scan_return_stays");
 	/* there when read ahead and still there: the scan ahead's "unsafe" holds */
 	stack[100] = ret_into;
-	where_warm_up(t, (uint64_t)(uintptr_t)stack);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator read ahead was passed over");
 	end();
 
 	begin("scan_return_gone");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	stack[100] = 0;
 	CHECK(scan_vouches(t, gregs), "a stack whose return into the allocator left not vouched for");
 	end();
 
 	begin("scan_other_sp");
 	/* read ahead at another stack pointer: a word that differs is judged again */
-	where_warm_up(t, (uint64_t)(uintptr_t)(stack + 8));
+	where_warm_up(t, (uint64_t)(uintptr_t)(stack + 8), pc);
 	stack[4] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a scan ahead from another sp vouched for this one");
 	stack[4] = 0;
@@ -167,13 +179,32 @@ int main(void)
 	t->in_allocator = NULL;
 	where_prepare(t);
 	stack[2000] = ret_into;
-	where_warm_up(t, (uint64_t)(uintptr_t)stack);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "with no allocator, a stack of one return not vouched for");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	t->in_allocator = in_guarded;
 	where_prepare(t);
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator passed over after where_prepare()");
 	stack[2000] = 0;
+	end();
+
+	begin("scan_pc");
+	/* the pc judged ahead is passed over only while it is the same pc */
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	set_pc(t, gregs, (uint64_t)(uintptr_t)guarded_code + 4);
+	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: another pc was read ahead");
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: it was read ahead");
+	/* judged safe ahead with no allocator, then the policy made again */
+	t->in_allocator = NULL;
+	where_prepare(t);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	CHECK(scan_vouches(t, gregs), "with no allocator, a pc in guarded_code() not vouched for");
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	t->in_allocator = in_guarded;
+	where_prepare(t);
+	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over after where_prepare()");
+	set_pc(t, gregs, pc);
 	end();
 
 	hc_log_set(NULL, HC_LOG_ERR);
