@@ -151,6 +151,16 @@ static int judge(const struct tally *ta, struct evidence *ev)
 	return 0;
 }
 
+int evidence_strings(const char *buf, size_t len, struct evidence *ev)
+{
+	struct tally ta;
+
+	memset(&ta, 0, sizeof(ta));
+	memset(ev, 0, sizeof(*ev));
+	scan_buf(buf, len, &ta);
+	return judge(&ta, ev);
+}
+
 /*
  * Verdicts by file, for the life of the process: `list` opens every
  * process, and most of them map the same libraries.

@@ -15,6 +15,11 @@ struct evidence {
 };
 
 /*
+ * The signs in one run of read-only data (NUL-terminated strings, the last
+ * perhaps cut at len): 1 with ev filled, or 0.
+ */
+int evidence_strings(const char *buf, size_t len, struct evidence *ev);
+/*
  * 1 with ev filled if the ELF file open at fd (closed here; -1: none)
  * carries an allocator's signs, 0 if not, -1 unreadable.
  */

@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../src/lib/evidence.c"
+#include <gelf.h>
+#include <libelf.h>
+
+#include "evidence.h"
+#include "target.h"
 #include "unit.h"
 
 /* Judge a .rodata made of the given strings, each NUL-terminated. */
@@ -17,10 +21,7 @@ static int judge_strs(const char *const *strs, struct evidence *ev)
 {
 	char buf[4096];
 	size_t n = 0;
-	struct tally ta;
 
-	memset(&ta, 0, sizeof(ta));
-	memset(ev, 0, sizeof(*ev));
 	/* a string of other text first: the signs are not at the start of the data */
 	memcpy(buf, "other", 6);
 	n = 6;
@@ -30,8 +31,7 @@ static int judge_strs(const char *const *strs, struct evidence *ev)
 		memcpy(buf + n, strs[i], l);
 		n += l;
 	}
-	scan_buf(buf, n, &ta);
-	return judge(&ta, ev);
+	return evidence_strings(buf, n, ev);
 }
 
 /*
