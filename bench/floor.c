@@ -198,6 +198,8 @@ int main(int argc, char **argv)
 				"(--run is for x86_64)\n", tid);
 		return 3;
 	}
+	/* as heapctl does: no page fault of the tool's own while the thread is stopped */
+	memset(buf, 0, sizeof(buf));
 	for (int i = 0; i < runs; i++) {
 		uint64_t stopped, total;
 

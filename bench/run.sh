@@ -12,7 +12,9 @@
 #                   /bin/true started the same way: what any command costs to start here
 #   floor           the least a borrow can cost on the same thread (bench/floor.c:
 #                   seize, interrupt, wait, read and write back NT_PRSTATUS and the
-#                   whole extended state, detach), stopped window counted as heapctl's
+#                   whole extended state, detach), stopped window counted as heapctl's;
+#                   one borrow per process as heapctl makes it, sampled in turn with
+#                   the commands it divides (the warm median, back to back, beside it)
 #   two-stop floor  the same with the thread run once in between (floor --run: it
 #                   runs getpid() and stops at its entry), the least any borrow that
 #                   runs the thread's code can cost; x86_64 only
@@ -68,6 +70,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/heapctl-bench.XXXXXX") || die "mktemp failed"
 tpid=
 tcmd=
 tout=
+floor2_why=
 
 cleanup()
 {
@@ -231,19 +234,25 @@ last_tid=
 run_heapctl warm prof status -p "$tpid"
 [ -z "$have_gdb" ] || DEBUGINFOD_URLS='' gdb -nx -batch -ex quit </dev/null >/dev/null 2>&1
 
-# The floor, on the thread heapctl borrows.
+# The floor, on the thread heapctl borrows: first $runs borrows back to
+# back in one process, warm; then one per process, as heapctl makes its
+# borrow, taken in turn with the commands whose pauses it divides, so that
+# the machine is the same for both.
 [ -n "$last_tid" ] || die "heapctl -v named no borrowed thread"
-"$floor" "$last_tid" "$runs" >"$tmp/floor.raw" || die "floor failed on tid $last_tid"
-cut -d' ' -f1 "$tmp/floor.raw" >"$tmp/floor"
-cut -d' ' -f2 "$tmp/floor.raw" >"$tmp/floor.total"
-if "$floor" "$last_tid" "$runs" --run >"$tmp/floor2.raw" 2>"$tmp/floor2.err"; then
-	cut -d' ' -f1 "$tmp/floor2.raw" >"$tmp/floor2"
-else
-	floor2_why=$(head -1 "$tmp/floor2.err")
-fi
+"$floor" "$last_tid" "$runs" >"$tmp/floor.warm" || die "floor failed on tid $last_tid"
+: >"$tmp/floor.raw"
+: >"$tmp/floor2.raw"
+floor_sample()
+{
+	"$floor" "$last_tid" 1 >>"$tmp/floor.raw" || die "floor failed on tid $last_tid"
+	[ -z "$floor2_why" ] || return 0
+	"$floor" "$last_tid" 1 --run >>"$tmp/floor2.raw" 2>"$tmp/floor2.err" ||
+		floor2_why=$(head -1 "$tmp/floor2.err")
+}
 
 # Each command's pause, all its borrows summed.
 for ((i = 0; i < toggles; i++)); do
+	floor_sample
 	run_heapctl cmd.stats stats --full -p "$tpid"
 	run_heapctl cmd.dump dump -o "$tmp/p.heap" -p "$tpid"
 	run_heapctl cmd.purge purge -p "$tpid"
@@ -258,9 +267,15 @@ for ((i = 0; i < runs; i++)); do
 	"$spawn" - - true >>"$tmp/true.rt"
 done
 for ((i = 0; i < toggles; i++)); do
+	floor_sample
 	run_heapctl toggle prof on -p "$tpid"
+	floor_sample
 	run_heapctl toggle prof off -p "$tpid"
 done
+cut -d' ' -f1 "$tmp/floor.raw" >"$tmp/floor"
+cut -d' ' -f2 "$tmp/floor.raw" >"$tmp/floor.total"
+cut -d' ' -f1 "$tmp/floor.warm" >"$tmp/floor.warm1"
+[ -n "$floor2_why" ] || cut -d' ' -f1 "$tmp/floor2.raw" >"$tmp/floor2"
 
 # Max-gap windows, cut into 100 ms slots; the target's max gap is read at
 # the end of every slot.  Idle: nothing runs.  heapctl: one prof status at
@@ -316,6 +331,10 @@ printf '%-24s (both started with posix_spawn and reaped, as bench/spawn.c does; 
 floor_med=$(pick "$tmp/floor" median)
 printf '%-24s median %s stopped (%s from seize to detach), tid %s\n' "floor (bench/floor.c)" \
 	"$(us "$floor_med")" "$(us "$(pick "$tmp/floor.total" median)")" "$last_tid"
+warm_med=$(pick "$tmp/floor.warm1" median)
+printf '%-24s (%d borrows, one per process, in turn with the commands below; %d back to back\n' \
+	"" "$(wc -l <"$tmp/floor")" "$runs"
+printf '%-24s  in one process before them, warm: median %s)\n' "" "$(us "$warm_med")"
 floor2_med=$(pick "$tmp/floor2" median)
 if [ "$floor2_med" -ge 0 ]; then
 	printf '%-24s median %s stopped, %s\n' "two-stop floor" "$(us "$floor2_med")" \
@@ -338,7 +357,9 @@ for c in "status.$first_n:prof status" "toggle:prof on/off" "cmd.stats:stats --f
 		"$(us "$(pick "$tmp/$tag.pause" median)")" "$(us "$(pick "$tmp/$tag.pause" max)")" \
 		"$(times "$tag")" "$(pick "$tmp/$tag.borrows" max)" "$(pick "$tmp/$tag.stops" median)"
 done
-printf '%-24s (goal: prof on/off <= 3x floor)\n' ""
+printf '%-24s (goal: prof on/off <= 3x floor; against the warm floor %s)\n' "" \
+	"$(awk -v a="$(pick "$tmp/toggle.pause" median)" -v f="$warm_med" \
+		'BEGIN { if (a < 0 || f <= 0) print "n/a"; else printf "%.1fx", a / f }')"
 if [ "$floor2_med" -gt 0 ]; then
 	printf '%-24s prof on/off: %s\n' "" "$(awk -v a="$(pick "$tmp/toggle.pause" median)" \
 		-v f="$floor2_med" 'BEGIN { if (a >= 0) printf "%.1fx the two-stop floor", a / f }')"
