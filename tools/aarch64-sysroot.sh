@@ -32,7 +32,7 @@ PKGS="libc6 libgcc-s1 libstdc++6 libexpat1 libexpat1-dev
 	zlib1g zlib1g-dev liblzma5 liblzma-dev libzstd1 libbz2-1.0
 	libgoogle-perftools-dev libgoogle-perftools4 libtcmalloc-minimal4 libmimalloc2.0
 	binutils-aarch64-linux-gnu libbinutils
-	busybox-static bash libtinfo6"
+	busybox-static bash libtinfo6 strace"
 
 # The cloud kernel's package name changes with every ABI bump; the
 # metapackage always points at the current one.

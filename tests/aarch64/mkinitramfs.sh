@@ -77,6 +77,10 @@ cp "$SYS/bin/busybox" "$root/bin/busybox"
 cp "$SYS/bin/bash" "$root/bin/bash"
 # nm, which some integration tests run on the victims (busybox has none).
 cp "$SYS/usr/bin/aarch64-linux-gnu-nm" "$root/bin/nm"
+# strace, which tests run heapctl under to see its ptrace requests (through /usr/bin/env).
+mkdir -p "$root/usr/bin"
+cp "$SYS/usr/bin/strace" "$root/usr/bin/strace"
+ln -s /bin/busybox "$root/usr/bin/env"
 cp "${A64_INIT:-$here/init}" "$root/init"
 chmod +x "$root/init"
 echo "root:x:0:0:root:/tmp:/bin/sh" >"$root/etc/passwd"
