@@ -1587,21 +1587,21 @@ out:
 
 /*
  * Run heapctl ARGS (NULL-terminated) under "strace -f -qq -e trace=TRACE"
- * (with -k, the stack of each call) into log.  0, or -1 with the test
- * failed or skipped.
+ * (with -k, the stack of each call) into log, and open the log.  NULL with
+ * the test failed or skipped.
  */
-static int strace_heapctl(const char *log, const char *trace, bool stacks,
-			  const char *const args[])
+static FILE *strace_heapctl(const char *log, const char *trace, bool stacks,
+			    const char *const args[])
 {
 	const char *argv[32];
 	char asan[512];
 	struct hres r = { 0 };
 	size_t n = 0;
-	int ret = 0;
+	FILE *f = NULL;
 
 	if (access("/usr/bin/strace", X_OK)) {
 		t_skip(false, "strace is not installed");
-		return -1;
+		return NULL;
 	}
 	/* LeakSanitizer stops threads with ptrace(2) itself, which it cannot under strace */
 	snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0",
@@ -1623,15 +1623,14 @@ static int strace_heapctl(const char *log, const char *trace, bool stacks,
 		argv[n++] = args[i];
 	argv[n] = NULL;
 	run_prog(&r, argv, 60);
-	if (stacks && strstr(r.err, "-k") && strstr(r.err, "not") && hres_exit(&r) != 0) {
+	if (stacks && strstr(r.err, "-k") && strstr(r.err, "not") && hres_exit(&r) != 0)
 		t_skip(false, "this strace cannot print stacks (-k)");
-		ret = -1;
-	} else if (hres_exit(&r) != 0) {
+	else if (hres_exit(&r) != 0)
 		t_fail("strace heapctl %s: %s", args[0], hres_desc(&r));
-		ret = -1;
-	}
+	else if (!(f = fopen(log, "re")))
+		t_fail("no strace log %s", log);
 	hres_free(&r);
-	return ret;
+	return f;
 }
 
 /*
@@ -1657,13 +1656,9 @@ static void test_ptrace_one_wrapper(void)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !t_failed(); i++) {
 		const char *const args[] = { cmds[i][0], "-p", v->spid, cmds[i][1], NULL };
 
-		if (strace_heapctl(log, "trace=ptrace", true, args) < 0)
+		f = strace_heapctl(log, "trace=ptrace", true, args);
+		if (!f)
 			return;
-		f = fopen(log, "re");
-		if (!f) {
-			t_fail("no strace log %s", log);
-			return;
-		}
 		/* "PID  ptrace(...)" then " > /path/obj(func+0x..) [0x..]" per frame */
 		while (!t_failed() && fgets(line, sizeof(line), f)) {
 			const char *fr = strstr(line, " > ");
@@ -1723,13 +1718,9 @@ static void test_borrow_requests(void)
 		bool stopped = false;
 		FILE *f;
 
-		if (strace_heapctl(log, "trace=ptrace,rt_sigpending", false, args) < 0)
+		f = strace_heapctl(log, "trace=ptrace,rt_sigpending", false, args);
+		if (!f)
 			return;
-		f = fopen(log, "re");
-		if (!f) {
-			t_fail("no strace log %s", log);
-			return;
-		}
 		while (fgets(line, sizeof(line), f)) {
 			if (strstr(line, "PTRACE_INTERRUPT")) {
 				stopped = true;
