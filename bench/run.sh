@@ -239,7 +239,7 @@ run_heapctl warm prof status -p "$tpid"
 # borrow, taken in turn with the commands whose pauses it divides, so that
 # the machine is the same for both.
 [ -n "$last_tid" ] || die "heapctl -v named no borrowed thread"
-"$floor" "$last_tid" "$runs" >"$tmp/floor.warm" || die "floor failed on tid $last_tid"
+"$floor" "$last_tid" "$runs" >"$tmp/floor.warm.raw" || die "floor failed on tid $last_tid"
 : >"$tmp/floor.raw"
 : >"$tmp/floor2.raw"
 floor_sample()
@@ -274,7 +274,7 @@ for ((i = 0; i < toggles; i++)); do
 done
 cut -d' ' -f1 "$tmp/floor.raw" >"$tmp/floor"
 cut -d' ' -f2 "$tmp/floor.raw" >"$tmp/floor.total"
-cut -d' ' -f1 "$tmp/floor.warm" >"$tmp/floor.warm1"
+cut -d' ' -f1 "$tmp/floor.warm.raw" >"$tmp/floor.warm"
 [ -n "$floor2_why" ] || cut -d' ' -f1 "$tmp/floor2.raw" >"$tmp/floor2"
 
 # Max-gap windows, cut into 100 ms slots; the target's max gap is read at
@@ -331,7 +331,7 @@ printf '%-24s (both started with posix_spawn and reaped, as bench/spawn.c does; 
 floor_med=$(pick "$tmp/floor" median)
 printf '%-24s median %s stopped (%s from seize to detach), tid %s\n' "floor (bench/floor.c)" \
 	"$(us "$floor_med")" "$(us "$(pick "$tmp/floor.total" median)")" "$last_tid"
-warm_med=$(pick "$tmp/floor.warm1" median)
+warm_med=$(pick "$tmp/floor.warm" median)
 printf '%-24s (%d borrows, one per process, in turn with the commands below; %d back to back\n' \
 	"" "$(wc -l <"$tmp/floor")" "$runs"
 printf '%-24s  in one process before them, warm: median %s)\n' "" "$(us "$warm_med")"

@@ -131,6 +131,8 @@ void tracer_stop(pid_t pid, int hold);
 pid_t fork_exited(void);
 /* Has pid exited (without reaping it)? */
 bool pid_exited(pid_t pid);
+/* Waits up to ms for pid_exited(pid); its answer then. */
+bool wait_exited(pid_t pid, long ms);
 void hres_free(struct hres *r);
 
 int hres_exit(const struct hres *r);	/* exit code, or -1 */
@@ -180,6 +182,8 @@ char *proc_odd_maps(pid_t pid, bool with_none);
 /* Lines of now that are absent from base; malloc'ed, "" if none. */
 char *lines_missing(const char *base, const char *now);
 
+/* CLOCK_MONOTONIC, in ns and in ms */
+unsigned long long mono_ns(void);
 long now_ms(void);
 /* Occurrences of needle in s (NULL: 0). */
 int count_str(const char *s, const char *needle);
@@ -293,6 +297,12 @@ void victim_ticker_reset(struct victim *v);
  * window v's maximum covers (v NULL: since victim_ticker_reset(NULL)), or -1.
  */
 long victim_control_gap(const struct victim *v);
+/*
+ * The one excuse for a ticker gap of v over limit_us: the untouched
+ * control saw at least half of that limit in the same window, so the
+ * machine stalled, not heapctl.  *cgap_us (may be NULL): the control's gap.
+ */
+bool victim_machine_stalled(const struct victim *v, long limit_us, long *cgap_us);
 /* The control's pid, started if need be; -1 if it cannot start. */
 pid_t victim_control_pid(void);
 void control_victim_drop(void);

@@ -30,12 +30,17 @@
 
 #include "itest.h"
 
-long now_ms(void)
+unsigned long long mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+long now_ms(void)
+{
+	return (long)(mono_ns() / 1000000ull);
 }
 
 void sleep_ms(long ms)
@@ -1059,9 +1064,15 @@ pid_t fork_exited(void)
 	if (z < 0)
 		t_fail("fork: %s", strerror(errno));
 	else
-		for (long end = now_ms() + 5000; !pid_exited(z) && now_ms() < end;)
-			usleep(1000);
+		wait_exited(z, 5000);
 	return z;
+}
+
+bool wait_exited(pid_t pid, long ms)
+{
+	for (long end = now_ms() + ms; !pid_exited(pid) && now_ms() < end;)
+		sleep_ms(1);
+	return pid_exited(pid);
 }
 
 int count_str(const char *s, const char *needle)

@@ -439,8 +439,7 @@ static int after_kill(struct kstate *k, struct tally *t, unsigned long run, cons
 
 		if (gap > t->maxgap_us)
 			t->maxgap_us = gap;
-		/* a stall the untouched control saw too is the machine's, not heapctl's */
-		if (gap > GAP_LIMIT_US && victim_control_gap(v) < GAP_LIMIT_US / 2)
+		if (gap > GAP_LIMIT_US && !victim_machine_stalled(v, GAP_LIMIT_US, NULL))
 			problem("run %lu (%s): ticker thread stalled for %ld us", run, what, gap);
 		victim_ticker_reset(v);
 	}
@@ -754,9 +753,7 @@ static void front_round(struct victim *v, const char *launcher, int sig, bool sh
 		       (int)worker);
 	hres_free(&r);
 	/* a worker outliving a SIGKILLed front was re-parented to us: it ends and is reaped */
-	for (long end = now_ms() + HC_TIMEOUT_S * 1000L; !pid_exited(worker) && now_ms() < end;)
-		sleep_ms(5);
-	if (!t_failed() && !pid_exited(worker))
+	if (!wait_exited(worker, HC_TIMEOUT_S * 1000L) && !t_failed())
 		t_fail("%s to the front: its worker %d did not end", strsignal(sig), (int)worker);
 	waitpid(worker, NULL, WNOHANG);
 	if (!t_failed()) {
@@ -829,12 +826,10 @@ static void test_front_sigchld_ignored(void)
 		t_fail("%s", why);
 		return;
 	}
-	t0 = now_ms();
-	{
-		const char *const argv[] = { cfg.heapctl, "prof", "status", "-p", v->spid, NULL };
+	const char *const argv[] = { cfg.heapctl, "prof", "status", "-p", v->spid, NULL };
 
-		pid = spawn(argv, &so, why, sizeof(why));
-	}
+	t0 = now_ms();
+	pid = spawn(argv, &so, why, sizeof(why));
 	if (pid < 0)
 		t_fail("%s", why);
 	else if (wait_pid(pid, &st, 20000) < 0) {

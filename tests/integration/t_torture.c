@@ -269,8 +269,7 @@ static int full_check(struct tstate *s, struct counts *c)
 
 		if (gap > c->maxgap_us)
 			c->maxgap_us = gap;
-		/* a stall the untouched control saw too is the machine's, not heapctl's */
-		if (gap > GAP_LIMIT_US && victim_control_gap(&s->v) < GAP_LIMIT_US / 2)
+		if (gap > GAP_LIMIT_US && !victim_machine_stalled(&s->v, GAP_LIMIT_US, NULL))
 			problem("after %lu ops: ticker thread stalled for %ld us", c->ops, gap);
 		victim_ticker_reset(&s->v);
 	}

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -174,14 +173,6 @@ int victim_adopt(struct victim *v, char *why, size_t whysz)
 	parse_tids(v, line);
 	victim_baseline(v);
 	return 0;
-}
-
-static unsigned long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
 /* victim_start_argv(), its directory named after name rather than argv[0] */
@@ -418,6 +409,15 @@ long victim_control_gap(const struct victim *v)
 	return control_gap(v ? v->tick_from_ns : control_from_ns);
 }
 
+bool victim_machine_stalled(const struct victim *v, long limit_us, long *cgap_us)
+{
+	long cgap = victim_control_gap(v);
+
+	if (cgap_us)
+		*cgap_us = cgap;
+	return cgap >= limit_us / 2;
+}
+
 pid_t victim_control_pid(void)
 {
 	return control_victim() ? control.pid : -1;
@@ -649,18 +649,19 @@ static int check_all(struct victim *v, unsigned int flags)
 		return -1;
 	}
 	if (kv_long(st, "maxgap_us", 0) >= cfg.maxgap_us) {
-		long gap = kv_long(st, "maxgap_us", 0), cgap = control_gap(v->tick_from_ns), btid, bus;
+		long gap = kv_long(st, "maxgap_us", 0), cgap, btid, bus;
 		long window_ms = (long)((mono_ns() - v->tick_from_ns) / 1000000ull);
-		char extra[160] = "", task[64];
+		char extra[160] = "", task[64] = "";
 
-		if (cgap >= cfg.maxgap_us / 2) {
+		if (victim_machine_stalled(v, cfg.maxgap_us, &cgap)) {
 			t_note("ticker gap %ld us, but the untouched control process saw %ld us in"
 			       " the same %ld ms: the machine stalled; not counted", gap, cgap,
 			       window_ms);
 		} else {
-			snprintf(task, sizeof(task), "/proc/%d/task/%ld", (int)v->pid,
-				 t_last_borrow(&btid, &bus) ? btid : 0L);
-			if (btid && !access(task, F_OK))
+			/* the last borrow is named only when the thread it held is v's */
+			if (t_last_borrow(&btid, &bus))
+				snprintf(task, sizeof(task), "/proc/%d/task/%ld", (int)v->pid, btid);
+			if (task[0] && !access(task, F_OK))
 				snprintf(extra, sizeof(extra),
 					 "; the last call that borrowed one of its threads held tid"
 					 " %ld for %ld us", btid, bus);

@@ -58,14 +58,13 @@ static void sink(enum hc_log_level level, const char *msg)
 }
 
 /* Put pc into the register set. */
-static void set_pc(struct hc_target *t, uint64_t *gregs, uint64_t pc)
+static void set_pc(uint64_t *gregs, uint64_t pc)
 {
 #if defined(__x86_64__)
 	((struct user_regs_struct *)gregs)->rip = pc;
 #elif defined(__aarch64__)
 	((struct user_pt_regs *)gregs)->pc = pc;
 #endif
-	(void)t;
 }
 
 /* where_safe()'s scan of the stack as it is now, after a scan ahead of it as it was then. */
@@ -191,7 +190,7 @@ int main(void)
 	begin("scan_pc");
 	/* the pc judged ahead is passed over only while it is the same pc */
 	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
-	set_pc(t, gregs, (uint64_t)(uintptr_t)guarded_code + 4);
+	set_pc(gregs, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: another pc was read ahead");
 	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: it was read ahead");
@@ -204,7 +203,7 @@ int main(void)
 	t->in_allocator = in_guarded;
 	where_prepare(t);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over after where_prepare()");
-	set_pc(t, gregs, pc);
+	set_pc(gregs, pc);
 	end();
 
 	hc_log_set(NULL, HC_LOG_ERR);
