@@ -201,6 +201,12 @@ $(B)/victims/jemalloc_victim: $(JE_VICTIM_SRCS)
 $(B)/victims/jemalloc_torture $(B)/victims/glibc_torture $(B)/victims/tcmalloc_torture: \
 	$(TORTURE_SRCS)
 
+# the floor, and with --paired heapctl's own borrow beside it (the library)
+$(B)/bench/floor: bench/floor.c $(B)/libheapctl.a
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libheapctl.a $(HEAPCTL_LIBS)
+
 $(B)/bench/%: bench/%.c
 	$(msg) CC $@
 	@mkdir -p $(dir $@)

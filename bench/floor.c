@@ -2,7 +2,7 @@
 /*
  * floor: the least a borrow can cost, for bench/run.sh to divide by.
  *
- * Usage: floor TID RUNS [--run]
+ * Usage: floor TID RUNS [--run | --paired PID]
  *
  * RUNS times, on thread TID: PTRACE_SEIZE, PTRACE_INTERRUPT, wait for the
  * stop, read NT_PRSTATUS and the whole extended register state (x86_64:
@@ -20,13 +20,21 @@
  * and this does not, so it is a floor for any borrow with two stops.  The
  * thread must be blocked in a syscall the kernel restarts (read(), say).
  *
+ * With --paired PID, each run is a floor borrow followed by a prof on or
+ * off (in turn) made by heapctl's library on the same thread of process
+ * PID, from this one process: both warm, at the same moment, so that a
+ * pause can be divided by its own floor.  Prints "FLOOR_US PAUSE_US".
+ *
  * Prints one line per run: "STOPPED_US TOTAL_US", where STOPPED_US is
  * counted the way heapctl counts its pause (from the moment the stop is
  * seen to the detach) and TOTAL_US from the seize.  This is a benchmark
  * tool, not part of heapctl: it calls ptrace(2) directly on purpose.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <elf.h>
+#include <heapctl/heapctl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -182,15 +190,56 @@ static int one(pid_t tid, uint64_t insn, uint64_t *stopped, uint64_t *total)
 	return ran ? 0 : -1;
 }
 
+/* Each run: a floor borrow, then heapctl's prof on or off, on the same thread. */
+static int paired(pid_t pid, pid_t tid, int runs)
+{
+	struct hc_target_opts o = { .tid = tid };
+	struct hc_err err = { 0 };
+	struct hc_target *t = hc_target_open(pid, &o, &err);
+	int found = -1; /* profiling as it was found, once known */
+	bool on = false, was, failed = true;
+
+	if (!t) {
+		fprintf(stderr, "floor: pid %d: %s\n", pid, err.msg);
+		return 1;
+	}
+	for (int i = 0; i < runs; i++) {
+		uint64_t stopped, total;
+		struct hc_timing tm;
+
+		failed = true;
+		if (one(tid, 0, &stopped, &total) < 0)
+			break;
+		if (hc_prof_set(t, !on, &was, &err) < 0) {
+			fprintf(stderr, "floor: prof on/off in thread %d: %s\n", tid, err.msg);
+			break;
+		}
+		failed = false;
+		on = !on;
+		if (found < 0)
+			found = was;
+		hc_target_timing(t, &tm);
+		printf("%llu %llu\n", (unsigned long long)stopped, (unsigned long long)tm.paused_us);
+	}
+	if (found >= 0 && on != found && hc_prof_set(t, found, NULL, &err) < 0) {
+		fprintf(stderr, "floor: prof on/off in thread %d: %s\n", tid, err.msg);
+		failed = true;
+	}
+	hc_target_close(t);
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
-	pid_t tid;
+	pid_t tid, pid = 0;
 	int runs;
 	uint64_t insn = 0;
 
-	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--run")) ||
-	    (tid = atoi(argv[1])) <= 0 || (runs = atoi(argv[2])) <= 0) {
-		fprintf(stderr, "usage: floor TID RUNS [--run]\n");
+	if (argc == 5 && !strcmp(argv[3], "--paired"))
+		pid = atoi(argv[4]);
+	if (argc < 3 || argc > 5 || (argc == 4 && strcmp(argv[3], "--run")) ||
+	    (argc == 5 && pid <= 0) || (tid = atoi(argv[1])) <= 0 || (runs = atoi(argv[2])) <= 0) {
+		fprintf(stderr, "usage: floor TID RUNS [--run | --paired PID]\n");
 		return 2;
 	}
 	if (argc == 4 && !(insn = syscall_insn(tid))) {
@@ -200,6 +249,8 @@ int main(int argc, char **argv)
 	}
 	/* as heapctl does: no page fault of the tool's own while the thread is stopped */
 	memset(buf, 0, sizeof(buf));
+	if (pid)
+		return paired(pid, tid, runs);
 	for (int i = 0; i < runs; i++) {
 		uint64_t stopped, total;
 

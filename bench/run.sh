@@ -18,6 +18,9 @@
 #   two-stop floor  the same with the thread run once in between (floor --run: it
 #                   runs getpid() and stops at its entry), the least any borrow that
 #                   runs the thread's code can cost; x86_64 only
+#   paired          warm against warm: from one process (floor --paired), a floor
+#                   borrow then heapctl's library doing prof on or off, in turn, on
+#                   the same thread, so each pause has a floor taken beside it
 #   pause           how long each command kept its thread stopped, all its borrows
 #                   summed (from -v), as a multiple of the floor, and its ptrace stops;
 #                   for prof on/off, where that time went (heapctl's -v "the pause" line)
@@ -272,6 +275,11 @@ for ((i = 0; i < toggles; i++)); do
 	floor_sample
 	run_heapctl toggle prof off -p "$tpid"
 done
+# Warm against warm: floor and prof on/off borrow by borrow, in one process.
+"$floor" "$last_tid" "$runs" --paired "$tpid" >"$tmp/paired.raw" ||
+	die "floor --paired failed on tid $last_tid"
+cut -d' ' -f1 "$tmp/paired.raw" >"$tmp/paired.floor"
+cut -d' ' -f2 "$tmp/paired.raw" >"$tmp/paired.pause"
 cut -d' ' -f1 "$tmp/floor.raw" >"$tmp/floor"
 cut -d' ' -f2 "$tmp/floor.raw" >"$tmp/floor.total"
 cut -d' ' -f1 "$tmp/floor.warm.raw" >"$tmp/floor.warm"
@@ -364,6 +372,11 @@ if [ "$floor2_med" -gt 0 ]; then
 	printf '%-24s prof on/off: %s\n' "" "$(awk -v a="$(pick "$tmp/toggle.pause" median)" \
 		-v f="$floor2_med" 'BEGIN { if (a >= 0) printf "%.1fx the two-stop floor", a / f }')"
 fi
+printf '%-24s median %s stopped, its floor taken beside it %s: %s   (warm, one process)\n' \
+	"prof on/off, paired" "$(us "$(pick "$tmp/paired.pause" median)")" \
+	"$(us "$(pick "$tmp/paired.floor" median)")" \
+	"$(awk -v a="$(pick "$tmp/paired.pause" median)" -v f="$(pick "$tmp/paired.floor" median)" \
+		'BEGIN { if (a < 0 || f <= 0) print "n/a"; else printf "%.1fx", a / f }')"
 if [ -s "$tmp/toggle.w_stops" ]; then
 	printf '%-24s stops %s, registers %s, memory %s, safe-point check %s, the rest %s\n' \
 		"prof on/off pause went" "$(us "$(pick "$tmp/toggle.w_stops" median)")" \
