@@ -165,10 +165,13 @@ $(B)/tests/%: tests/unit/%.c $(B)/libheapctl.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libheapctl.a $(LDLIBS_ALL)
 
+# callers.c unwinds heapctl from outside, as heapctl unwinds its targets
+ITEST_UNW_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind-ptrace libunwind-generic 2>/dev/null)
+ITEST_UNW_LIBS = $(shell $(PKG_CONFIG) --libs libunwind-ptrace libunwind-generic 2>/dev/null)
 $(B)/tests/itest: $(ITEST_SRCS)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $(ITEST_SRCS)
+	$(Q)$(CC) $(VICTIM_CFLAGS) $(ITEST_UNW_CFLAGS) -Werror -o $@ $(ITEST_SRCS) $(ITEST_UNW_LIBS)
 
 $(B)/victims/%: tests/victims/%.c
 	$(msg) CC $@

@@ -6,6 +6,7 @@
  * proc.c      spawning and waiting, running heapctl, /proc inspection
  * victim.c    victim start/stop, the line protocol, the "unharmed" check
  * json.c      a small validating JSON reader
+ * callers.c   who calls ptrace(2) in heapctl: a tracer that unwinds it
  * t_*.c       the tests
  */
 #ifndef ITEST_H
@@ -192,6 +193,18 @@ bool file_starts_with(const char *path, const char *prefix, char *why, size_t wh
 bool find_in_path(const char *prog, char *out, size_t outsz);
 char *read_file_str(const char *path);
 const char *strcasestr_(const char *hay, const char *needle);
+
+/* ---- callers.c ------------------------------------------------------- */
+
+/*
+ * Runs heapctl with args (argv after the program) under a tracer that
+ * unwinds every ptrace(2) it makes.  *calls counts them; bad gets the
+ * stack of the first whose first frame in heapctl's executable is not one
+ * of ptrace.c's ptrace_* wrappers ("" if none).  0, or -1 with why when
+ * heapctl could not be traced or failed.
+ */
+int ptrace_callers(const char *const args[], unsigned int *calls, char *bad, size_t badlen,
+		   char *why, size_t whylen);
 
 /* ---- json.c ---------------------------------------------------------- */
 

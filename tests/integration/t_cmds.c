@@ -1587,11 +1587,9 @@ out:
 
 /*
  * Run heapctl ARGS (NULL-terminated) under "strace -f -qq -e trace=TRACE"
- * (with -k, the stack of each call) into log, and open the log.  NULL with
- * the test failed or skipped.
+ * into log, and open the log.  NULL with the test failed or skipped.
  */
-static FILE *strace_heapctl(const char *log, const char *trace, bool stacks,
-			    const char *const args[])
+static FILE *strace_heapctl(const char *log, const char *trace, const char *const args[])
 {
 	const char *argv[32];
 	char asan[512];
@@ -1609,8 +1607,6 @@ static FILE *strace_heapctl(const char *log, const char *trace, bool stacks,
 		 getenv("ASAN_OPTIONS") ? ":" : "");
 	argv[n++] = "/usr/bin/strace";
 	argv[n++] = "-f";
-	if (stacks)
-		argv[n++] = "-k";
 	argv[n++] = "-qq";
 	argv[n++] = "-e";
 	argv[n++] = trace;
@@ -1623,9 +1619,7 @@ static FILE *strace_heapctl(const char *log, const char *trace, bool stacks,
 		argv[n++] = args[i];
 	argv[n] = NULL;
 	run_prog(&r, argv, 60);
-	if (stacks && strstr(r.err, "-k") && strstr(r.err, "not") && hres_exit(&r) != 0)
-		t_skip(false, "this strace cannot print stacks (-k)");
-	else if (hres_exit(&r) != 0)
+	if (hres_exit(&r) != 0)
 		t_fail("strace heapctl %s: %s", args[0], hres_desc(&r));
 	else if (!(f = fopen(log, "re")))
 		t_fail("no strace log %s", log);
@@ -1635,9 +1629,9 @@ static FILE *strace_heapctl(const char *log, const char *trace, bool stacks,
 
 /*
  * Only src/lib/ptrace.c calls ptrace(2), libraries included (libunwind's
- * ptrace accessors once read registers on their own): under strace -k,
- * the first frame of heapctl's own in every ptrace call's stack is one of
- * ptrace.c's ptrace_* wrappers.
+ * ptrace accessors once read registers on their own): heapctl unwound at
+ * every ptrace(2) it makes (callers.c), the first frame of its own is one
+ * of ptrace.c's ptrace_* wrappers.
  */
 static void test_ptrace_one_wrapper(void)
 {
@@ -1645,46 +1639,23 @@ static void test_ptrace_one_wrapper(void)
 		{ "prof", "status", NULL }, { "stats", "--full", NULL }, { "purge", NULL, NULL },
 	};
 	struct victim *v = shared_victim();
-	char log[400], line[1024], rec[1024] = "";
 	unsigned int calls = 0;
-	bool in_rec = false, judged = true;
-	FILE *f;
 
 	if (!v)
 		return;
-	snprintf(log, sizeof(log), "%s/ptrace-stacks.%s", cfg.tmpdir, v->spid);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !t_failed(); i++) {
 		const char *const args[] = { cmds[i][0], "-p", v->spid, cmds[i][1], NULL };
+		char bad[1024], why[600];
+		unsigned int n;
 
-		f = strace_heapctl(log, "trace=ptrace", true, args);
-		if (!f)
-			return;
-		/* "PID  ptrace(...)" then " > /path/obj(func+0x..) [0x..]" per frame */
-		while (!t_failed() && fgets(line, sizeof(line), f)) {
-			const char *fr = strstr(line, " > ");
-
-			if (!fr && strstr(line, "ptrace(")) {
-				if (in_rec && !judged)
-					t_fail("no frame of heapctl's in the stack of: %s", rec);
-				snprintf(rec, sizeof(rec), "%s", line);
-				in_rec = true;
-				judged = false;
-				calls++;
-			} else if (fr && in_rec && !judged && !strncmp(fr + 3, cfg.heapctl,
-									 strlen(cfg.heapctl)) &&
-				   fr[3 + strlen(cfg.heapctl)] == '(') {
-				judged = true;
-				if (strncmp(fr + 4 + strlen(cfg.heapctl), "ptrace_", 7))
-					t_fail("ptrace(2) called from %s for %s", fr + 3, rec);
-			}
-		}
-		if (in_rec && !judged)
-			t_fail("no frame of heapctl's in the stack of: %s", rec);
-		fclose(f);
-		unlink(log);
+		if (ptrace_callers(args, &n, bad, sizeof(bad), why, sizeof(why)) < 0)
+			t_fail("%s", why);
+		else if (bad[0])
+			t_fail("heapctl %s: ptrace(2) not from ptrace.c: %s", args[0], bad);
+		calls += n;
 	}
 	if (!t_failed() && calls < 10)
-		t_fail("strace saw %u ptrace calls (wanted a borrow's worth each)", calls);
+		t_fail("the tracer saw %u ptrace calls (wanted a borrow's worth each)", calls);
 	else if (!t_failed())
 		t_note("%u ptrace calls, each from ptrace.c", calls);
 }
@@ -1718,7 +1689,7 @@ static void test_borrow_requests(void)
 		bool stopped = false;
 		FILE *f;
 
-		f = strace_heapctl(log, "trace=ptrace,rt_sigpending", false, args);
+		f = strace_heapctl(log, "trace=ptrace,rt_sigpending", args);
 		if (!f)
 			return;
 		while (fgets(line, sizeof(line), f)) {
