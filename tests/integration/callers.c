@@ -101,6 +101,7 @@ static void tracer(char *const argv[], const char *log, int outfd)
 	FILE *out = fdopen(outfd, "w");
 	char exe[PATH_MAX];
 	unsigned int calls = 0;
+	bool no_info = false;
 	int st, hc_status = -1;
 	pid_t hc, w;
 
@@ -111,12 +112,11 @@ static void tracer(char *const argv[], const char *log, int outfd)
 	hc = fork();
 	if (hc == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		char asan[512];
 
 		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(127);
 		/* LeakSanitizer stops threads with ptrace(2) itself, which it cannot when traced */
-		char asan[512];
-
 		snprintf(asan, sizeof(asan), "%s%sdetect_leaks=0",
 			 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
 			 getenv("ASAN_OPTIONS") ? ":" : "");
@@ -146,8 +146,9 @@ static void tracer(char *const argv[], const char *log, int outfd)
 			continue;
 		}
 		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
-			if (ptrace(PTRACE_GET_SYSCALL_INFO, w, (void *)sizeof(si), &si) > 0 &&
-			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_ptrace) {
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, w, (void *)sizeof(si), &si) <= 0)
+				no_info = true;
+			else if (si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_ptrace) {
 				calls++;
 				judge(w, exe, as, out);
 			}
@@ -158,6 +159,8 @@ static void tracer(char *const argv[], const char *log, int outfd)
 		/* else an event, or a new thread's or child's first stop */
 		ptrace(PTRACE_SYSCALL, w, NULL, (void *)(long)sig);
 	}
+	if (no_info)
+		fprintf(out, "skip this kernel has no PTRACE_GET_SYSCALL_INFO (Linux 5.3)\n");
 	fprintf(out, "calls %u\nexit %d\n", calls, hc_status);
 	fclose(out);
 	_exit(0);
@@ -166,7 +169,7 @@ static void tracer(char *const argv[], const char *log, int outfd)
 int ptrace_callers(const char *const args[], unsigned int *calls, char *bad, size_t badlen,
 		   char *why, size_t whylen)
 {
-	char *argv[32], log[400], line[1200];
+	char *argv[32], log[400], line[1200], skip[sizeof(line)] = "";
 	int p[2], st, hc_status = -1;
 	size_t n = 0;
 	bool done = false;
@@ -203,6 +206,8 @@ int ptrace_callers(const char *const args[], unsigned int *calls, char *bad, siz
 		line[strcspn(line, "\n")] = 0;
 		if (!strncmp(line, "bad ", 4) && !bad[0])
 			snprintf(bad, badlen, "%s", line + 4);
+		else if (!strncmp(line, "skip ", 5))
+			snprintf(skip, sizeof(skip), "%s", line + 5);
 		else if (sscanf(line, "calls %u", calls) == 1)
 			continue;
 		else if (sscanf(line, "exit %d", &hc_status) == 1)
@@ -215,6 +220,10 @@ int ptrace_callers(const char *const args[], unsigned int *calls, char *bad, siz
 	if (wait_pid(pid, &st, HC_TIMEOUT_S * 1000) < 0)
 		kill_wait(pid);
 	untrack_pid(pid);
+	if (skip[0]) {
+		snprintf(why, whylen, "%s", skip);
+		return 1;
+	}
 	if (!done && !bad[0]) {
 		snprintf(why, whylen, "the tracer of heapctl stopped without a report");
 		return -1;

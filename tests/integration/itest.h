@@ -200,8 +200,9 @@ const char *strcasestr_(const char *hay, const char *needle);
  * Runs heapctl with args (argv after the program) under a tracer that
  * unwinds every ptrace(2) it makes.  *calls counts them; bad gets the
  * stack of the first whose first frame in heapctl's executable is not one
- * of ptrace.c's ptrace_* wrappers ("" if none).  0, or -1 with why when
- * heapctl could not be traced or failed.
+ * of ptrace.c's ptrace_* wrappers ("" if none).  0; 1 with why when this
+ * kernel cannot tell (skip); -1 with why when heapctl could not be traced
+ * or failed.
  */
 int ptrace_callers(const char *const args[], unsigned int *calls, char *bad, size_t badlen,
 		   char *why, size_t whylen);
