@@ -34,7 +34,6 @@
 #define _GNU_SOURCE
 #endif
 #include <elf.h>
-#include <heapctl/heapctl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -47,6 +46,8 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
+
+#include <heapctl/heapctl.h>
 
 #ifndef NT_X86_XSTATE
 #define NT_X86_XSTATE 0x202
