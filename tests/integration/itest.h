@@ -18,6 +18,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Where Debian puts this architecture's shared libraries. */
+#if defined(__aarch64__)
+#define LIBDIR "/usr/lib/aarch64-linux-gnu/"
+#else
+#define LIBDIR "/usr/lib/x86_64-linux-gnu/"
+#endif
+
 #define HC_TIMEOUT_S	20	/* one heapctl call */
 #define TEST_TIMEOUT_S	180	/* one test, alarm() watchdog */
 #define MAXGAP_US	50000	/* largest ticker gap tolerated */

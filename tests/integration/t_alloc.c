@@ -23,7 +23,6 @@
 #include "itest.h"
 
 #define FRAG_MIB 128
-#define LIBDIR "/usr/lib/x86_64-linux-gnu/"
 
 static bool start(struct victim *v, const char *name, const char *env)
 {

@@ -178,7 +178,6 @@ static bool copy_file(const char *src, const char *dst)
 /* The libjemalloc jemalloc_victim links (ldd); false if it links none (a static build). */
 static bool jemalloc_so(char *out, size_t sz)
 {
-	static const char *const multiarch[] = { "x86_64-linux-gnu", "aarch64-linux-gnu" };
 	char victim[PATH_MAX];
 	const char *argv[] = { "ldd", victim, NULL };
 	const char *p, *arrow;
@@ -195,8 +194,8 @@ static bool jemalloc_so(char *out, size_t sz)
 	}
 	hres_free(&r);
 	/* no ldd (the arm64 lane's busybox): where Debian puts it */
-	for (size_t i = 0; !n && i < sizeof(multiarch) / sizeof(multiarch[0]); i++) {
-		snprintf(out, sz, "/usr/lib/%s/libjemalloc.so.2", multiarch[i]);
+	if (!n) {
+		snprintf(out, sz, LIBDIR "libjemalloc.so.2");
 		if (!access(out, R_OK) && !access(victim, X_OK))
 			n = strlen(out);
 	}

@@ -19,12 +19,6 @@
 #include "harm.h"
 #include "itest.h"
 
-#if defined(__aarch64__)
-#define LIBDIR "/usr/lib/aarch64-linux-gnu/"
-#else
-#define LIBDIR "/usr/lib/x86_64-linux-gnu/"
-#endif
-
 static double num(const char *json, const char *key)
 {
 	double d = -1;

@@ -323,8 +323,7 @@ static void test_debuginfod(void)
 		t_skip(true, "debuginfod not installed (Debian package debuginfod; make deps)");
 		return;
 	}
-	if (access("/usr/lib/x86_64-linux-gnu/libdebuginfod.so.1", R_OK) &&
-	    access("/usr/lib/aarch64-linux-gnu/libdebuginfod.so.1", R_OK)) {
+	if (access(LIBDIR "libdebuginfod.so.1", R_OK)) {
 		t_skip(true, "libdebuginfod.so.1 not installed (Debian package libdebuginfod1)");
 		return;
 	}
@@ -723,8 +722,7 @@ static void test_debuginfod_timeout(void)
 	syms_path(path, sizeof(path), "fx_jemalloc_nodbg");
 	if (!have(path))
 		return;
-	if (access("/usr/lib/x86_64-linux-gnu/libdebuginfod.so.1", R_OK) &&
-	    access("/usr/lib/aarch64-linux-gnu/libdebuginfod.so.1", R_OK)) {
+	if (access(LIBDIR "libdebuginfod.so.1", R_OK)) {
 		t_skip(true, "libdebuginfod.so.1 not installed (Debian package libdebuginfod1)");
 		return;
 	}

@@ -281,11 +281,7 @@ bool victim_up(struct victim *v, const char *name, const char *malloc_conf, cons
 	return true;
 }
 
-#if defined(__aarch64__)
-#define MI_LIB "/usr/lib/aarch64-linux-gnu/libmimalloc.so.2"
-#else
-#define MI_LIB "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
-#endif
+#define MI_LIB LIBDIR "libmimalloc.so.2"
 
 bool mimalloc_up(struct victim *v, bool linked, const char *env)
 {
