@@ -8,7 +8,7 @@
 # BUILD_DIR is the cross build (make ARCH=aarch64): heapctl, the unit
 # tests, itest and the victims, plus sysroot/ and jemalloc-prof/ from
 # tools/aarch64-sysroot.sh and tools/aarch64-jemalloc-prof.sh.  The image
-# holds busybox (static), bash, nm, those binaries, every shared library
+# holds busybox (static), bash, nm, c++filt, those binaries, every shared library
 # they need (resolved through DT_NEEDED in the sysroot, so a missing one
 # fails here and not in the VM), and tests/aarch64/init as /init (A64_INIT
 # names another one, for debugging).  No kernel modules and no root file
@@ -29,6 +29,9 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,etc,lib/$MA,usr/lib/$MA,opt/jemalloc-prof} \
 	"$root/heapctl/build/tests" "$root/heapctl/build/victims" "$root/heapctl/tests"
+# mktemp's 0700 would become the guest's /: no other user could run anything
+chmod 755 "$root"
+chmod 1777 "$root/tmp"
 
 # Programs: stripped of debug info (symbols stay: the victims' local
 # function names are part of the tests).
@@ -77,6 +80,8 @@ cp "$SYS/bin/busybox" "$root/bin/busybox"
 cp "$SYS/bin/bash" "$root/bin/bash"
 # nm, which some integration tests run on the victims (busybox has none).
 cp "$SYS/usr/bin/aarch64-linux-gnu-nm" "$root/bin/nm"
+# c++filt, the oracle prof.demangle_oracle checks heapctl's demangler against
+cp "$SYS/usr/bin/aarch64-linux-gnu-c++filt" "$root/bin/c++filt"
 # strace, which tests run heapctl under to see its ptrace requests (through /usr/bin/env).
 mkdir -p "$root/usr/bin"
 cp "$SYS/usr/bin/strace" "$root/usr/bin/strace"
@@ -100,9 +105,12 @@ find_lib() {
 }
 # libstdc++: prof_demangle() dlopens it for C++ names, which test_prof checks.
 cp -L "$SYS/usr/lib/$MA/libstdc++.so.6" "$root/usr/lib/$MA/"
+# tcmalloc_minimal, which the sampler tests preload (LD_PRELOAD=libtcmalloc_minimal.so.4)
+cp -L "$SYS/usr/lib/$MA/libtcmalloc_minimal.so.4" "$root/usr/lib/$MA/"
 todo=$(find "$root" -type f -perm -u+x)
 todo="$todo $root/opt/jemalloc-prof/libjemalloc.so.2 $root/usr/lib/$MA/libstdc++.so.6"
-seen=" libstdc++.so.6 "
+todo="$todo $root/usr/lib/$MA/libtcmalloc_minimal.so.4"
+seen=" libstdc++.so.6 libtcmalloc_minimal.so.4 "
 while [ -n "$(echo $todo)" ]; do
 	next=
 	for f in $todo; do
