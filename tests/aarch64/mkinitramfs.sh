@@ -31,6 +31,8 @@ mkdir -p "$root"/{bin,proc,sys,dev,tmp,etc,lib/$MA,usr/lib/$MA,opt/jemalloc-prof
 	"$root/heapctl/build/tests" "$root/heapctl/build/victims" "$root/heapctl/tests"
 # mktemp's 0700 would become the guest's /: no other user could run anything
 chmod 755 "$root"
+# where syms-build-id mounts the fixtures' debug tree, in a namespace of its own
+mkdir -p "$root/usr/lib/debug"
 chmod 1777 "$root/tmp"
 
 # Programs: stripped of debug info (symbols stay: the victims' local
