@@ -8,9 +8,9 @@
 # BUILD_DIR is the cross build (make ARCH=aarch64): heapctl, the unit
 # tests, itest and the victims, plus sysroot/ and jemalloc-prof/ from
 # tools/aarch64-sysroot.sh and tools/aarch64-jemalloc-prof.sh.  The image
-# holds busybox (static), bash, nm, c++filt, those binaries, every shared library
-# they need (resolved through DT_NEEDED in the sysroot, so a missing one
-# fails here and not in the VM), and tests/aarch64/init as /init (A64_INIT
+# holds busybox (static), bash, nm, c++filt, those binaries, every shared
+# library they need (resolved through DT_NEEDED in the sysroot, so a missing
+# one fails here and not in the VM), and tests/aarch64/init as /init (A64_INIT
 # names another one, for debugging).  No kernel modules and no root file
 # system are needed.
 set -eu
@@ -31,9 +31,9 @@ mkdir -p "$root"/{bin,proc,sys,dev,tmp,etc,lib/$MA,usr/lib/$MA,opt/jemalloc-prof
 	"$root/heapctl/build/tests" "$root/heapctl/build/victims" "$root/heapctl/tests"
 # mktemp's 0700 would become the guest's /: no other user could run anything
 chmod 755 "$root"
+chmod 1777 "$root/tmp"
 # where syms-build-id mounts the fixtures' debug tree, in a namespace of its own
 mkdir -p "$root/usr/lib/debug"
-chmod 1777 "$root/tmp"
 
 # Programs: stripped of debug info (symbols stay: the victims' local
 # function names are part of the tests).
