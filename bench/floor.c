@@ -197,37 +197,31 @@ static int paired(pid_t pid, pid_t tid, int runs)
 	struct hc_target_opts o = { .tid = tid };
 	struct hc_err err = { 0 };
 	struct hc_target *t = hc_target_open(pid, &o, &err);
-	int found = -1; /* profiling as it was found, once known */
-	bool on = false, was, failed = true;
+	bool on = false, found = false, was;
+	int i;
 
 	if (!t) {
 		fprintf(stderr, "floor: pid %d: %s\n", pid, err.msg);
 		return 1;
 	}
-	for (int i = 0; i < runs; i++) {
+	for (i = 0; i < runs; i++) {
 		uint64_t stopped, total;
 		struct hc_timing tm;
 
-		failed = true;
-		if (one(tid, 0, &stopped, &total) < 0)
+		if (one(tid, 0, &stopped, &total) < 0 || hc_prof_set(t, !on, &was, &err) < 0)
 			break;
-		if (hc_prof_set(t, !on, &was, &err) < 0) {
-			fprintf(stderr, "floor: prof on/off in thread %d: %s\n", tid, err.msg);
-			break;
-		}
-		failed = false;
+		if (!i)
+			found = was; /* profiling as it was found, put back at the end */
 		on = !on;
-		if (found < 0)
-			found = was;
 		hc_target_timing(t, &tm);
 		printf("%llu %llu\n", (unsigned long long)stopped, (unsigned long long)tm.paused_us);
 	}
-	if (found >= 0 && on != found && hc_prof_set(t, found, NULL, &err) < 0) {
+	if (i && on != found && hc_prof_set(t, found, NULL, &err) < 0)
+		i = 0;
+	if (err.msg[0])
 		fprintf(stderr, "floor: prof on/off in thread %d: %s\n", tid, err.msg);
-		failed = true;
-	}
 	hc_target_close(t);
-	return failed;
+	return i < runs;
 }
 
 int main(int argc, char **argv)

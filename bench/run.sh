@@ -213,6 +213,13 @@ ms()
 	fi
 }
 
+# ratio A B FORMAT: A / B as printf's FORMAT does it ("%.1fx"), n/a if either is unknown
+ratio()
+{
+	awk -v a="$1" -v b="$2" -v fmt="$3" \
+		'BEGIN { if (a < 0 || b <= 0) print "n/a"; else printf fmt, a / b }'
+}
+
 us()
 {
 	if [ "$1" -lt 0 ]; then
@@ -330,10 +337,10 @@ done
 rt_med=$(pick "$tmp/status.$first_n.rt" median)
 rt_p90=$(pick "$tmp/status.$first_n.rt" p90)
 gdb_med=$(pick "$tmp/gdb.$first_n.rt" median)
-ratio=$(awk -v a="$gdb_med" -v b="$rt_med" 'BEGIN { if (a < 0 || b <= 0) print "n/a"; else printf "%.0fx", a / b }')
+rt_ratio=$(ratio "$gdb_med" "$rt_med" "%.0fx")
 
 printf '%-24s heapctl %s (p90 %s)    gdb attach+detach %s    ratio %s\n' \
-	"round trip" "$(ms "$rt_med")" "$(ms "$rt_p90")" "$(ms "$gdb_med")" "$ratio"
+	"round trip" "$(ms "$rt_med")" "$(ms "$rt_p90")" "$(ms "$gdb_med")" "$rt_ratio"
 printf '%-24s (both started with posix_spawn and reaped, as bench/spawn.c does; /bin/true: %s; goal: >= 100x)\n' \
 	"" "$(ms "$(pick "$tmp/true.rt" median)")"
 floor_med=$(pick "$tmp/floor" median)
@@ -346,15 +353,14 @@ printf '%-24s  in one process before them, warm: median %s)\n' "" "$(us "$warm_m
 floor2_med=$(pick "$tmp/floor2" median)
 if [ "$floor2_med" -ge 0 ]; then
 	printf '%-24s median %s stopped, %s\n' "two-stop floor" "$(us "$floor2_med")" \
-		"$(awk -v a="$floor2_med" -v f="$floor_med" 'BEGIN { if (f > 0) printf "%.1fx floor", a / f }')"
+		"$(ratio "$floor2_med" "$floor_med" "%.1fx floor")"
 else
 	printf '%-24s n/a (%s)\n' "two-stop floor" "${floor2_why:-not measured}"
 fi
 # times CMD_TAG: median pause as a multiple of the floor
 times()
 {
-	awk -v a="$(pick "$tmp/$1.pause" median)" -v f="$floor_med" \
-		'BEGIN { if (a < 0 || f <= 0) print "n/a"; else printf "%.1fx floor", a / f }'
+	ratio "$(pick "$tmp/$1.pause" median)" "$floor_med" "%.1fx floor"
 }
 printf '%-24s %-12s %-10s %-10s %-16s %s\n' "pause per command" "command" "median" "max" \
 	"median/floor" "borrows, ptrace stops (median)"
@@ -365,18 +371,17 @@ for c in "status.$first_n:prof status" "toggle:prof on/off" "cmd.stats:stats --f
 		"$(us "$(pick "$tmp/$tag.pause" median)")" "$(us "$(pick "$tmp/$tag.pause" max)")" \
 		"$(times "$tag")" "$(pick "$tmp/$tag.borrows" max)" "$(pick "$tmp/$tag.stops" median)"
 done
+toggle_med=$(pick "$tmp/toggle.pause" median)
 printf '%-24s (goal: prof on/off <= 3x floor; against the warm floor %s)\n' "" \
-	"$(awk -v a="$(pick "$tmp/toggle.pause" median)" -v f="$warm_med" \
-		'BEGIN { if (a < 0 || f <= 0) print "n/a"; else printf "%.1fx", a / f }')"
+	"$(ratio "$toggle_med" "$warm_med" "%.1fx")"
 if [ "$floor2_med" -gt 0 ]; then
-	printf '%-24s prof on/off: %s\n' "" "$(awk -v a="$(pick "$tmp/toggle.pause" median)" \
-		-v f="$floor2_med" 'BEGIN { if (a >= 0) printf "%.1fx the two-stop floor", a / f }')"
+	printf '%-24s prof on/off: %s\n' "" "$(ratio "$toggle_med" "$floor2_med" "%.1fx the two-stop floor")"
 fi
+paired_pause=$(pick "$tmp/paired.pause" median)
+paired_floor=$(pick "$tmp/paired.floor" median)
 printf '%-24s median %s stopped, its floor taken beside it %s: %s   (warm, one process)\n' \
-	"prof on/off, paired" "$(us "$(pick "$tmp/paired.pause" median)")" \
-	"$(us "$(pick "$tmp/paired.floor" median)")" \
-	"$(awk -v a="$(pick "$tmp/paired.pause" median)" -v f="$(pick "$tmp/paired.floor" median)" \
-		'BEGIN { if (a < 0 || f <= 0) print "n/a"; else printf "%.1fx", a / f }')"
+	"prof on/off, paired" "$(us "$paired_pause")" "$(us "$paired_floor")" \
+	"$(ratio "$paired_pause" "$paired_floor" "%.1fx")"
 if [ -s "$tmp/toggle.w_stops" ]; then
 	printf '%-24s stops %s, registers %s, memory %s, safe-point check %s, the rest %s\n' \
 		"prof on/off pause went" "$(us "$(pick "$tmp/toggle.w_stops" median)")" \

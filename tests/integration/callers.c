@@ -112,15 +112,10 @@ static void tracer(char *const argv[], const char *log, int outfd)
 	hc = fork();
 	if (hc == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		char asan[512];
 
-		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 ||
+		    putenv((char *)asan_no_leak_check()))
 			_exit(127);
-		/* LeakSanitizer stops threads with ptrace(2) itself, which it cannot when traced */
-		snprintf(asan, sizeof(asan), "%s%sdetect_leaks=0",
-			 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
-			 getenv("ASAN_OPTIONS") ? ":" : "");
-		setenv("ASAN_OPTIONS", asan, 1);
 		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0 || raise(SIGSTOP))
 			_exit(127);
 		execv(argv[0], argv);

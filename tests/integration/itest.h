@@ -199,6 +199,12 @@ void sleep_ms(long ms);
 bool file_starts_with(const char *path, const char *prefix, char *why, size_t whysz);
 bool find_in_path(const char *prog, char *out, size_t outsz);
 char *read_file_str(const char *path);
+/*
+ * "ASAN_OPTIONS=..." with LeakSanitizer off, for a sanitized heapctl run
+ * under a tracer: the leak check stops threads with ptrace(2) itself,
+ * which a traced process cannot.  In a static buffer.
+ */
+const char *asan_no_leak_check(void);
 const char *strcasestr_(const char *hay, const char *needle);
 
 /* ---- callers.c ------------------------------------------------------- */
@@ -378,6 +384,8 @@ int itest_exec_as(char **argv);	/* objects deleted since mapped, without map_fil
 #define NOCAP_MAPFILES "21,40"
 /* This harness's own path, to run itest --without-caps or --uid. */
 const char *itest_self(void);
+/* argv[0..3] for run_prog(): this harness with how (--without-caps, --uid), arg and --; 4 */
+int exec_as(const char **argv, const char *how, const char *arg);
 /*
  * Can a map_files link of pid be opened without NOCAP_MAPFILES, run after
  * prefix (e.g. an nsenter; or NULL)?  Then a test that drops them proves

@@ -1592,7 +1592,6 @@ out:
 static FILE *strace_heapctl(const char *log, const char *trace, const char *const args[])
 {
 	const char *argv[32];
-	char asan[512];
 	struct hres r = { 0 };
 	size_t n = 0;
 	FILE *f = NULL;
@@ -1601,10 +1600,6 @@ static FILE *strace_heapctl(const char *log, const char *trace, const char *cons
 		t_skip(false, "strace is not installed");
 		return NULL;
 	}
-	/* LeakSanitizer stops threads with ptrace(2) itself, which it cannot under strace */
-	snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0",
-		 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
-		 getenv("ASAN_OPTIONS") ? ":" : "");
 	argv[n++] = "/usr/bin/strace";
 	argv[n++] = "-f";
 	argv[n++] = "-qq";
@@ -1613,7 +1608,7 @@ static FILE *strace_heapctl(const char *log, const char *trace, const char *cons
 	argv[n++] = "-o";
 	argv[n++] = log;
 	argv[n++] = "/usr/bin/env";
-	argv[n++] = asan;
+	argv[n++] = asan_no_leak_check();
 	argv[n++] = cfg.heapctl;
 	for (size_t i = 0; args[i] && n < sizeof(argv) / sizeof(argv[0]) - 1; i++)
 		argv[n++] = args[i];

@@ -111,8 +111,7 @@ const char *itest_self(void)
 	return self;
 }
 
-/* argv[0..3] for run_prog(): this harness with how (--without-caps, --uid), arg and -- */
-static int exec_as(const char **argv, const char *how, const char *arg)
+int exec_as(const char **argv, const char *how, const char *arg)
 {
 	argv[0] = itest_self();
 	argv[1] = how;

@@ -787,11 +787,10 @@ static void test_interrupted_dump(void)
 static void test_not_permitted(void)
 {
 	struct victim vv, *v = &vv;
-	/* as uid and gid 65534 without groups, dropped by the harness (itest_exec_as()) */
-	const char *argv[] = { itest_self(), "--uid", "65534", "--",
-			       cfg.heapctl, "stats", "-p", NULL, NULL };
+	const char *argv[9];
 	char why[512];
 	struct hres r = { 0 };
+	int n;
 
 	if (getuid() != 0) {
 		t_skip(false, "needs root to run heapctl as another user");
@@ -801,7 +800,13 @@ static void test_not_permitted(void)
 		t_fail("%s", why);
 		return;
 	}
-	argv[7] = v->spid;
+	/* as uid and gid 65534 without groups, dropped by the harness (itest_exec_as()) */
+	n = exec_as(argv, "--uid", "65534");
+	argv[n++] = cfg.heapctl;
+	argv[n++] = "stats";
+	argv[n++] = "-p";
+	argv[n++] = v->spid;
+	argv[n] = NULL;
 	run_prog(&r, argv, HC_TIMEOUT_S);
 	/* heapctl exits 0, 1 or 2: 127 is itest_exec_as()'s failed exec */
 	if (hres_exit(&r) == 126 || hres_exit(&r) == 127)
