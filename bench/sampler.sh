@@ -15,8 +15,15 @@
 #   pause         how long prof on (loading the sampler) and prof off kept the
 #                 borrowed thread stopped
 #
+# Sampling and not sampling alternate, prof on and prof off between them,
+# and each figure is a median: measured one after the other, once each, the
+# same state gave figures 25% apart on a 2-CPU machine.  After a prof off
+# the sampler stays loaded with its hooks removed, so the state it leaves
+# is the one to compare sampling with; the figure from before the first
+# prof on is printed beside it.
+#
 # Knobs (environment): BENCH_LOOP (2000000 pairs), BENCH_REDIS_N (200000
-# requests per test), BENCH_REDIS_ROUNDS (3, best of).
+# requests per test), BENCH_SWITCHES (5 prof on/off pairs).
 set -u
 export LC_ALL=C
 
@@ -25,7 +32,7 @@ heapctl=$build/heapctl
 loop=$build/bench/mallocloop
 pairs=${BENCH_LOOP:-2000000}
 rn=${BENCH_REDIS_N:-200000}
-rounds=${BENCH_REDIS_ROUNDS:-3}
+switches=${BENCH_SWITCHES:-5}
 
 die()
 {
@@ -60,6 +67,32 @@ pause_of()
 		     END { if (!f) print "n/a" }'
 }
 
+# median of the numbers given
+median()
+{
+	printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 }
+		END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# alternate MEASURE PID: "BEFORE ON_MEDIAN OFF_MEDIAN ON_PAUSE OFF_PAUSE": MEASURE
+# before the first prof on, then $switches times once sampling and once after
+# prof off; the pauses are the first prof on's (it loads the sampler) and off's.
+alternate()
+{
+	local measure=$1 pid=$2 before i p on=() off=() on_pause= off_pause=
+
+	before=$("$measure")
+	for ((i = 0; i < switches; i++)); do
+		p=$(pause_of prof on -p "$pid")
+		on_pause=${on_pause:-$p}
+		on+=("$("$measure")")
+		p=$(pause_of prof off -p "$pid")
+		off_pause=${off_pause:-$p}
+		off+=("$("$measure")")
+	done
+	echo "$before $(median "${on[@]}") $(median "${off[@]}") $on_pause $off_pause"
+}
+
 # ---- the fast path ------------------------------------------------------------------
 mkfifo "$tmp/lin" "$tmp/lout" || die "mkfifo failed"
 "$loop" <"$tmp/lin" >"$tmp/lout" &
@@ -73,19 +106,17 @@ loop_run()
 	read -t 120 -r ns <&"$lout" || die "mallocloop did not answer"
 	echo "$ns"
 }
-before=$(loop_run)
-on_pause=$(pause_of prof on -p "$lpid")
-during=$(loop_run)
-off_pause=$(pause_of prof off -p "$lpid")
-after=$(loop_run)
+read -r before during after on_pause off_pause < <(alternate loop_run "$lpid")
+[ "$on_pause" != n/a ] || die "prof on failed on mallocloop"
 exec {lin}>&- {lout}<&-
 wait "$lpid" 2>/dev/null
 lpid=
 
-printf '%-24s no profiler %s ns    sampling %s ns (+%s ns)    after prof off %s ns\n' \
-	"fast path (malloc+free)" "$before" "$during" \
-	"$(awk -v a="$during" -v b="$before" 'BEGIN { printf "%.1f", a - b }')" "$after"
-printf '%-24s (64-byte pairs, best of 5 x %s; goal: <= 10 ns added)\n' "" "$pairs"
+printf '%-24s sampling %s ns    after prof off %s ns (+%s ns)    before prof on %s ns\n' \
+	"fast path (malloc+free)" "$during" "$after" \
+	"$(awk -v a="$during" -v b="$after" 'BEGIN { printf "%.1f", a - b }')" "$before"
+printf '%-24s (64-byte pairs, best of 5 x %s each time; medians of %s switches; goal: <= 10 ns added)\n' \
+	"" "$pairs" "$switches"
 printf '%-24s prof on (loads the sampler) %s us    prof off %s us\n' "pause" "$on_pause" "$off_pause"
 
 # ---- redis ----------------------------------------------------------------------------
@@ -104,21 +135,17 @@ for _ in $(seq 100); do
 done
 redis-cli -p "$port" ping 2>/dev/null | grep -q PONG || die "redis-server did not start"
 
-# requests/s, summed over set, get, lpush and lpop, best of $rounds
+# requests/s, summed over set, get, lpush and lpop
 rps()
 {
-	local best=0 r
-	for _ in $(seq "$rounds"); do
-		r=$(redis-benchmark -p "$port" -t set,get,lpush,lpop -n "$rn" -P 16 -q 2>/dev/null |
-			tr '\r' '\n' | awk '/requests per second/ { for (i = 1; i <= NF; i++)
-				if ($(i + 1) == "requests") s += $i } END { printf "%.0f", s }')
-		[ "${r:-0}" -gt "$best" ] && best=$r
-	done
-	echo "$best"
+	redis-benchmark -p "$port" -t set,get,lpush,lpop -n "$rn" -P 16 -q 2>/dev/null |
+		tr '\r' '\n' | awk '/requests per second/ { for (i = 1; i <= NF; i++)
+			if ($(i + 1) == "requests") s += $i } END { printf "%.0f", s }'
 }
-base=$(rps)
+read -r pristine with base onp _ < <(alternate rps "$rpid")
+[ "$onp" != n/a ] || die "prof on failed on redis-server"
+# what was sampled can be dumped
 "$heapctl" prof on -p "$rpid" >/dev/null 2>&1 || die "prof on failed on redis-server"
-with=$(rps)
 "$heapctl" dump -p "$rpid" -o "$tmp/redis.heap" >/dev/null 2>&1 || die "dump failed on redis-server"
 "$heapctl" prof off -p "$rpid" >/dev/null 2>&1 || die "prof off failed on redis-server"
 ht="not measured: heaptrack not installed"
@@ -131,7 +158,7 @@ if command -v heaptrack >/dev/null; then
 		sleep 0.1
 	done
 	if grep -q "injection finished" "$tmp/ht.log"; then
-		h=$(rps)
+		h=$(median "$(rps)" "$(rps)" "$(rps)")
 		ht=$(awk -v a="$h" -v b="$base" 'BEGIN { printf "%.0f req/s (%.2f of none)", a, a / b }')
 	else
 		# its gdb is stuck in the call (it fails on CPUs with AMX state): let redis go
@@ -142,12 +169,14 @@ if command -v heaptrack >/dev/null; then
 	fi
 	kill -INT "$hpid" 2>/dev/null
 fi
-printf '%-24s none %s req/s    heapctl sampler %s req/s (%.2f of none; goal >= 0.95)\n' \
-	"redis throughput" "$base" "$with" "$(awk -v a="$with" -v b="$base" 'BEGIN { print a / b }')"
+printf '%-24s none %s req/s    heapctl sampler %s req/s (%.2f of none; goal >= 0.95)    before prof on %s req/s\n' \
+	"redis throughput" "$base" "$with" "$(awk -v a="$with" -v b="$base" 'BEGIN { print a / b }')" "$pristine"
 printf '%-24s heaptrack -p %s\n' "" "$ht"
 if command -v memleak-bpfcc >/dev/null; then
 	printf '%-24s bcc memleak: installed but not measured here\n' ""
 else
 	printf '%-24s bcc memleak: not measured (bpfcc-tools not installed)\n' ""
 fi
-printf '%-24s (set, get, lpush, lpop; %s requests each, -P 16; best of %s)\n' "" "$rn" "$rounds"
+printf '%-24s (set, get, lpush, lpop; %s requests each, -P 16; medians of %s switches, "none" after prof off;\n' \
+	"" "$rn" "$switches"
+printf '%-24s  heaptrack the median of 3 runs)\n' ""
