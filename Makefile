@@ -173,6 +173,9 @@ $(B)/tests/itest: $(ITEST_SRCS)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) $(ITEST_UNW_CFLAGS) -Werror -o $@ $(ITEST_SRCS) $(ITEST_UNW_LIBS)
 
+# victims share headers, and some include another's source (plain_victim.c)
+$(filter-out %.so,$(VICTIMS)): $(wildcard tests/victims/*.h) $(VICTIM_SRCS)
+
 $(B)/victims/%: tests/victims/%.c
 	$(msg) CC $@
 	@mkdir -p $(dir $@)

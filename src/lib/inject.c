@@ -165,6 +165,100 @@ static int read_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 	return mem_read(t->pid, t->memfd, in->state, &in->s, sizeof(in->s), err) < 0 ? -1 : 0;
 }
 
+/*
+ * The name the loader keeps for a sampler loaded from its memfd.  dlopen()
+ * keeps the path it was given, /proc/self/fd/N: as the link map's l_name,
+ * the path dl_iterate_phdr(), dladdr() and debuggers reading r_debug take
+ * (gdb, heaptrack's injector), and in glibc also in the list of names new
+ * dlopen() requests are matched with.  Once the memfd is closed that path
+ * is wrong for everyone.  gdb opened it in its own process, found a pipe of
+ * its own there and waited on it for ever, the target stopped under it; and
+ * the target's own dlopen("/proc/self/fd/N") of another file would have
+ * been given the sampler.  So the path is padded with slashes to the length
+ * of the name the kernel gives the mappings in /proc/PID/maps, and right
+ * after the load both copies are overwritten with that name, which nothing
+ * can open.  A name still under /proc/self/fd (a heapctl killed just after
+ * the load, or one from before this) is put right when the sampler is
+ * next found, by a write to memory alone.
+ */
+#define LOADED_NAME "/memfd:" HCS_NAME " (deleted)"
+#define LOADED_SHORT "/memfd:heapctl" /* fits any /proc/self/fd/N */
+#define FD_PREFIX "/proc/self/fd/"
+#define LIBNAME_WINDOW 4096 /* glibc's link_map is 1.2 KiB; the name list follows it */
+
+static void fd_path(char *out, size_t outlen, int64_t fd)
+{
+	char num[24];
+	int pad = (int)(sizeof(LOADED_NAME) - sizeof(FD_PREFIX)) -
+		  snprintf(num, sizeof(num), "%" PRId64, fd);
+
+	snprintf(out, outlen, FD_PREFIX "%.*s%s", pad > 0 ? pad : 0,
+		 "////////////////////////////////", num);
+}
+
+/* Overwrite the bytes at raddr that hold given (NUL included) with name, no longer. */
+static bool rename_at(struct hc_target *t, uint64_t raddr, const char *given, const char *name)
+{
+	size_t len = strlen(given) + 1;
+	char buf[64];
+
+	return raddr && len <= sizeof(buf) && strlen(name) < len &&
+	       mem_read(t->pid, t->memfd, raddr, buf, len, &(struct hc_err){ 0 }) == 0 &&
+	       !memcmp(buf, given, len) &&
+	       mem_write(t->memfd, raddr, name, strlen(name) + 1, &(struct hc_err){ 0 }) == 0;
+}
+
+/* Rename the object at link map entry map, which the loader calls given. */
+static void rename_loaded(struct hc_target *t, uint64_t map, const char *given)
+{
+	const char *name = strlen(given) >= strlen(LOADED_NAME) ? LOADED_NAME : LOADED_SHORT;
+	size_t len = strlen(given) + 1, have = 0, chunk = 512;
+	uint64_t l_name = 0, w[LIBNAME_WINDOW / 8];
+	bool named, listed = false;
+
+	/* l_name: the map's second word, in glibc's <link.h> and musl's struct dso alike */
+	named = mem_read(t->pid, t->memfd, map + 8, &l_name, 8, &(struct hc_err){ 0 }) == 0 &&
+		rename_at(t, l_name, given, name);
+	/*
+	 * glibc allocates the map with the first entry of its name list right
+	 * behind it (elf/dl-object.c): { name, next, dont_free }, the name
+	 * pointing just past the entry.  Such a word is looked for in the
+	 * window after the map, as far as it can be read.
+	 */
+	while (have < sizeof(w) && mem_read(t->pid, t->memfd, map + have, (char *)w + have, chunk,
+					    &(struct hc_err){ 0 }) == 0)
+		have += chunk;
+	for (size_t i = 0; !listed && (i + 3) * 8 + len <= have; i++)
+		if (w[i] == map + (i + 3) * 8 && !memcmp((char *)w + (i + 3) * 8, given, len))
+			listed = rename_at(t, w[i], given, name);
+	if (named || listed)
+		pr_info("sampler: the loader's name for it, %s, is now %s%s", given, name,
+			named && listed ? " (also in glibc's list of its names)" : "");
+	else
+		pr_warn("sampler: the loader keeps the name %s for it, a path a debugger would "
+			"open in its own process", given);
+}
+
+/* The sampler found loaded with a name under /proc/self/fd: see above. */
+static void rename_stale(struct hc_target *t)
+{
+	for (size_t i = 0; i < t->nobjs; i++) {
+		const struct obj *o = &t->objs[i];
+		uint64_t l_name = 0;
+		char name[64];
+
+		if (!o->link_map || !is_sampler(o->path) ||
+		    mem_read(t->pid, t->memfd, o->link_map + 8, &l_name, 8, &(struct hc_err){ 0 }) ||
+		    !l_name ||
+		    mem_read(t->pid, t->memfd, l_name, name, sizeof(FD_PREFIX) + 32,
+			     &(struct hc_err){ 0 }))
+			continue;
+		name[sizeof(FD_PREFIX) + 32] = '\0';
+		if (!strncmp(name, FD_PREFIX, strlen(FD_PREFIX)))
+			rename_loaded(t, o->link_map, name);
+	}
+}
+
 int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
 	/* what outlives a probe: the prepared slots, and whether this heapctl loaded it */
@@ -195,6 +289,8 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 	free_maps(r, n);
 	if (!in->base)
 		return 0;
+	if (!loaded_now)
+		rename_stale(t);
 	if (find_state(t, in, err) < 0)
 		return -1;
 	if (!in->state)
@@ -485,18 +581,19 @@ static int write_sampler(struct hc_target *t, int fd, struct hc_err *err)
 	return 0;
 }
 
-/* dlopen(path) in the target; 1 loaded, 0 refused (why filled), -1 error. */
-static int remote_dlopen(struct hc_target *t, const char *path, char *why, size_t whylen,
-			 struct hc_err *err)
+/* dlopen(path) in the target; 1 loaded (*handle set), 0 refused (why filled), -1 error. */
+static int remote_dlopen(struct hc_target *t, const char *path, uint64_t *handle, char *why,
+			 size_t whylen, struct hc_err *err)
 {
 	uint64_t f_dlopen = libc_fn(t, "dlopen"), f_dlerror = libc_fn(t, "dlerror");
-	uint64_t a[2], handle = 0, msg = 0;
+	uint64_t a[2], msg = 0;
 
+	*handle = 0;
 	a[0] = call_strdup(t, path, err);
 	a[1] = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
-	if (!a[0] || call_fn(t, f_dlopen, a, 2, &handle, NULL, NULL, err) < 0)
+	if (!a[0] || call_fn(t, f_dlopen, a, 2, handle, NULL, NULL, err) < 0)
 		return -1;
-	if (handle)
+	if (*handle)
 		return 1;
 	why[0] = '\0';
 	if (f_dlerror && call_fn(t, f_dlerror, NULL, 0, &msg, NULL, NULL, err) == 0 && msg)
@@ -511,7 +608,7 @@ static int remote_dlopen(struct hc_target *t, const char *path, char *why, size_
  */
 static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
 {
-	uint64_t a[2], name = call_strdup(t, HCS_NAME, err);
+	uint64_t a[2], handle, name = call_strdup(t, HCS_NAME, err);
 	int64_t fd, ret;
 	char path[96];
 	int lfd, rc;
@@ -539,8 +636,10 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 	else if (write_sampler(t, lfd, err) < 0)
 		rc = -1;
 	else {
-		snprintf(path, sizeof(path), "/proc/self/fd/%" PRId64, fd);
-		rc = remote_dlopen(t, path, why, whylen, err);
+		fd_path(path, sizeof(path), fd);
+		rc = remote_dlopen(t, path, &handle, why, whylen, err);
+		if (rc > 0)
+			rename_loaded(t, handle, path);
 	}
 	/* the memfd goes whatever happened, a request to stop included */
 	a[0] = (uint64_t)fd;
@@ -572,7 +671,7 @@ static int load_file(struct hc_target *t, char *why, size_t whylen, struct hc_er
 	else if (write_sampler(t, fd, err) < 0)
 		rc = -1;
 	else
-		rc = remote_dlopen(t, path, why, whylen, err);
+		rc = remote_dlopen(t, path, &(uint64_t){ 0 }, why, whylen, err);
 	troot_remove(&d);
 	return rc;
 }

@@ -62,7 +62,7 @@ int linkmap_walk(const struct linkmap_src *s)
 
 		if (s->read(s->arg, lm, f, sizeof(f)) < 0)
 			break;
-		s->entry(s->arg, f[2], idx);
+		s->entry(s->arg, lm, f[2], idx);
 		idx++;
 		lm = f[3];
 	}

@@ -19,8 +19,8 @@
 struct linkmap_src {
 	/* len bytes at raddr into buf: 0, or -1 if they cannot be read */
 	int (*read)(void *arg, uint64_t raddr, void *buf, size_t len);
-	/* each entry in list order: its l_ld (the object's dynamic section), its place */
-	void (*entry)(void *arg, uint64_t l_ld, unsigned idx);
+	/* each entry in list order: its address, its l_ld (the object's dynamic section), its place */
+	void (*entry)(void *arg, uint64_t map, uint64_t l_ld, unsigned idx);
 	void *arg;
 	uint64_t dynamic; /* the executable's PT_DYNAMIC in the target */
 };

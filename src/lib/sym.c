@@ -511,12 +511,14 @@ static int lm_read(void *arg, uint64_t raddr, void *buf, size_t len)
 	return mem_read(t->pid, t->memfd, raddr, buf, len, &(struct hc_err){ 0 });
 }
 
-static void lm_entry(void *arg, uint64_t l_ld, unsigned idx)
+static void lm_entry(void *arg, uint64_t map, uint64_t l_ld, unsigned idx)
 {
 	struct obj *o = obj_at(arg, l_ld);
 
-	if (o && o->link_idx == UINT32_MAX)
+	if (o && o->link_idx == UINT32_MAX) {
 		o->link_idx = idx;
+		o->link_map = map;
+	}
 }
 
 /*
@@ -536,6 +538,7 @@ static void link_order(struct hc_target *t)
 	t->loading = false;
 	for (size_t i = 0; i < t->nobjs; i++) {
 		t->objs[i].link_idx = UINT32_MAX;
+		t->objs[i].link_map = 0;
 		if (t->objs[i].is_exe)
 			exe = &t->objs[i];
 		ldso |= t->objs[i].is_ldso;

@@ -35,6 +35,7 @@ struct obj {
 	uint64_t dynamic;            /* PT_DYNAMIC in the target, or 0 */
 	uint64_t dynamic_len;        /* its p_memsz */
 	uint32_t link_idx;           /* place in the dynamic linker's search order */
+	uint64_t link_map;           /* its entry in that list, or 0 */
 	bool is_exe, is_vdso, is_ldso;
 	bool syms_loaded;
 	bool unreadable;     /* sym_load() could read its symbols from nowhere */

@@ -42,6 +42,9 @@ put() {
 	chmod +x "$2"
 }
 put "$B/heapctl" "$root/heapctl/build/heapctl"
+# the sampler heapctl carries, as a file too: a test loads it the way older heapctls did
+mkdir -p "$root/heapctl/build/sampler"
+cp "$B/sampler/heapctl-sampler.so" "$root/heapctl/build/sampler/"
 # Unit tests keep their debug info: prof.symbolize_self reads its own.
 for f in "$B"/tests/*; do
 	case $f in *.d) continue ;; esac

@@ -37,10 +37,11 @@ static int mem_read(void *arg, uint64_t raddr, void *buf, size_t len)
 	return 0;
 }
 
-static void entry(void *arg, uint64_t l_ld, unsigned idx)
+static void entry(void *arg, uint64_t map, uint64_t l_ld, unsigned idx)
 {
 	struct mem *m = arg;
 
+	(void)map;
 	(void)l_ld;
 	if (idx != m->n++ || idx >= LINKMAP_MAX_ENTRIES)
 		__builtin_trap();

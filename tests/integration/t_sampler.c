@@ -85,10 +85,34 @@ out:
 	remove(b);
 }
 
+/* The name the kernel gives the sampler's mappings, and the loader the sampler. */
+#define SAMPLER_LOADED "/memfd:heapctl-sampler (deleted)"
+
+/*
+ * How the victim's loader names the sampler: as /proc/PID/maps does, and
+ * never by the /proc/self/fd/N it was loaded through.  gdb, reading that
+ * name from the link map, opened it in its own process, found a pipe of its
+ * own and waited on it for ever, with the process stopped under it; and a
+ * later dlopen() of that path would have been given the sampler.
+ */
+static void loader_names(struct victim *v, const char *name)
+{
+	char cmd[128], reply[256];
+
+	snprintf(cmd, sizeof(cmd), "dlnames %s", name);
+	if (victim_expect(v, cmd, "dlnames", reply, sizeof(reply)))
+		return;
+	if (kv_long(reply, "fdpaths", -1) != 0 || kv_long(reply, "named", -1) != 1 ||
+	    kv_long(reply, "stale", -1) != 0)
+		t_fail("the loader's names for the sampler: %s (want fdpaths=0: no /proc/self/fd "
+		       "path, named=1: one object named %s, stale=0: no closed fd's path "
+		       "answered by dlopen)", reply, name);
+}
+
 /*
  * prof on loads the sampler and says so; the growth is right; prof off
- * takes every hook out; prof on again reuses the loaded sampler.  The
- * victim is checked with the sampler in and out.
+ * takes every hook out; prof on again reuses
+ * the loaded sampler.  The victim is checked with the sampler in and out.
  */
 static void sampler_cycle(struct victim *v, const char *cmd, const char *want, double bytes,
 			  const char *site)
@@ -105,6 +129,7 @@ static void sampler_cycle(struct victim *v, const char *cmd, const char *want, d
 	hres_free(&r);
 	/* the sampler stays loaded by design: its mappings are the new normal */
 	victim_baseline(v);
+	loader_names(v, SAMPLER_LOADED);
 	if (!sampler_status(v, st, sizeof(st)))
 		goto out;
 	if (num(st, "hooks") < 1 || num(st, "interval") != 131072 || !strstr(st, "\"enabled\":true"))
@@ -239,6 +264,90 @@ static void test_mimalloc(void)
 		leak_named(&v, "grow 512", "grow ok", 512.0 * 65536, "victim_grow_site");
 	if (!t_failed())
 		victim_check(&v, 0);
+	victim_stop(&v);
+}
+
+/*
+ * gdb attached after prof on reads the sampler's name from the link map:
+ * it must finish, name the sampler as /proc/PID/maps does, and leave the
+ * victim running.  While that name was the /proc/self/fd/N the sampler was
+ * loaded through, gdb opened that path in its own process, found one of its
+ * own pipes there and waited on it for ever, the victim stopped under it.
+ */
+static void test_gdb_after(void)
+{
+	char gdb[PATH_MAX], reply[64];
+	struct hres r = { 0 };
+	struct victim v;
+
+	if (!find_in_path("gdb", gdb, sizeof(gdb))) {
+		t_skip(true, "gdb is not installed");
+		return;
+	}
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+		return;
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out;
+	hres_free(&r);
+	run_prog(&r, (const char *const[]){ gdb, "-nx", "-batch", "-iex", "set debuginfod enabled off",
+					    "-p", v.spid, "-ex", "info sharedlibrary", NULL }, 60);
+	if (r.timed_out)
+		t_fail("gdb -p %s did not finish in 60 s after prof on (killed): %.300s", v.spid, r.out);
+	else if (hres_exit(&r) != 0 || !strstr(r.out, SAMPLER_LOADED))
+		t_fail("gdb -p %s after prof on: %s, and its list of libraries does not name "
+		       SAMPLER_LOADED ": %.400s %.300s", v.spid, hres_desc(&r), r.out, r.err);
+	hres_free(&r);
+	if (victim_expect(&v, "ping", "pong", reply, sizeof(reply)) == 0 &&
+	    hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL) == 0)
+		loader_names(&v, SAMPLER_LOADED);
+out:
+	hres_free(&r);
+	victim_stop(&v);
+}
+
+/*
+ * A sampler loaded the way heapctls loaded it before they renamed it, by
+ * its /proc/self/fd path, the fd closed after (the victim loads heapctl's
+ * own sampler so): the next heapctl that finds it renames it, by writing
+ * memory alone, and uses it.
+ */
+static void test_stale_name(void)
+{
+	char so[PATH_MAX], cmd[PATH_MAX + 16], reply[256];
+	const char *slash = strrchr(cfg.heapctl, '/');
+	struct hres r = { 0 };
+	struct victim v;
+
+	snprintf(so, sizeof(so), "%.*s/sampler/heapctl-sampler.so", (int)(slash - cfg.heapctl),
+		 cfg.heapctl);
+	if (access(so, R_OK)) {
+		t_skip(false, "%s is missing", so);
+		return;
+	}
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+		return;
+	snprintf(cmd, sizeof(cmd), "fdload %s", so);
+	if (victim_expect(&v, cmd, "fdload ok", reply, sizeof(reply)) ||
+	    victim_expect(&v, "dlnames /memfd:heapctl", "dlnames", reply, sizeof(reply)))
+		goto out;
+	if (kv_long(reply, "fdpaths", -1) != 1 || kv_long(reply, "stale", -1) != 1) {
+		t_fail("the victim's own load did not leave the name to repair: %s", reply);
+		goto out;
+	}
+	victim_baseline(&v);
+	if (hc_expect(&r, 0, "prof", "status", "-p", v.spid, NULL))
+		goto out;
+	hres_free(&r);
+	loader_names(&v, "/memfd:heapctl");
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL))
+		goto out;
+	if (strstr(r.out, "loaded into the process now") || !strstr(r.out, "off -> sampling"))
+		t_fail("prof on did not take the sampler already loaded: %.300s", r.out);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL) == 0)
+		victim_check(&v, 0);
+out:
+	hres_free(&r);
 	victim_stop(&v);
 }
 
@@ -891,6 +1000,8 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-hammer", test_hammer, 0 },
 	{ "sampler-threads", test_threads, 0 },
 	{ "sampler-dlopen-later", test_dlopen_later, 0 },
+	{ "sampler-gdb-after", test_gdb_after, 0 },
+	{ "sampler-stale-name", test_stale_name, 0 },
 	{ "sampler-cxx-new", test_cxx_new, 0 },
 	{ "sampler-mdwe", test_mdwe, 0 },
 	{ "sampler-fork-exec", test_fork_exec, 0 },

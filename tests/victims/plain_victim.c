@@ -167,6 +167,8 @@ int main(int argc, char **argv)
 			vreply(fds.reply, "state pid=%d errors=%lu eintr_main=%lu eintr_read=%lu heap=%zu",
 			       (int)getpid(), n_errors, eintr_main, eintr_read, mi.uordblks);
 			pthread_mutex_unlock(&mu);
+		} else if (!strcmp(cmd, "dlnames")) {
+			vcmd_dlnames(fds.reply, arg);
 		} else if (!strcmp(cmd, "fds")) {
 			vreply(fds.reply, "fds %ld", vcount_fds());
 		} else if (!strcmp(cmd, "maps")) {

@@ -19,7 +19,10 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -221,6 +224,56 @@ static inline long vcount_fds(void)
 			n++;
 	closedir(d);
 	return n - 1;
+}
+
+struct vdl_names {
+	long fdpaths, named;
+	const char *name;
+};
+
+static inline int vdl_name(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct vdl_names *c = arg;
+
+	(void)size;
+	if (info->dlpi_name && !strncmp(info->dlpi_name, "/proc/self/fd/", 14))
+		c->fdpaths++;
+	if (info->dlpi_name && !strcmp(info->dlpi_name, c->name))
+		c->named++;
+	return 0;
+}
+
+/*
+ * "dlnames NAME": how the loader names what it loaded.  fdpaths: objects
+ * it calls /proc/self/fd/..., a path that is no file's once the fd is
+ * closed; named: objects it calls NAME; stale: paths /proc/self/fd/N of
+ * closed fds (N < 64, any number of slashes before N up to 32) that
+ * dlopen(RTLD_NOLOAD) still answers with a loaded object, by name alone.
+ */
+static inline void vcmd_dlnames(int fd, const char *name)
+{
+	struct vdl_names c = { .name = name };
+	long stale = 0;
+
+	dl_iterate_phdr(vdl_name, &c);
+	for (int n = 0; n < 64; n++) {
+		char path[64];
+
+		if (fcntl(n, F_GETFD) >= 0)
+			continue; /* open: dlopen() would read it */
+		for (int pad = 0; pad <= 32 - 14; pad++) {
+			void *h;
+
+			snprintf(path, sizeof(path), "/proc/self/fd/%.*s%d", pad,
+				 "//////////////////////////////////", n);
+			h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+			if (h) {
+				stale++;
+				dlclose(h);
+			}
+		}
+	}
+	vreply(fd, "dlnames fdpaths=%ld named=%ld stale=%ld", c.fdpaths, c.named, stale);
 }
 
 /*

@@ -14,8 +14,8 @@
  *           (SA_SIGINFO | SA_RESTART: the handler counts deliveries and
  *           sums si_value)
  *
- * and the commands ping, feed N, epoll N, futex, sleepwait K, tickreset,
- * gapsince NS, lasterr and quit (see jemalloc_victim.c).  Each victim adds its own
+ * and the commands ping, feed N, epoll N, futex, sleepwait K, dlnames NAME,
+ * tickreset, gapsince NS, lasterr and quit (see jemalloc_victim.c).  Each victim adds its own
  * threads and commands, and its own "tids" and "state".
  *
  * Include once, after an enum of the victim's threads that names at least
@@ -638,6 +638,8 @@ static void vserve(const struct vfds *fds, bool (*own)(int fd, const char *cmd, 
 			vcmd_futex(fds->reply);
 		} else if (!strcmp(cmd, "sleepwait")) {
 			vcmd_sleepwait(fds->reply, arg);
+		} else if (!strcmp(cmd, "dlnames")) {
+			vcmd_dlnames(fds->reply, arg);
 		} else if (!strcmp(cmd, "tickreset")) {
 			atomic_store(&maxgap_ns, 0);
 			vreply(fds->reply, "tickreset ok");
