@@ -274,6 +274,7 @@ struct hc_sampler {
 	bool installed;   /* loaded in the process (stays loaded for good) */
 	bool enabled;     /* sampling now */
 	bool loaded_now;  /* the last hc_prof_set() loaded it */
+	bool switched;    /* the last hc_prof_set() turned it on or off, not the allocator's profiler */
 	uint64_t interval; /* mean bytes between samples */
 	uint64_t samples;  /* allocations sampled since it was enabled */
 	uint64_t live;     /* of them, not freed yet */

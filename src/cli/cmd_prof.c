@@ -20,11 +20,14 @@ struct prof_state {
 	struct hc_sampler smp; /* heapctl's sampler, if it is loaded */
 };
 
-/* heapctl's sampler answers once it is on, or loaded where the allocator has no profiler. */
+/*
+ * heapctl's sampler answers once it is on, or was just switched, or is
+ * loaded where the allocator has no profiler.
+ */
 static bool sampler_answers(const struct prof_state *p)
 {
-	return p->smp.installed &&
-	       (p->smp.enabled || p->kind == CLI_PROF_NONE || p->kind == CLI_PROF_MINIMAL);
+	return p->smp.installed && (p->smp.enabled || p->smp.switched || p->kind == CLI_PROF_NONE ||
+				    p->kind == CLI_PROF_MINIMAL);
 }
 
 /* Which profiler answers: the sampler, else the allocator's. */

@@ -261,15 +261,16 @@ static void rename_stale(struct hc_target *t)
 
 int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
-	/* what outlives a probe: the prepared slots, and whether this heapctl loaded it */
+	/* what outlives a probe: the prepared slots, and what this heapctl did to it */
 	struct inj_prep prep = in->prep;
-	bool loaded_now = in->loaded_now;
+	bool loaded_now = in->loaded_now, switched = in->switched;
 	struct range *r;
 	size_t n;
 
 	memset(in, 0, sizeof(*in));
 	in->prep = prep;
 	in->loaded_now = loaded_now;
+	in->switched = switched;
 	/*
 	 * Not among the objects the target's maps showed when it was opened,
 	 * nor loaded by this heapctl since: nothing to read.  (Another
@@ -866,7 +867,10 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 
 int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err *err)
 {
-	return turn_on(t, in, interval, false, err);
+	if (turn_on(t, in, interval, false, err) < 0)
+		return -1;
+	in->switched = true;
+	return 0;
 }
 
 int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err)
@@ -891,6 +895,7 @@ int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
 	if (ret)
 		pr_warn("sampler: %u GOT slots were changed by the process since: left as they are",
 			(unsigned)ret);
+	in->switched = true;
 	return 0;
 }
 
@@ -906,6 +911,7 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 	out->installed = true;
 	out->enabled = in->s.enabled;
 	out->loaded_now = in->loaded_now;
+	out->switched = in->switched;
 	out->interval = in->s.interval;
 	out->samples = in->s.samples;
 	out->live = in->s.live_count;

@@ -29,6 +29,7 @@ struct inj {
 	uint64_t state;            /* its struct hcs_state, or 0 */
 	struct hcs_state s;        /* as last read */
 	bool loaded_now;
+	bool switched; /* inj_on() or inj_off() turned it on or off */
 	/* inj_prepare(): what inj_on() will do, worked out while nothing is stopped */
 	struct inj_prep {
 		bool ready;

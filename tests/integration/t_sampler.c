@@ -111,7 +111,7 @@ static void loader_names(struct victim *v, const char *name)
 
 /*
  * prof on loads the sampler and says so; the growth is right; prof off
- * takes every hook out; prof on again reuses
+ * takes every hook out and says the sampler went off; prof on again reuses
  * the loaded sampler.  The victim is checked with the sampler in and out.
  */
 static void sampler_cycle(struct victim *v, const char *cmd, const char *want, double bytes,
@@ -140,6 +140,9 @@ static void sampler_cycle(struct victim *v, const char *cmd, const char *want, d
 		goto out;
 	if (hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL))
 		goto out;
+	/* the sampler went off, whatever profiler the allocator has */
+	if (!strstr(r.out, "heapctl's sampler: sampling -> off") || strstr(r.out, "prof.active"))
+		t_fail("prof off: does not say the sampler went off: %.300s", r.out);
 	hres_free(&r);
 	if (sampler_status(v, st, sizeof(st)) &&
 	    (num(st, "hooks") != 0 || num(st, "hooks_lost") != 0 || !strstr(st, "\"enabled\":false")))
