@@ -247,8 +247,9 @@ static inline int vdl_name(struct dl_phdr_info *info, size_t size, void *arg)
  * "dlnames NAME": how the loader names what it loaded.  fdpaths: objects
  * it calls /proc/self/fd/..., a path that is no file's once the fd is
  * closed; named: objects it calls NAME; stale: paths /proc/self/fd/N of
- * closed fds (N < 64, any number of slashes before N up to 32) that
- * dlopen(RTLD_NOLOAD) still answers with a loaded object, by name alone.
+ * closed fds (N < 64, the path padded with slashes before N to up to 32
+ * characters, as heapctl pads it) that dlopen(RTLD_NOLOAD) still answers
+ * with a loaded object, by name alone.
  */
 static inline void vcmd_dlnames(int fd, const char *name)
 {
