@@ -22,7 +22,7 @@
 # is the one to compare sampling with; the figure from before the first
 # prof on is printed beside it.
 #
-# Knobs (environment): BENCH_LOOP (2000000 pairs), BENCH_REDIS_N (200000
+# Knobs (environment): BENCH_LOOP (2000000 pairs), BENCH_REDIS_N (500000
 # requests per test), BENCH_SWITCHES (5 prof on/off pairs).
 set -u
 export LC_ALL=C
@@ -31,7 +31,7 @@ build=${1:-build}
 heapctl=$build/heapctl
 loop=$build/bench/mallocloop
 pairs=${BENCH_LOOP:-2000000}
-rn=${BENCH_REDIS_N:-200000}
+rn=${BENCH_REDIS_N:-500000}
 switches=${BENCH_SWITCHES:-5}
 
 die()
@@ -74,9 +74,11 @@ median()
 		END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# alternate MEASURE PID: "BEFORE ON_MEDIAN OFF_MEDIAN ON_PAUSE OFF_PAUSE": MEASURE
-# before the first prof on, then $switches times once sampling and once after
-# prof off; the pauses are the first prof on's (it loads the sampler) and off's.
+# alternate MEASURE PID: "BEFORE ON_MEDIAN OFF_MEDIAN ON_PAUSE OFF_PAUSE LOW HIGH":
+# MEASURE before the first prof on, then $switches times once sampling and once
+# after prof off; the pauses are the first prof on's (it loads the sampler) and
+# off's; LOW and HIGH the range of the figures taken while not sampling, which
+# is how far apart the same state measures here.
 alternate()
 {
 	local measure=$1 pid=$2 before i p on=() off=() on_pause= off_pause=
@@ -90,7 +92,8 @@ alternate()
 		off_pause=${off_pause:-$p}
 		off+=("$("$measure")")
 	done
-	echo "$before $(median "${on[@]}") $(median "${off[@]}") $on_pause $off_pause"
+	echo "$before $(median "${on[@]}") $(median "${off[@]}") $on_pause $off_pause" \
+		"$(printf '%s\n' "$before" "${off[@]}" | sort -g | sed -n '1p;$p' | tr '\n' ' ')"
 }
 
 # ---- the fast path ------------------------------------------------------------------
@@ -106,7 +109,7 @@ loop_run()
 	read -t 120 -r ns <&"$lout" || die "mallocloop did not answer"
 	echo "$ns"
 }
-read -r before during after on_pause off_pause < <(alternate loop_run "$lpid")
+read -r before during after on_pause off_pause lo hi < <(alternate loop_run "$lpid")
 [ "$on_pause" != n/a ] || die "prof on failed on mallocloop"
 exec {lin}>&- {lout}<&-
 wait "$lpid" 2>/dev/null
@@ -115,8 +118,9 @@ lpid=
 printf '%-24s sampling %s ns    after prof off %s ns (+%s ns)    before prof on %s ns\n' \
 	"fast path (malloc+free)" "$during" "$after" \
 	"$(awk -v a="$during" -v b="$after" 'BEGIN { printf "%.1f", a - b }')" "$before"
-printf '%-24s (64-byte pairs, best of 5 x %s each time; medians of %s switches; goal: <= 10 ns added)\n' \
-	"" "$pairs" "$switches"
+printf '%-24s (64-byte pairs, best of 5 x %s each time; medians of %s switches; not sampling: %s to %s ns;\n' \
+	"" "$pairs" "$switches" "$lo" "$hi"
+printf '%-24s  goal: <= 10 ns added)\n' ""
 printf '%-24s prof on (loads the sampler) %s us    prof off %s us\n' "pause" "$on_pause" "$off_pause"
 
 # ---- redis ----------------------------------------------------------------------------
@@ -142,7 +146,7 @@ rps()
 		tr '\r' '\n' | awk '/requests per second/ { for (i = 1; i <= NF; i++)
 			if ($(i + 1) == "requests") s += $i } END { printf "%.0f", s }'
 }
-read -r pristine with base onp _ < <(alternate rps "$rpid")
+read -r pristine with base onp _ lo hi < <(alternate rps "$rpid")
 [ "$onp" != n/a ] || die "prof on failed on redis-server"
 # what was sampled can be dumped
 "$heapctl" prof on -p "$rpid" >/dev/null 2>&1 || die "prof on failed on redis-server"
@@ -179,4 +183,4 @@ else
 fi
 printf '%-24s (set, get, lpush, lpop; %s requests each, -P 16; medians of %s switches, "none" after prof off;\n' \
 	"" "$rn" "$switches"
-printf '%-24s  heaptrack the median of 3 runs)\n' ""
+printf '%-24s  not sampling: %s to %s req/s; heaptrack the median of 3 runs)\n' "" "$lo" "$hi"
