@@ -219,6 +219,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 		return -1;
 	if (!t->gadget && gadget_find(t, err) < 0) {
 		if (!gadget_same_program(t)) {
+			pr_info("%s", err->msg);
 			memset(err, 0, sizeof(*err));
 			return err_set(err, HC_E_GONE, 0, "pid %d ran execve while heapctl looked at it",
 				       t->pid);

@@ -264,15 +264,26 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 bool gadget_same_program(struct hc_target *t)
 {
 	for (size_t i = 0; i < t->nobjs; i++) {
+		const struct obj *o = &t->objs[i];
+		struct hc_err e = { 0 };
 		uint8_t magic[4], fmagic[4];
 
-		if (!t->objs[i].is_exe || !t->objs[i].base)
+		if (!o->is_exe || !o->base)
 			continue;
-		return mem_read(t->pid, -1, t->objs[i].base, magic, 4, &(struct hc_err){ 0 }) == 0 &&
-		       !memcmp(magic, "\177ELF", 4) &&
-		       (t->memfd < 0 ||
-			(mem_read_fd(t->memfd, t->objs[i].base, fmagic, 4) == 0 &&
-			 !memcmp(fmagic, magic, 4)));
+		/* what decided it, for -v: a refusal that says execve had better say why */
+		if (mem_read(t->pid, -1, o->base, magic, 4, &e) < 0 || memcmp(magic, "\177ELF", 4)) {
+			pr_info("%s: no ELF header at 0x%llx now (%s)", o->path,
+				(unsigned long long)o->base, e.msg[0] ? e.msg : "other bytes");
+			return false;
+		}
+		errno = 0;
+		if (t->memfd >= 0 && (mem_read_fd(t->memfd, o->base, fmagic, 4) < 0 ||
+				      memcmp(fmagic, magic, 4))) {
+			pr_info("%s/mem no longer reads %s's ELF header (%s)", t->proc, o->path,
+				errno ? strerror(errno) : "nothing, or other bytes");
+			return false;
+		}
+		return true;
 	}
 	return true;
 }
