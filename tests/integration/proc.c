@@ -635,6 +635,30 @@ const char *hres_crash(struct hres *r)
 	return c;
 }
 
+/* The -v lines heapctl wrote before its error (the last 6), as notes: what led to it. */
+static void note_before_error(const struct hres *r)
+{
+	const char *e = strstr(r->err, "error:"), *start[6];
+	size_t n = 0;
+
+	if (!e)
+		return;
+	while (e > r->err && e[-1] != '\n')
+		e--;
+	for (const char *l = r->err; l < e;) {
+		const char *nl = memchr(l, '\n', (size_t)(e - l));
+
+		start[n++ % 6] = l;
+		l = nl ? nl + 1 : e;
+	}
+	for (size_t i = n > 6 ? n - 6 : 0; i < n; i++) {
+		const char *l = start[i % 6], *nl = memchr(l, '\n', (size_t)(e - l));
+		size_t len = nl ? (size_t)(nl - l) : (size_t)(e - l);
+
+		t_note("  %.*s", (int)(len > 300 ? 300 : len), l);
+	}
+}
+
 int hc_expect(struct hres *r, int want, ...)
 {
 	const char *args[48];
@@ -652,6 +676,7 @@ int hc_expect(struct hres *r, int want, ...)
 	}
 	if (hres_exit(r) != want) {
 		t_fail("%s (wanted exit %d)", hres_desc(r), want);
+		note_before_error(r);
 		return -1;
 	}
 	return 0;
