@@ -901,9 +901,28 @@ int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
+/*
+ * The file mapped at a, from the maps read now: the last object start at
+ * or below a's mapping.  For an object loaded after the target was opened
+ * (libgcc_s, which the sampler's own start loads), or NULL.
+ */
+static const char *path_now(const struct range *r, size_t n, uint64_t a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a >= r[i].lo && a < r[i].hi) {
+			for (size_t j = i + 1; j-- > 0;)
+				if (r[j].path)
+					return r[j].path;
+			break;
+		}
+	return NULL;
+}
+
 int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, struct hc_err *err)
 {
 	struct hcs_slot *sl = NULL;
+	struct range *now = NULL;
+	size_t nnow = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!in->state)
@@ -933,6 +952,7 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 		return err_isset(err) ? -1 : err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	}
 	for (unsigned i = 0; i < in->s.nslots && i < HCS_MAXSLOTS; i++) {
+		const char *path;
 		struct obj *o;
 		unsigned k;
 
@@ -942,17 +962,26 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 			continue;
 		out->hooks++;
 		o = obj_at(t, sl[i].addr);
+		path = o ? o->path : NULL;
+		if (!path && !now)
+			now = read_maps(t, &nnow, NULL, &(struct hc_err){ 0 });
+		if (!path && now)
+			path = path_now(now, nnow, sl[i].addr);
+		if (!path)
+			path = "?";
 		for (k = 0; k < out->nobjs; k++)
-			if (!strncmp(out->objs[k].path, o ? o->path : "?", sizeof(out->objs[k].path) - 1))
+			if (!strncmp(out->objs[k].path, path, sizeof(out->objs[k].path) - 1))
 				break;
 		if (k == out->nobjs) {
 			if (k == HC_SAMPLER_MAX_OBJS)
 				continue;
-			snprintf(out->objs[k].path, sizeof(out->objs[k].path), "%s", o ? o->path : "?");
+			snprintf(out->objs[k].path, sizeof(out->objs[k].path), "%s", path);
 			out->nobjs++;
 		}
 		out->objs[k].hooks++;
 	}
+	if (now)
+		free_maps(now, nnow);
 	free(sl);
 	return 0;
 }
