@@ -863,9 +863,14 @@ static void after_kill(struct victim *v, const char *what, long line)
 		if (!hc_expect(&r, 0, "dump", "-p", v->spid, "-o", out, NULL)) {
 			hres_free(&r);
 			if (!hc_expect(&r, 0, "report", out, "--format", "folded", "-p", v->spid, NULL) &&
-			    !strstr(r.out, "victim_grow_site"))
+			    !strstr(r.out, "victim_grow_site")) {
 				t_fail("%s killed at %ld: the next dump does not see the growth: %.300s",
 				       what, line, r.out);
+				/* what the sampler's state was then: seen once, under the full SAN suite */
+				hres_free(&r);
+				hc_run(&r, NULL, "prof", "status", "--json", "-p", v->spid, NULL);
+				t_note("prof status then: %.900s", r.out);
+			}
 		}
 	}
 	hres_free(&r);
