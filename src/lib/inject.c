@@ -208,17 +208,22 @@ static bool rename_at(struct hc_target *t, uint64_t raddr, const char *given, co
 	       mem_write(t->memfd, raddr, name, strlen(name) + 1, &(struct hc_err){ 0 }) == 0;
 }
 
+/* l_name of link map entry map: its second word (glibc's <link.h>, musl's struct dso) */
+static uint64_t l_name_of(struct hc_target *t, uint64_t map)
+{
+	uint64_t p = 0;
+
+	return mem_read(t->pid, t->memfd, map + 8, &p, 8, &(struct hc_err){ 0 }) ? 0 : p;
+}
+
 /* Rename the object at link map entry map, which the loader calls given. */
 static void rename_loaded(struct hc_target *t, uint64_t map, const char *given)
 {
 	const char *name = strlen(given) >= strlen(LOADED_NAME) ? LOADED_NAME : LOADED_SHORT;
 	size_t len = strlen(given) + 1, have = 0, chunk = 512;
-	uint64_t l_name = 0, w[LIBNAME_WINDOW / 8];
-	bool named, listed = false;
+	uint64_t w[LIBNAME_WINDOW / 8];
+	bool named = rename_at(t, l_name_of(t, map), given, name), listed = false;
 
-	/* l_name: the map's second word, in glibc's <link.h> and musl's struct dso alike */
-	named = mem_read(t->pid, t->memfd, map + 8, &l_name, 8, &(struct hc_err){ 0 }) == 0 &&
-		rename_at(t, l_name, given, name);
 	/*
 	 * glibc allocates the map with the first entry of its name list right
 	 * behind it (elf/dl-object.c): { name, next, dont_free }, the name
@@ -244,12 +249,10 @@ static void rename_stale(struct hc_target *t)
 {
 	for (size_t i = 0; i < t->nobjs; i++) {
 		const struct obj *o = &t->objs[i];
-		uint64_t l_name = 0;
+		uint64_t l_name;
 		char name[64];
 
-		if (!o->link_map || !is_sampler(o->path) ||
-		    mem_read(t->pid, t->memfd, o->link_map + 8, &l_name, 8, &(struct hc_err){ 0 }) ||
-		    !l_name ||
+		if (!o->link_map || !is_sampler(o->path) || !(l_name = l_name_of(t, o->link_map)) ||
 		    mem_read(t->pid, t->memfd, l_name, name, sizeof(FD_PREFIX) + 32,
 			     &(struct hc_err){ 0 }))
 			continue;

@@ -552,6 +552,16 @@ static void first_line(char *out, size_t sz, const char *s)
 	out[n] = '\0';
 }
 
+/* The start of the line of heapctl's stderr that says "error:", or NULL. */
+static const char *error_line(const struct hres *r)
+{
+	const char *e = strstr(r->err, "error:");
+
+	while (e && e > r->err && e[-1] != '\n')
+		e--;
+	return e;
+}
+
 const char *hres_desc(const struct hres *r)
 {
 	static char buf[1024];
@@ -568,14 +578,8 @@ const char *hres_desc(const struct hres *r)
 		return buf;
 	}
 	/* Prefer the error line over -v chatter. */
-	e = strstr(r->err, "error:");
-	if (e) {
-		while (e > r->err && e[-1] != '\n')
-			e--;
-	} else {
-		e = r->err;
-	}
-	first_line(line, sizeof(line), e);
+	e = error_line(r);
+	first_line(line, sizeof(line), e ? e : r->err);
 	if (WIFSIGNALED(r->status))
 		snprintf(buf, sizeof(buf), "`%s` killed by signal %d; stderr: %s", r->cmdline,
 			 WTERMSIG(r->status), line);
@@ -638,13 +642,11 @@ const char *hres_crash(struct hres *r)
 /* The -v lines heapctl wrote before its error (the last 6), as notes: what led to it. */
 static void note_before_error(const struct hres *r)
 {
-	const char *e = strstr(r->err, "error:"), *start[6];
+	const char *e = error_line(r), *start[6];
 	size_t n = 0;
 
 	if (!e)
 		return;
-	while (e > r->err && e[-1] != '\n')
-		e--;
 	for (const char *l = r->err; l < e;) {
 		const char *nl = memchr(l, '\n', (size_t)(e - l));
 
