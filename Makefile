@@ -204,6 +204,16 @@ $(B)/victims/mimalloc_linked: tests/victims/mimalloc_victim.c tests/victims/allo
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -o $@ $< -Wl,--no-as-needed -l:libmimalloc.so.2
 $(B)/victims/jemalloc_victim: $(JE_VICTIM_SRCS)
+# attack_victim stripped, with a debug link to attack.debug, a file it does not ship (t_attack.c)
+VICTIMS += $(B)/victims/attack_victim_dl
+# and a sign of jemalloc in it, so that heapctl looks for its symbols there
+$(B)/victims/attack_victim_dl: tests/victims/attack_victim.c tests/victims/vcommon.h
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)d=$$(mktemp -d) && : > $$d/attack.debug && \
+	$(CC) $(VICTIM_CFLAGS) -DATTACK_SIGN -Werror -o $$d/full $< && \
+	$(OBJCOPY) --strip-all --add-gnu-debuglink=$$d/attack.debug $$d/full $@; rc=$$?; \
+	rm -rf $$d; exit $$rc
 $(B)/victims/jemalloc_torture $(B)/victims/glibc_torture $(B)/victims/tcmalloc_torture: \
 	$(TORTURE_SRCS)
 

@@ -236,12 +236,16 @@ int cli_out_open(struct cli_out *o, const char *path, const char *opt, int fmt,
 		/* mkostemp says ENOENT or ENOTDIR for the directory, not for the file. */
 		return file_error(o, path, e, err);
 	}
-	/* mkostemp makes it 0600; the final file gets what the umask allows, as any file. */
+	/*
+	 * mkostemp makes it 0600, and so it stays (the umask may narrow it
+	 * further): what heapctl writes comes from a process that may be
+	 * another user's (docs/security.md).
+	 */
 	{
 		mode_t um = umask(0);
 
 		umask(um);
-		if (fchmod(o->fd, 0666 & ~um))
+		if (fchmod(o->fd, 0600 & ~um))
 			cli_log(HC_LOG_DEBUG, "chmod %s: %s", o->tmp, strerror(errno));
 	}
 	return 0;

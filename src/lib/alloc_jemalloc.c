@@ -688,7 +688,7 @@ static int je_prof_set(struct hc_target *t, bool active, bool *was, struct hc_er
 static int je_prof_dump(struct hc_target *t, const char *out, bool *active, struct hc_err *err)
 {
 	char path[PATH_MAX + 32];
-	struct troot_dir dir;
+	struct troot_dir dir = TROOT_DIR_INIT;
 	uint64_t p;
 	int rc = 0;
 
@@ -706,7 +706,7 @@ static int je_prof_dump(struct hc_target *t, const char *out, bool *active, stru
 	pr_debug("prof.dump to %s: %d", path, rc);
 	call_done(t, err);
 	if (!err_isset(err))
-		troot_fetch(t->pid, path, out, MAX_PROFILE, err);
+		troot_fetch(&dir, "prof.heap", out, MAX_PROFILE, err);
 	troot_remove(&dir);
 	return err_isset(err) ? -1 : 0;
 }

@@ -29,6 +29,7 @@
 #include "alloc.h"
 #include "alloc_tcmalloc.h"
 #include "call.h"
+#include "cred.h"
 #include "log.h"
 #include "procfs.h"
 #include "target.h"
@@ -409,7 +410,7 @@ restore:
 static int tc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
 	char prefix[PATH_MAX + 16];
-	struct troot_dir dir = { .parent = -1, .guard = -1 };
+	struct troot_dir dir = TROOT_DIR_INIT;
 	struct tc *c = tc_of(t);
 	bool flags = c->interval[0] && c->interval[1] && c->interval[2] && c->interval[3];
 	int64_t start[4];
@@ -651,7 +652,7 @@ end:
 					in_text, t };
 
 		text = tc_profile_filter(text, &len, &fr);
-		f = fopen(out, "we");
+		f = cred_out_fopen(out);
 		if (!f) {
 			err_errno(err, errno, "write %s", out);
 			err->local = true;

@@ -4,7 +4,8 @@
  * GOT slots, switch it, read its tables.
  *
  * Loading, in one borrow: memfd_create() by remote syscall, the object
- * written into it from here through /proc/PID/fd/N, dlopen("/proc/self/fd/N")
+ * written into it from here through the target's own fd (pidfd_getfd()),
+ * dlopen("/proc/self/fd/N")
  * by remote call, the fd closed again.  Nothing touches the target's
  * filesystem, and the code is mapped from a file: nothing writable is ever
  * made executable (MemoryDenyWriteExecute holds).
@@ -24,10 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../sampler/hcs.h"
 #include "call.h"
+#include "cred.h"
 #include "got.h"
 #include "inject.h"
 #include "log.h"
@@ -606,6 +610,58 @@ static int remote_dlopen(struct hc_target *t, const char *path, uint64_t *handle
 }
 
 /*
+ * The target's fd, which must still be the memfd it has just made for
+ * heapctl.  pidfd_getfd() hands over the target's own open file, with the
+ * access it was opened with: a descriptor that another thread of the
+ * target dup2()ed over it (an O_PATH or read-only one of a file it may not
+ * write) cannot be written through.  Opening /proc/PID/fd/N instead would
+ * open whatever file is there afresh, with heapctl's rights.  It must
+ * also be what heapctl made: a memfd (only shmem answers F_GET_SEALS),
+ * unlinked, empty, under heapctl's name, open for writing; otherwise the
+ * load is refused, with no fallback.  An fd; -1 with err set, or with err
+ * clear and why filled when this kernel has no pidfd_getfd() (5.6).
+ */
+static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
+		      struct hc_err *err)
+{
+	char self[64], link[64];
+	int pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0), lfd = -1, e;
+	struct stat st;
+	ssize_t n;
+
+	if (pidfd >= 0) {
+		lfd = (int)syscall(SYS_pidfd_getfd, pidfd, (int)fd, 0);
+		e = errno;
+		close(pidfd);
+		errno = e;
+	}
+	if (lfd < 0) {
+		if (errno == ENOSYS) {
+			snprintf(why, whylen, "pidfd_getfd: not in this kernel");
+			return -1;
+		}
+		return err_set(err, HC_E_PERM, errno, "cannot take the sampler's memfd (fd %" PRId64
+			       ") from pid %d: %s", fd, t->pid, strerror(errno));
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", lfd);
+	n = readlink(self, link, sizeof(link) - 1);
+	if (n > 0)
+		link[n] = '\0';
+	if (fstat(lfd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0 || st.st_size != 0 ||
+	    fcntl(lfd, F_GET_SEALS) < 0 || (fcntl(lfd, F_GETFL) & O_ACCMODE) != O_RDWR || n <= 0 ||
+	    strcmp(link, "/memfd:" HCS_NAME " (deleted)")) {
+		close(lfd);
+		return err_sethint(err, HC_E_UNSAFE, 0,
+				   "the process replaces its descriptors while heapctl loads the "
+				   "sampler; heapctl wrote nothing: use --sampler native where the "
+				   "allocator can profile",
+				   "fd %" PRId64 " of pid %d is no longer the memfd heapctl made for its "
+				   "sampler: another thread replaced it", fd, t->pid);
+	}
+	return lfd;
+}
+
+/*
  * From a memfd made in the target: nothing touches its filesystem.  1
  * loaded, 0 not possible here (memfd_create refused, /proc not mounted in
  * its namespace, memfds not executable), -1 error.
@@ -632,11 +688,9 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 		snprintf(why, whylen, "memfd_create: %s", strerror((int)-fd));
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/fd/%" PRId64, t->proc, fd);
-	lfd = open(path, O_WRONLY | O_CLOEXEC);
+	lfd = take_memfd(t, fd, why, whylen, err);
 	if (lfd < 0)
-		rc = err_set(err, HC_E_PERM, errno, "cannot open the sampler's memfd %s: %s", path,
-			     strerror(errno));
+		rc = err_isset(err) ? -1 : 0;
 	else if (write_sampler(t, lfd, err) < 0)
 		rc = -1;
 	else {
@@ -661,14 +715,14 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
  */
 static int load_file(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
 {
-	struct troot_dir d;
+	struct troot_dir d = TROOT_DIR_INIT;
 	char path[PATH_MAX + 32];
 	int fd, rc;
 
 	if (troot_mkdir(t->pid, &d, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/%s.so", d.path, HCS_NAME);
-	fd = troot_create(t->pid, path, 0444);
+	fd = troot_create(&d, HCS_NAME ".so", 0444);
 	if (fd < 0)
 		rc = err_set(err, HC_E_IO, errno, "cannot write the sampler into pid %d's %s: %s",
 			     t->pid, d.path, strerror(errno));
@@ -1075,7 +1129,7 @@ int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err
 	    mem_read(t->pid, t->memfd, in->s.stacks, st, nst * sizeof(*st), err) < 0)
 		goto done;
 	na = inj_sites(live, nlive, st, nst, ag, &tot);
-	f = fopen(out, "we");
+	f = cred_out_fopen(out);
 	if (!f) {
 		err_set(err, HC_E_IO, errno, "cannot write %s: %s", out, strerror(errno));
 		err->local = true;

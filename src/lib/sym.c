@@ -154,9 +154,11 @@ int file_open(pid_t pid, const char *path, int nofollow, struct stat *st)
 
 	if (!st)
 		st = &sb;
+	/* in the target's root: with its rights, and the same checks (troot.h) */
+	if (pid > 0)
+		return troot_open(pid, path, nofollow, st);
 	/* O_PATH first: a FIFO would block open(), a device's open() has effects */
-	fd = pid > 0 ? troot_open(pid, path, O_PATH | nofollow) :
-		       open(path, O_PATH | O_CLOEXEC | nofollow);
+	fd = open(path, O_PATH | O_CLOEXEC | nofollow);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
@@ -740,8 +742,12 @@ static const char *debuglink(Elf *elf)
 }
 
 /*
- * Separate debug file: by build-id, then .gnu_debuglink, on the host, then
- * in the target's root (links there stay in it: file_open()).
+ * Separate debug file: by build-id on the host (a path of hex digits from
+ * the object's note: nothing the target can steer elsewhere), then by
+ * build-id and .gnu_debuglink in the target's root, with its rights
+ * (file_open()).  The debuglink's directories come from the object's
+ * mapped name, which is the target's to choose: they are never looked up
+ * on the host.
  */
 static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp)
 {
@@ -764,7 +770,7 @@ static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp
 				 id + 2);
 			fd = file_open(in, p, 0, NULL);
 		}
-		for (int k = 0; link && k < 3 && fd < 0; k++) {
+		for (int k = 0; in && link && k < 3 && fd < 0; k++) {
 			snprintf(p, sizeof(p), "%s%s%s/%s", mids[k], dir, subs[k], link);
 			if (strcmp(p, o->path))
 				fd = file_open(in, p, 0, NULL);

@@ -48,6 +48,7 @@
 #include <dwarf.h>
 
 #include "prof_int.h"
+#include "troot.h"
 
 struct sym_ent {
 	uint64_t addr, size;
@@ -155,22 +156,43 @@ void psym_free(struct psym *s)
 
 /* ---- finding files --------------------------------------------------- */
 
-static bool readable(const char *path)
+/*
+ * A file a profile names.  With --pid, a name is the process's, looked up
+ * in its root with its rights (troot_open(): a link it planted there
+ * leads nowhere it could not go itself), never on the host; the kernel's
+ * /proc/PID/map_files link is the very file it maps.  Without --pid the
+ * names are the user's to vouch for (docs/security.md): host paths, or
+ * under --sysroot.  A regular file only, opened for reading; -1 if none.
+ */
+struct cand {
+	char path[PATH_MAX]; /* as shown; a host path unless in_root */
+	const char *name;    /* in_root: the name in the process's root */
+	bool in_root;
+};
+
+static int cand_open(const struct psym *s, const struct cand *c)
 {
 	struct stat st;
+	int fd;
 
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+	if (c->in_root)
+		return troot_open(s->o.pid, c->name, 0, NULL);
+	fd = open(c->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
-/* Build-id of an ELF file, as hex, or "" (cheap: reads the notes only). */
-static void file_build_id(const char *path, char *hex, size_t len)
+/* Build-id of an ELF file open on fd, as hex, or "" (cheap: reads the notes only); closes fd. */
+static void file_build_id(int fd, char *hex, size_t len)
 {
 	const void *bits;
 	Elf *elf;
-	int fd, n, i;
+	int n, i;
 
 	hex[0] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -183,6 +205,32 @@ static void file_build_id(const char *path, char *hex, size_t len)
 	close(fd);
 }
 
+/*
+ * A .gnu_debuglink name in the process's root, where GDB looks for it:
+ * beside the object, in .debug there, under /usr/lib/debug.
+ */
+static int debuglink_in_root(const struct psym *s, const char *obj, const char *link,
+			     char **found)
+{
+	static const char *const mids[] = { "", "", "/usr/lib/debug" };
+	static const char *const subs[] = { "", "/.debug", "" };
+	const char *slash = strrchr(obj, '/');
+	char path[PATH_MAX];
+	int fd = -1;
+
+	if (!link || !link[0] || strchr(link, '/') || !slash)
+		return -1;
+	for (size_t k = 0; k < sizeof(mids) / sizeof(mids[0]) && fd < 0; k++) {
+		snprintf(path, sizeof(path), "%s%.*s%s/%s", mids[k], (int)(slash - obj), obj,
+			 subs[k], link);
+		if (strcmp(path, obj))
+			fd = troot_open(s->o.pid, path, 0, NULL);
+	}
+	if (fd >= 0 && asprintf(found, "/proc/%d/root%s", (int)s->o.pid, path) < 0)
+		*found = NULL;
+	return fd;
+}
+
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
 			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
@@ -191,6 +239,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	const unsigned char *bits;
 	GElf_Addr vaddr;
 	char roots[3][PATH_MAX];
+	bool root_of_pid[3] = { false, false, false };
 	int n, nroots = 0, i, fd;
 
 	if (ob && ob->owner) {
@@ -198,8 +247,10 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 
 		if (s->o.sysroot)
 			snprintf(roots[nroots++], PATH_MAX, "%s", s->o.sysroot);
-		if (s->o.pid > 0)
+		if (s->o.pid > 0) {
+			root_of_pid[nroots] = true;
 			snprintf(roots[nroots++], PATH_MAX, "/proc/%d/root", (int)s->o.pid);
+		}
 	}
 	roots[nroots++][0] = '\0';
 	n = dwfl_module_build_id(mod, &bits, &vaddr);
@@ -231,12 +282,27 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		for (k = 1; k < n && o < (int)sizeof(path) - 8; k++)
 			o += snprintf(path + o, sizeof(path) - (size_t)o, "%02x", bits[k]);
 		snprintf(path + o, sizeof(path) - (size_t)o, ".debug");
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		/* the process's root: its rights, never a link out of it (cand_open()) */
+		if (root_of_pid[i])
+			fd = troot_open(ob->owner->o.pid, strstr(path, "/usr/lib/debug/"), 0, NULL);
+		else
+			fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			*debuginfo_file_name = strdup(path);
 			pr_debug("%s: debug file %s", modname, path);
 			return fd;
 		}
+	}
+	/*
+	 * With --pid, the object's name is the process's: its debug link is
+	 * looked for in its root only.  libdwfl's own search would take the
+	 * name's directories on the host.
+	 */
+	if (ob && ob->owner && ob->owner->o.pid > 0) {
+		fd = debuglink_in_root(ob->owner, ob->path, debuglink_file, debuginfo_file_name);
+		if (fd >= 0)
+			pr_debug("%s: debug file %s", modname, *debuginfo_file_name);
+		return fd;
 	}
 	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
 					    debuglink_file, debuglink_crc, debuginfo_file_name);
@@ -363,18 +429,22 @@ static const char *sym_lookup(const struct pobj *ob, uint64_t addr)
 
 /* Candidate files for path, best first. */
 static int candidates(const struct psym *s, const struct pobj *ob, const struct prof_map *m,
-		      char out[4][PATH_MAX])
+		      struct cand out[4])
 {
 	int n = 0;
 
 	if (s->o.pid > 0 && m) {
-		snprintf(out[n++], PATH_MAX, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)s->o.pid,
-			 m->start, m->end);
-		snprintf(out[n++], PATH_MAX, "/proc/%d/root%s", (int)s->o.pid, ob->path);
+		snprintf(out[n++].path, PATH_MAX, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			 (int)s->o.pid, m->start, m->end);
+		snprintf(out[n].path, PATH_MAX, "/proc/%d/root%s", (int)s->o.pid, ob->path);
+		out[n].name = ob->path;
+		out[n++].in_root = true;
 	}
 	if (s->o.sysroot && s->o.sysroot[0])
-		snprintf(out[n++], PATH_MAX, "%s%s", s->o.sysroot, ob->path);
-	snprintf(out[n++], PATH_MAX, "%s", ob->path);
+		snprintf(out[n++].path, PATH_MAX, "%s%s", s->o.sysroot, ob->path);
+	/* a name of the process's is never a host path */
+	if (s->o.pid <= 0)
+		snprintf(out[n++].path, PATH_MAX, "%s", ob->path);
 	return n;
 }
 
@@ -399,8 +469,8 @@ static bool layout_fits(const struct pobj *ob, const struct prof_map *m)
 
 static void obj_load(struct psym *s, struct pobj *ob, const struct prof_map *m)
 {
-	char cand[4][PATH_MAX];
-	int nc, i;
+	struct cand cand[4] = { 0 };
+	int nc, i, fd = -1;
 	Elf *elf;
 	GElf_Addr bias;
 	GElf_Ehdr eh;
@@ -408,11 +478,10 @@ static void obj_load(struct psym *s, struct pobj *ob, const struct prof_map *m)
 
 	ob->loaded = true;
 	nc = candidates(s, ob, m, cand);
-	for (i = 0; i < nc; i++) {
-		if (readable(cand[i]))
-			break;
-	}
-	if (i == nc) {
+	for (i = 0; i < nc && fd < 0; i++)
+		fd = cand_open(s, &cand[i]);
+	i--;
+	if (fd < 0) {
 		ob->failed = true;
 		s->nmissing++;
 		pr_warn("%s: not found%s; its frames are shown as %s+0xOFFSET", ob->path,
@@ -421,7 +490,7 @@ static void obj_load(struct psym *s, struct pobj *ob, const struct prof_map *m)
 			strrchr(ob->path, '/') ? strrchr(ob->path, '/') + 1 : ob->path);
 		return;
 	}
-	ob->found = intern(s, cand[i]);
+	ob->found = intern(s, cand[i].path);
 	ob->cb.find_elf = NULL;
 	ob->cb.find_debuginfo = find_debuginfo;
 	ob->cb.section_address = dwfl_offline_section_address;
@@ -436,10 +505,13 @@ static void obj_load(struct psym *s, struct pobj *ob, const struct prof_map *m)
 		}
 	}
 	ob->dwfl = dwfl_begin(&ob->cb);
-	if (!ob->dwfl)
+	if (!ob->dwfl) {
+		close(fd);
 		goto fail;
+	}
 	dwfl_report_begin(ob->dwfl);
-	ob->mod = dwfl_report_elf(ob->dwfl, ob->path, ob->found, -1, 0, true);
+	/* the file found, as opened: libdwfl takes the fd and opens nothing by name */
+	ob->mod = dwfl_report_elf(ob->dwfl, ob->path, ob->found, fd, 0, true);
 	dwfl_report_end(ob->dwfl, NULL, NULL);
 	if (!ob->mod)
 		goto fail;
@@ -509,10 +581,10 @@ static void obj_load(struct psym *s, struct pobj *ob, const struct prof_map *m)
 			snprintf(ob->build_id + 2 * j, 3, "%02x", bits[j]);
 	}
 	/* The copy on disk may have been replaced since the process mapped it. */
-	if (s->o.pid > 0 && i == 0 && readable(ob->path)) {
+	if (s->o.pid > 0 && i == 0) {
 		char other[sizeof(ob->build_id)];
 
-		file_build_id(ob->path, other, sizeof(other));
+		file_build_id(cand_open(s, &cand[1]), other, sizeof(other));
 		if (other[0] && ob->build_id[0] && strcmp(other, ob->build_id))
 			pr_warn("%s: build-id differs from the file the process maps (%s on disk, "
 				"%s mapped): replaced since it started; using the mapped copy",

@@ -373,6 +373,7 @@ extern const struct itest t_timers_tests[];	/* timed waits are never made late *
 extern const struct itest t_concurrent_tests[];	/* t_concurrent.c */
 extern const struct itest t_syms_tests[];	/* symbols elsewhere: MiniDebugInfo, debuginfod */
 extern const struct itest t_doctor_tests[];	/* heapctl doctor: causes, advice, measured */
+extern const struct itest t_attack_tests[];	/* a hostile target gains nothing on the host */
 extern const struct itest t_ns_tests[];	/* heapctl and its target in other mount namespaces */
 extern const struct itest t_deleted_tests[];
 /*
