@@ -215,7 +215,22 @@ int cli_out_open(struct cli_out *o, const char *path, const char *opt, int fmt,
 	if (path[n - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
 		return file_error(o, path, EISDIR, err);
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* /dev/null, a FIFO, /dev/stdout: written in place, never renamed over. */
+		/*
+		 * /dev/null, a FIFO, /dev/stdout: written in place, never renamed
+		 * over.  Only one of the user's own, or root's: a link or FIFO
+		 * that someone else planted at that name in a shared directory
+		 * (a target's user in /tmp) would lead heapctl's writes, with the
+		 * user's rights, wherever that other user chose.
+		 */
+		if (st.st_uid != geteuid() && st.st_uid != 0) {
+			file_error(o, path, EPERM, err);
+			snprintf(err->msg, sizeof(err->msg), "%.20s %.150s is a %s of uid %u, not "
+				 "yours: heapctl does not write through it", o->opt, path,
+				 S_ISLNK(st.st_mode) ? "link" : "special file", (unsigned)st.st_uid);
+			snprintf(err->hint, sizeof(err->hint), "remove it, or choose a path in a "
+				 "directory only you can write");
+			return -1;
+		}
 		if (access(path, W_OK))
 			return file_error(o, path, errno, err);
 		o->how = CLI_OUT_COPY;

@@ -433,9 +433,10 @@ static int candidates(const struct psym *s, const struct pobj *ob, const struct 
 {
 	int n = 0;
 
-	if (s->o.pid > 0 && m) {
+	if (s->o.pid > 0 && m)
 		snprintf(out[n++].path, PATH_MAX, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 			 (int)s->o.pid, m->start, m->end);
+	if (s->o.pid > 0) {
 		snprintf(out[n].path, PATH_MAX, "/proc/%d/root%s", (int)s->o.pid, ob->path);
 		out[n].name = ob->path;
 		out[n++].in_root = true;
@@ -581,7 +582,7 @@ static void obj_load(struct psym *s, struct pobj *ob, const struct prof_map *m)
 			snprintf(ob->build_id + 2 * j, 3, "%02x", bits[j]);
 	}
 	/* The copy on disk may have been replaced since the process mapped it. */
-	if (s->o.pid > 0 && i == 0) {
+	if (s->o.pid > 0 && i == 0 && m && cand[1].in_root) {
 		char other[sizeof(ob->build_id)];
 
 		file_build_id(cand_open(s, &cand[1]), other, sizeof(other));

@@ -30,6 +30,7 @@
 #include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "itest.h"
 
@@ -557,11 +558,12 @@ static void test_names(void)
 	struct attack a;
 	struct victim v = { .pid = -1 };
 	struct hres r = { 0 };
-	char out[PATH_MAX];
+	char out[PATH_MAX], leak[PATH_MAX];
 
 	if (setup(&a) || start(&a, &v, "none", false, "attack_victim_dl"))
 		goto out;
 	snprintf(out, sizeof(out), "%s/names.heap", a.base);
+	snprintf(leak, sizeof(leak), "%s/names.folded", a.base);
 	{
 		const char *const steps[][9] = {
 			{ "info", "-p", v.spid, NULL },
@@ -570,7 +572,7 @@ static void test_names(void)
 			  NULL },
 			{ "dump", "-p", v.spid, "-o", out, NULL },
 			{ "report", out, "-p", v.spid, "--format", "folded", NULL },
-			{ "leak", "-p", v.spid, "--for", "300ms", NULL },
+			{ "leak", "-p", v.spid, "--for", "300ms", "-o", leak, NULL },
 			{ "prof", "off", "-p", v.spid, NULL },
 		};
 
@@ -581,8 +583,9 @@ static void test_names(void)
 			if (!strcmp(steps[i][0], "dump") &&
 			    victim_expect(&v, "alloc 4194304", "alloc ok", reply, sizeof(reply)))
 				goto out;
-			if (step(&a, &v, &r, !strcmp(steps[i][0], "dump") ? out : NULL, steps[i][0],
-				 steps[i]) < 0)
+			if (step(&a, &v, &r,
+				 !strcmp(steps[i][0], "dump") ? out :
+				 !strcmp(steps[i][0], "leak") ? leak : NULL, steps[i][0], steps[i]) < 0)
 				goto out;
 		}
 	}
@@ -629,10 +632,62 @@ out:
 	finish(&a, &v, &r);
 }
 
+/*
+ * -o names a file in a directory of the target's user, where that user
+ * put a link to a root-only host file (or a FIFO) in advance.  The
+ * kernel's protected_symlinks guards only sticky, world-writable
+ * directories: heapctl once truncated the link's target as root.
+ */
+static void test_output_link(void)
+{
+	struct attack a;
+	struct victim v = { .pid = -1 };
+	struct hres r = { 0 };
+	char dir[PATH_MAX], out[PATH_MAX + 16], to[PATH_MAX + 16];
+	pid_t pid;
+	int st;
+
+	if (setup(&a) || start(&a, &v, "none", true, "attack_victim"))
+		goto out;
+	snprintf(dir, sizeof(dir), "%s/theirs", a.base);
+	snprintf(out, sizeof(out), "%s/out.heap", dir);
+	snprintf(to, sizeof(to), "%s/attack.debug", a.host);
+	if (mkdir(dir, 0755) || chown(dir, 65534, 65534)) {
+		t_fail("mkdir %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *what = k ? "dump -o (their FIFO)" : "dump -o (their link)";
+
+		/* made by uid 65534 itself */
+		pid = fork();
+		if (pid == 0) {
+			if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+				_exit(1);
+			unlink(out);
+			_exit(k ? mkfifo(out, 0666) != 0 : symlink(to, out) != 0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			t_fail("uid 65534 cannot make %s", out);
+			goto out;
+		}
+		if (step(&a, &v, &r, NULL, what,
+			 (const char *const[]){ "dump", "-p", v.spid, "-o", out, NULL }) < 0)
+			goto out;
+		if (hres_exit(&r) == 0) {
+			t_fail("%s: heapctl wrote through it:\n%.300s", what, r.err);
+			goto out;
+		}
+	}
+out:
+	finish(&a, &v, &r);
+}
+
 const struct itest t_attack_tests[] = {
 	{ "attack-memfd-swap", test_memfd_swap, 0 },
 	{ "attack-file-fallback-swap", test_file_fallback_swap, 0 },
 	{ "attack-dump-swap", test_dump_swap, 0 },
 	{ "attack-names", test_names, 0 },
+	{ "attack-output-link", test_output_link, 0 },
 	{ NULL, NULL, 0 },
 };
