@@ -164,11 +164,6 @@ static int setup(struct attack *a)
 	snprintf(a->host, sizeof(a->host), "%s/host", a->base);
 	if (mkdirs(a->base, 0755) || mkdirs(a->root, 0755) || mkdirs(a->host, 0700))
 		return t_fail("mkdir %s: %s", a->base, strerror(errno)), -1;
-	/* the harness's own directory is private: the target's path to its root must not be */
-	for (char *s = strchr(a->base + 1, '/'); s; s = strchr(s + 1, '/')) {
-		snprintf(p, sizeof(p), "%.*s", (int)(s - a->base), a->base);
-		chmod(p, 0755);
-	}
 	snprintf(p, sizeof(p), "%s/usr", a->root);
 	snprintf(q, sizeof(q), "%s/proc", a->root);
 	if (mkdirs(p, 0755) || mkdirs(q, 0555))
