@@ -123,10 +123,15 @@ int cred_apply(const struct cred *c)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
+	gid_t cur[CRED_NGROUPS];
+	long n;
 
 	if (c->self)
 		return 0;
-	if (syscall(SYS_setgroups, (size_t)c->ngroups, c->groups) < 0)
+	/* the same groups need no CAP_SETGID: a heapctl that differs only by capabilities */
+	n = syscall(SYS_getgroups, CRED_NGROUPS, cur);
+	if ((n != c->ngroups || memcmp(cur, c->groups, (size_t)n * sizeof(gid_t))) &&
+	    syscall(SYS_setgroups, (size_t)c->ngroups, c->groups) < 0)
 		return -1;
 	/* both return the previous id whatever happens: ask again to know */
 	syscall(SYS_setfsgid, c->fsgid);
@@ -183,9 +188,30 @@ int cred_run(const struct cred *c, int (*fn)(void *), void *arg)
 	return j.rc;
 }
 
+int cred_out_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	struct stat st;
+	int e;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		e = errno;
+	else if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != geteuid())
+		e = EPERM;
+	else if (ftruncate(fd, 0) < 0)
+		e = errno;
+	else
+		return fd;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 FILE *cred_out_fopen(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), e;
+	int fd = cred_out_open(path), e;
 	FILE *f;
 
 	if (fd < 0)

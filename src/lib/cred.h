@@ -56,9 +56,14 @@ int cred_apply(const struct cred *c);
 
 /*
  * heapctl's own output (a profile for the user, on the host): path opened
- * for writing, created 0600 and narrowed by the umask, since it holds the
- * data of a process that may be another user's.  NULL with errno.
+ * for writing and emptied, created 0600 and narrowed by the umask, since
+ * it holds the data of a process that may be another user's.  Only a
+ * regular file of heapctl's own user with one link is written: never
+ * through a link, a FIFO or a hard link that someone who can write the
+ * directory put there.  An fd, or -1 with errno.
  */
+int cred_out_open(const char *path);
+/* The same, as a stream: NULL with errno. */
 FILE *cred_out_fopen(const char *path);
 
 #endif

@@ -422,7 +422,7 @@ int troot_fetch(const struct troot_dir *dir, const char *name, const char *to, u
 			       dir->path, name, dir->cred.pid, (unsigned long long)sb.st_size,
 			       (unsigned long long)max);
 	}
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	out = cred_out_open(to);
 	if (out < 0) {
 		close(in);
 		err_errno(err, errno, "create %s", to);

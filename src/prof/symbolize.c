@@ -44,8 +44,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <dwarf.h>
+#include <linux/openat2.h>
 
 #include "prof_int.h"
 #include "troot.h"
@@ -166,18 +168,31 @@ void psym_free(struct psym *s)
  */
 struct cand {
 	char path[PATH_MAX]; /* as shown; a host path unless in_root */
-	const char *name;    /* in_root: the name in the process's root */
-	bool in_root;
+	const char *name;    /* in_root, in_sysroot: the name under that root */
+	bool in_root, in_sysroot;
 };
 
 static int cand_open(const struct psym *s, const struct cand *c)
 {
+	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	struct stat st;
-	int fd;
+	int fd = -1, root;
 
 	if (c->in_root)
 		return troot_open(s->o.pid, c->name, 0, NULL);
-	fd = open(c->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	/* a profile's name stays inside --sysroot, ".." and absolute links included */
+	if (c->in_sysroot) {
+		root = open(s->o.sysroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (root >= 0)
+			fd = (int)syscall(SYS_openat2, root, c->name, &how, sizeof(how));
+		if (root >= 0)
+			close(root);
+		if (fd < 0 && errno != ENOSYS)
+			return -1;
+	}
+	if (fd < 0)
+		fd = open(c->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
 		close(fd);
 		fd = -1;
@@ -441,8 +456,11 @@ static int candidates(const struct psym *s, const struct pobj *ob, const struct 
 		out[n].name = ob->path;
 		out[n++].in_root = true;
 	}
-	if (s->o.sysroot && s->o.sysroot[0])
-		snprintf(out[n++].path, PATH_MAX, "%s%s", s->o.sysroot, ob->path);
+	if (s->o.sysroot && s->o.sysroot[0]) {
+		snprintf(out[n].path, PATH_MAX, "%s%s", s->o.sysroot, ob->path);
+		out[n].name = ob->path;
+		out[n++].in_sysroot = true;
+	}
 	/* a name of the process's is never a host path */
 	if (s->o.pid <= 0)
 		snprintf(out[n++].path, PATH_MAX, "%s", ob->path);
