@@ -486,13 +486,16 @@ out:
 /*
  * dump of jemalloc's profile, which the target replaces once written: its
  * directory by a symlink to /rootonly (whose prof.heap is a root-only
- * file shaped like a profile), or the file by a FIFO, a symlink, a hard
- * link or a 5 GiB sparse file.  heapctl once read /rootonly/prof.heap as
+ * file shaped like a profile: absolute, relative, or through the magic
+ * /proc/1/root), or the file by a FIFO, a symlink, a hard link, a 5 GiB
+ * sparse file or a unix socket.  heapctl once read /rootonly/prof.heap as
  * root and wrote it to -o.
  */
 static void test_dump_swap(void)
 {
-	static const char *const modes[] = { "late", "early", "fifo", "symlink", "hardlink", "huge" };
+	static const char *const modes[] = { "late",	 "late,rel", "late,proc", "early",
+					     "early,proc", "fifo",	"symlink",   "hardlink",
+					     "huge",	 "socket" };
 	struct attack a;
 	struct victim v = { .pid = -1 };
 	struct hres r = { 0 };
@@ -516,7 +519,7 @@ static void test_dump_swap(void)
 			goto out;
 		}
 		/* the directory renamed away still holds the real profile; the rest is refused */
-		if (strcmp(modes[i], "late") && strcmp(modes[i], "early") && e == 0) {
+		if (strncmp(modes[i], "late", 4) && strncmp(modes[i], "early", 5) && e == 0) {
 			t_fail("%s: exit 0 with a profile the target replaced:\n%.300s", what,
 			       r.err);
 			goto out;

@@ -21,11 +21,13 @@
  *   early      when heapctl's private directory appears in /tmp, rename
  *              it away and put a symlink to /rootonly in its place
  *   late       the same, once the allocator has written prof.heap in it
- *   fifo, symlink, hardlink, huge
+ *   rel, proc  with early or late: the symlink is ../rootonly (relative),
+ *              or /proc/1/root/rootonly (a magic link to the host's root)
+ *   fifo, symlink, hardlink, huge, socket
  *              once prof.heap is written, replace it with a FIFO, a
  *              symlink to /secret, a hard link (to /secret if the kernel
- *              allows it, else to a file of its own), or a sparse 5 GiB
- *              file
+ *              allows it, else to a file of its own), a sparse 5 GiB
+ *              file, or a bound unix socket
  *   none       no racer (the executable's own name and debug link are
  *              the attack: see t_attack.c)
  *
@@ -44,7 +46,9 @@
 #include <stddef.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -172,6 +176,13 @@ static void swap_profile(const char *dir)
 		/* protected_hardlinks refuses /secret: then a file of its own, with two links */
 		if (link("/secret", p) == 0 || link("/tmp/own", p) == 0)
 			struck();
+	} else if (has("socket")) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", p);
+		if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			struck(); /* the fd stays open: the socket lives on */
 	} else if (has("huge")) {
 		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0 && ftruncate(fd, 5ll << 30) == 0)
@@ -188,7 +199,10 @@ static void swap_dir(const char *dir)
 
 	snprintf(from, sizeof(from), "/tmp/%s", dir);
 	snprintf(to, sizeof(to), "/tmp/moved-%lu-%s", swaps, dir);
-	if (rename(from, to) == 0 && symlink("/rootonly", from) == 0)
+	const char *link = has("rel") ? "../rootonly" :
+			   has("proc") ? "/proc/1/root/rootonly" : "/rootonly";
+
+	if (rename(from, to) == 0 && symlink(link, from) == 0)
 		struck();
 }
 
@@ -294,7 +308,7 @@ int main(int argc, char **argv)
 			vdie("pthread_create");
 	}
 	if (has("early") || has("late") || has("fifo") || has("symlink") || has("hardlink") ||
-	    has("huge")) {
+	    has("huge") || has("socket")) {
 		if (pthread_create(&th, NULL, dir_racer, NULL))
 			vdie("pthread_create");
 	}
