@@ -706,7 +706,7 @@ static int je_prof_dump(struct hc_target *t, const char *out, bool *active, stru
 	pr_debug("prof.dump to %s: %d", path, rc);
 	call_done(t, err);
 	if (!err_isset(err))
-		troot_fetch(&dir, "prof.heap", out, MAX_PROFILE, err);
+		troot_fetch(&dir, "prof.heap", "heap_v2/|heap profile:", out, MAX_PROFILE, err);
 	troot_remove(&dir);
 	return err_isset(err) ? -1 : 0;
 }

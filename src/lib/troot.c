@@ -392,8 +392,21 @@ int troot_mkdir(pid_t pid, struct troot_dir *dir, struct hc_err *err)
 			   strerror(m.err));
 }
 
-int troot_fetch(const struct troot_dir *dir, const char *name, const char *to, uint64_t max,
-		struct hc_err *err)
+/* Does buf begin with one of the '|'-separated prefixes in magic? */
+static bool begins_as(const char *buf, size_t n, const char *magic)
+{
+	for (const char *m = magic; *m;) {
+		size_t len = strcspn(m, "|");
+
+		if (n >= len && !memcmp(buf, m, len))
+			return true;
+		m += len + (m[len] == '|');
+	}
+	return false;
+}
+
+int troot_fetch(const struct troot_dir *dir, const char *name, const char *magic, const char *to,
+		uint64_t max, struct hc_err *err)
 {
 	struct op o = { .dfd = dir->fd, .path = name, .flags = O_RDONLY | O_NONBLOCK | O_NOCTTY };
 	char buf[65536];
@@ -421,6 +434,15 @@ int troot_fetch(const struct troot_dir *dir, const char *name, const char *to, u
 		return err_set(err, HC_E_IO, 0, "%s/%s in pid %d's view has %llu bytes, past %llu",
 			       dir->path, name, dir->cred.pid, (unsigned long long)sb.st_size,
 			       (unsigned long long)max);
+	}
+	n = pread(in, buf, 64, 0);
+	if (!begins_as(buf, n < 0 ? 0 : (size_t)n, magic)) {
+		close(in);
+		return err_sethint(err, HC_E_REMOTE, 0,
+				   "the allocator of the process wrote something else than its "
+				   "profile: see its log, or retry",
+				   "%s/%s in pid %d's view does not begin as a profile (%s)",
+				   dir->path, name, dir->cred.pid, magic);
 	}
 	out = cred_out_open(to);
 	if (out < 0) {

@@ -54,12 +54,13 @@ int troot_open(pid_t pid, const char *path, int nofollow, struct stat *st);
 int troot_create(const struct troot_dir *dir, const char *name, mode_t mode);
 /*
  * Copy name, a file the target wrote in the directory, to our file to
- * (created 0600 if it does not exist).  It must be a regular file of the
- * target's own, with one link, of at most max bytes: a FIFO, a device, a
- * link or a hard link to another file is refused.
+ * (cred_out_open()).  It must be a regular file of the target's own, with
+ * one link, of at most max bytes, beginning with one of the '|'-separated
+ * prefixes in magic (the allocator's format): a FIFO, a device, a link, a hard link to another file, or
+ * anything else is refused before a byte of it is written.
  */
-int troot_fetch(const struct troot_dir *dir, const char *name, const char *to, uint64_t max,
-		struct hc_err *err);
+int troot_fetch(const struct troot_dir *dir, const char *name, const char *magic, const char *to,
+		uint64_t max, struct hc_err *err);
 /*
  * Remove the directory and what heapctl or the allocator put in it,
  * through the descriptors kept, as the target.  A directory the target

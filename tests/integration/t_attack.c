@@ -488,14 +488,14 @@ out:
  * directory by a symlink to /rootonly (whose prof.heap is a root-only
  * file shaped like a profile: absolute, relative, or through the magic
  * /proc/1/root), or the file by a FIFO, a symlink, a hard link, a 5 GiB
- * sparse file or a unix socket.  heapctl once read /rootonly/prof.heap as
+ * sparse file, a unix socket or a file of its own that is no profile.  heapctl once read /rootonly/prof.heap as
  * root and wrote it to -o.
  */
 static void test_dump_swap(void)
 {
 	static const char *const modes[] = { "late",	 "late,rel", "late,proc", "early",
 					     "early,proc", "fifo",	"symlink",   "hardlink",
-					     "huge",	 "socket" };
+					     "huge",	 "socket",   "garbage" };
 	struct attack a;
 	struct victim v = { .pid = -1 };
 	struct hres r = { 0 };

@@ -23,11 +23,12 @@
  *   late       the same, once the allocator has written prof.heap in it
  *   rel, proc  with early or late: the symlink is ../rootonly (relative),
  *              or /proc/1/root/rootonly (a magic link to the host's root)
- *   fifo, symlink, hardlink, huge, socket
+ *   fifo, symlink, hardlink, huge, socket, garbage
  *              once prof.heap is written, replace it with a FIFO, a
  *              symlink to /secret, a hard link (to /secret if the kernel
  *              allows it, else to a file of its own), a sparse 5 GiB
- *              file, or a bound unix socket
+ *              file, a bound unix socket, or a file of its own that is no
+ *              profile
  *   none       no racer (the executable's own name and debug link are
  *              the attack: see t_attack.c)
  *
@@ -183,6 +184,12 @@ static void swap_profile(const char *dir)
 		snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", p);
 		if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 			struck(); /* the fd stays open: the socket lives on */
+	} else if (has("garbage")) {
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0 && write(fd, "not a profile\n", 14) == 14)
+			struck();
+		if (fd >= 0)
+			close(fd);
 	} else if (has("huge")) {
 		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0 && ftruncate(fd, 5ll << 30) == 0)
@@ -308,7 +315,7 @@ int main(int argc, char **argv)
 			vdie("pthread_create");
 	}
 	if (has("early") || has("late") || has("fifo") || has("symlink") || has("hardlink") ||
-	    has("huge") || has("socket")) {
+	    has("huge") || has("socket") || has("garbage")) {
 		if (pthread_create(&th, NULL, dir_racer, NULL))
 			vdie("pthread_create");
 	}
