@@ -5,8 +5,7 @@
  *
  * Loading, in one borrow: memfd_create() by remote syscall, the object
  * written into it from here through the target's own fd (pidfd_getfd()),
- * dlopen("/proc/self/fd/N")
- * by remote call, the fd closed again.  Nothing touches the target's
+ * dlopen("/proc/self/fd/N") by remote call, the fd closed again.  Nothing touches the target's
  * filesystem, and the code is mapped from a file: nothing writable is ever
  * made executable (MemoryDenyWriteExecute holds).
  *

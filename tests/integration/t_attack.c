@@ -35,7 +35,8 @@
 #include "itest.h"
 
 #define NCANARY 8
-#define JE_PRELOAD "LD_PRELOAD=" LIBDIR "libjemalloc.so.2"
+/* by name: the arm64 lane's LD_LIBRARY_PATH leads to its jemalloc with a profiler */
+#define JE_PRELOAD "LD_PRELOAD=libjemalloc.so.2"
 #define JE_CONF "prof:true,prof_active:true,lg_prof_sample:12"
 
 struct canary {
@@ -164,9 +165,8 @@ static int setup(struct attack *a)
 	snprintf(a->host, sizeof(a->host), "%s/host", a->base);
 	if (mkdirs(a->base, 0755) || mkdirs(a->root, 0755) || mkdirs(a->host, 0700))
 		return t_fail("mkdir %s: %s", a->base, strerror(errno)), -1;
-	snprintf(p, sizeof(p), "%s/usr", a->root);
 	snprintf(q, sizeof(q), "%s/proc", a->root);
-	if (mkdirs(p, 0755) || mkdirs(q, 0555))
+	if (mkdirs(q, 0555))
 		return t_fail("mkdir in %s: %s", a->root, strerror(errno)), -1;
 	snprintf(p, sizeof(p), "%s/oldroot", a->root);
 	if (mkdirs(p, 0755))
@@ -174,12 +174,29 @@ static int setup(struct attack *a)
 	snprintf(p, sizeof(p), "%s/tmp", a->root);
 	if (mkdirs(p, 01777))
 		return t_fail("mkdir %s: %s", p, strerror(errno)), -1;
-	/* Debian's merged /usr: the loader is found through these */
-	for (const char *const *l = (const char *const[]){ "lib", "lib64", "bin", NULL }; *l; l++) {
+	/*
+	 * The system's directories as the host has them: a link stays a link
+	 * (Debian's merged /usr), a directory is bound there by the target
+	 * (the arm64 lane's image keeps /lib apart, and its jemalloc in /opt)
+	 */
+	for (const char *const *l = (const char *const[]){ "usr", "lib", "lib64", "bin", "opt",
+							   NULL };
+	     *l; l++) {
+		char host[64], link[256];
+		struct stat st;
+		ssize_t n;
+
+		snprintf(host, sizeof(host), "/%s", *l);
 		snprintf(p, sizeof(p), "%s/%s", a->root, *l);
-		snprintf(q, sizeof(q), "usr/%s", *l);
-		if (symlink(q, p) < 0)
-			return t_fail("symlink %s: %s", p, strerror(errno)), -1;
+		if (lstat(host, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(host, link, sizeof(link) - 1);
+			if (n <= 0 || (link[n] = '\0', symlink(link, p) < 0))
+				return t_fail("symlink %s: %s", p, strerror(errno)), -1;
+		} else if (S_ISDIR(st.st_mode) && mkdirs(p, 0755)) {
+			return t_fail("mkdir %s: %s", p, strerror(errno)), -1;
+		}
 	}
 	snprintf(text, sizeof(text), "%s secret: root only\n", a->mark);
 	snprintf(p, sizeof(p), "%s/secret", a->root);
@@ -509,13 +526,21 @@ static void test_dump_swap(void)
 			goto out;
 		snprintf(out, sizeof(out), "%s/out.heap", a.base);
 		snprintf(what, sizeof(what), "dump (%s)", modes[i]);
-		e = step(&a, &v, &r, out, what, (const char *const[]){ "dump", "-p", v.spid, "-o",
-									 out, NULL });
-		if (e < 0)
-			goto out;
-		s = swaps(&v);
+		/*
+		 * The target's inotify watch on the new directory may come after
+		 * the profile, on a loaded machine: then the dump is clean, and
+		 * another is made until it strikes.
+		 */
+		s = 0;
+		for (int k = 0; k < 8 && !s; k++) {
+			e = step(&a, &v, &r, out, what,
+				 (const char *const[]){ "dump", "-p", v.spid, "-o", out, NULL });
+			if (e < 0)
+				goto out;
+			s = swaps(&v);
+		}
 		if (!s) {
-			t_fail("%s: the target never struck", what);
+			t_fail("%s: the target never struck in 8 dumps", what);
 			goto out;
 		}
 		/* the directory renamed away still holds the real profile; the rest is refused */

@@ -8,7 +8,9 @@
  * Usage: attack_victim READY CTL REPLY ROOT EXE MODE
  *
  * Started as root, it first shuts itself in: a private mount namespace,
- * /usr bound and a fresh /proc in ROOT, pivot_root(ROOT), uid and gid 65534
+ * /usr (and /lib, /opt... where ROOT has a directory for them) bound and a
+ * fresh /proc in ROOT, pivot_root(ROOT) (or, out of an initramfs, ROOT
+ * moved over /), uid and gid 65534
  * with no groups, then execs EXE (its own copy, a path inside ROOT) with
  * ROOT "-".  ROOT holds root-only canaries heapctl must never touch:
  * /secret (0600) and /rootonly (0700) with /rootonly/prof.heap (0600).
@@ -96,15 +98,33 @@ static void shut_in(char **argv)
 	 */
 	if (mount(root, root, NULL, MS_BIND | MS_REC, NULL) < 0)
 		vdie("bind the new root");
-	snprintf(p, sizeof(p), "%s/usr", root);
-	if (mount("/usr", p, NULL, MS_BIND | MS_REC, NULL) < 0)
-		vdie("bind /usr");
+	/* the system's directories, where ROOT has a directory for them (not a link) */
+	for (const char *const *d = (const char *const[]){ "usr", "lib", "lib64", "bin", "opt",
+							   NULL };
+	     *d; d++) {
+		struct stat in, out;
+		char host[64];
+
+		snprintf(p, sizeof(p), "%s/%s", root, *d);
+		snprintf(host, sizeof(host), "/%s", *d);
+		if (lstat(p, &in) == 0 && S_ISDIR(in.st_mode) && lstat(host, &out) == 0 &&
+		    S_ISDIR(out.st_mode) && mount(host, p, NULL, MS_BIND | MS_REC, NULL) < 0)
+			vdie("bind a system directory");
+	}
 	snprintf(p, sizeof(p), "%s/proc", root);
 	if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		vdie("mount /proc");
-	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", "oldroot") < 0 ||
-	    umount2("/oldroot", MNT_DETACH) < 0 || chroot(".") < 0 || chdir("/") < 0)
+	if (chdir(root) < 0)
+		vdie("chdir to the new root");
+	if (syscall(SYS_pivot_root, ".", "oldroot") == 0) {
+		if (umount2("/oldroot", MNT_DETACH) < 0)
+			vdie("umount the old root");
+	} else if (errno != EINVAL || mount(".", "/", NULL, MS_MOVE, NULL) < 0) {
+		/* an initramfs cannot be pivoted out of: the new root moved over it instead */
 		vdie("pivot_root");
+	}
+	if (chroot(".") < 0 || chdir("/") < 0)
+		vdie("chroot");
 	if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
 	    setresuid(NOBODY, NOBODY, NOBODY) < 0)
 		vdie("become uid 65534");
