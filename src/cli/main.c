@@ -198,9 +198,10 @@ static const char report_opts[] =
 	"  --top N             text: rows per table (default 25)\n"
 	"  --lines             add file:line to frames\n"
 	"  --no-inline         do not show inlined functions as frames\n"
-	"  -p, --pid PID|NAME  also find files through /proc/PID (containers,\n"
-	"                      binaries replaced since start); a process that\n"
-	"                      has exited is no error\n"
+	"  -p, --pid PID|NAME  find the profile's files through /proc/PID, in\n"
+	"                      the process's root and with its rights, never\n"
+	"                      on the host (containers, binaries replaced since\n"
+	"                      start); a process that has exited is no error\n"
 	"  --sysroot DIR       look for files and debug files under DIR first\n";
 static const char report_examples[] =
 	"    heapctl report heapctl.1234.0.heap\n"
