@@ -276,8 +276,9 @@ int cli_resolve_pid(struct cli_env *env)
 	 * looked for by the profile's own paths.
 	 */
 	if ((env->cmd->opts & CLI_O_PIDOPT) && hc_pid_check(env->pid, 0, &err)) {
-		cli_log(HC_LOG_WARN, "%s: -p %d is not used; files are found by the profile's paths",
-			err.msg, (int)env->pid);
+		cli_log(HC_LOG_WARN, "%s: -p %d is not used; files are found by the profile's paths, "
+			"on the host (--sysroot DIR for a profile you do not trust)", err.msg,
+			(int)env->pid);
 		env->pid = 0;
 	}
 	return CLI_EXIT_OK;
