@@ -209,6 +209,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	size_t ntids = 0;
 	unsigned int attempts = 0;
 	useconds_t backoff = 200;
+	enum prog prog;
 	int r;
 
 	/* how long a --tid thread may be waited for to leave restart_syscall */
@@ -218,11 +219,18 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	if (tlock_acquire(t, err) < 0)
 		return -1;
 	if (!t->gadget && gadget_find(t, err) < 0) {
-		if (!gadget_same_program(t)) {
+		enum prog p = gadget_program(t);
+
+		if (p != PROG_SAME) {
 			pr_info("%s", err->msg);
 			memset(err, 0, sizeof(*err));
-			return err_set(err, HC_E_GONE, 0, "pid %d ran execve while heapctl looked at it",
-				       t->pid);
+			if (p == PROG_GONE)
+				return err_set(err, HC_E_GONE, 0,
+					       "pid %d exited while heapctl looked at it", t->pid);
+			/* the same words as step_gone(): HC_E_GONE's own hint speaks of an exit */
+			return err_sethint(err, HC_E_GONE, 0,
+					   "retry on the new program if it uses jemalloc",
+					   "pid %d ran execve while heapctl looked at it", t->pid);
 		}
 		return -1;
 	}
@@ -330,9 +338,10 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			pr_debug("borrowing tid %d of pid %d", t->sess->tid, t->pid);
 			return 0;
 		}
-		if (!ntids || !gadget_same_program(t)) {
-			/* every thread is a zombie (killed, not yet reaped), or execve ran */
-			if (ntids)
+		prog = ntids ? gadget_program(t) : PROG_GONE;
+		if (prog != PROG_SAME) {
+			/* all threads zombies (killed, not yet reaped) or exited, or execve ran */
+			if (prog == PROG_OTHER)
 				t->sess->exec_seen = true;
 			step_gone(t, err);
 			goto fail;

@@ -171,7 +171,8 @@ int thread_check_stopped(struct hc_target *t, struct hc_err *err);
 
 /* Find what heapctl runs on in the target's text (target.h: gadget, restorer, retg, notify_fn). */
 int gadget_find(struct hc_target *t, struct hc_err *err);
-/* Is the program heapctl inspected still the one running (no execve since)? */
-bool gadget_same_program(struct hc_target *t);
+/* What runs in the target now: the program heapctl read, another (execve), none (exit). */
+enum prog { PROG_SAME, PROG_OTHER, PROG_GONE };
+enum prog gadget_program(struct hc_target *t);
 
 #endif

@@ -4,15 +4,17 @@
  * the "syscall; ret" sequence remote syscalls run on, a sigreturn
  * restorer, the function callbacks point at (getpid()), and on x86_64 the
  * ret gadget calls return through (arch.h).  All of it is found before
- * anything is stopped.  gadget_same_program() tells a failed search from
- * an execve.
+ * anything is stopped.  gadget_program() tells a failed search from an
+ * execve, and both from an exit.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "call_int.h"
 #include "log.h"
+#include "procfs.h"
 #include "ptrace.h"
 #include "target.h"
 
@@ -255,35 +257,82 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 }
 
 /*
+ * Read len bytes at raddr in the memory the process has now.  1: read;
+ * -1: that memory has nothing at raddr; 0: the process has no memory
+ * left, it exited.  process_vm_readv() fails with ESRCH for a task with
+ * no mm (mm_access() in kernel/fork.c, from process_vm_rw_core() in
+ * mm/process_vm_access.c): a task reaped, or past exit_mm() in do_exit().
+ * A leader that exited alone (pthread_exit()) has none either while its
+ * threads go on, so a live thread answers for the process then.  An
+ * execve always leaves one thread with memory: exec_mmap() swaps the old
+ * mm for the new under task_lock(), and while de_thread() waits for the
+ * old leader to die, the thread in execve still has the old mm.
+ */
+static int read_now(struct hc_target *t, uint64_t raddr, void *buf, size_t len,
+		    struct hc_err *e)
+{
+	char proc[96];
+	int tid;
+
+	if (mem_read(t->pid, -1, raddr, buf, len, e) == 0)
+		return 1;
+	if (e->sys_errno != ESRCH)
+		return -1;
+	if (!procfs_live_task(t->pid, proc, sizeof(proc)) ||
+	    sscanf(proc, "/proc/%*d/task/%d", &tid) != 1)
+		return 0;
+	memset(e, 0, sizeof(*e));
+	if (mem_read(tid, -1, raddr, buf, len, e) == 0)
+		return 1;
+	return e->sys_errno == ESRCH ? 0 : -1;
+}
+
+/*
  * Is the program heapctl inspected still the one running?  After an execve
  * the executable's ELF header is no longer where maps_load() found it, and
  * the /proc/PID/mem heapctl opened, if it was opened before, reads nothing:
  * it belongs to the memory the execve threw away, while process_vm_readv()
- * reads the new one.  Both must still show the header.
+ * reads the new one.  Both must still show the header.  An exit throws
+ * the memory away too, with nothing after it: that is PROG_GONE, never an
+ * execve.
  */
-bool gadget_same_program(struct hc_target *t)
+enum prog gadget_program(struct hc_target *t)
 {
 	for (size_t i = 0; i < t->nobjs; i++) {
 		const struct obj *o = &t->objs[i];
 		struct hc_err e = { 0 };
 		uint8_t magic[4], fmagic[4];
+		int r;
 
 		if (!o->is_exe || !o->base)
 			continue;
 		/* what decided it, for -v: a refusal that says execve had better say why */
-		if (mem_read(t->pid, -1, o->base, magic, 4, &e) < 0 || memcmp(magic, "\177ELF", 4)) {
+		r = read_now(t, o->base, magic, 4, &e);
+		if (r == 0) {
+			pr_info("pid %d has no memory left (%s): it exited", t->pid, e.msg);
+			return PROG_GONE;
+		}
+		if (r < 0 || memcmp(magic, "\177ELF", 4)) {
 			pr_info("%s: no ELF header at 0x%llx now (%s)", o->path,
 				(unsigned long long)o->base, e.msg[0] ? e.msg : "other bytes");
-			return false;
+			return PROG_OTHER;
 		}
 		errno = 0;
 		if (t->memfd >= 0 && (mem_read_fd(t->memfd, o->base, fmagic, 4) < 0 ||
 				      memcmp(fmagic, magic, 4))) {
+			int err = errno;
+
+			/* the memory it opened is gone: execve, or an exit since the read above */
+			memset(&e, 0, sizeof(e));
+			if (read_now(t, o->base, magic, 4, &e) == 0) {
+				pr_info("pid %d has no memory left (%s): it exited", t->pid, e.msg);
+				return PROG_GONE;
+			}
 			pr_info("%s/mem no longer reads %s's ELF header (%s)", t->proc, o->path,
-				errno ? strerror(errno) : "nothing, or other bytes");
-			return false;
+				err ? strerror(err) : "nothing, or other bytes");
+			return PROG_OTHER;
 		}
-		return true;
+		return PROG_SAME;
 	}
-	return true;
+	return PROG_SAME;
 }
