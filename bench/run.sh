@@ -27,6 +27,10 @@
 #   max gap         the longest a 1 ms ticker thread went without running,
 #                   idle, while heapctl runs, and while gdb attaches
 #   scaling         round trip and pause at 10, 100 and 1000 threads
+#   as the target's user
+#                   dump's round trip on root's process and on a uid 65534 one,
+#                   in turn: on the latter heapctl's file work runs with the
+#                   target's credentials (src/lib/cred.c)
 #
 # Knobs (environment): BENCH_RUNS (30), BENCH_TOGGLES (10), BENCH_GDB_RUNS (5),
 # BENCH_SCALE_RUNS (15), BENCH_TICKERS (4), BENCH_THREADS ("10 100 1000"),
@@ -87,15 +91,20 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-# Start the target with $1 threads; sets tpid, tcmd and tout (fds).
+# Start the target with $1 threads; sets tpid, tcmd and tout (fds).  $2,
+# if given, is a uid to run it as (its fifos are then opened as that user).
 start_target()
 {
-	local word pid
+	local word pid as=()
 
 	rm -f "$tmp/cmd" "$tmp/out"
-	mkfifo "$tmp/cmd" "$tmp/out" || die "mkfifo failed"
+	mkfifo -m 0666 "$tmp/cmd" "$tmp/out" || die "mkfifo failed"
+	if [ -n "${2:-}" ]; then
+		chmod 0711 "$tmp"
+		as=(setpriv --reuid="$2" --regid="$2" --clear-groups)
+	fi
 	MALLOC_CONF=prof:true,prof_active:false \
-		"$target" "$1" "$tickers" "$tmp/cmd" "$tmp/out" </dev/null &
+		"${as[@]}" "$target" "$1" "$tickers" "$tmp/cmd" "$tmp/out" </dev/null &
 	tpid=$!
 	# Opening read-write never blocks, and holding the write end keeps
 	# the target alive; when this script dies the target reads EOF.
@@ -332,6 +341,26 @@ for n in ${thread_counts#"$first_n"}; do
 	stop_target
 done
 
+# dump as root on root's process, then on a uid 65534 process, in turn: on
+# the second heapctl makes its private directory, and reads jemalloc's
+# profile back, in threads that took that user's credentials
+# (src/lib/cred.c), so that nothing the target swaps leads past its rights
+as_runs=$((runs / 3 > 5 ? runs / 3 : 5))
+as_why=
+if ! command -v setpriv >/dev/null; then
+	as_why="setpriv not found (util-linux)"
+else
+	for ((i = 0; i < as_runs; i++)); do
+		for who in root nobody; do
+			start_target "$first_n" "$([ $who = root ] || echo 65534)"
+			"$heapctl" prof on -p "$tpid" >/dev/null 2>&1
+			run_heapctl "as.$who" dump -o "$tmp/as.heap" -p "$tpid"
+			stop_target
+		done
+	done
+	chmod 0700 "$tmp"
+fi
+
 # ---------------------------------------------------------------------
 
 rt_med=$(pick "$tmp/status.$first_n.rt" median)
@@ -397,6 +426,16 @@ printf '%-24s idle %s (typ %s)   during heapctl %s (typ %s)   during gdb %s (typ
 printf '%-24s (%d threads tick every 1 ms; typ = median of the per-slot maxima over\n' "" "$tickers"
 printf '%-24s  %d x 100 ms slots idle, %d slots each starting one heapctl, %d gdb attaches)\n' \
 	"" "$slots" "$slots" "$gdb_runs"
+if [ -z "$as_why" ]; then
+	as_root=$(pick "$tmp/as.root.rt" median)
+	as_nobody=$(pick "$tmp/as.nobody.rt" median)
+	printf '%-24s root process %s    uid 65534 process %s    ratio %s   (dump round trip, %d each)\n' \
+		"as the target's user" "$(ms "$as_root")" "$(ms "$as_nobody")" \
+		"$(ratio "$as_nobody" "$as_root" "%.2fx")" "$as_runs"
+	printf '%-24s (its files with its own rights: a thread per step, cred.c)\n' ""
+else
+	printf '%-24s n/a (%s)\n' "as the target's user" "$as_why"
+fi
 line=
 for n in $thread_counts; do
 	line+="$(printf '  %s thr %s / %s' "$n" "$(ms "$(pick "$tmp/status.$n.rt" median)")" \
