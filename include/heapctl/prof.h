@@ -136,8 +136,20 @@ struct hc_report_totals {
 	size_t nobjects, nmissing;       /* objects seen, objects whose file was not found */
 	uint64_t period;
 	bool diff;                       /* built with a base profile */
+	/*
+	 * Samples behind the figures: sampled objects as the profiles wrote
+	 * them, in the profile and its base, and those that grew (the excess
+	 * of the profile's over the base's, summed over the stacks that grew).
+	 */
+	double samples, base_samples, grew_samples;
 };
 HC_API void hc_report_totals(const struct hc_report *r, struct hc_report_totals *t);
+/*
+ * The 95% range [*lo, *hi] of a Poisson mean from a count of k samples
+ * (docs/report.md, "How sure").  A figure estimated from k samples spans
+ * figure * lo / k to figure * hi / k.
+ */
+HC_API void hc_poisson_range(double k, double *lo, double *hi);
 
 /* "folded" -> HC_FMT_FOLDED ...; -1 if unknown. */
 HC_API int hc_report_format_parse(const char *name);

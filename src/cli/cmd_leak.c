@@ -197,18 +197,49 @@ fail:
  * "functions" and "stacks".  The -o file is written as without --json.
  * Schema in docs/cli.md.
  */
+/*
+ * Below this many samples behind the growth, its rate is not a figure to
+ * act on: the 95% range is then wider than the figure itself on one side
+ * (Poisson: 10 samples span 0.48 to 1.84 times what they show).
+ */
+#define MIN_SAMPLES 10
+
+/*
+ * The 95% range of the growth rate: the growth of the stacks that grew
+ * comes from grew_samples sampled objects, a Poisson count, each standing
+ * for grew / grew_samples (docs/report.md, "How sure").  With no sample
+ * that grew, a growth below about hc_poisson_range(0) samples of the mean
+ * interval (bytes) could still have gone unseen.
+ */
+static void rate_range(const struct hc_report_totals *t, double grew, double secs, bool objects,
+		       double *lo, double *hi)
+{
+	double k = t->grew_samples, l, h;
+	double per = k > 0 && grew > 0 ? grew / k : objects ? 0 : (double)t->period;
+
+	hc_poisson_range(k, &l, &h);
+	*lo = k > 0 && grew > 0 ? l * per / secs : 0;
+	*hi = h * per / secs;
+}
+
 static int print_json(const struct cli_env *env, struct hc_report *r,
 		      const struct hc_write_opts *wo, const struct hc_report_totals *tot,
 		      double change, double secs, bool was_active, const char *out, int fmt,
 		      struct hc_err *err)
 {
+	double lo, hi;
+
+	rate_range(tot, change, secs, env->objects, &lo, &hi);
 	printf("{\"pid\":%d,\"seconds\":%.3f,\"weight\":\"%s\",\"bytes\":%.0f,"
 	       "\"base_bytes\":%.0f,\"objects\":%.0f,\"base_objects\":%.0f,\"change\":%.0f,"
-	       "\"per_second\":%.0f,\"period\":%llu,\"profiling_was_active\":%s,\"output\":{"
-	       "\"path\":",
+	       "\"per_second\":%.0f,\"samples\":%.0f,\"base_samples\":%.0f,"
+	       "\"grew_samples\":%.0f,\"per_second_range\":[%.0f,%.0f],\"reliable\":%s,"
+	       "\"period\":%llu,\"profiling_was_active\":%s,\"output\":{\"path\":",
 	       (int)env->pid, secs, env->objects ? "objects" : "bytes", tot->bytes,
 	       tot->base_bytes, tot->objects, tot->base_objects, change, change / secs,
-	       (unsigned long long)tot->period, cli_bool(was_active));
+	       tot->samples, tot->base_samples, tot->grew_samples, lo, hi,
+	       cli_bool(tot->grew_samples >= MIN_SAMPLES), (unsigned long long)tot->period,
+	       cli_bool(was_active));
 	hc_json_str(stdout, out);
 	printf(",\"format\":\"%s\"},", hc_report_format_name(fmt));
 	if (hc_report_write_top_json(r, wo, stdout, err))
@@ -230,9 +261,9 @@ int cmd_leak(struct cli_env *env)
 	struct cli_out out;
 	struct hc_err err;
 	bool activated = false, was_off, to_stdout = cli_out_is_stdout(env->output);
-	double t0, t1, secs, grew;
+	double t0, t1, secs, grew, lo, hi;
 	int fmt, rc;
-	char gb[32], nb[32];
+	char gb[32], nb[32], lb[32], hb[32], iv[32];
 	FILE *msg = to_stdout ? stderr : stdout;
 
 	/*
@@ -313,9 +344,12 @@ int cmd_leak(struct cli_env *env)
 		rc = CLI_EXIT_OK;
 		goto out;
 	}
+	rate_range(&tot, grew, secs, env->objects, &lo, &hi);
 	if (env->objects) {
-		fprintf(msg, "pid %d: %+.0f objects in %.1f s (%.1f objects/s)\n", (int)env->pid,
-			grew, secs, grew / secs);
+		fprintf(msg, "pid %d: %+.0f objects in %.1f s (%.1f objects/s)%s\n", (int)env->pid,
+			grew, secs, grew / secs, was_off ? "; profiling was off before" : "");
+		fprintf(msg, "  from %.0f sampled objects that grew: 95%% range %.1f to %.1f "
+			"objects/s\n", tot.grew_samples, lo, hi);
 	} else {
 		cli_size(grew > 0 ? (uint64_t)grew : (uint64_t)-grew, gb, sizeof(gb));
 		cli_size(grew > 0 ? (uint64_t)(grew / secs) : (uint64_t)(-grew / secs), nb,
@@ -323,7 +357,16 @@ int cmd_leak(struct cli_env *env)
 		fprintf(msg, "pid %d: heap %s by %s in %.1f s (%s/s)%s\n", (int)env->pid,
 			grew >= 0 ? "grew" : "shrank", gb, secs, nb,
 			was_off ? "; profiling was off before" : "");
+		cli_size((uint64_t)lo, lb, sizeof(lb));
+		cli_size((uint64_t)hi, hb, sizeof(hb));
+		cli_size(tot.period, iv, sizeof(iv));
+		fprintf(msg, "  from %.0f samples that grew (one per %s on average): 95%% range "
+			"%s/s to %s/s\n", tot.grew_samples, iv, lb, hb);
 	}
+	if (tot.grew_samples < MIN_SAMPLES)
+		fprintf(msg, "  only %.0f samples grew: the rate is not reliable; measure longer "
+			"(--for) or sample finer (heapctl's sampler: --sample-bytes%s)\n", tot.grew_samples,
+			tot.period > 16384 ? " 16K" : "");
 	fputc('\n', msg);
 	if (cli_report_to(r, HC_FMT_TEXT, &wo, msg, &err))
 		goto fail;

@@ -64,6 +64,8 @@ bool u64map_get(const struct u64map *m, uint64_t key, uint32_t *val);
 void u64map_free(struct u64map *m);
 
 uint32_t prof_hash(const void *data, size_t len, uint32_t seed);
+/* sqrt(x), 0 for x <= 0; heapctl does not link libm. */
+double prof_sqrt(double x);
 /* exp(x) - 1 to ~1 ulp; heapctl does not link libm. */
 double prof_expm1(double x);
 /* Round to the nearest integer, halves away from zero; clamped to int64. */
@@ -171,6 +173,7 @@ struct rstack {
 	size_t first;   /* into hc_report.frames */
 	uint32_t n;
 	double v[2][2]; /* [new, base][objects, bytes] */
+	double raw[2];  /* [new, base]: sampled objects, as the profile wrote them */
 	int32_t rep;    /* a raw sample standing for it (pprof without base), or -1 */
 };
 

@@ -254,6 +254,7 @@ static int add_profile(struct hc_report *r, struct merge *m, const struct hc_pro
 			goto out;
 		r->stacks[st].v[base][0] += smp->objs;
 		r->stacks[st].v[base][1] += smp->bytes;
+		r->stacks[st].raw[base] += (double)smp->raw_objs;
 		/* The raw sample, locations root first, for pprof. */
 		if (prof_grow(&r->samples, &r->samples_cap, r->nsamples + 1, sizeof(*r->samples)) ||
 		    prof_grow(&r->locs, &r->locs_cap, r->nlocs + n - cut, sizeof(*r->locs)))
@@ -321,10 +322,15 @@ struct hc_report *hc_report_build(const struct hc_prof *prof, const struct hc_pr
 		t->bytes += s->v[0][1];
 		t->base_objects += s->v[1][0];
 		t->base_bytes += s->v[1][1];
-		if (d > 0)
+		t->samples += s->raw[0];
+		t->base_samples += s->raw[1];
+		if (d > 0) {
 			t->grew_bytes += d;
-		else
+			if (s->raw[0] > s->raw[1])
+				t->grew_samples += s->raw[0] - s->raw[1];
+		} else {
 			t->shrank_bytes -= d;
+		}
 	}
 	/* Addresses that are shown (the allocator's dropped frames do not count). */
 	{
@@ -373,6 +379,65 @@ void hc_report_free(struct hc_report *r)
 void hc_report_totals(const struct hc_report *r, struct hc_report_totals *t)
 {
 	*t = r->tot;
+}
+
+/* P(X <= k) for X ~ Poisson(l); l below a few hundred (e^-l as (e^(-l/64))^64). */
+static double pois_cdf(double k, double l)
+{
+	double e = prof_expm1(-l / 64) + 1, term = 1, sum;
+
+	for (int i = 0; i < 6; i++)
+		e *= e;
+	term = e;
+	sum = term;
+	for (double i = 1; i <= k; i++) {
+		term *= l / i;
+		sum += term;
+	}
+	return sum;
+}
+
+/* The l at which pois_cdf(k, l) falls to p: it falls as l grows. */
+static double pois_solve(double k, double p)
+{
+	double a = 0, b = k + 10 * prof_sqrt(k + 1) + 10;
+
+	for (int i = 0; i < 100; i++) {
+		double m = (a + b) / 2;
+
+		if (pois_cdf(k, m) > p)
+			a = m;
+		else
+			b = m;
+	}
+	return (a + b) / 2;
+}
+
+/*
+ * Garwood's exact interval for a Poisson mean from k events: the mean
+ * below which k or more would come only 2.5% of the time, and the one
+ * above which k or fewer would.  Solved on the Poisson distribution itself
+ * up to k = 100; above, its chi-square quantiles by Wilson and
+ * Hilferty's cube-root approximation, within 0.1% there.  The samplers of
+ * jemalloc and heapctl take a sample every exponentially distributed
+ * number of bytes, so the samples that fall in a stretch of allocations
+ * are a Poisson count.
+ */
+void hc_poisson_range(double k, double *lo, double *hi)
+{
+	const double z = 1.959964; /* 95%, two-sided */
+	double c;
+
+	k = k > 0 ? (double)(uint64_t)(k + 0.5) : 0;
+	if (k <= 100) {
+		*lo = k > 0 ? pois_solve(k - 1, 0.975) : 0;
+		*hi = pois_solve(k, 0.025);
+		return;
+	}
+	c = 1.0 - 1.0 / (9.0 * k) - z / (3.0 * prof_sqrt(k));
+	*lo = k * c * c * c;
+	c = 1.0 - 1.0 / (9.0 * (k + 1)) + z / (3.0 * prof_sqrt(k + 1));
+	*hi = (k + 1) * c * c * c;
 }
 
 double report_delta(const struct hc_report *r, const struct rstack *s, bool objects)

@@ -288,6 +288,22 @@ void u64map_free(struct u64map *m)
 
 /* ---- numbers --------------------------------------------------------- */
 
+/* Square root by Newton's method from above: no libm for the library's users. */
+double prof_sqrt(double x)
+{
+	double r = x > 1 ? x : 1, n;
+
+	if (!(x > 0))
+		return 0;
+	for (int i = 0; i < 200; i++) {
+		n = 0.5 * (r + x / r);
+		if (n >= r)
+			break;
+		r = n;
+	}
+	return r;
+}
+
 /*
  * expm1 by range reduction: x = k ln2 + r with |r| <= ln2/2, then
  * e^x - 1 = 2^k (e^r - 1) + (2^k - 1), where e^r - 1 comes from its Taylor

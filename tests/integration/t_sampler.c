@@ -242,6 +242,19 @@ static void leak_named(struct victim *v, const char *cmd, const char *want, doub
 		       got, bytes);
 	else if (!strstr(r.out, site))
 		t_fail("leak --json: the top functions do not name %s: %.400s", site, r.out);
+	/* the samples behind it, and a 95% range around the rate */
+	{
+		const char *rg = strstr(r.out, "\"per_second_range\":[");
+		double lo = -1, hi = -1, rate = num(r.out, "per_second");
+
+		if (!rg || sscanf(rg, "\"per_second_range\":[%lf,%lf]", &lo, &hi) != 2 ||
+		    num(r.out, "grew_samples") < 10 || !strstr(r.out, "\"reliable\":true") ||
+		    !(lo <= rate && rate <= hi) || hi > 2 * lo)
+			t_fail("leak --json: %.0f samples grew, rate %.0f, range [%.0f, %.0f] "
+			       "(want at least 10 samples, reliable, a range around the rate "
+			       "no wider than 2x): %.300s", num(r.out, "grew_samples"), rate, lo,
+			       hi, r.out);
+	}
 	folded = read_file_str(out);
 	if (!folded || !strstr(folded, site))
 		t_fail("leak -o %s: the stacks do not name %s: %.300s", out, site,

@@ -952,9 +952,39 @@ static void corpus(void)
 	end();
 }
 
+/*
+ * hc_poisson_range() against Garwood's exact 95% bounds (chi-square
+ * quantiles, as tabulated): within 1%, and 0 below for no sample; on both
+ * sides of k = 100, where it changes method.
+ */
+static void poisson(void)
+{
+	static const struct {
+		double k, lo, hi;
+	} exact[] = {
+		{ 0, 0, 3.689 }, { 1, 0.0253, 5.572 }, { 5, 1.623, 11.668 },
+		{ 10, 4.795, 18.390 }, { 100, 81.364, 121.627 }, { 101, 82.27, 122.73 },
+		{ 10000, 9804.6, 10197.4 },
+	};
+
+	begin("report.poisson_range");
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++) {
+		double lo, hi;
+
+		hc_poisson_range(exact[i].k, &lo, &hi);
+		CHECK(hi > exact[i].hi * 0.99 && hi < exact[i].hi * 1.01 &&
+		      (exact[i].lo == 0 ? lo == 0 :
+		       lo > exact[i].lo * 0.99 && lo < exact[i].lo * 1.01),
+		      "k %.0f: [%.4f, %.4f], exact [%.4f, %.4f]", exact[i].k, lo, hi, exact[i].lo,
+		      exact[i].hi);
+	}
+	end();
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	poisson();
 	parser();
 	pbenc();
 	alloc_frames();
