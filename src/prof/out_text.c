@@ -275,8 +275,9 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct
 		fmt_val(a, sizeof(a), objects ? t->objects : t->bytes, objects, false);
 		/* period 0: gperftools' heap profiler records every allocation, no sampling */
 		if (t->period)
-			fprintf(f, "Total: %s%s in %zu stacks (sampled every %s on average, un-biased)\n",
-				a, objects ? " objects" : "", t->nstacks, per);
+			fprintf(f, "Total: %s%s in %zu stacks (sampled every %s on average, un-biased; "
+				"%.0f samples)\n", a, objects ? " objects" : "", t->nstacks, per,
+				t->samples);
 		else
 			fprintf(f, "Total: %s%s in %zu stacks (every allocation recorded)\n", a,
 				objects ? " objects" : "", t->nstacks);
@@ -301,10 +302,14 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct
 		fmt_val(a, sizeof(a), nv - bv, objects, true);
 		fmt_val(b, sizeof(b), bv, objects, false);
 		fmt_val(c, sizeof(c), nv, objects, false);
-		fprintf(f, "Change: %s%s (base %s -> %s, %zu stacks, %s%s)\n", a,
+		fprintf(f, "Change: %s%s (base %s -> %s, %zu stacks, %s%s", a,
 			objects ? " objects" : "", b, c, t->nstacks,
 			t->period ? "sampled every " : "every allocation recorded",
 			t->period ? per : "");
+		if (t->period)
+			fprintf(f, "; %.0f -> %.0f samples, %.0f of them grew", t->base_samples,
+				t->samples, t->grew_samples);
+		fputs(")\n", f);
 		fmt_val(a, sizeof(a), grew, objects, true);
 		fprintf(f, "\nGrew: %s\n", a);
 		sc.sign = 1;
@@ -347,11 +352,14 @@ int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct
 	qsort_r(idx, r->nstacks, sizeof(*idx), cmp_stack_delta, &c);
 	fprintf(f, "{\"format\":\"heapctl-report-1\",\"period\":%llu,",
 		(unsigned long long)t->period);
-	fprintf(f, "\"bytes\":%lld,\"objects\":%lld,", (long long)prof_round(t->bytes),
-		(long long)prof_round(t->objects));
+	fprintf(f, "\"bytes\":%lld,\"objects\":%lld,\"samples\":%lld,",
+		(long long)prof_round(t->bytes), (long long)prof_round(t->objects),
+		(long long)prof_round(t->samples));
 	if (r->base)
-		fprintf(f, "\"base_bytes\":%lld,\"base_objects\":%lld,",
-			(long long)prof_round(t->base_bytes), (long long)prof_round(t->base_objects));
+		fprintf(f, "\"base_bytes\":%lld,\"base_objects\":%lld,\"base_samples\":%lld,"
+			"\"grew_samples\":%lld,", (long long)prof_round(t->base_bytes),
+			(long long)prof_round(t->base_objects), (long long)prof_round(t->base_samples),
+			(long long)prof_round(t->grew_samples));
 	fprintf(f, "\"addresses\":%zu,\"unresolved\":%zu,\"stacks\":[", t->naddrs,
 		t->nunresolved);
 	for (i = 0; i < r->nstacks; i++) {
