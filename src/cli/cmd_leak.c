@@ -193,11 +193,6 @@ fail:
 }
 
 /*
- * leak --json: the summary as one object on stdout, the tables' heads as
- * "functions" and "stacks".  The -o file is written as without --json.
- * Schema in docs/cli.md.
- */
-/*
  * Below this many samples behind the growth, its rate is not a figure to
  * act on: the 95% range is then wider than the figure itself on one side
  * (Poisson: 10 samples span 0.48 to 1.84 times what they show).
@@ -217,11 +212,21 @@ static void rate_range(const struct hc_report_totals *t, double grew, double sec
 	double k = t->grew_samples, l, h;
 	double per = k > 0 && grew > 0 ? grew / k : objects ? 0 : (double)t->period;
 
+	/* period 0: gperftools recorded every allocation, nothing was sampled */
+	if (!t->period) {
+		*lo = *hi = grew / secs;
+		return;
+	}
 	hc_poisson_range(k, &l, &h);
 	*lo = k > 0 && grew > 0 ? l * per / secs : 0;
 	*hi = h * per / secs;
 }
 
+/*
+ * leak --json: the summary as one object on stdout, the tables' heads as
+ * "functions" and "stacks".  The -o file is written as without --json.
+ * Schema in docs/cli.md.
+ */
 static int print_json(const struct cli_env *env, struct hc_report *r,
 		      const struct hc_write_opts *wo, const struct hc_report_totals *tot,
 		      double change, double secs, bool was_active, const char *out, int fmt,
@@ -238,7 +243,8 @@ static int print_json(const struct cli_env *env, struct hc_report *r,
 	       (int)env->pid, secs, env->objects ? "objects" : "bytes", tot->bytes,
 	       tot->base_bytes, tot->objects, tot->base_objects, change, change / secs,
 	       tot->samples, tot->base_samples, tot->grew_samples, lo, hi,
-	       cli_bool(tot->grew_samples >= MIN_SAMPLES), (unsigned long long)tot->period,
+	       cli_bool(!tot->period || tot->grew_samples >= MIN_SAMPLES),
+	       (unsigned long long)tot->period,
 	       cli_bool(was_active));
 	hc_json_str(stdout, out);
 	printf(",\"format\":\"%s\"},", hc_report_format_name(fmt));
@@ -348,8 +354,9 @@ int cmd_leak(struct cli_env *env)
 	if (env->objects) {
 		fprintf(msg, "pid %d: %+.0f objects in %.1f s (%.1f objects/s)%s\n", (int)env->pid,
 			grew, secs, grew / secs, was_off ? "; profiling was off before" : "");
-		fprintf(msg, "  from %.0f sampled objects that grew: 95%% range %.1f to %.1f "
-			"objects/s\n", tot.grew_samples, lo, hi);
+		if (tot.period)
+			fprintf(msg, "  from %.0f sampled objects that grew: 95%% range %.1f to "
+				"%.1f objects/s\n", tot.grew_samples, lo, hi);
 	} else {
 		cli_size(grew > 0 ? (uint64_t)grew : (uint64_t)-grew, gb, sizeof(gb));
 		cli_size(grew > 0 ? (uint64_t)(grew / secs) : (uint64_t)(-grew / secs), nb,
@@ -360,13 +367,16 @@ int cmd_leak(struct cli_env *env)
 		cli_size((uint64_t)lo, lb, sizeof(lb));
 		cli_size((uint64_t)hi, hb, sizeof(hb));
 		cli_size(tot.period, iv, sizeof(iv));
-		fprintf(msg, "  from %.0f samples that grew (one per %s on average): 95%% range "
-			"%s/s to %s/s\n", tot.grew_samples, iv, lb, hb);
+		if (tot.period)
+			fprintf(msg, "  from %.0f samples that grew (one per %s on average): 95%% "
+				"range %s/s to %s/s\n", tot.grew_samples, iv, lb, hb);
 	}
-	if (tot.grew_samples < MIN_SAMPLES)
+	if (!tot.period)
+		fprintf(msg, "  every allocation was recorded: no sampling error\n");
+	else if (tot.grew_samples < MIN_SAMPLES)
 		fprintf(msg, "  only %.0f samples grew: the rate is not reliable; measure longer "
-			"(--for) or sample finer (heapctl's sampler: --sample-bytes%s)\n", tot.grew_samples,
-			tot.period > 16384 ? " 16K" : "");
+			"(--for) or sample finer (heapctl's sampler: --sample-bytes%s)\n",
+			tot.grew_samples, tot.period > 16384 ? " 16K" : "");
 	fputc('\n', msg);
 	if (cli_report_to(r, HC_FMT_TEXT, &wo, msg, &err))
 		goto fail;
