@@ -94,6 +94,9 @@ HC_API void hc_log_set(hc_log_fn fn, enum hc_log_level level);
 struct hc_target;
 struct hc_evidence;
 
+/* heapctl's sampler: the mean bytes between samples unless told otherwise. */
+#define HC_SAMPLE_BYTES_DEFAULT (512u * 1024)
+
 struct hc_target_opts {
 	pid_t tid;          /* 0: pick a thread at a safe point; else force this one */
 	unsigned timeout_ms; /* whole-operation budget; 0 means 30 s */
@@ -119,7 +122,11 @@ struct hc_target_opts {
 	 * heapctl's injected sampler; an installed sampler is always used.
 	 */
 	int sampler;
-	uint64_t sample_bytes; /* the sampler's mean interval; 0: 512 KiB */
+	/*
+	 * The sampler's mean interval; 0: the default (HC_SAMPLE_BYTES_DEFAULT)
+	 * when it starts, or the interval it samples with already
+	 */
+	uint64_t sample_bytes;
 };
 enum hc_sampler_mode { HC_SAMPLER_AUTO, HC_SAMPLER_NATIVE, HC_SAMPLER_INJECT };
 

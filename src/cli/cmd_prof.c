@@ -45,17 +45,29 @@ static const char *profiler(const struct prof_state *p)
 	}
 }
 
-static void sampler_text(int pid, const struct prof_state *p)
+static void sampler_text(const struct cli_env *env, const struct prof_state *p)
 {
 	const struct hc_sampler *s = &p->smp;
-	char iv[32];
+	int pid = (int)env->pid;
+	char iv[32], kept[160];
 
 	cli_size(s->interval, iv, sizeof(iv));
+	/*
+	 * A bare prof on starts the sampler at the default interval; one that
+	 * samples already keeps its own, and what it sampled: said, with why.
+	 */
+	kept[0] = '\0';
+	if (s->enabled && p->prev && !env->topts.sample_bytes &&
+	    s->interval != HC_SAMPLE_BYTES_DEFAULT)
+		snprintf(kept, sizeof(kept), " (it sampled already: its interval and its samples "
+			 "are kept; --sample-bytes 512K starts a new profile at the default)");
 	if (p->changed)
 		printf("heapctl's sampler: %s -> %s%s\n", p->prev ? "sampling" : "off",
-		       s->enabled ? "sampling" : "off", s->loaded_now ? " (loaded into the process now)" : "");
+		       s->enabled ? "sampling" : "off",
+		       s->loaded_now ? " (loaded into the process now)" : "");
 	printf("profiling: heapctl's sampler (the allocator has no profiler running): %s, one "
-	       "sample per %s on average\n", s->enabled ? "sampling" : "off, hooks removed", iv);
+	       "sample per %s on average%s\n", s->enabled ? "sampling" : "off, hooks removed", iv,
+	       kept);
 	if (s->enabled) {
 		printf("sampler: %llu samples, %llu live, %llu stacks; %u GOT slots hooked in %u objects\n",
 		       (unsigned long long)s->samples, (unsigned long long)s->live,
@@ -88,7 +100,7 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 		return;
 	}
 	if (!strcmp(profiler(p), "heapctl-sampler")) {
-		sampler_text((int)env->pid, p);
+		sampler_text(env, p);
 		return;
 	}
 	switch (p->kind) {

@@ -77,7 +77,8 @@ static const char prof_opts[] =
 	"  --sampler MODE      auto (default): the allocator's own profiler when it\n"
 	"                      can run, else heapctl's; native; inject\n"
 	"  --sample-bytes N    heapctl's sampler: mean bytes between samples\n"
-	"                      (default 512K; K, M, G accepted)\n"
+	"                      (default 512K; K, M, G accepted); without it a\n"
+	"                      sampler that samples already keeps its own\n"
 	"  --json              {\"pid\":N,\"allocator\":S,\"available\":BOOL,\n"
 	"                      \"enabled\":BOOL,\"active\":BOOL,\"profiler\":S,\n"
 	"                      \"sampler\":{...}}; on and off add \"previous_active\"\n";

@@ -550,7 +550,7 @@ int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err 
 
 int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
-	uint64_t interval = t->opts.sample_bytes; /* 0: the sampler keeps its own */
+	uint64_t interval = t->opts.sample_bytes; /* 0: see below */
 	int mode = t->opts.sampler, r;
 	bool old = false;
 
@@ -561,6 +561,13 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 	r = sampler_probe(t, err);
 	if (r < 0)
 		return -1;
+	/*
+	 * A bare prof on: the documented default, 512 KiB, where the sampler
+	 * starts a new profile anyway (it is off); one that samples already
+	 * keeps its interval, and so what it has sampled.
+	 */
+	if (!interval && !sampling(t))
+		interval = HC_SAMPLE_BYTES_DEFAULT;
 	call_hold(t);
 	if (!active) {
 		if (sampling(t)) {
