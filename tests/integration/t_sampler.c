@@ -160,8 +160,10 @@ static void sampler_cycle(struct victim *v, const char *cmd, const char *want, d
 	if (strstr(r.out, "loaded into the process now"))
 		t_fail("prof on after off loaded a second sampler: %.300s", r.out);
 	hres_free(&r);
-	if (sampler_status(v, st, sizeof(st)) && num(st, "hooks") < 1)
-		t_fail("prof on again: no hooks: %s", st);
+	/* a bare prof on means the default interval, not the 128 KiB of before */
+	if (sampler_status(v, st, sizeof(st)) &&
+	    (num(st, "hooks") < 1 || num(st, "interval") != 524288))
+		t_fail("prof on again: no hooks, or not the default interval: %s", st);
 	if (hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL) == 0)
 		victim_check(v, 0);
 out:
