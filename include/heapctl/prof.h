@@ -56,6 +56,7 @@ struct hc_prof_info {
 	size_t nthreads;      /* per-thread summary lines */
 	double objects;       /* un-biased live objects, summed over the stacks */
 	double bytes;         /* un-biased live bytes, summed over the stacks */
+	double samples;       /* sampled objects as written, before un-biasing */
 	bool has_maps;        /* a MAPPED_LIBRARIES section was found */
 	bool truncated;       /* the file ended early; what was read is kept */
 	unsigned nwarnings;

@@ -717,5 +717,6 @@ void hc_prof_info(const struct hc_prof *p, struct hc_prof_info *info)
 	for (i = 0; i < p->nsamples; i++) {
 		info->objects += p->samples[i].objs;
 		info->bytes += p->samples[i].bytes;
+		info->samples += (double)p->samples[i].raw_objs;
 	}
 }
