@@ -9,6 +9,9 @@
 #
 #   fast path     ns per malloc/free pair (64 B, glibc, bench/mallocloop.c):
 #                 before prof on, sampling, and after prof off
+#   cost per sample
+#                 the same loop sampled at 4 KiB against 512 KiB: the time a
+#                 sample adds (stack walk, bookkeeping, the free that ends it)
 #   redis         Debian's redis-server (no prof:true) under redis-benchmark
 #                 (set, get, lpush, lpop; pipelined): requests/s with no
 #                 profiler, with heapctl's sampler on, and under heaptrack -p
@@ -111,6 +114,20 @@ loop_run()
 }
 read -r before during after on_pause off_pause lo hi < <(alternate loop_run "$lpid")
 [ "$on_pause" != n/a ] || die "prof on failed on mallocloop"
+# the cost of one sample (its stack walk, its entry, and the free that takes
+# it out): the same loop sampling one pair in 64 on average (4 KiB) against
+# one in 8192 (512 KiB), in turn, each figure a median
+fine=()
+coarse=()
+for ((i = 0; i < switches; i++)); do
+	"$heapctl" prof on -p "$lpid" --sample-bytes 4K >/dev/null 2>&1 || die "prof on 4K failed"
+	fine+=("$(loop_run)")
+	"$heapctl" prof on -p "$lpid" --sample-bytes 512K >/dev/null 2>&1 || die "prof on 512K failed"
+	coarse+=("$(loop_run)")
+done
+"$heapctl" prof off -p "$lpid" >/dev/null 2>&1
+fine_ns=$(median "${fine[@]}")
+coarse_ns=$(median "${coarse[@]}")
 exec {lin}>&- {lout}<&-
 wait "$lpid" 2>/dev/null
 lpid=
@@ -121,6 +138,11 @@ printf '%-24s sampling %s ns    after prof off %s ns (+%s ns)    before prof on 
 printf '%-24s (64-byte pairs, best of 5 x %s each time; medians of %s switches; not sampling: %s to %s ns;\n' \
 	"" "$pairs" "$switches" "$lo" "$hi"
 printf '%-24s  goal: <= 10 ns added)\n' ""
+printf '%-24s %s ns    (pairs at 4 KiB %s ns, at 512 KiB %s ns: the difference over 64/4096 - 64/524288\n' \
+	"cost per sample" \
+	"$(awk -v f="$fine_ns" -v c="$coarse_ns" 'BEGIN { printf "%.0f", (f - c) / (64 / 4096 - 64 / 524288) }')" \
+	"$fine_ns" "$coarse_ns"
+printf '%-24s  samples per pair; the stack walk, the table entry, and the free that takes it out)\n' ""
 printf '%-24s prof on (loads the sampler) %s us    prof off %s us\n' "pause" "$on_pause" "$off_pause"
 
 # ---- redis ----------------------------------------------------------------------------
