@@ -75,6 +75,7 @@ int out_folded(struct hc_report *r, const struct hc_write_opts *w, FILE *f, stru
 struct fn_row {
 	uint32_t label;
 	double flat[2], cum[2]; /* [new, base] */
+	double samples[2];      /* [new, base]: sampled objects of its own allocations */
 };
 
 struct fn_table {
@@ -115,6 +116,8 @@ static int fn_build(const struct hc_report *r, bool objects, struct fn_table *t)
 			return -1;
 		row->flat[0] += s->v[0][k];
 		row->flat[1] += s->v[1][k];
+		row->samples[0] += s->raw[0];
+		row->samples[1] += s->raw[1];
 		for (j = 0; j < s->n; j++) {
 			uint32_t lab = r->frames[s->first + j];
 			bool dup = false;
@@ -193,8 +196,8 @@ static void table(FILE *f, const struct hc_report *r, struct fn_row *rows, size_
 		fputs("  (nothing)\n", f);
 		return;
 	}
-	fprintf(f, "%12s %7s %7s %12s %7s  %s\n", diff ? "flat-delta" : "flat", "flat%", "sum%",
-		diff ? "cum-delta" : "cum", "cum%", "function");
+	fprintf(f, "%12s %7s %7s %12s %7s %8s  %s\n", diff ? "flat-delta" : "flat", "flat%", "sum%",
+		diff ? "cum-delta" : "cum", "cum%", "samples", "function");
 	for (i = 0; i < n && i < top; i++) {
 		const struct fn_row *row = &rows[i];
 		double fl = row->flat[0] - (diff ? row->flat[1] : 0);
@@ -208,8 +211,11 @@ static void table(FILE *f, const struct hc_report *r, struct fn_row *rows, size_
 		sum += fl;
 		fmt_val(a, sizeof(a), fl, objects, diff);
 		fmt_val(b, sizeof(b), cu, objects, diff);
-		fprintf(f, "%12s %6.1f%% %6.1f%% %12s %6.1f%%  %s\n", a, pct(fl * k, total),
-			pct(sum * k, total), b, pct(cu * k, total), report_label(r, row->label));
+		/* the samples its own figure stands on: those that grew, with a base */
+		fprintf(f, "%12s %6.1f%% %6.1f%% %12s %6.1f%% %8.0f  %s\n", a, pct(fl * k, total),
+			pct(sum * k, total), b, pct(cu * k, total),
+			diff ? (row->samples[0] - row->samples[1]) * k : row->samples[0],
+			report_label(r, row->label));
 	}
 }
 
@@ -418,8 +424,9 @@ int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 			break;
 		fputs(n++ ? ",{\"name\":" : "{\"name\":", f);
 		hc_json_str(f, report_label(r, row->label));
-		fprintf(f, ",\"flat\":%lld,\"cum\":%lld}", (long long)prof_round(fl),
-			(long long)prof_round(cu));
+		fprintf(f, ",\"flat\":%lld,\"cum\":%lld,\"samples\":%lld}", (long long)prof_round(fl),
+			(long long)prof_round(cu),
+			(long long)prof_round(row->samples[0] - row->samples[1]));
 	}
 	fputs("],\"stacks\":[", f);
 	for (i = 0; i < r->nstacks; i++)
