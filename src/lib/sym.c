@@ -149,8 +149,6 @@ int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
 int file_open(pid_t pid, const char *path, int nofollow, struct stat *st)
 {
 	struct stat sb;
-	char self[64];
-	int fd, rfd;
 
 	if (!st)
 		st = &sb;
@@ -158,19 +156,7 @@ int file_open(pid_t pid, const char *path, int nofollow, struct stat *st)
 	if (pid > 0)
 		return troot_open(pid, path, nofollow, st);
 	/* O_PATH first: a FIFO would block open(), a device's open() has effects */
-	fd = open(path, O_PATH | O_CLOEXEC | nofollow);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return -1;
-	}
-	/* the same inode, now for reading: nothing can be swapped in between */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	rfd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	close(fd);
-	return rfd;
+	return troot_reopen_reg(open(path, O_PATH | O_CLOEXEC | nofollow), st);
 }
 
 int obj_open(const struct obj *o, struct stat *st)

@@ -94,25 +94,31 @@ struct op {
 	struct stat *st;
 };
 
-/* As the target: the regular file path, for reading. */
-static int open_reg(void *p)
+int troot_reopen_reg(int pathfd, struct stat *st)
 {
-	struct op *o = p;
 	char self[64];
-	int fd = open_in(o->root, o->path, O_PATH | o->nofollow, 0), rfd;
+	int rfd;
 
-	if (fd < 0)
+	if (pathfd < 0)
 		return -1;
-	if (fstat(fd, o->st) < 0 || !S_ISREG(o->st->st_mode)) {
-		close(fd);
+	if (fstat(pathfd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(pathfd);
 		errno = EINVAL;
 		return -1;
 	}
 	/* the same inode, now for reading, with the same rights: nothing can be swapped in */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
 	rfd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	close(fd);
+	close(pathfd);
 	return rfd;
+}
+
+/* As the target: the regular file path, for reading. */
+static int open_reg(void *p)
+{
+	struct op *o = p;
+
+	return troot_reopen_reg(open_in(o->root, o->path, O_PATH | o->nofollow, 0), o->st);
 }
 
 int troot_open(pid_t pid, const char *path, int nofollow, struct stat *st)

@@ -50,6 +50,12 @@ int troot_mkdir(pid_t pid, struct troot_dir *dir, struct hc_err *err);
  * component, or 0.  st gets its stat.  An fd, or -1 with errno.
  */
 int troot_open(pid_t pid, const char *path, int nofollow, struct stat *st);
+/*
+ * pathfd (O_PATH, closed here, -1 passed through) reopened for reading,
+ * with the caller's rights, if it is a regular file (st gets its stat):
+ * the one way heapctl opens a file it looked up by name.  An fd, or -1.
+ */
+int troot_reopen_reg(int pathfd, struct stat *st);
 /* Create name in the directory (O_EXCL, never through a link), writable, as the target. */
 int troot_create(const struct troot_dir *dir, const char *name, mode_t mode);
 /*

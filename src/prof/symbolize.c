@@ -174,7 +174,7 @@ struct cand {
 
 static int cand_open(const struct psym *s, const struct cand *c)
 {
-	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	struct stat st;
 	int fd = -1, root;
@@ -191,13 +191,10 @@ static int cand_open(const struct psym *s, const struct cand *c)
 		if (fd < 0 && errno != ENOSYS)
 			return -1;
 	}
+	/* O_PATH first, a regular file only: a device named in a profile is never opened */
 	if (fd < 0)
-		fd = open(c->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
+		fd = open(c->path, O_PATH | O_CLOEXEC);
+	return troot_reopen_reg(fd, &st);
 }
 
 /* Build-id of an ELF file open on fd, as hex, or "" (cheap: reads the notes only); closes fd. */
