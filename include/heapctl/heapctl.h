@@ -280,10 +280,11 @@ HC_API HC_MUST_CHECK int hc_prof_get(struct hc_target *t, bool *enabled, bool *a
 struct hc_sampler {
 	bool installed;   /* loaded in the process (stays loaded for good) */
 	bool enabled;     /* sampling now */
+	bool kept;        /* off, with what it sampled kept: its hooks still see the frees */
 	bool loaded_now;  /* the last hc_prof_set() loaded it */
 	bool switched;    /* the last hc_prof_set() turned it on or off, not the allocator's profiler */
 	uint64_t interval; /* mean bytes between samples */
-	uint64_t samples;  /* allocations sampled since it was enabled */
+	uint64_t samples;  /* allocations sampled since the profile started */
 	uint64_t live;     /* of them, not freed yet */
 	uint64_t stacks;   /* distinct stacks */
 	uint64_t dropped;  /* samples lost to full tables */
@@ -311,6 +312,14 @@ HC_API HC_MUST_CHECK int hc_prof_set(struct hc_target *t, bool active, bool *was
  * namespace, its permissions), copy it to out_path on this side, and remove
  * the target-side file.  *active (may be NULL): whether sampling was on.
  */
+/* hc_target_opts.sample_bytes for the next hc_prof_set(t, true). */
+HC_API void hc_target_set_sample_bytes(struct hc_target *t, uint64_t bytes);
+/*
+ * Forget what the profiler sampled: jemalloc's prof.reset, or heapctl's
+ * sampler's tables.  Sampling goes on if it was on; heapctl's sampler,
+ * off, also takes its hooks out.  HC_E_UNSUPPORTED for gperftools.
+ */
+HC_API HC_MUST_CHECK int hc_prof_reset(struct hc_target *t, struct hc_err *err);
 HC_API HC_MUST_CHECK int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active,
 				      struct hc_err *err);
 

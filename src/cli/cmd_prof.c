@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: MIT
 /*
- * cmd_prof.c: heapctl prof on|off|status — the heap profiler's switches:
- * jemalloc's opt.prof (fixed at start) and prof.active (sampling now or
- * not); gperftools' HeapProfilerStart/Stop (full libtcmalloc only).  Where
- * there is no profiler (glibc, tcmalloc_minimal), "status" says so and
- * "off" holds already; only "on" fails.
+ * cmd_prof.c: heapctl prof on|off|reset|status — the heap profiler's
+ * switches: jemalloc's opt.prof (fixed at start) and prof.active (sampling
+ * now or not); gperftools' HeapProfilerStart/Stop (full libtcmalloc only);
+ * heapctl's sampler.  "off" stops sampling and keeps what was sampled, as
+ * jemalloc's prof.active does; "reset" forgets it (and takes heapctl's
+ * hooks out when sampling is off).  Where there is no profiler (glibc,
+ * tcmalloc_minimal), "status" says so and "off" holds already; only "on"
+ * fails.
  */
 #include <string.h>
 
 #include "cli.h"
 
-enum prof_op { PROF_STATUS, PROF_ON, PROF_OFF };
+enum prof_op { PROF_STATUS, PROF_ON, PROF_OFF, PROF_RESET };
 
 struct prof_state {
 	enum cli_prof_kind kind;
 	const char *allocator;
-	bool enabled, active, changed, prev;
+	bool enabled, active, changed, prev, reset;
+	bool was_kept; /* heapctl's sampler was off with its samples kept */
 	char why[256]; /* no profiler: the library's hint, or "" */
 	struct hc_sampler smp; /* heapctl's sampler, if it is loaded */
 };
@@ -49,26 +53,29 @@ static void sampler_text(const struct cli_env *env, const struct prof_state *p)
 {
 	const struct hc_sampler *s = &p->smp;
 	int pid = (int)env->pid;
-	char iv[32], kept[160];
+	char iv[32], why[200];
+	const char *now = s->enabled ? "sampling" : s->kept ? "off, samples kept" : "off, hooks removed";
 
 	cli_size(s->interval, iv, sizeof(iv));
 	/*
 	 * A bare prof on starts the sampler at the default interval; one that
-	 * samples already keeps its own, and what it sampled: said, with why.
+	 * sampled already keeps its own, and what it sampled: said, with why.
 	 */
-	kept[0] = '\0';
-	if (s->enabled && p->prev && !env->topts.sample_bytes &&
+	why[0] = '\0';
+	if (s->enabled && (p->prev || p->was_kept) && !env->topts.sample_bytes &&
 	    s->interval != HC_SAMPLE_BYTES_DEFAULT)
-		snprintf(kept, sizeof(kept), " (it sampled already: its interval and its samples "
-			 "are kept; --sample-bytes 512K starts a new profile at the default)");
-	if (p->changed)
-		printf("heapctl's sampler: %s -> %s%s\n", p->prev ? "sampling" : "off",
-		       s->enabled ? "sampling" : "off",
-		       s->loaded_now ? " (loaded into the process now)" : "");
+		snprintf(why, sizeof(why), " (it had sampled already: its interval and its "
+			 "samples are kept; 'heapctl prof reset' first starts a new profile at the "
+			 "default)");
+	if (p->reset)
+		printf("heapctl's sampler: samples discarded%s\n",
+		       s->enabled ? "; a new profile starts now" : ", hooks removed");
+	else if (p->changed)
+		printf("heapctl's sampler: %s -> %s%s\n", p->prev ? "sampling" : p->was_kept ?
+		       "off, samples kept" : "off", now, s->loaded_now ? " (loaded into the process now)" : "");
 	printf("profiling: heapctl's sampler (the allocator has no profiler running): %s, one "
-	       "sample per %s on average%s\n", s->enabled ? "sampling" : "off, hooks removed", iv,
-	       kept);
-	if (s->enabled) {
+	       "sample per %s on average%s\n", now, iv, why);
+	if (s->enabled || s->kept) {
 		printf("sampler: %llu samples, %llu live, %llu stacks; %u GOT slots hooked in %u objects\n",
 		       (unsigned long long)s->samples, (unsigned long long)s->live,
 		       (unsigned long long)s->stacks, s->hooks, s->nobjs);
@@ -81,7 +88,11 @@ static void sampler_text(const struct cli_env *env, const struct prof_state *p)
 	if (s->lost)
 		printf("warning: %u hooked GOT slots were changed by the process since; left as they are\n",
 		       s->lost);
-	if (p->changed && s->enabled && !p->prev)
+	if (s->kept)
+		printf("note: the hooks stay and see the frees, so 'heapctl dump -p %d' still shows what "
+		       "was sampled and is live; 'heapctl prof reset -p %d' discards it and removes "
+		       "them\n", pid, pid);
+	if (p->changed && s->enabled && !p->prev && !p->was_kept && !p->reset)
 		printf("note: allocations made before now are not seen; 'heapctl dump -p %d' shows what "
 		       "is allocated from here on and still live\n", pid);
 }
@@ -105,7 +116,9 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 	}
 	switch (p->kind) {
 	case CLI_PROF_JEMALLOC:
-		if (p->changed)
+		if (p->reset)
+			printf("prof.reset: the samples were discarded; a new profile starts now\n");
+		else if (p->changed)
 			printf("prof.active: %s -> %s\n", cli_yesno(p->prev), cli_yesno(p->active));
 		printf("profiling: enabled at start (opt.prof): %s; active (prof.active): %s\n",
 		       cli_yesno(p->enabled), cli_yesno(p->active));
@@ -168,8 +181,10 @@ int cmd_prof(struct cli_env *env)
 		op = PROF_ON;
 	else if (!strcmp(word, "off"))
 		op = PROF_OFF;
+	else if (!strcmp(word, "reset"))
+		op = PROF_RESET;
 	else
-		return cli_usage(env, "unknown prof action '%s' (expected on, off or status)",
+		return cli_usage(env, "unknown prof action '%s' (expected on, off, reset or status)",
 				 word);
 
 	memset(&err, 0, sizeof(err));
@@ -186,8 +201,20 @@ int cmd_prof(struct cli_env *env)
 	 * holds: it succeeds, so that scripts can always run "prof off" to
 	 * clean up.  "on" fails with the library's hint for this allocator.
 	 */
-	if (op == PROF_STATUS ? hc_prof_get(t, &ps.enabled, &ps.active, &err) :
-				hc_prof_set(t, op == PROF_ON, &ps.prev, &err)) {
+	if (op != PROF_STATUS) {
+		if (hc_sampler_get(t, &ps.smp, &err))
+			goto fail;
+		ps.was_kept = ps.smp.kept;
+	}
+	if (op == PROF_RESET) {
+		/* gperftools' profiler has no reset: that is an error, not "no profiler" */
+		if (hc_prof_reset(t, &err) || hc_prof_get(t, &ps.enabled, &ps.active, &err)) {
+			if (ps.kind == CLI_PROF_GPERF || !no_profiler(&err, &ps))
+				goto fail;
+		}
+		ps.reset = true;
+	} else if (op == PROF_STATUS ? hc_prof_get(t, &ps.enabled, &ps.active, &err) :
+				       hc_prof_set(t, op == PROF_ON, &ps.prev, &err)) {
 		if (op == PROF_ON || !no_profiler(&err, &ps))
 			goto fail;
 	} else if (op != PROF_STATUS) {

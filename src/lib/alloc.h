@@ -37,6 +37,8 @@ struct alloc_ops {
 	int (*prof_set)(struct hc_target *t, bool active, bool *was, struct hc_err *err);
 	/* *active: whether sampling is on at the dump */
 	int (*prof_dump)(struct hc_target *t, const char *out, bool *active, struct hc_err *err);
+	/* forget what was sampled (NULL: the profiler cannot) */
+	int (*prof_reset)(struct hc_target *t, struct hc_err *err);
 	const char *no_prof_hint;
 	int (*stats)(struct hc_target *t, struct hc_stats *st, struct hc_err *err);
 	int (*stats_print)(struct hc_target *t, const char *opts, hc_sink_fn sink, void *arg,

@@ -682,6 +682,17 @@ static int je_prof_set(struct hc_target *t, bool active, bool *was, struct hc_er
 	return err_isset(err) ? -1 : 0;
 }
 
+/* prof.reset: the samples go, prof.active and the interval stay. */
+static int je_prof_reset(struct hc_target *t, struct hc_err *err)
+{
+	int rc = 0;
+
+	if (need_prof(t, NULL, err) == 0 && je_call(t, "prof.reset", NULL, NULL, NULL, 0, &rc, err) == 0 &&
+	    rc)
+		ctl_fail(t, "prof.reset", rc, err);
+	return err_isset(err) ? -1 : 0;
+}
+
 /* A heap profile is text of a size that follows the heap; refuse anything absurd. */
 #define MAX_PROFILE (4ull << 30)
 
@@ -1397,6 +1408,7 @@ const struct alloc_ops alloc_jemalloc = {
 	.prof_get = je_prof_get,
 	.prof_set = je_prof_set,
 	.prof_dump = je_prof_dump,
+	.prof_reset = je_prof_reset,
 	.stats = je_stats,
 	.stats_print = je_stats_print,
 	.purge = je_purge,

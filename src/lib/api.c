@@ -483,6 +483,12 @@ static bool sampling(const struct hc_target *t)
 	return t->inj && t->inj->state && t->inj->s.enabled;
 }
 
+/* heapctl's sampler is off, and what it sampled is kept */
+static bool kept(const struct hc_target *t)
+{
+	return t->inj && !sampling(t) && inj_watching(t->inj);
+}
+
 /* The allocator as messages name it. */
 static const char *heap_name(const struct hc_target *t)
 {
@@ -563,22 +569,24 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 		return -1;
 	/*
 	 * A bare prof on: the documented default, 512 KiB, where the sampler
-	 * starts a new profile anyway (it is off); one that samples already
-	 * keeps its interval, and so what it has sampled.
+	 * starts a new profile; one that samples already, or was stopped with
+	 * its samples kept, keeps its interval, and so what it has sampled.
 	 */
-	if (!interval && !sampling(t))
+	if (!interval && !sampling(t) && !kept(t))
 		interval = HC_SAMPLE_BYTES_DEFAULT;
 	call_hold(t);
 	if (!active) {
 		if (sampling(t)) {
 			*was = true;
 			r = inj_off(t, t->inj, err);
+		} else if (kept(t) && mode != HC_SAMPLER_NATIVE) {
+			r = 0; /* off already */
 		} else {
 			r = own_prof_set(t, false, was, err);
 		}
 	} else if (mode == HC_SAMPLER_NATIVE) {
 		r = own_prof_set(t, true, was, err);
-	} else if (mode == HC_SAMPLER_AUTO && !sampling(t)) {
+	} else if (mode == HC_SAMPLER_AUTO && !sampling(t) && !kept(t)) {
 		/* the sampler's reads first, while nothing is stopped: the next step stops the thread */
 		struct hc_err why = { 0 }, own = { 0 };
 		bool can_inject = inj_prepare(t, t->inj, &why) == 0;
@@ -614,9 +622,11 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 	r = sampler_probe(t, err);
 	if (r < 0)
 		return -1;
-	if (r == 1 && !sampling(t) && t->opts.sampler != HC_SAMPLER_NATIVE && !native_prof(t))
+	if (r == 1 && !sampling(t) && !kept(t) && t->opts.sampler != HC_SAMPLER_NATIVE &&
+	    !native_prof(t))
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0, "run 'heapctl prof on' first",
-					   "heapctl's sampler in pid %d is off", t->pid), err);
+					   "heapctl's sampler in pid %d is off, with nothing sampled "
+					   "kept", t->pid), err);
 	if (r == 0 && !t->alloc->prof_dump)
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0,
 					   "run 'heapctl prof on -p PID' first: it loads heapctl's "
@@ -625,15 +635,41 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 					   "not loaded",
 					   heap_name(t), t->pid),
 			    err);
-	if (!sampling(t))
+	if (!sampling(t) && (!kept(t) || t->opts.sampler == HC_SAMPLER_NATIVE))
 		return done(t, own_prof_dump(t, out_path, active, err), err);
-	*active = true;
+	*active = sampling(t);
 	/* hook what was loaded since; the dump itself runs nothing in the target */
 	call_hold(t);
 	r = inj_rescan(t, t->inj, err);
 	if (end_op(t, r, err) < 0)
 		return -1;
 	return inj_dump(t, t->inj, out_path, err);
+}
+
+void hc_target_set_sample_bytes(struct hc_target *t, uint64_t bytes)
+{
+	t->opts.sample_bytes = bytes;
+}
+
+int hc_prof_reset(struct hc_target *t, struct hc_err *err)
+{
+	int r;
+
+	arm(t);
+	r = sampler_probe(t, err);
+	if (r < 0)
+		return -1;
+	if (r == 1 && t->opts.sampler != HC_SAMPLER_NATIVE) {
+		call_hold(t);
+		return end_op(t, inj_reset(t, t->inj, err), err);
+	}
+	if (!t->alloc->prof_reset)
+		return done(t, t->alloc->prof_get ?
+			    err_sethint(err, HC_E_UNSUPPORTED, 0,
+					"'heapctl prof off' then 'prof on' starts a new profile",
+					"%s's heap profiler in pid %d has no reset", heap_name(t),
+					t->pid) : no_prof(t, err), err);
+	return done(t, t->alloc->prof_reset(t, err), err);
 }
 
 int hc_sampler_get(struct hc_target *t, struct hc_sampler *s, struct hc_err *err)

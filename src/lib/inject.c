@@ -859,6 +859,11 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 	return 0;
 }
 
+/*
+ * Hook what is not hooked yet, then start sampling at interval (0: the
+ * last one); with rescan, only hook what was loaded since, and leave
+ * sampling as it is.
+ */
 static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool rescan,
 		   struct hc_err *err)
 {
@@ -912,6 +917,8 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 	/* the slots first, sampling next: each state in between passes everything through */
 	if (call_fn(t, in->s.fn_patch, NULL, 0, &ret, NULL, NULL, err) < 0)
 		return -1;
+	if (rescan)
+		return read_state(t, in, err);
 	a[0] = interval;
 	a[1] = 1;
 	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
@@ -929,19 +936,45 @@ int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err
 	return 0;
 }
 
+bool inj_watching(const struct inj *in)
+{
+	return in->state && (in->s.hooked || in->s.je_handle);
+}
+
 int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
-	if (!in->state || !in->s.enabled)
+	if (!inj_watching(in))
 		return 0;
 	return turn_on(t, in, 0, true, err);
 }
 
+/* Sampling stops; the hooks stay, so what was sampled stays right. */
 int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
+{
+	uint64_t ret, a[2] = { 0, 0 };
+
+	if (!in->state)
+		return 0;
+	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+		return -1;
+	in->switched = true;
+	return 0;
+}
+
+/*
+ * Forget what was sampled.  While sampling, a new profile starts at once;
+ * while off, the hooks come out too: the process runs as before the
+ * sampler came, whose code alone stays loaded.
+ */
+int inj_reset(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
 	uint64_t ret;
 
 	if (!in->state)
 		return 0;
+	if (in->s.enabled)
+		return call_fn(t, in->s.fn_reset, NULL, 0, &ret, NULL, NULL, err) < 0 ? -1 :
+										   read_state(t, in, err);
 	if (reclaim_memfds(t, err) < 0)
 		return -1;
 	if (in->s.je_handle && je_hooks(t, in, t->where.ctl_raddr, false, err) < 0)
@@ -985,6 +1018,7 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 		return 0;
 	out->installed = true;
 	out->enabled = in->s.enabled;
+	out->kept = !in->s.enabled && inj_watching(in);
 	out->loaded_now = in->loaded_now;
 	out->switched = in->switched;
 	out->interval = in->s.interval;

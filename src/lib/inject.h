@@ -51,10 +51,14 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err);
 void inj_free(struct inj *in);
 /* Load if needed, hook every slot not hooked yet, and sample with this mean interval. */
 int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err *err);
-/* Sampling on: hook the objects loaded since (nothing if none). */
+/* Hooks in: hook the objects loaded since (nothing if none). */
 int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err);
-/* Stop sampling and put every slot back. */
+/* Stop sampling; the hooks stay and see the frees of what was sampled. */
 int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err);
+/* Forget what was sampled; while off, put every slot back too. */
+int inj_reset(struct hc_target *t, struct inj *in, struct hc_err *err);
+/* Loaded with its hooks in: sampling, or off with what it sampled kept. */
+bool inj_watching(const struct inj *in);
 int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, struct hc_err *err);
 /* Write the sampled live heap to out (heapctl's side), as jemalloc's heap_v2. */
 int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err *err);

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define HCS_MAGIC 0x314c504d41534348ull /* "HCSAMPL1" */
-#define HCS_VERSION 3
+#define HCS_VERSION 4
 /* The memfd's name: maps shows "/memfd:heapctl-sampler (deleted)". */
 #define HCS_NAME "heapctl-sampler"
 
@@ -89,7 +89,7 @@ struct hcs_state {
 	uint32_t version;
 	uint32_t size; /* sizeof(struct hcs_state) */
 	/* The sampler's own addresses (relocated at load). */
-	uint64_t fn_init, fn_patch, fn_unpatch, fn_enable;
+	uint64_t fn_init, fn_patch, fn_unpatch, fn_enable, fn_reset;
 	uint64_t hook[HCS_NHOOK];
 	uint64_t live, filter, stacks, slots; /* the tables in .bss */
 	/*
@@ -109,9 +109,16 @@ struct hcs_state {
 	uint32_t initialised;
 	uint32_t nslots;   /* slots in use (heapctl appends, then hcs_patch()) */
 	uint32_t in_child; /* a fork()ed copy: never samples */
-	uint64_t generation; /* hcs_enable() calls that started sampling */
+	/*
+	 * GOT slots hooked now: the hooks see every free, so what was sampled
+	 * stays right while sampling is off (enabled 0).  unpatch() clears it,
+	 * and the tables with it.
+	 */
+	uint32_t hooked;
+	uint32_t pad;
+	uint64_t generation; /* profiles started: a new interval, or a reset */
 	/* Counters, updated atomically. */
-	uint64_t samples;        /* allocations sampled since enabled */
+	uint64_t samples;        /* allocations sampled since the profile started */
 	uint64_t live_count;     /* sampled and not freed */
 	uint64_t dropped_live;   /* no room in the live table */
 	uint64_t dropped_stacks; /* no room in the stack table */

@@ -64,6 +64,8 @@ static int init(void);
 static int patch(void);
 static int unpatch(void);
 static int enable(uint64_t interval, uint32_t on);
+static int reset(void);
+static void clear(void);
 
 HIDDEN struct hcs_state hcs_state;
 
@@ -538,6 +540,7 @@ HIDDEN struct hcs_state hcs_state = {
 	.fn_patch = (uint64_t)(uintptr_t)patch,
 	.fn_unpatch = (uint64_t)(uintptr_t)unpatch,
 	.fn_enable = (uint64_t)(uintptr_t)enable,
+	.fn_reset = (uint64_t)(uintptr_t)reset,
 	.hook = {
 		[HCS_H_MALLOC] = (uint64_t)(uintptr_t)hk_malloc,
 		[HCS_H_FREE] = (uint64_t)(uintptr_t)hk_free,
@@ -579,11 +582,34 @@ HIDDEN struct hcs_state hcs_state = {
 
 /* ---- called by heapctl, on a borrowed thread at a safe point ------------------------- */
 
-/* A fork()ed child inherits the hooks; it never samples (its tables are the parent's). */
+/*
+ * A fork()ed child inherits the hooks and the tables: it stops sampling,
+ * and forgets the parent's samples.  Called in the child alone, before
+ * fork() returns.
+ */
 static void in_child(void)
 {
 	STORE(&hcs_state.enabled, 0);
+	clear();
 	STORE(&hcs_state.in_child, 1);
+}
+
+/*
+ * Empty the tables of sampled pointers; the stacks stay (ids are only
+ * names).  The pages go back to the kernel, zero when next touched.  A
+ * hook that races this finds an empty slot, or writes one the next
+ * profile holds: a sample more or less.
+ */
+static void clear(void)
+{
+	if (madvise(live_tab, sizeof(live_tab), MADV_DONTNEED))
+		for (size_t i = 0; i < sizeof(live_tab) / sizeof(live_tab[0]); i++)
+			STORE(&live_tab[i].ptr, 0);
+	if (madvise(filter_tab, sizeof(filter_tab), MADV_DONTNEED))
+		for (size_t i = 0; i < sizeof(filter_tab); i++)
+			STORE(&filter_tab[i], 0);
+	STORE(&hcs_state.live_count, 0);
+	STORE(&hcs_state.samples, 0);
 }
 
 static int prime_cb_depth;
@@ -697,13 +723,15 @@ static int patch(void)
 	}
 	for (uint32_t i = 0; i < hcs_state.nslots && i < HCS_MAXSLOTS; i++)
 		n += slot_tab[i].state == HCS_SLOT_PATCHED;
+	STORE(&hcs_state.hooked, n > 0);
 	return n;
 }
 
 /*
  * Put back what patch() changed, where the slot still holds the hook;
  * returns how many could not be.  Restored slots become pending: a later
- * "prof on" hooks them again.
+ * "prof on" hooks them again.  What was sampled goes too: with the hooks
+ * out, its frees are no longer seen.
  */
 static int unpatch(void)
 {
@@ -735,42 +763,48 @@ static int unpatch(void)
 		}
 		page_close(i);
 	}
+	STORE(&hcs_state.hooked, 0);
+	clear();
 	return left;
 }
 
 /*
- * Start (on) or stop sampling; interval 0 keeps the last one (512 KiB at
- * first).  A start after a stop forgets what was sampled before (frees
- * made while the hooks were out were not seen), and so does a new interval
- * (one profile has one period), as jemalloc's prof.reset does.
+ * Stop sampling (on 0), or start it (on 1) with a mean interval (0: the
+ * last one, 512 KiB at first).  A stop keeps what was sampled, and the
+ * hooks go on seeing its frees: a start at the same interval goes on with
+ * the same profile.  A new interval starts a new one (one profile has one
+ * period), as does the first start in a fork()ed child (its tables are
+ * the parent's).
  */
 static int enable(uint64_t interval, uint32_t on)
 {
 	uint64_t want = interval ? interval : hcs_state.interval ? hcs_state.interval : 512 * 1024;
-	int restart;
 
 	if (!on) {
 		STORE(&hcs_state.enabled, 0);
 		return 0;
 	}
-	restart = !LOAD(&hcs_state.enabled) || want != hcs_state.interval;
-	STORE(&hcs_state.enabled, 0);
-	/* the tables are zero until a first start; after a stop, or in a fork()ed child, stale */
-	if (restart && (hcs_state.generation || hcs_state.in_child)) {
-		if (madvise(live_tab, sizeof(live_tab), MADV_DONTNEED))
-			for (size_t i = 0; i < sizeof(live_tab) / sizeof(live_tab[0]); i++)
-				STORE(&live_tab[i].ptr, 0);
-		if (madvise(filter_tab, sizeof(filter_tab), MADV_DONTNEED))
-			for (size_t i = 0; i < sizeof(filter_tab); i++)
-				STORE(&filter_tab[i], 0);
-		STORE(&hcs_state.live_count, 0);
-		STORE(&hcs_state.in_child, 0);
-	}
-	if (restart) {
-		STORE(&hcs_state.samples, 0);
+	if (want != hcs_state.interval || !hcs_state.generation || hcs_state.in_child) {
+		STORE(&hcs_state.enabled, 0);
 		hcs_state.interval = want;
-		ADD(&hcs_state.generation, 1);
+		reset();
 	}
 	STORE(&hcs_state.enabled, 1);
+	return 0;
+}
+
+/*
+ * Forget what was sampled and start a new profile (prof reset), sampling
+ * or not.  Every thread draws a new countdown at its next allocation.
+ */
+static int reset(void)
+{
+	uint32_t was = LOAD(&hcs_state.enabled);
+
+	STORE(&hcs_state.enabled, 0);
+	clear();
+	STORE(&hcs_state.in_child, 0);
+	ADD(&hcs_state.generation, 1);
+	STORE(&hcs_state.enabled, was);
 	return 0;
 }

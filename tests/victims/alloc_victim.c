@@ -16,6 +16,7 @@
  *               hblkhd=.. tc_free=.. tc_alloc=.. (tc_*: -1 without tcmalloc)
  *   grow N      victim_grow_site() keeps N blocks of 64 KiB: grow ok
  *   grow N late the same through late_grow_site() of a dlopen()ed library
+ *   free        frees every block grow kept: free ok n=N
  *   dlopen PATH dlopen(PATH, RTLD_NOW): dlopen ok, or dlopen bad ERROR
  *   hammer N    N threads malloc, calloc, realloc, posix_memalign and free
  *               forever, each block filled with a pattern checked before it
@@ -276,6 +277,12 @@ static bool extra_cmd(int fd, const char *cmd, const char *arg)
 		for (long i = 0; i < n; i++)
 			grown[ngrown++] = site(65536);
 		vreply(fd, "grow ok");
+	} else if (!strcmp(cmd, "free")) {
+		size_t n = ngrown;
+
+		while (ngrown)
+			free(grown[--ngrown]);
+		vreply(fd, "free ok n=%zu", n);
 	} else if (!strcmp(cmd, "hammer")) {
 		long n = strtol(arg, NULL, 10);
 
