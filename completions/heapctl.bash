@@ -5,7 +5,7 @@
 # (once per shell and command), so they never drift from the program.
 # Values: process ids (and names) for -p/--pid, the target's threads for
 # --tid, files for -o/--output, --base, --svg, --folded and report's
-# profile, directories for --sysroot, on/off/status after prof, the
+# profile, directories for --sysroot, on/off/reset/status after prof, the
 # formats after --format.
 
 # The options one help text lists on its option lines ("  -p, --pid PID  ...").
@@ -55,7 +55,8 @@ _heapctl()
 			;;
 		--pid=*) pid=${w#--pid=} ;;
 		--tid | --timeout | -o | --output | --svg | --folded | --base | --format | --top | \
-			--arena | --for | --opts | --sysroot | --debug-file)
+			--arena | --for | --warm-up | --sample-bytes | --sampler | --opts | --sysroot | \
+			--debug-file | --every | --count | --textfile | --dump-on-growth | --dir)
 			((i++))
 			;;
 		-*) ;;
@@ -96,7 +97,7 @@ _heapctl()
 		mapfile -t COMPREPLY < <(compgen -W "folded svg pprof text json" -- "$cur")
 		return
 		;;
-	--timeout | --top | --arena | --for | --opts)
+	--timeout | --top | --arena | --for | --warm-up | --sample-bytes | --opts)
 		return
 		;;
 	esac
@@ -124,11 +125,11 @@ _heapctl()
 
 	case $cmd in
 	prof)
-		# on|off|status once, right after "prof".
+		# on|off|reset|status once, right after "prof".
 		for ((i = 1; i < COMP_CWORD; i++)); do
-			case ${COMP_WORDS[i]} in on | off | status) return ;; esac
+			case ${COMP_WORDS[i]} in on | off | reset | status) return ;; esac
 		done
-		mapfile -t COMPREPLY < <(compgen -W "on off status" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "on off reset status" -- "$cur")
 		;;
 	help)
 		mapfile -t COMPREPLY < <(compgen -W "$(_heapctl_commands "$exe")" -- "$cur")

@@ -104,6 +104,12 @@ struct hc_write_opts {
 	const char *title; /* svg: title line (NULL: a default) */
 	unsigned width;    /* svg: image width in pixels (0: 1200) */
 	bool grow_only;    /* text with a base: leave out the "Shrank" table */
+	/*
+	 * With a base: the seconds between the two profiles.  Text and the
+	 * JSON summary then give each growing function's rate and its 95%
+	 * range (hc_growth_range()).
+	 */
+	double seconds;
 };
 
 /*
@@ -151,6 +157,15 @@ HC_API void hc_report_totals(const struct hc_report *r, struct hc_report_totals 
  * figure * lo / k to figure * hi / k.
  */
 HC_API void hc_poisson_range(double k, double *lo, double *hi);
+/*
+ * The 95% range of a growth estimated from k samples that grew, in
+ * profiles sampled every period bytes on average (0: every allocation
+ * recorded, an exact figure).  With no sample that grew, a growth of up
+ * to about hc_poisson_range(0)'s hi intervals could have gone unseen (in
+ * bytes; objects cannot say).
+ */
+HC_API void hc_growth_range(double growth, double k, uint64_t period, bool objects, double *lo,
+			    double *hi);
 
 /* "folded" -> HC_FMT_FOLDED ...; -1 if unknown. */
 HC_API int hc_report_format_parse(const char *name);

@@ -82,6 +82,7 @@ struct cli_env {
 	const char *svg, *folded;  /* dump --svg/--folded */
 	unsigned long top;         /* report/leak --top */
 	unsigned int for_ms;       /* leak --for */
+	int warm_ms;               /* leak --warm-up (-1: leak's own choice) */
 	bool objects, shrink, lines, no_inline;
 	bool probe;                /* list --probe: borrow a thread for PROF */
 	unsigned int every_ms;     /* watch --every (0: the default) */
@@ -203,6 +204,8 @@ void cli_size_parts(uint64_t n, char *num, size_t len, const char **unit);
 /* ,"sampler":{...} of prof status --json and info --json (docs/cli.md) */
 void cli_sampler_json(const struct hc_sampler *s);
 const char *cli_size(uint64_t n, char *buf, size_t len);
+struct hc_prof_info;
+const char *cli_samples_said(const char *path, char *out, size_t len, struct hc_prof_info *info);
 /* A small file (/proc) read whole, NUL-terminated; -1 on error. */
 ssize_t cli_read_small(const char *path, char *buf, size_t len);
 int cli_read_comm(pid_t pid, char *buf, size_t len);

@@ -54,29 +54,6 @@ static void print_next(const struct cli_env *env, FILE *msg, const char *allocat
 		       "%s -p %d)\n", path, (int)env->pid);
 }
 
-/*
- * "; N samples, one per P on average" for the profile at path, or "" (not
- * one heapctl can read, or gperftools' record of every allocation): how
- * much stands behind its figures (docs/report.md, "How sure").
- */
-static const char *samples_said(const char *path, char *out, size_t len)
-{
-	struct hc_err err = { 0 };
-	struct hc_prof *p = hc_prof_load(path, &err);
-	struct hc_prof_info in;
-	char per[32];
-
-	out[0] = '\0';
-	if (!p)
-		return out;
-	hc_prof_info(p, &in);
-	if (in.period)
-		snprintf(out, len, "; %.0f samples, one per %s on average", in.samples,
-			 cli_size(in.period, per, sizeof(per)));
-	hc_prof_free(p);
-	return out;
-}
-
 int cmd_dump(struct cli_env *env)
 {
 	char path[PATH_MAX], size[32], allocator[32], said[96];
@@ -189,7 +166,7 @@ int cmd_dump(struct cli_env *env)
 		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 			fprintf(msg, "wrote %s (%s%s)\n", path,
 				cli_size((uint64_t)st.st_size, size, sizeof(size)),
-				samples_said(path, said, sizeof(said)));
+				cli_samples_said(path, said, sizeof(said), NULL));
 		else
 			fprintf(msg, "wrote %s\n", path);
 	}

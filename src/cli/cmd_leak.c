@@ -3,10 +3,16 @@
  * cmd_leak.c: heapctl leak — what grows in a live process, in one command.
  *
  *   1. make sure heap profiling is active (prof.active), remembering how it was;
+ *      where leak starts heapctl's sampler itself, it measures how fast the
+ *      process allocates and picks the interval for the window, then warms
+ *      up: the steady live set is sampled before the first profile, so its
+ *      turnover does not count as growth (docs/design.md, "leak's interval
+ *      and warm-up");
  *   2. dump a profile, wait --for SEC (progress on a terminal), dump again;
- *   3. put prof.active back as it was found;
+ *   3. put profiling back as it was found;
  *   4. subtract the two, symbolizing against the live process's own files;
- *   5. print the top growing functions and stacks, write the flamegraph.
+ *   5. print the growth with the samples behind it and its 95% range, the
+ *      top growing functions and stacks, and write the flamegraph.
  *
  * The target is attached only for each step, never during the wait.  A
  * SIGINT/SIGTERM/SIGHUP/SIGQUIT during the wait ends it early: the second profile
@@ -100,8 +106,8 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Sleep ms, showing progress on a terminal; false if a signal ended the wait. */
-static bool wait_ms(unsigned int ms)
+/* Sleep ms, showing progress on a terminal, as what; false if a signal ended the wait. */
+static bool wait_ms(unsigned int ms, const char *what)
 {
 	bool tty = isatty(STDERR_FILENO);
 	double start = now_s(), end = start + ms / 1000.0;
@@ -109,8 +115,8 @@ static bool wait_ms(unsigned int ms)
 
 	/* Said once without a terminal too: scripts and supervisors see the wait begin. */
 	if (!tty)
-		fprintf(stderr, "heapctl: measuring growth for %.1f s (SIGINT or SIGTERM ends "
-				"early)\n", ms / 1000.0);
+		fprintf(stderr, "heapctl: %s for %.1f s (SIGINT or SIGTERM ends early)\n", what,
+			ms / 1000.0);
 	while (!stop_sig) {
 		double t = now_s(), left = end - t;
 		struct timespec ts;
@@ -119,8 +125,8 @@ static bool wait_ms(unsigned int ms)
 			break;
 		if (tty && (int)(t - start) != shown) {
 			shown = (int)(t - start);
-			fprintf(stderr, "\rheapctl: measuring growth: %d/%u s (Ctrl-C ends early) ",
-				shown, (ms + 999) / 1000);
+			fprintf(stderr, "\rheapctl: %s: %d/%u s (Ctrl-C ends early) ", what, shown,
+				(ms + 999) / 1000);
 		}
 		if (left > 0.2)
 			left = 0.2;
@@ -133,62 +139,193 @@ static bool wait_ms(unsigned int ms)
 	return !stop_sig;
 }
 
-/* Put prof.active back to false on a fresh attach. */
-static void restore_inactive(struct cli_env *env)
-{
-	struct hc_target *t;
-	struct hc_err err;
+/* What leak found and changed, to put back as it was. */
+struct leak_run {
+	bool activated;   /* leak turned profiling on, and turns it off */
+	bool sampler;     /* heapctl's sampler is the profiler */
+	bool kept_before; /* heapctl's sampler was off with samples kept: they stay */
+	bool chose;       /* leak picks the sampler's interval */
+	uint64_t interval;
+	uint64_t samples; /* the sampler's count when it last looked */
+	double alloc_rate; /* bytes per second, measured by the probe; 0 if not */
+	unsigned int warm_ms;
+};
 
-	memset(&err, 0, sizeof(err));
-	t = cli_open(env, env->pid, &err);
-	if (!t || hc_prof_set(t, false, NULL, &err)) {
-		fprintf(stderr, "heapctl: warning: could not turn profiling back off: %s\n"
-				"hint: heapctl prof off -p %d\n", err.msg, (int)env->pid);
-	} else {
-		cli_log(HC_LOG_INFO, "prof.active restored to false");
-	}
-	cli_close(t);
+/*
+ * How leak picks heapctl's sampler interval when it starts the sampler
+ * itself (docs/design.md, "leak's interval and warm-up").  The sampler is
+ * first started at PROBE_BYTES for PROBE_MS: its sample count times the
+ * interval is the bytes allocated meanwhile (a Poisson count, like any
+ * other).  The window then gets about WINDOW_SAMPLES samples of the whole
+ * allocation stream, so a leak that is a share f of what is allocated gets
+ * f * WINDOW_SAMPLES samples whatever --for is: 200 for the 0.3% of a
+ * 100 KiB/s leak beside 32 MiB/s of churn, a rate within 14% (95%).  The
+ * interval stays at least what keeps the cost under MAX_PER_S samples a
+ * second (one sample costs about a microsecond: bench/sampler.sh), and
+ * at least RSS / LIVE_ROOM, so the live table (3/4 of 2^16 entries) holds
+ * a live set the size of the whole process twice over.
+ */
+#define PROBE_BYTES (256u << 10)
+#define PROBE_MS 500
+#define WINDOW_SAMPLES 65536.0
+#define MAX_PER_S 20000.0
+#define LIVE_ROOM 24576.0
+#define MIN_INTERVAL 1024.0
+#define MAX_INTERVAL (8.0 * 1024 * 1024)
+
+static uint64_t pick_interval(double alloc_rate, double secs, uint64_t rss)
+{
+	double want = alloc_rate * secs / WINDOW_SAMPLES, floor = alloc_rate / MAX_PER_S;
+	uint64_t p = 1024;
+
+	if (floor < (double)rss / LIVE_ROOM)
+		floor = (double)rss / LIVE_ROOM;
+	if (floor < MIN_INTERVAL)
+		floor = MIN_INTERVAL;
+	if (want > MAX_INTERVAL)
+		want = MAX_INTERVAL;
+	if (want < floor)
+		want = floor;
+	/* the nearest power of two, not below the floor: "one per 4.0 KiB" */
+	while ((double)p * 1.4142 < want && p < (1ull << 40))
+		p <<= 1;
+	if ((double)p < floor)
+		p <<= 1;
+	return p;
 }
 
 /*
- * One dump into path.  The first activates profiling if it was off (and
- * says so in *activated as soon as it did); the second turns it back off
- * in the same attach.
+ * Profiling on, and how it was found.  Where leak starts heapctl's sampler
+ * itself with no --sample-bytes, it starts it at PROBE_BYTES: the probe.
  */
-static int dump_once(struct cli_env *env, const char *path, bool first, bool *activated,
-		     struct hc_err *err)
+static int turn_on(struct cli_env *env, struct leak_run *lr, struct hc_err *err)
 {
+	struct hc_sampler s;
 	struct hc_target *t;
 	bool was = false;
 
 	t = cli_open(env, env->pid, err);
 	if (!t)
 		return -1;
-	if (first) {
-		/* on, and whether it was on already, in one step */
-		if (hc_prof_set(t, true, &was, err))
-			goto fail;
-		if (!was) {
-			*activated = true;
-			cli_log(HC_LOG_INFO, "prof.active turned on for the measurement");
-		}
+	if (hc_sampler_get(t, &s, err))
+		goto fail;
+	lr->kept_before = s.kept;
+	lr->chose = !env->topts.sample_bytes && !s.enabled && !s.kept &&
+		    env->topts.sampler != HC_SAMPLER_NATIVE;
+	if (lr->chose)
+		hc_target_set_sample_bytes(t, PROBE_BYTES);
+	/* on, and whether it was on already, in one step */
+	if (hc_prof_set(t, true, &was, err))
+		goto fail;
+	lr->activated = !was;
+	if (lr->activated)
+		cli_log(HC_LOG_INFO, "profiling turned on for the measurement");
+	if (hc_sampler_get(t, &s, err))
+		goto fail;
+	lr->sampler = s.enabled;
+	lr->interval = s.interval;
+	lr->samples = s.samples;
+	lr->chose = lr->chose && lr->activated && lr->sampler;
+	cli_timing(env, t);
+	cli_close(t);
+	return 0;
+fail:
+	cli_close(t);
+	return -1;
+}
+
+/* After the probe: the allocation rate, and the sampler restarted at the interval for the window. */
+static int set_interval(struct cli_env *env, struct leak_run *lr, double probe_s,
+			unsigned int for_ms, struct hc_err *err)
+{
+	struct hc_sampler s;
+	struct hc_proc pr;
+	struct hc_target *t;
+	uint64_t rss = hc_proc_read(env->pid, &pr, &(struct hc_err){ 0 }) == 0 ? pr.rss : 0;
+
+	t = cli_open(env, env->pid, err);
+	if (!t)
+		return -1;
+	if (hc_sampler_get(t, &s, err))
+		goto fail;
+	lr->alloc_rate = (double)s.samples * (double)s.interval / probe_s;
+	lr->interval = pick_interval(lr->alloc_rate, for_ms / 1000.0, rss);
+	hc_target_set_sample_bytes(t, lr->interval);
+	if (hc_prof_set(t, true, NULL, err))
+		goto fail;
+	cli_timing(env, t);
+	cli_close(t);
+	return 0;
+fail:
+	cli_close(t);
+	return -1;
+}
+
+/*
+ * Turn profiling back off as it was found: jemalloc's prof.active false;
+ * heapctl's sampler off, and its hooks out unless it kept samples before.
+ */
+static int turn_off(struct hc_target *t, struct leak_run *lr, struct hc_err *err)
+{
+	if (hc_prof_set(t, false, NULL, err) || (lr->sampler && !lr->kept_before &&
+						 hc_prof_reset(t, err)))
+		return -1;
+	lr->activated = false;
+	cli_log(HC_LOG_INFO, "profiling put back off");
+	return 0;
+}
+
+/* Put profiling back off on a fresh attach. */
+static void restore_inactive(struct cli_env *env, struct leak_run *lr)
+{
+	struct hc_target *t;
+	struct hc_err err;
+
+	memset(&err, 0, sizeof(err));
+	t = cli_open(env, env->pid, &err);
+	if (!t || turn_off(t, lr, &err)) {
+		fprintf(stderr, "heapctl: warning: could not turn profiling back off: %s\n"
+				"hint: heapctl prof off -p %d", err.msg, (int)env->pid);
+		if (lr->sampler && !lr->kept_before)
+			fprintf(stderr, " && heapctl prof reset -p %d", (int)env->pid);
+		fputc('\n', stderr);
 	}
+	cli_close(t);
+}
+
+/* One dump into path; with restore, profiling goes back off in the same attach. */
+static int dump_once(struct cli_env *env, const char *path, struct leak_run *lr, bool restore,
+		     struct hc_err *err)
+{
+	struct hc_target *t;
+
+	t = cli_open(env, env->pid, err);
+	if (!t)
+		return -1;
 	if (hc_prof_dump(t, path, NULL, err))
 		goto fail;
-	if (!first && *activated) {
+	if (restore && lr->activated) {
 		struct hc_err e2;
 
 		memset(&e2, 0, sizeof(e2));
-		if (hc_prof_set(t, false, NULL, &e2) == 0) {
-			*activated = false;
-			cli_log(HC_LOG_INFO, "prof.active restored to false");
-		}
+		(void)turn_off(t, lr, &e2); /* else one more try on a fresh attach */
 	}
 	cli_timing(env, t);
 	cli_close(t);
 	return 0;
 fail:
 	cli_close(t);
+	return -1;
+}
+
+/* Ended by a signal before the first profile: nothing was measured. */
+static int stopped_early(struct hc_err *err, const char *when)
+{
+	memset(err, 0, sizeof(*err));
+	err->code = HC_E_CANCELLED;
+	snprintf(err->msg, sizeof(err->msg), "SIG%s during the %s, before the first profile: "
+		 "nothing was measured", sigabbrev_np(stop_sig), when);
+	snprintf(err->hint, sizeof(err->hint), "--warm-up 0 takes the first profile at once");
 	return -1;
 }
 
@@ -199,27 +336,13 @@ fail:
  */
 #define MIN_SAMPLES 10
 
-/*
- * The 95% range of the growth rate: the growth of the stacks that grew
- * comes from grew_samples sampled objects, a Poisson count, each standing
- * for grew / grew_samples (docs/report.md, "How sure").  With no sample
- * that grew, a growth below about hc_poisson_range(0) samples of the mean
- * interval (bytes) could still have gone unseen.
- */
+/* The 95% range of the growth rate (docs/report.md, "How sure"). */
 static void rate_range(const struct hc_report_totals *t, double grew, double secs, bool objects,
 		       double *lo, double *hi)
 {
-	double k = t->grew_samples, l, h;
-	double per = k > 0 && grew > 0 ? grew / k : objects ? 0 : (double)t->period;
-
-	/* period 0: gperftools recorded every allocation, nothing was sampled */
-	if (!t->period) {
-		*lo = *hi = grew / secs;
-		return;
-	}
-	hc_poisson_range(k, &l, &h);
-	*lo = k > 0 && grew > 0 ? l * per / secs : 0;
-	*hi = h * per / secs;
+	hc_growth_range(grew, t->grew_samples, t->period, objects, lo, hi);
+	*lo /= secs;
+	*hi /= secs;
 }
 
 /*
@@ -229,8 +352,8 @@ static void rate_range(const struct hc_report_totals *t, double grew, double sec
  */
 static int print_json(const struct cli_env *env, struct hc_report *r,
 		      const struct hc_write_opts *wo, const struct hc_report_totals *tot,
-		      double change, double secs, bool was_active, const char *out, int fmt,
-		      struct hc_err *err)
+		      double change, double secs, bool was_active, const struct leak_run *lr,
+		      const char *out, int fmt, struct hc_err *err)
 {
 	double lo, hi;
 
@@ -239,13 +362,14 @@ static int print_json(const struct cli_env *env, struct hc_report *r,
 	       "\"base_bytes\":%.0f,\"objects\":%.0f,\"base_objects\":%.0f,\"change\":%.0f,"
 	       "\"per_second\":%.0f,\"samples\":%.0f,\"base_samples\":%.0f,"
 	       "\"grew_samples\":%.0f,\"per_second_range\":[%.0f,%.0f],\"reliable\":%s,"
-	       "\"period\":%llu,\"profiling_was_active\":%s,\"output\":{\"path\":",
+	       "\"period\":%llu,\"interval_chosen\":%s,\"allocation_rate\":%.0f,"
+	       "\"warm_up_seconds\":%.3f,\"profiling_was_active\":%s,\"output\":{\"path\":",
 	       (int)env->pid, secs, env->objects ? "objects" : "bytes", tot->bytes,
 	       tot->base_bytes, tot->objects, tot->base_objects, change, change / secs,
 	       tot->samples, tot->base_samples, tot->grew_samples, lo, hi,
 	       cli_bool(!tot->period || tot->grew_samples >= MIN_SAMPLES),
-	       (unsigned long long)tot->period,
-	       cli_bool(was_active));
+	       (unsigned long long)tot->period, cli_bool(lr->chose), lr->alloc_rate,
+	       lr->warm_ms / 1000.0, cli_bool(was_active));
 	hc_json_str(stdout, out);
 	printf(",\"format\":\"%s\"},", hc_report_format_name(fmt));
 	if (hc_report_write_top_json(r, wo, stdout, err))
@@ -266,7 +390,8 @@ int cmd_leak(struct cli_env *env)
 	struct hc_report_totals tot;
 	struct cli_out out;
 	struct hc_err err;
-	bool activated = false, was_off, to_stdout = cli_out_is_stdout(env->output);
+	struct leak_run lr = { 0 };
+	bool was_off, to_stdout = cli_out_is_stdout(env->output);
 	double t0, t1, secs, grew, lo, hi;
 	int fmt, rc;
 	char gb[32], nb[32], lb[32], hb[32], iv[32];
@@ -306,25 +431,47 @@ int cmd_leak(struct cli_env *env)
 	rc = CLI_EXIT_FAIL;
 	stop_sig = 0;
 	catch_stops();
-	if (dump_once(env, a, true, &activated, &err))
+	if (turn_on(env, &lr, &err))
 		goto fail;
-	was_off = activated;
+	was_off = lr.activated;
+	if (lr.chose) {
+		double p0 = now_s();
+
+		if (!wait_ms(PROBE_MS, "measuring the allocation rate"))
+			goto stopped;
+		if (set_interval(env, &lr, now_s() - p0, for_ms, &err))
+			goto fail;
+		cli_size((uint64_t)lr.alloc_rate, gb, sizeof(gb));
+		cli_size(lr.interval, iv, sizeof(iv));
+		fprintf(stderr, "heapctl: pid %d allocates %s/s: heapctl's sampler takes one sample "
+			"per %s for this window\n", (int)env->pid, gb, iv);
+	}
+	/*
+	 * Profiling started now sees no allocation from before: warm up, so
+	 * the first profile holds the steady live set and its turnover is not
+	 * taken for growth.
+	 */
+	if (lr.activated) {
+		lr.warm_ms = env->warm_ms >= 0 ? (unsigned)env->warm_ms :
+			     for_ms / 5 < 1000 ? 1000 : for_ms / 5 > 10000 ? 10000 : for_ms / 5;
+		if (lr.warm_ms && !wait_ms(lr.warm_ms, "warming up (the live set is sampled first)"))
+			goto stopped;
+	}
+	if (dump_once(env, a, &lr, false, &err))
+		goto fail;
 	t0 = now_s();
 	/*
 	 * Ctrl-C ends the wait, not the command: what grew so far is measured
 	 * and reported like a full run.
 	 */
-	if (!wait_ms(for_ms))
+	if (!wait_ms(for_ms, "measuring growth"))
 		fprintf(stderr, "heapctl: SIG%s after %.1f s: taking the second profile now\n",
 			sigabbrev_np(stop_sig), now_s() - t0);
-	if (dump_once(env, b, false, &activated, &err))
+	if (dump_once(env, b, &lr, true, &err))
 		goto fail;
 	t1 = now_s();
-	if (activated) {
-		/* the second attach could not turn it off: one more try */
-		restore_inactive(env);
-		activated = false;
-	}
+	if (lr.activated) /* the second attach could not turn it off: one more try */
+		restore_inactive(env, &lr);
 
 	cli_report_opts(env, env->pid, &ro, &wo);
 	wo.top = env->top ? (unsigned)env->top : 10;
@@ -341,11 +488,12 @@ int cmd_leak(struct cli_env *env)
 	hc_report_totals(r, &tot);
 	grew = env->objects ? tot.objects - tot.base_objects : tot.bytes - tot.base_bytes;
 	secs = t1 - t0 > 0.001 ? t1 - t0 : 0.001;
+	wo.seconds = secs;
 	all = wo;
 	all.top = 0; /* the output holds every stack; the summary only the top */
 	if (env->json) {
 		if (cli_report_out(r, fmt, &all, &out, &err) || cli_out_commit(&out, &err) ||
-		    print_json(env, r, &wo, &tot, grew, secs, !was_off, path, fmt, &err))
+		    print_json(env, r, &wo, &tot, grew, secs, !was_off, &lr, path, fmt, &err))
 			goto fail;
 		rc = CLI_EXIT_OK;
 		goto out;
@@ -386,9 +534,11 @@ int cmd_leak(struct cli_env *env)
 	cli_report_wrote(msg, path, fmt, r, env->objects);
 	rc = CLI_EXIT_OK;
 	goto out;
+stopped:
+	stopped_early(&err, lr.chose && !lr.warm_ms ? "rate measurement" : "warm-up");
 fail:
-	if (activated)
-		restore_inactive(env);
+	if (lr.activated)
+		restore_inactive(env, &lr);
 	rc = cli_fail(env, &err);
 out:
 	release_stops();

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <heapctl/prof.h>
+
 #include "cli.h"
 
 #define WATCH_EVERY_MS 10000u
@@ -133,13 +135,16 @@ fail:
 /*
  * The profile for this growth step: DIR/heapctl.PID.N.heap with the first
  * N not taken, and one session with the sample (one borrow).  *seq goes on
- * from the last N used.
+ * from the last N used.  Said with the samples behind it and, from the
+ * second on, the sampled growth since the one before (*last) with its 95%
+ * range (docs/report.md, "How sure").
  */
 static int dump_growth(struct hc_target *t, const struct cli_env *env, unsigned int *seq,
-		       const struct hc_stats *st, struct hc_err *err)
+		       const struct hc_stats *st, struct hc_prof_info *last, struct hc_err *err)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], said[96], g[32], lo[32], hi[32];
 	bool active = false;
+	struct hc_prof_info in;
 	struct stat sb;
 
 	do
@@ -148,9 +153,20 @@ static int dump_growth(struct hc_target *t, const struct cli_env *env, unsigned 
 	while (lstat(path, &sb) == 0 && *seq < 1000000);
 	if (hc_prof_dump(t, path, &active, err))
 		return -1;
-	fprintf(stderr, "heapctl: allocated %llu bytes: wrote %s%s\n",
-		(unsigned long long)st->allocated, path,
+	fprintf(stderr, "heapctl: allocated %llu bytes: wrote %s%s%s\n",
+		(unsigned long long)st->allocated, path, cli_samples_said(path, said, sizeof(said), &in),
 		active ? "" : " (profiling is off: it holds nothing since)");
+	if (last->bytes > 0 && in.period && in.period == last->period && in.bytes > last->bytes) {
+		double grew = in.bytes - last->bytes, k = in.samples - last->samples, l, h;
+
+		hc_growth_range(grew, k > 0 ? k : 0, in.period, false, &l, &h);
+		cli_size((uint64_t)grew, g, sizeof(g));
+		cli_size((uint64_t)l, lo, sizeof(lo));
+		cli_size((uint64_t)h, hi, sizeof(hi));
+		fprintf(stderr, "  sampled heap grew %s since the last profile (%+.0f samples: 95%% "
+			"range %s to %s)%s\n", g, k, lo, hi, k < 10 ? ", not reliable" : "");
+	}
+	*last = in;
 	return 0;
 }
 
@@ -180,6 +196,7 @@ int cmd_watch(struct cli_env *env)
 	unsigned long n;
 	uint64_t mark = 0; /* allocated at the last profile, or at the start */
 	unsigned int seq = 0;
+	struct hc_prof_info last = { 0 };
 	struct stat sb;
 
 	memset(&err, 0, sizeof(err));
@@ -251,7 +268,7 @@ int cmd_watch(struct cli_env *env)
 			mark = st.allocated;
 		/* the first sample writes the baseline the later ones are diffed against */
 		if (env->growth && (!n || st.allocated >= mark + env->growth)) {
-			if (dump_growth(t, env, &seq, &st, &err)) {
+			if (dump_growth(t, env, &seq, &st, &last, &err)) {
 				(void)hc_session_end(t, &err);
 				goto fail;
 			}

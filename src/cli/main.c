@@ -71,21 +71,28 @@ static const char prof_help[] =
 	"allocation functions in every loaded library's GOT and samples one\n"
 	"allocation per 512 KiB on average; allocations made before it starts\n"
 	"are not seen.\n"
-	"'off' puts every hook back (the sampler's code stays loaded, idle).\n"
+	"'off' stops sampling and keeps what was sampled, as jemalloc's\n"
+	"prof.active does: heapctl's hooks stay to see its frees, so 'dump',\n"
+	"'report -p' and 'leak' still read it, and a later 'on' at the same\n"
+	"interval goes on with it.  'reset' forgets it (jemalloc's prof.reset);\n"
+	"with heapctl's sampler off, it also puts every hook back (the sampler's\n"
+	"code stays loaded, idle).\n"
 	"Without a profiler, 'status' says so and 'off' does nothing; both succeed.\n";
 static const char prof_opts[] =
 	"  --sampler MODE      auto (default): the allocator's own profiler when it\n"
 	"                      can run, else heapctl's; native; inject\n"
 	"  --sample-bytes N    heapctl's sampler: mean bytes between samples\n"
 	"                      (default 512K; K, M, G accepted); without it a\n"
-	"                      sampler that samples already keeps its own\n"
+	"                      sampler that sampled already keeps its own; a\n"
+	"                      new interval starts a new profile\n"
 	"  --json              {\"pid\":N,\"allocator\":S,\"available\":BOOL,\n"
 	"                      \"enabled\":BOOL,\"active\":BOOL,\"profiler\":S,\n"
 	"                      \"sampler\":{...}}; on and off add \"previous_active\"\n";
 static const char prof_examples[] =
 	"    heapctl prof status -p 1234\n"
 	"    heapctl prof on -p 1234 && sleep 60 && heapctl dump -p 1234\n"
-	"    heapctl prof off -p 1234\n"
+	"    heapctl prof off -p 1234 && heapctl dump -p 1234\n"
+	"    heapctl prof reset -p 1234\n"
 	"    heapctl prof status -p 1234 --json\n";
 
 static const char dump_help[] =
@@ -214,16 +221,24 @@ static const char report_examples[] =
 static const char leak_help[] =
 	"Find what is growing in a live process, with no restart: make sure heap\n"
 	"profiling is active, take two profiles SEC seconds apart, subtract them,\n"
-	"print the top growing functions and stacks, and write a flamegraph of\n"
-	"the growth.  Profiling is put back as it was found.  Ctrl-C during the\n"
-	"wait ends it early and reports what grew so far.  Where the allocator\n"
-	"cannot profile, heapctl's sampler is loaded for it (see 'heapctl help\n"
-	"prof'); only allocations made during the wait are seen then.\n";
+	"print the growth with the samples behind it and its 95% range, the top\n"
+	"growing functions (each with its rate and range) and stacks, and write\n"
+	"a flamegraph of the growth.  Profiling is put back as it was found.\n"
+	"Ctrl-C during the wait ends it early and reports what grew so far.\n"
+	"Where the allocator cannot profile, heapctl's sampler is loaded for it\n"
+	"(see 'heapctl help prof'): leak measures for 0.5 s how fast the process\n"
+	"allocates and picks the interval that gives the window about 65,536\n"
+	"samples.  Where leak turned profiling on, it warms up before the first\n"
+	"profile, so that the steady live set is sampled and its turnover is not\n"
+	"taken for growth; only allocations made from then on are seen.\n";
 static const char leak_opts[] =
 	"  --sampler MODE      auto, native or inject (see 'heapctl help prof')\n"
 	"  --sample-bytes N    heapctl's sampler: mean bytes between samples\n"
 	"  --for SEC           time between the two profiles (default 30; 1.5,\n"
 	"                      500ms, 2m accepted)\n"
+	"  --warm-up SEC       where leak turns profiling on, the wait before the\n"
+	"                      first profile (default a fifth of --for, 1 to 10 s;\n"
+	"                      0 skips it)\n"
 	"  -o, --output FILE   flamegraph of the growth (default\n"
 	"                      ./heapctl-leak.PID.svg; - for stdout); .folded\n"
 	"                      .pb.gz .txt .json suffixes pick that format\n"
@@ -310,8 +325,8 @@ static const struct cli_cmd cmds[] = {
 	CMD(info, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl info -p PID [--json]",
 	    "allocator, version, where found and the evidence, key opt.* settings", info_opts),
 	CMD(prof, CLI_O_COMMON | CLI_O_PID | CLI_O_JSON | CLI_O_SAMPLER, 1, 1,
-	    "heapctl prof on|off|status -p PID [--sampler MODE] [--sample-bytes N] [--json]",
-	    "turn heap profiling on or off, or show its state", prof_opts),
+	    "heapctl prof on|off|reset|status -p PID [--sampler MODE] [--sample-bytes N] [--json]",
+	    "turn heap profiling on or off, forget its samples, or show its state", prof_opts),
 	CMD(dump, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_RENDER | CLI_O_REPORT | CLI_O_FORMAT | CLI_O_JSON,
 	    0, 0, "heapctl dump -p PID [-o FILE] [--svg FILE] [--folded FILE] [--json]",
 	    "write a heap profile (needs profiling, see 'heapctl prof')", dump_opts),
@@ -335,7 +350,7 @@ static const struct cli_cmd cmds[] = {
 	    "name the code in a heap profile: folded, svg, pprof, text", report_opts),
 	CMD(leak, CLI_O_COMMON | CLI_O_PID | CLI_O_OUTPUT | CLI_O_FOR | CLI_O_REPORT | CLI_O_FORMAT | CLI_O_JSON |
 		  CLI_O_SAMPLER, 0,
-	    0, "heapctl leak -p PID [--for SEC] [--sampler MODE] [-o FILE] [--json]",
+	    0, "heapctl leak -p PID [--for SEC] [--warm-up SEC] [--sampler MODE] [-o FILE] [--json]",
 	    "what grows: two profiles apart, diffed, top stacks and an SVG", leak_opts),
 	CMD(maps, CLI_O_PID | CLI_O_JSON, 0, 0, "heapctl maps -p PID [--json]",
 	    "where the RSS is: heap, glibc arenas, stacks, files (no injection)", maps_opts),
@@ -363,6 +378,7 @@ enum {
 	OPT_FOLDED,
 	OPT_TOP,
 	OPT_FOR,
+	OPT_WARM_UP,
 	OPT_OBJECTS,
 	OPT_SHRINK,
 	OPT_LINES,
@@ -401,6 +417,7 @@ static const struct option long_opts[] = {
 	{ "folded", required_argument, NULL, OPT_FOLDED },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "for", required_argument, NULL, OPT_FOR },
+	{ "warm-up", required_argument, NULL, OPT_WARM_UP },
 	{ "objects", no_argument, NULL, OPT_OBJECTS },
 	{ "shrink", no_argument, NULL, OPT_SHRINK },
 	{ "lines", no_argument, NULL, OPT_LINES },
@@ -872,6 +889,16 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 				parse_error(ps, "invalid --for '%s' (expected seconds, e.g. 30, "
 					    "1.5, 500ms or 2m)", optarg);
 			break;
+		case OPT_WARM_UP: {
+			unsigned int ms = 0;
+
+			env->seen |= CLI_O_FOR;
+			if (strcmp(optarg, "0") && (cli_parse_duration(optarg, &ms) || ms > 3600000))
+				parse_error(ps, "invalid --warm-up '%s' (expected seconds up to an "
+					    "hour, e.g. 0, 2, 500ms or 1m)", optarg);
+			env->warm_ms = (int)ms;
+			break;
+		}
 		case OPT_OBJECTS:
 		case OPT_SHRINK:
 		case OPT_LINES:
@@ -1057,6 +1084,7 @@ int main(int argc, char **argv)
 	memset(&env, 0, sizeof(env));
 	memset(&ps, 0, sizeof(ps));
 	env.arena = -1;
+	env.warm_ms = -1;
 	ov = calloc((size_t)argc + 1, sizeof(*ov));
 	pv = calloc((size_t)argc + 1, sizeof(*pv));
 	if (!ov || !pv) {

@@ -14,6 +14,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <heapctl/prof.h>
+
 #include "cli.h"
 
 /* ---- logging ---------------------------------------------------------- */
@@ -473,10 +475,11 @@ const char *cli_bool(bool b)
 /* ,"sampler":{...}: heapctl's sampler as prof status --json and info --json show it */
 void cli_sampler_json(const struct hc_sampler *s)
 {
-	printf(",\"sampler\":{\"installed\":%s,\"enabled\":%s,\"interval\":%llu,\"samples\":%llu,"
-	       "\"live_samples\":%llu,\"stacks\":%llu,\"dropped\":%llu,\"no_stack\":%llu,"
-	       "\"hooks\":%u,\"hooks_lost\":%u,\"objects\":[",
-	       cli_bool(s->installed), cli_bool(s->enabled), (unsigned long long)s->interval,
+	printf(",\"sampler\":{\"installed\":%s,\"enabled\":%s,\"kept\":%s,\"interval\":%llu,"
+	       "\"samples\":%llu,\"live_samples\":%llu,\"stacks\":%llu,\"dropped\":%llu,"
+	       "\"no_stack\":%llu,\"hooks\":%u,\"hooks_lost\":%u,\"objects\":[",
+	       cli_bool(s->installed), cli_bool(s->enabled), cli_bool(s->kept),
+	       (unsigned long long)s->interval,
 	       (unsigned long long)s->samples, (unsigned long long)s->live,
 	       (unsigned long long)s->stacks, (unsigned long long)s->dropped,
 	       (unsigned long long)s->no_stack, s->hooks, s->lost);
@@ -486,4 +489,31 @@ void cli_sampler_json(const struct hc_sampler *s)
 		printf(",\"hooks\":%u}", s->objs[i].hooks);
 	}
 	fputs("]}", stdout);
+}
+
+/*
+ * "; N samples, one per P on average" for the profile at path, or "" (not
+ * one heapctl can read, or gperftools' record of every allocation): how
+ * much stands behind its figures (docs/report.md, "How sure").  *info
+ * (may be NULL) gets the profile's summary, zeroed if it cannot be read.
+ */
+const char *cli_samples_said(const char *path, char *out, size_t len, struct hc_prof_info *info)
+{
+	struct hc_err err = { 0 };
+	struct hc_prof *p = hc_prof_load(path, &err);
+	struct hc_prof_info in;
+	char per[48];
+
+	out[0] = '\0';
+	memset(&in, 0, sizeof(in));
+	if (p) {
+		hc_prof_info(p, &in);
+		hc_prof_free(p);
+	}
+	if (in.period)
+		snprintf(out, len, "; %.0f samples, one per %s on average", in.samples,
+			 cli_size(in.period, per, sizeof(per)));
+	if (info)
+		*info = in;
+	return out;
 }

@@ -185,24 +185,51 @@ static double pct(double v, double total)
 	return total > 0 ? 100.0 * v / total : 0.0;
 }
 
+/*
+ * A growing function's rate and its 95% range, over secs: "100.0 KiB
+ * 80.2-124.7 KiB"-like cells, empty where there is no rate to give.
+ */
+static void rate_cells(char *rate, char *range, size_t len, double fl, double k, uint64_t period,
+		       bool objects, double secs)
+{
+	char lo[32], hi[32];
+	double l, h;
+
+	rate[0] = range[0] = '\0';
+	if (secs <= 0 || fl <= 0)
+		return;
+	hc_growth_range(fl, k, period, objects, &l, &h);
+	fmt_val(rate, len, fl / secs, objects, false);
+	fmt_val(lo, sizeof(lo), l / secs, objects, false);
+	fmt_val(hi, sizeof(hi), h / secs, objects, false);
+	snprintf(range, len, "%.15s-%.15s", lo, hi);
+}
+
 static void table(FILE *f, const struct hc_report *r, struct fn_row *rows, size_t n, int k,
-		  bool objects, bool diff, double total, unsigned top)
+		  bool objects, bool diff, double total, unsigned top, double secs)
 {
 	double sum = 0;
 	size_t i;
+
+	if (k < 0 || !diff)
+		secs = 0; /* a rate only for what grew */
 
 	if (diff && (!n || (rows[0].flat[0] - rows[0].flat[1]) * k <= 0) &&
 	    (!n || (rows[0].cum[0] - rows[0].cum[1]) * k <= 0)) {
 		fputs("  (nothing)\n", f);
 		return;
 	}
-	fprintf(f, "%12s %7s %7s %12s %7s %8s  %s\n", diff ? "flat-delta" : "flat", "flat%", "sum%",
-		diff ? "cum-delta" : "cum", "cum%", "samples", "function");
+	fprintf(f, "%12s %7s %7s %12s %7s %8s", diff ? "flat-delta" : "flat", "flat%", "sum%",
+		diff ? "cum-delta" : "cum", "cum%", "samples");
+	if (secs > 0)
+		fprintf(f, " %12s %21s", "flat/s", "95% range /s");
+	fputs("  function\n", f);
 	for (i = 0; i < n && i < top; i++) {
 		const struct fn_row *row = &rows[i];
 		double fl = row->flat[0] - (diff ? row->flat[1] : 0);
 		double cu = row->cum[0] - (diff ? row->cum[1] : 0);
 		char a[32], b[32];
+		double ns;
 
 		if (diff && fl * k <= 0 && cu * k <= 0)
 			break;
@@ -212,10 +239,16 @@ static void table(FILE *f, const struct hc_report *r, struct fn_row *rows, size_
 		fmt_val(a, sizeof(a), fl, objects, diff);
 		fmt_val(b, sizeof(b), cu, objects, diff);
 		/* the samples its own figure stands on: those that grew, with a base */
-		fprintf(f, "%12s %6.1f%% %6.1f%% %12s %6.1f%% %8.0f  %s\n", a, pct(fl * k, total),
-			pct(sum * k, total), b, pct(cu * k, total),
-			diff ? (row->samples[0] - row->samples[1]) * k : row->samples[0],
-			report_label(r, row->label));
+		ns = diff ? (row->samples[0] - row->samples[1]) * k : row->samples[0];
+		fprintf(f, "%12s %6.1f%% %6.1f%% %12s %6.1f%% %8.0f", a, pct(fl * k, total),
+			pct(sum * k, total), b, pct(cu * k, total), ns);
+		if (secs > 0) {
+			char rate[40], range[40];
+
+			rate_cells(rate, range, sizeof(rate), fl, ns, r->tot.period, objects, secs);
+			fprintf(f, " %12s %21s", rate, range);
+		}
+		fprintf(f, "  %s\n", report_label(r, row->label));
 	}
 }
 
@@ -290,7 +323,7 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct
 		sc.sign = 1;
 		if (ft.n)
 			qsort_r(ft.rows, ft.n, sizeof(*ft.rows), cmp_row, &sc);
-		table(f, r, ft.rows, ft.n, 1, objects, false, objects ? t->objects : t->bytes, top);
+		table(f, r, ft.rows, ft.n, 1, objects, false, objects ? t->objects : t->bytes, top, 0);
 	} else {
 		double nv = objects ? t->objects : t->bytes;
 		double bv = objects ? t->base_objects : t->base_bytes;
@@ -317,18 +350,28 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct
 				t->samples, t->grew_samples);
 		fputs(")\n", f);
 		fmt_val(a, sizeof(a), grew, objects, true);
-		fprintf(f, "\nGrew: %s\n", a);
+		fprintf(f, "\nGrew: %s", a);
+		if (t->period && grew > 0) {
+			double lo, hi;
+
+			/* what grew stands on the samples that grew (docs/report.md, "How sure") */
+			hc_growth_range(grew, t->grew_samples, t->period, objects, &lo, &hi);
+			fmt_val(b, sizeof(b), lo, objects, false);
+			fmt_val(c, sizeof(c), hi, objects, false);
+			fprintf(f, " (95%% range %s to %s, from %.0f samples)", b, c, t->grew_samples);
+		}
+		fputc('\n', f);
 		sc.sign = 1;
 		if (ft.n)
 			qsort_r(ft.rows, ft.n, sizeof(*ft.rows), cmp_row, &sc);
-		table(f, r, ft.rows, ft.n, 1, objects, true, grew, top);
+		table(f, r, ft.rows, ft.n, 1, objects, true, grew, top, w->seconds);
 		if (!w->grow_only) {
 			fmt_val(a, sizeof(a), -shrank, objects, shrank > 0);
 			fprintf(f, "\nShrank: %s\n", a);
 			sc.sign = -1;
 			if (ft.n)
 				qsort_r(ft.rows, ft.n, sizeof(*ft.rows), cmp_row, &sc);
-			table(f, r, ft.rows, ft.n, -1, objects, true, shrank, top);
+			table(f, r, ft.rows, ft.n, -1, objects, true, shrank, top, 0);
 		}
 	}
 	top_stacks(f, r, objects, top < 10 ? top : 10);
@@ -418,15 +461,23 @@ int out_json_top(struct hc_report *r, const struct hc_write_opts *w, FILE *f)
 	fputs("\"functions\":[", f);
 	for (i = n = 0; i < ft.n && n < top; i++) {
 		const struct fn_row *row = &ft.rows[i];
-		double fl = row->flat[0] - row->flat[1], cu = row->cum[0] - row->cum[1];
+		double fl = row->flat[0] - row->flat[1], cu = row->cum[0] - row->cum[1], ns;
 
 		if (fl <= 0 && cu <= 0)
 			break;
 		fputs(n++ ? ",{\"name\":" : "{\"name\":", f);
 		hc_json_str(f, report_label(r, row->label));
-		fprintf(f, ",\"flat\":%lld,\"cum\":%lld,\"samples\":%lld}", (long long)prof_round(fl),
-			(long long)prof_round(cu),
-			(long long)prof_round(row->samples[0] - row->samples[1]));
+		ns = row->samples[0] - row->samples[1];
+		fprintf(f, ",\"flat\":%lld,\"cum\":%lld,\"samples\":%lld", (long long)prof_round(fl),
+			(long long)prof_round(cu), (long long)prof_round(ns));
+		if (w->seconds > 0 && r->base) {
+			double lo, hi;
+
+			hc_growth_range(fl > 0 ? fl : 0, ns, r->tot.period, w->objects, &lo, &hi);
+			fprintf(f, ",\"per_second\":%.0f,\"per_second_range\":[%.0f,%.0f]",
+				fl / w->seconds, lo / w->seconds, hi / w->seconds);
+		}
+		putc('}', f);
 	}
 	fputs("],\"stacks\":[", f);
 	for (i = 0; i < r->nstacks; i++)

@@ -440,6 +440,27 @@ void hc_poisson_range(double k, double *lo, double *hi)
 	*hi = (k + 1) * c * c * c;
 }
 
+void hc_growth_range(double growth, double k, uint64_t period, bool objects, double *lo,
+		     double *hi)
+{
+	double l, h;
+
+	/* period 0: gperftools recorded every allocation, nothing was sampled */
+	if (!period) {
+		*lo = *hi = growth;
+		return;
+	}
+	hc_poisson_range(k, &l, &h);
+	if (k > 0 && growth > 0) {
+		*lo = l * growth / k;
+		*hi = h * growth / k;
+	} else {
+		/* none seen: up to about h samples of the mean interval could have been missed */
+		*lo = 0;
+		*hi = objects ? 0 : h * (double)period;
+	}
+}
+
 double report_delta(const struct hc_report *r, const struct rstack *s, bool objects)
 {
 	int k = objects ? 0 : 1;

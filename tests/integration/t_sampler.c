@@ -6,7 +6,13 @@
  * victim is unharmed (registers, syscalls, signals, fds) with its hooks in
  * and after they are taken out.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +91,47 @@ out:
 	remove(b);
 }
 
+/* The live bytes of a dump of v, un-biased (report --json), or -1. */
+static double dumped_bytes(struct victim *v, double *samples)
+{
+	char a[512];
+	struct hres r = { 0 };
+	double got = -1;
+
+	snprintf(a, sizeof(a), "%s/smp-k.%s.heap", cfg.tmpdir, v->spid);
+	if (hc_expect(&r, 0, "dump", "-p", v->spid, "-o", a, NULL) == 0) {
+		hres_free(&r);
+		if (hc_expect(&r, 0, "report", a, "--json", "-p", v->spid, NULL) == 0) {
+			got = num(r.out, "bytes");
+			*samples = num(r.out, "samples");
+		}
+	}
+	hres_free(&r);
+	remove(a);
+	return got;
+}
+
+/*
+ * After prof off: a dump still holds what grew while sampling; once the
+ * victim frees it, the hooks (still in) saw the frees and the dump holds
+ * none of it; prof status counts the samples kept.
+ */
+static void kept_after_off(struct victim *v, double bytes)
+{
+	char reply[128];
+	double k = 0, got = dumped_bytes(v, &k);
+
+	if (got < 0.8 * bytes)
+		t_fail("a dump after prof off holds %.0f bytes in %.0f samples; the victim grew "
+		       "%.0f while sampling", got, k, bytes);
+	if (victim_expect(v, "free", "free ok", reply, sizeof(reply)))
+		return;
+	got = dumped_bytes(v, &k);
+	if (got < 0 || got > 0.2 * bytes)
+		t_fail("the victim freed the %.0f bytes it grew after prof off, but a dump still "
+		       "holds %.0f bytes (%.0f samples): the frees were not seen", bytes, got, k);
+}
+
 /* The name the kernel gives the sampler's mappings, and the loader the sampler. */
 #define SAMPLER_LOADED "/memfd:heapctl-sampler (deleted)"
 
@@ -111,8 +158,10 @@ static void loader_names(struct victim *v, const char *name)
 
 /*
  * prof on loads the sampler and says so; the growth is right; prof off
- * takes every hook out and says the sampler went off; prof on again reuses
- * the loaded sampler.  The victim is checked with the sampler in and out.
+ * stops sampling and keeps what was sampled, its hooks in to see the frees:
+ * a dump still holds the growth, and loses it once the victim frees it;
+ * prof reset takes every hook out; prof on again reuses the loaded
+ * sampler.  The victim is checked with the sampler in and out.
  */
 static void sampler_cycle(struct victim *v, const char *cmd, const char *want, double bytes,
 			  const char *site)
@@ -143,16 +192,27 @@ static void sampler_cycle(struct victim *v, const char *cmd, const char *want, d
 		goto out;
 	if (hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL))
 		goto out;
-	/* the sampler went off, whatever profiler the allocator has */
-	if (!strstr(r.out, "heapctl's sampler: sampling -> off") || strstr(r.out, "prof.active"))
-		t_fail("prof off: does not say the sampler went off: %.300s", r.out);
+	/* the sampler went off, whatever profiler the allocator has, and kept its samples */
+	if (!strstr(r.out, "heapctl's sampler: sampling -> off, samples kept") ||
+	    strstr(r.out, "prof.active") || !strstr(r.out, "prof reset"))
+		t_fail("prof off: does not say the sampler went off with its samples kept: %.400s",
+		       r.out);
 	hres_free(&r);
 	if (sampler_status(v, st, sizeof(st)) &&
-	    (num(st, "hooks") != 0 || num(st, "hooks_lost") != 0 || !strstr(st, "\"enabled\":false")))
-		t_fail("prof off: every hook should be out: %s", st);
+	    (num(st, "hooks") < 1 || !strstr(st, "\"enabled\":false") || !strstr(st, "\"kept\":true")))
+		t_fail("prof off: the hooks should stay, the samples kept: %s", st);
+	kept_after_off(v, bytes);
+	if (hc_expect(&r, 0, "prof", "reset", "-p", v->spid, NULL))
+		goto out;
+	if (!strstr(r.out, "samples discarded, hooks removed"))
+		t_fail("prof reset: does not say the hooks went: %.300s", r.out);
+	hres_free(&r);
+	if (sampler_status(v, st, sizeof(st)) &&
+	    (num(st, "hooks") != 0 || num(st, "hooks_lost") != 0 || !strstr(st, "\"kept\":false")))
+		t_fail("prof reset: every hook should be out: %s", st);
 	if (!hc_expect(&r, 1, "dump", "-p", v->spid, "-o", "/dev/null", NULL) &&
 	    (!strstr(r.err, "is off") || !strstr(r.err, "hint: run 'heapctl prof on'")))
-		t_fail("dump with the sampler off: %.300s", r.err);
+		t_fail("dump with the sampler reset: %.300s", r.err);
 	hres_free(&r);
 	victim_check(v, 0);
 	if (hc_expect(&r, 0, "prof", "on", "-p", v->spid, NULL))
@@ -165,6 +225,9 @@ static void sampler_cycle(struct victim *v, const char *cmd, const char *want, d
 	    (num(st, "hooks") < 1 || num(st, "interval") != 524288))
 		t_fail("prof on again: no hooks, or not the default interval: %s", st);
 	if (hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL) == 0)
+		victim_check(v, 0);
+	hres_free(&r);
+	if (hc_expect(&r, 0, "prof", "reset", "-p", v->spid, NULL) == 0)
 		victim_check(v, 0);
 out:
 	hres_free(&r);
@@ -611,8 +674,10 @@ static void late_library(const char *lib, const char *env)
 		t_fail("the growth through the late library is not in the profile: %.300s", r.out);
 	hres_free(&r);
 	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+	hres_free(&r);
+	hc_expect(&r, 0, "prof", "reset", "-p", v.spid, NULL);
 	if (sampler_status(&v, st, sizeof(st)) && num(st, "hooks") != 0)
-		t_fail("prof off left hooks: %s", st);
+		t_fail("prof off and reset left hooks: %s", st);
 out:
 	hres_free(&r);
 	remove(a);
@@ -1015,6 +1080,128 @@ static void test_bad_options(void)
 	victim_stop(&v);
 }
 
+/* leak_rate (tests/victims/leak_rate.c) with its defaults, its stdin held by *in. */
+static pid_t leak_rate_start(int *in, char *spid, size_t len)
+{
+	char path[PATH_MAX], why[256], line[64] = "";
+	const char *argv[] = { path, NULL };
+	int ip[2], op[2];
+	struct spawn_opts so = { 0 };
+	pid_t pid;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/leak_rate", cfg.victim_dir);
+	if (pipe2(ip, O_CLOEXEC) || pipe2(op, O_CLOEXEC)) {
+		t_fail("pipe: %s", strerror(errno));
+		return -1;
+	}
+	so.in_fd = ip[0];
+	so.out_fd = op[1];
+	so.err_fd = -1;
+	pid = spawn(argv, &so, why, sizeof(why));
+	close(ip[0]);
+	close(op[1]);
+	/* "ready PID" once its loop runs */
+	n = pid > 0 ? read(op[0], line, sizeof(line) - 1) : -1;
+	close(op[0]);
+	if (pid <= 0 || n <= 0 || strncmp(line, "ready", 5)) {
+		t_fail("leak_rate did not start: %s %s", pid <= 0 ? why : "", line);
+		close(ip[1]);
+		if (pid > 0)
+			kill_wait(pid);
+		return -1;
+	}
+	*in = ip[1];
+	snprintf(spid, len, "%d", (int)pid);
+	return pid;
+}
+
+/* functions[] member key of the function name in leak --json's out, or -1 */
+static double fn_num(const char *out, const char *name, const char *key)
+{
+	char pat[96];
+	const char *f, *end, *k;
+
+	snprintf(pat, sizeof(pat), "{\"name\":\"%s\"", name);
+	f = strstr(out, pat);
+	end = f ? strchr(f, '}') : NULL;
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	k = f ? strstr(f, pat) : NULL;
+	return k && k < end ? strtod(k + strlen(pat), NULL) : -1;
+}
+
+/*
+ * leak at its defaults on a process started with no profiler: 100 KiB/s
+ * leaked from leak_here() beside 32 MiB/s of churn that keeps 1 MiB live.
+ * leak measures the allocation rate, picks the interval for the window,
+ * warms up, and names leak_here first at about its rate, with the samples
+ * and the range behind it; then the sampler is as leak found it (gone).
+ * With the samples kept by an earlier prof off, leak uses their interval
+ * and leaves them kept.  The bounds are wide (±40%: 4 standard deviations
+ * at the interval leak picks here), so the test does not flake; the
+ * accuracy itself is measured by bench/accuracy.sh.
+ */
+static void test_leak_defaults(void)
+{
+	struct hres r = { 0 };
+	char spid[16], st[2048];
+	struct victim v = { 0 };
+	double rate, lo, hi, k;
+	const char *pr;
+	int in = -1;
+	pid_t pid = leak_rate_start(&in, spid, sizeof(spid));
+
+	if (pid < 0)
+		return;
+	snprintf(v.spid, sizeof(v.spid), "%s", spid);
+	v.pid = pid;
+	if (hc_expect(&r, 0, "leak", "-p", spid, "--for", "5", "--json", "-o", "/dev/null", "--format", "folded", NULL))
+		goto out;
+	rate = fn_num(r.out, "leak_here", "per_second");
+	k = fn_num(r.out, "leak_here", "samples");
+	if (!strstr(r.out, "\"functions\":[{\"name\":\"leak_here\""))
+		t_fail("leak at its defaults does not name leak_here first: %.600s", r.out);
+	else if (rate < 0.6 * 102400 || rate > 1.4 * 102400)
+		t_fail("leak_here grows 100 KiB/s; leak says %.0f B/s from %.0f samples: %.600s",
+		       rate, k, r.out);
+	if (num(r.out, "period") >= 524288 || !strstr(r.out, "\"interval_chosen\":true") ||
+	    num(r.out, "warm_up_seconds") < 1 || num(r.out, "allocation_rate") < 8e6)
+		t_fail("leak did not pick its interval from the allocation rate, or did not warm "
+		       "up: %.600s", r.out);
+	/* the first range after the top level's is leak_here's */
+	pr = strstr(r.out, "\"functions\":[");
+	pr = pr ? strstr(pr, "\"per_second_range\":[") : NULL;
+	if (!pr || sscanf(pr, "\"per_second_range\":[%lf,%lf]", &lo, &hi) != 2 || lo > rate ||
+	    hi < rate || hi <= lo)
+		t_fail("no 95%% range around leak_here's rate: %.600s", r.out);
+	hres_free(&r);
+	if (sampler_status(&v, st, sizeof(st)) &&
+	    (num(st, "hooks") != 0 || !strstr(st, "\"enabled\":false") || strstr(st, "\"kept\":true")))
+		t_fail("after leak the sampler should be as leak found it, gone: %s", st);
+	/* samples kept by prof off: leak samples at their interval, and leaves them kept */
+	if (hc_expect(&r, 0, "prof", "on", "-p", spid, "--sample-bytes", "8K", NULL))
+		goto out;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "prof", "off", "-p", spid, NULL))
+		goto out;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "leak", "-p", spid, "--for", "1", "--json", "-o", "/dev/null", "--format", "folded", NULL))
+		goto out;
+	if (num(r.out, "period") != 8192 || !strstr(r.out, "\"interval_chosen\":false"))
+		t_fail("leak on kept samples changed their interval: %.600s", r.out);
+	hres_free(&r);
+	if (sampler_status(&v, st, sizeof(st)) &&
+	    (num(st, "hooks") < 1 || !strstr(st, "\"kept\":true") || num(st, "interval") != 8192))
+		t_fail("after leak the kept samples should still be kept: %s", st);
+	hc_expect(&r, 0, "prof", "reset", "-p", spid, NULL);
+out:
+	hres_free(&r);
+	close(in);
+	if (!wait_exited(pid, 5000))
+		t_fail("leak_rate did not exit at the end of its stdin");
+	kill_wait(pid);
+}
+
 const struct itest t_sampler_tests[] = {
 	{ "sampler-bad-options", test_bad_options, 0 },
 	{ "sampler-glibc", test_glibc, 0 },
@@ -1033,5 +1220,6 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-fork-exec", test_fork_exec, 0 },
 	{ "sampler-kill-sweep", test_kill_sweep, 600 },
 	{ "sampler-mariadb", test_mariadb, 300 },
+	{ "leak-defaults", test_leak_defaults, 120 },
 	{ NULL, NULL, 0 },
 };
