@@ -105,6 +105,11 @@ struct hcs_state {
 	uint64_t pagesize;
 	/* State. */
 	uint64_t interval; /* mean bytes between samples */
+	/*
+	 * 0: not sampling; else sampling for the profile numbered so (the
+	 * generation, never 0): a thread whose countdown was drawn for another
+	 * draws a new one at its next allocation.
+	 */
 	uint32_t enabled;
 	uint32_t initialised;
 	uint32_t nslots;   /* slots in use (heapctl appends, then hcs_patch()) */

@@ -56,7 +56,7 @@ struct tls {
 	int64_t left;  /* bytes until the next sample */
 	uint64_t rng;  /* xorshift state; 0 until the thread's first allocation */
 	uint32_t busy; /* inside the sampled path: do not recurse */
-	uint32_t gen;  /* state.generation this countdown was drawn for */
+	uint32_t gen;  /* the profile (state.enabled) this countdown was drawn for; 0 none */
 };
 static __thread struct tls tls __attribute__((tls_model("initial-exec")));
 
@@ -253,23 +253,31 @@ static int forget(uint64_t p, struct hcs_live *was)
 
 /* ---- the hooks' two paths ------------------------------------------------------------ */
 
+/*
+ * A countdown belongs to one profile (state.enabled names it): a thread
+ * whose countdown was drawn for another, or never, draws a new one and
+ * samples nothing yet (no bias: the gaps are memoryless).  Checked on
+ * every allocation, so a new interval holds from the next one, however
+ * long the old countdown had to run.
+ */
+static __attribute__((noinline)) void new_countdown(uint32_t profile, uint64_t p)
+{
+	if (!tls.rng) {
+		tls.rng = ((uint64_t)(uintptr_t)&tls * 0x9e3779b97f4a7c15ull) ^
+			  (ADD(&hcs_state.samples, 0) << 17) ^ p;
+		if (!tls.rng)
+			tls.rng = 1;
+	}
+	tls.gen = profile;
+	tls.left = draw();
+}
+
 static __attribute__((noinline)) void sampled(uint64_t p, uint64_t size)
 {
 	uint64_t frames[HCS_MAXFRAMES];
 	struct bt b = { frames, 0 };
 
 	tls.busy = 1;
-	if (!tls.rng || tls.gen != LOAD(&hcs_state.generation)) {
-		/* A thread's first countdown: seed it, sample nothing yet (no bias: memoryless). */
-		tls.rng = ((uint64_t)(uintptr_t)&tls * 0x9e3779b97f4a7c15ull) ^
-			  (ADD(&hcs_state.samples, 0) << 17) ^ p;
-		if (!tls.rng)
-			tls.rng = 1;
-		tls.gen = (uint32_t)LOAD(&hcs_state.generation);
-		tls.left = draw();
-		tls.busy = 0;
-		return;
-	}
 	tls.left = draw();
 	unwind_backtrace(bt_cb, &b);
 	if (b.n == 0)
@@ -281,8 +289,14 @@ static __attribute__((noinline)) void sampled(uint64_t p, uint64_t size)
 
 static inline void note_alloc(void *p, uint64_t size)
 {
-	if (unlikely(!p) || !LOAD(&hcs_state.enabled))
+	uint32_t profile = LOAD(&hcs_state.enabled);
+
+	if (unlikely(!p) || !profile)
 		return;
+	if (unlikely(tls.gen != profile)) {
+		new_countdown(profile, (uint64_t)(uintptr_t)p);
+		return;
+	}
 	tls.left -= (int64_t)size;
 	if (likely(tls.left >= 0) || tls.busy)
 		return;
@@ -768,6 +782,14 @@ static int unpatch(void)
 	return left;
 }
 
+/* The number state.enabled gives the profile: the generation, never 0. */
+static uint32_t profile_no(void)
+{
+	uint32_t g = (uint32_t)hcs_state.generation;
+
+	return g ? g : 1;
+}
+
 /*
  * Stop sampling (on 0), or start it (on 1) with a mean interval (0: the
  * last one, 512 KiB at first).  A stop keeps what was sampled, and the
@@ -789,7 +811,7 @@ static int enable(uint64_t interval, uint32_t on)
 		hcs_state.interval = want;
 		reset();
 	}
-	STORE(&hcs_state.enabled, 1);
+	STORE(&hcs_state.enabled, profile_no());
 	return 0;
 }
 
@@ -805,6 +827,6 @@ static int reset(void)
 	clear();
 	STORE(&hcs_state.in_child, 0);
 	ADD(&hcs_state.generation, 1);
-	STORE(&hcs_state.enabled, was);
+	STORE(&hcs_state.enabled, was ? profile_no() : 0);
 	return 0;
 }

@@ -1202,6 +1202,42 @@ out:
 	kill_wait(pid);
 }
 
+/*
+ * A new interval holds from the next allocation: every thread's countdown
+ * belongs to one profile, and a thread whose countdown was drawn for a
+ * 1 TiB interval draws again at 4 KiB at once, not after a terabyte.
+ */
+static void test_new_interval(void)
+{
+	struct hres r = { 0 };
+	struct victim v;
+	char st[2048];
+
+	if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
+		return;
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, "--sample-bytes", "1T", NULL))
+		goto out;
+	hres_free(&r);
+	/* every thread that allocates now draws a countdown of about a terabyte */
+	if (victim_expect(&v, "grow 16", "grow ok", st, sizeof(st)))
+		goto out;
+	if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, "--sample-bytes", "4K", NULL))
+		goto out;
+	hres_free(&r);
+	if (victim_expect(&v, "grow 64", "grow ok", st, sizeof(st)))
+		goto out;
+	/* 64 blocks of 64 KiB at 4 KiB: each one sampled; a carried-over countdown gives none */
+	if (sampler_status(&v, st, sizeof(st)) && (num(st, "interval") != 4096 || num(st, "samples") < 60))
+		t_fail("4 MiB allocated after the interval went from 1 TiB to 4 KiB: %s", st);
+	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
+	hres_free(&r);
+	hc_expect(&r, 0, "prof", "reset", "-p", v.spid, NULL);
+out:
+	hres_free(&r);
+	victim_check(&v, 0);
+	victim_stop(&v);
+}
+
 const struct itest t_sampler_tests[] = {
 	{ "sampler-bad-options", test_bad_options, 0 },
 	{ "sampler-glibc", test_glibc, 0 },
@@ -1220,6 +1256,7 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-fork-exec", test_fork_exec, 0 },
 	{ "sampler-kill-sweep", test_kill_sweep, 600 },
 	{ "sampler-mariadb", test_mariadb, 300 },
+	{ "sampler-new-interval", test_new_interval, 0 },
 	{ "leak-defaults", test_leak_defaults, 120 },
 	{ NULL, NULL, 0 },
 };
