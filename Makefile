@@ -228,8 +228,8 @@ $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_CFLAGS) $(JE_LIBS)
 
-# glibc malloc's fast path, hooked or not by heapctl's sampler
-$(B)/bench/mallocloop: bench/mallocloop.c
+# glibc malloc, hooked or not by heapctl's sampler (mtloop: jemalloc by LD_PRELOAD)
+$(B)/bench/mallocloop $(B)/bench/mtloop: $(B)/bench/%: bench/%.c
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -O2 -o $@ $<
@@ -333,10 +333,11 @@ demo: deps
 
 # heapctl against gdb (attach, pauses, stalls, scaling), then report against jeprof.
 bench: deps
-	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(B)/victims/leak_rate
 	@bench/run.sh $(B)
 	@bench/report.sh $(B)
 	@bench/sampler.sh $(B)
+	@bench/accuracy.sh $(B)
 
 format-check:
 	@git diff -U0 --no-color origin/main -- '*.c' '*.h' 2>/dev/null | \
