@@ -398,6 +398,10 @@ if command -v heaptrack >/dev/null; then
 		ht="could not inject within 30 s (gdb's call into redis never returned; redis stayed stopped meanwhile)"
 	fi
 	kill -INT "$hpid" 2>/dev/null
+	wait "$hpid" 2>/dev/null
+	# heaptrack's own fifo, named after its pid, which it leaves when stopped
+	rm -f "${TMPDIR:-/tmp}/heaptrack_fifo$hpid" "/tmp/heaptrack_fifo$hpid"
+	hpid=
 fi
 printf '%-24s none %s req/s    heapctl sampler %s req/s (%.2f of none; goal >= 0.95)    before prof on %s req/s\n' \
 	"redis throughput" "$base" "$with" "$(awk -v a="$with" -v b="$base" 'BEGIN { print a / b }')" "$pristine"
