@@ -159,9 +159,18 @@ int cmd_dump(struct cli_env *env)
 			fputs(",\"bytes\":null", stdout);
 		fputs(",\"allocator\":", stdout);
 		hc_json_str(stdout, allocator);
-		printf(",\"format\":\"%s\",\"active\":%s}\n",
+		printf(",\"format\":\"%s\",\"active\":%s",
 		       cli_prof_kind(allocator) == CLI_PROF_GPERF ? "gperftools" : "jemalloc",
 		       cli_bool(active));
+		/* the samples behind it, and one per how many bytes (0: every allocation) */
+		if (have && S_ISREG(st.st_mode)) {
+			struct hc_prof_info in;
+
+			cli_samples_said(path, said, sizeof(said), &in);
+			printf(",\"samples\":%.0f,\"period\":%llu", in.samples,
+			       (unsigned long long)in.period);
+		}
+		fputs("}\n", stdout);
 	} else if (!cli_out_is_stdout(path)) {
 		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 			fprintf(msg, "wrote %s (%s%s)\n", path,

@@ -810,8 +810,11 @@ static void test_dump_json(void)
 	hres_free(&r);
 	if (hc_expect(&r, 0, "dump", "-p", v.spid, "-o", out, "--json", NULL))
 		goto out_r;
-	if (json_get_bool(r.out, "active", &active) || !active)
-		t_fail("dump --json with profiling on: %.300s", r.out);
+	if (json_get_bool(r.out, "active", &active) || !active ||
+	    json_get_num(r.out, "period", &bytes) || bytes != 524288 ||
+	    json_get_num(r.out, "samples", &bytes) || bytes < 0)
+		t_fail("dump --json with profiling on: active, the period (jemalloc's 512 KiB) and "
+		       "the samples: %.300s", r.out);
 	if (strstr(r.err, "warning"))
 		t_fail("dump with profiling on warned: %.300s", r.err);
 	hres_free(&r);
