@@ -145,8 +145,7 @@ struct leak_run {
 	bool sampler;     /* heapctl's sampler is the profiler */
 	bool kept_before; /* heapctl's sampler was off with samples kept: they stay */
 	bool chose;       /* leak picks the sampler's interval */
-	uint64_t interval;
-	uint64_t samples; /* the sampler's count when it last looked */
+	uint64_t interval; /* the one leak picked */
 	double alloc_rate; /* bytes per second, measured by the probe; 0 if not */
 	unsigned int warm_ms;
 };
@@ -223,8 +222,6 @@ static int turn_on(struct cli_env *env, struct leak_run *lr, struct hc_err *err)
 	if (hc_sampler_get(t, &s, err))
 		goto fail;
 	lr->sampler = s.enabled;
-	lr->interval = s.interval;
-	lr->samples = s.samples;
 	lr->chose = lr->chose && lr->activated && lr->sampler;
 	cli_timing(env, t);
 	cli_close(t);
@@ -319,14 +316,13 @@ fail:
 }
 
 /* Ended by a signal before the first profile: nothing was measured. */
-static int stopped_early(struct hc_err *err, const char *when)
+static void stopped_early(struct hc_err *err, const char *when)
 {
 	memset(err, 0, sizeof(*err));
 	err->code = HC_E_CANCELLED;
 	snprintf(err->msg, sizeof(err->msg), "SIG%s during the %s, before the first profile: "
 		 "nothing was measured", sigabbrev_np(stop_sig), when);
 	snprintf(err->hint, sizeof(err->hint), "--warm-up 0 takes the first profile at once");
-	return -1;
 }
 
 /*
