@@ -31,7 +31,8 @@
  * This file holds the session: borrow() with the frame, the calls,
  * scratch space, and the restore in call_end().  step.c runs the thread
  * from stop to stop, thread.c picks and stops it, gadget.c finds what the
- * target's text lends heapctl; call_int.h is what the four share.
+ * target's text lends heapctl, shadow.c keeps heapctl's copy of the
+ * thread's stack area; call_int.h is what they share.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,66 +136,6 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 			 (unsigned long long)sp);
 		return 1;
 	}
-	return 0;
-}
-
-static bool in_shadow(const struct sess *s, uint64_t raddr, size_t len)
-{
-	return s && s->shadow_len && raddr >= s->shadow_lo && len <= s->shadow_len &&
-	       raddr - s->shadow_lo <= s->shadow_len - len;
-}
-
-int shadow_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
-		 struct hc_err *err)
-{
-	struct sess *s = t->sess;
-
-	if (!in_shadow(s, raddr, len))
-		return mem_write(t->memfd, raddr, buf, len, err);
-	memcpy(t->shadow + (raddr - s->shadow_lo), buf, len);
-	if (s->dirty_hi <= s->dirty_lo) {
-		s->dirty_lo = raddr;
-		s->dirty_hi = raddr + len;
-	} else {
-		if (raddr < s->dirty_lo)
-			s->dirty_lo = raddr;
-		if (raddr + len > s->dirty_hi)
-			s->dirty_hi = raddr + len;
-	}
-	return 0;
-}
-
-int shadow_flush(struct hc_target *t, struct hc_err *err)
-{
-	struct sess *s = t->sess;
-
-	if (!s || s->dirty_hi <= s->dirty_lo)
-		return 0;
-	if (mem_write(t->memfd, s->dirty_lo, t->shadow + (s->dirty_lo - s->shadow_lo),
-		      s->dirty_hi - s->dirty_lo, err) < 0)
-		return -1;
-	s->dirty_lo = s->dirty_hi = 0;
-	return 0;
-}
-
-int shadow_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
-{
-	struct sess *s = t->sess;
-
-	if (!in_shadow(s, raddr, len))
-		return mem_read(t->pid, t->memfd, raddr, buf, len, err);
-	if (!s->shadow_fresh) {
-		/* what the thread may have written: the scratch in use, in one read */
-		uint64_t lo = raddr < s->scratch ? raddr : s->scratch;
-		uint64_t hi = s->scratch + s->scratch_used > raddr + len ? s->scratch + s->scratch_used :
-									   raddr + len;
-
-		if (shadow_flush(t, err) < 0 ||
-		    mem_read(t->pid, t->memfd, lo, t->shadow + (lo - s->shadow_lo), hi - lo, err) < 0)
-			return -1;
-		s->shadow_fresh = lo <= s->scratch;
-	}
-	memcpy(buf, t->shadow + (raddr - s->shadow_lo), len);
 	return 0;
 }
 

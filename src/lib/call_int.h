@@ -93,7 +93,7 @@ struct sess {
  */
 #define SLOT_PENDING 0x8badc0de5107f00dull
 
-/* call.c: the shadow of the thread's stack area (struct sess) */
+/* shadow.c: the shadow of the thread's stack area (struct sess) */
 
 /* Write into the target, through the shadow where raddr is in it (flushed before the thread runs). */
 int shadow_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
