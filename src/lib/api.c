@@ -333,6 +333,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	t = target_new(pid);
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
+	t->judge = &evidence_judge;
 	t->seccomp = ps.seccomp;
 	if (o)
 		t->opts = *o;
@@ -419,7 +420,30 @@ void hc_target_close(struct hc_target *t)
 	if (t->alloc && t->alloc->release)
 		t->alloc->release(t);
 	where_fini(t);
+	/* the sampler's state is this file's: sampler_probe() made it */
+	inj_free(t->inj);
 	target_free(t);
+}
+
+/* The allocator's signs in pid's objects, with nothing stopped and no driver chosen. */
+int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
+{
+	struct hc_target *t = target_new(pid);
+	char path[96];
+	int r = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (!t)
+		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+	t->judge = &evidence_judge;
+	snprintf(path, sizeof(path), "%s/mem", t->proc);
+	t->memfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->memfd < 0)
+		err_errno(err, errno, "open %s", path);
+	else if (maps_load(t, err) == 0)
+		r = evidence_first(t, out);
+	target_free(t);
+	return r;
 }
 
 void hc_target_where(struct hc_target *t, struct hc_where *w)

@@ -572,21 +572,4 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
 	return ret;
 }
 
-int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
-{
-	struct hc_target *t = target_new(pid);
-	char path[96];
-	int r = -1;
-
-	memset(out, 0, sizeof(*out));
-	if (!t)
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	snprintf(path, sizeof(path), "%s/mem", t->proc);
-	t->memfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (t->memfd < 0)
-		err_errno(err, errno, "open %s", path);
-	else if (maps_load(t, err) == 0)
-		r = evidence_first(t, out);
-	target_free(t);
-	return r;
-}
+const struct sym_judge evidence_judge = { evidence_likely, evidence_sure, evidence_of };

@@ -74,5 +74,7 @@ int evidence_check(struct hc_target *t, bool all, struct hc_err *err);
  */
 struct hc_evidence;
 int evidence_first(struct hc_target *t, struct hc_evidence *out);
+/* The judgement sym_load() asks for (struct sym_judge, target.h), from the three above. */
+extern const struct sym_judge evidence_judge;
 
 #endif

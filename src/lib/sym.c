@@ -24,7 +24,6 @@
 #include "debuginfo.h"
 #include "log.h"
 #include "ptrace.h"
-#include "evidence.h"
 #include "linkmap.h"
 #include "target.h"
 #include "troot.h"
@@ -916,7 +915,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 		if (n != 0)
 			return n;
 	}
-	if (!debug || !evidence_likely(o))
+	if (!debug || !t->judge || !t->judge->likely(o))
 		return 0;
 	pr_debug("%s: no .symtab: looking for its symbols elsewhere", o->path);
 	mdi = mdi_decompress(elf, &len);
@@ -1021,7 +1020,7 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	if (o->syms_loaded && o->unreadable)
 		return err_set(err, HC_E_NO_SYM, 0, "%s: its symbols cannot be read", o->path);
 	if (o->syms_loaded && (!debug || o->debug_tried || !o->symsrc ||
-			       strcmp(o->symsrc, ".dynsym") || !evidence_likely(o)))
+			       strcmp(o->symsrc, ".dynsym") || !t->judge || !t->judge->likely(o)))
 		return 0;
 	if (o->syms_loaded) {
 		free(o->syms);
@@ -1055,10 +1054,10 @@ int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
 	sym_load_elf(t, o, elf, debug, err);
 	/*
 	 * The signs evidence_check() reads next, while the file is open; not
-	 * for a library the malloc search passed on its way (evidence_sure()).
+	 * for a library the malloc search passed on its way (judge->sure()).
 	 */
-	if (!t->ev_scanned && !o->ev_known && evidence_sure(o)) {
-		o->ev_r = evidence_of(&st, elf, &o->ev);
+	if (t->judge && !t->ev_scanned && !o->ev_known && t->judge->sure(o)) {
+		o->ev_r = t->judge->signs(&st, elf, &o->ev);
 		o->ev_known = true;
 	}
 	elf_end(elf);

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include "procfs.h"
-#include "inject.h"
 #include "target.h"
 
 struct hc_target *target_new(pid_t pid)
@@ -43,7 +42,6 @@ void target_free(struct hc_target *t)
 	if (!t)
 		return;
 	objs_free(t);
-	inj_free(t->inj);
 	free(t->shadow);
 	free(t->regs_area);
 	if (t->memfd >= 0)

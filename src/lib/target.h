@@ -150,6 +150,23 @@ struct hc_target {
 	bool loading;
 	/* heapctl's injected sampler, as last probed (inject.c), or NULL */
 	struct inj *inj;
+	/* what sym_load() asks of an object's allocator signs, or NULL (struct sym_judge) */
+	const struct sym_judge *judge;
+};
+
+/*
+ * The judgement sym_load() asks for, passed in by whoever opened the image
+ * (api.c gives evidence.c's): whether an object may hold an allocator, so
+ * its symbols are worth looking for elsewhere (likely); whether its signs
+ * will be read whichever driver is chosen (sure), and reading them while
+ * the file is open (signs).  With none, sym_load() reads the object's own
+ * symbols and nothing else.
+ */
+struct stat;
+struct sym_judge {
+	bool (*likely)(const struct obj *o);
+	bool (*sure)(const struct obj *o);
+	int (*signs)(const struct stat *st, struct Elf *elf, struct evidence *ev);
 };
 
 /*
