@@ -2,17 +2,14 @@
 /*
  * The driver table and the allocator guess: which driver drives a target,
  * and what malloc looks like when none does.  api.c asks; the drivers
- * (alloc_*.c) answer; nothing here stops a thread.  Also the output
- * callbacks the drivers share, run while a call they made is in flight.
+ * (alloc_*.c) answer; nothing here stops a thread.  What the drivers
+ * share is in alloc_common.c, below them all.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
-#include "call.h"
 #include "err.h"
 #include "target.h"
 
@@ -27,49 +24,6 @@
 static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmalloc,
 						   &alloc_mimalloc, &alloc_glibc };
 #define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
-
-uint64_t alloc_sym(const struct obj *o, const char *name)
-{
-	const struct sym *s = sym_by_name(o, name);
-
-	return s ? s->raddr : 0;
-}
-
-int alloc_found(struct hc_target *t, const struct obj *own, const char *allocator, const void *priv,
-		size_t len, uint64_t ctl_raddr, uint64_t stats_raddr, struct hc_err *err)
-{
-	t->alloc_priv = malloc(len);
-	if (!t->alloc_priv)
-		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	memcpy(t->alloc_priv, priv, len);
-	t->where.allocator = allocator;
-	t->where.object = own->path;
-	t->where.prefix = "";
-	t->where.symtab = own->symsrc;
-	t->where.ctl_raddr = ctl_raddr;
-	t->where.stats_raddr = stats_raddr;
-	t->where.ncandidates = 1;
-	t->where.others = "";
-	return 1;
-}
-
-void alloc_fig(struct hc_stats *st, const char *name, uint64_t v, const char *what)
-{
-	struct hc_figure *f;
-
-	if (st->nfig >= HC_MAX_FIGURES)
-		return;
-	f = &st->fig[st->nfig++];
-	snprintf(f->name, sizeof(f->name), "%s", name);
-	f->value = v;
-	snprintf(f->what, sizeof(f->what), "%s", what);
-}
-
-void alloc_free_priv(struct hc_target *t)
-{
-	free(t->alloc_priv);
-	t->alloc_priv = NULL;
-}
 
 /* A tcmalloc or mimalloc that serves malloc goes before any jemalloc copy merely mapped. */
 static void pick_order(struct hc_target *t, const struct alloc_ops **order)
@@ -146,38 +100,4 @@ const char *alloc_guess(struct hc_target *t)
 			return buf;
 		}
 	return "an unknown allocator";
-}
-
-
-/* The target's string at at, to pc's sink a page at a time: never past the NUL, of any length. */
-static int print_str(const struct print_ctx *pc, struct hc_target *t, uint64_t at,
-		     struct hc_err *err)
-{
-	char buf[4096];
-
-	for (;;) {
-		size_t chunk = sizeof(buf) - (at & (sizeof(buf) - 1));
-		char *nul;
-
-		if (call_read(t, at, buf, chunk, err) < 0)
-			return -1;
-		nul = memchr(buf, 0, chunk);
-		if (pc->sink(pc->arg, buf, nul ? (size_t)(nul - buf) : chunk) < 0)
-			return err_set(err, HC_E_IO, errno, "writing the statistics failed");
-		if (nul)
-			return 0;
-		at += chunk;
-	}
-}
-
-/* write_cb(void *cbopaque, const char *s) */
-int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
-{
-	return print_str(arg, t, a[1], err);
-}
-
-/* mi_output_fun(const char *msg, void *arg) */
-int mi_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
-{
-	return print_str(arg, t, a[0], err);
 }
