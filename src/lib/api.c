@@ -14,11 +14,11 @@
 
 #include "alloc.h"
 #include "call.h"
+#include "clock.h"
 #include "evidence.h"
 #include "inject.h"
 #include "log.h"
 #include "procfs.h"
-#include "ptrace.h"
 #include "target.h"
 #include "tlock.h"
 #include "where.h"

@@ -44,7 +44,9 @@
 
 #include "call.h"
 #include "call_int.h"
+#include "clock.h"
 #include "log.h"
+#include "mem.h"
 #include "procfs.h"
 #include "ptrace.h"
 #include "seccomp.h"

@@ -27,9 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "debuginfo.h"
 #include "log.h"
-#include "ptrace.h"
 
 /* Uncompressed MiniDebugInfo beyond this is not a symbol table we want. */
 #define MDI_MAX (256u << 20)

@@ -30,7 +30,7 @@
 
 #include "evidence.h"
 #include "log.h"
-#include "ptrace.h"
+#include "mem.h"
 #include "target.h"
 
 /* Read at most this much of one object: enough for any .rodata seen in practice. */

@@ -14,8 +14,8 @@
 
 #include "call_int.h"
 #include "log.h"
+#include "mem.h"
 #include "procfs.h"
-#include "ptrace.h"
 #include "target.h"
 
 static bool is_libc(const struct obj *o)

@@ -34,7 +34,7 @@
 #include "got.h"
 #include "inject.h"
 #include "log.h"
-#include "ptrace.h"
+#include "mem.h"
 #include "target.h"
 #include "troot.h"
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "procfs.h"
 #include "ptrace.h"
@@ -23,32 +24,6 @@
 #define PTRACE_GETSIGMASK 0x420a
 #define PTRACE_SETSIGMASK 0x420b
 #endif
-
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Time spent in each kind of call since pclock_reset(): where a pause goes. */
-static uint64_t pclock[PCLK_N];
-
-void pclock_reset(void)
-{
-	memset(pclock, 0, sizeof(pclock));
-}
-
-void pclock_read(uint64_t ns[PCLK_N])
-{
-	memcpy(ns, pclock, sizeof(pclock));
-}
-
-static void pclock_add(enum pclock k, uint64_t since)
-{
-	pclock[k] += now_ns() - since;
-}
 
 static int pclock_ret(enum pclock k, int r, uint64_t since)
 {
@@ -299,41 +274,4 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pclock_add(PCLK_STOP, t0);
 	return ret;
-}
-
-int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
-{
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)raddr, .iov_len = len };
-	uint64_t t0 = now_ns();
-	ssize_t n;
-
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n != (ssize_t)len && memfd >= 0)
-		n = pread(memfd, buf, len, (off_t)raddr);
-	pclock_add(PCLK_MEM, t0);
-	if (n == (ssize_t)len)
-		return 0;
-	if (n >= 0)
-		errno = EFAULT;
-	return err_errno(err, errno, "read %zu bytes at 0x%llx in pid %d", len,
-			 (unsigned long long)raddr, pid);
-}
-
-int mem_read_fd(int memfd, uint64_t raddr, void *buf, size_t len)
-{
-	return pread(memfd, buf, len, (off_t)raddr) == (ssize_t)len ? 0 : -1;
-}
-
-int mem_write(int memfd, uint64_t raddr, const void *buf, size_t len, struct hc_err *err)
-{
-	uint64_t t0 = now_ns();
-	ssize_t n = pwrite(memfd, buf, len, (off_t)raddr);
-
-	pclock_add(PCLK_MEM, t0);
-	if (n == (ssize_t)len)
-		return 0;
-	if (n >= 0)
-		errno = EFAULT;
-	return err_errno(err, errno, "write %zu bytes at 0x%llx", len, (unsigned long long)raddr);
 }

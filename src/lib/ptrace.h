@@ -47,30 +47,4 @@ int ptrace_wait(pid_t tid, int *status, uint64_t deadline_ns, bool cancellable, 
 void ptrace_hold_sigchld(void);
 void ptrace_release_sigchld(void);
 
-/* Target memory.  mem_read uses process_vm_readv, falling back to memfd. */
-int mem_read(pid_t pid, int memfd, uint64_t raddr, void *buf, size_t len, struct hc_err *err);
-/* Through memfd alone (0 or -1): it reads nothing once the target has run execve. */
-int mem_read_fd(int memfd, uint64_t raddr, void *buf, size_t len);
-/*
- * Writes go through /proc/PID/mem: it can write read-only pages (FOLL_FORCE)
- * and it keeps the instruction cache coherent, which process_vm_writev
- * does not on arm64.
- */
-int mem_write(int memfd, uint64_t raddr, const void *buf, size_t len, struct hc_err *err);
-
-uint64_t now_ns(void);
-
-/*
- * Where a borrow's stopped window goes: the time spent in heapctl's calls
- * of each kind since pclock_reset() (thread.c resets it at each stop).
- */
-enum pclock {
-	PCLK_STOP, /* resuming the thread and waiting for its next stop */
-	PCLK_REGS, /* registers, signal masks, interrupt and detach */
-	PCLK_MEM,  /* target memory */
-	PCLK_N
-};
-void pclock_reset(void);
-void pclock_read(uint64_t ns[PCLK_N]);
-
 #endif

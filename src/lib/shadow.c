@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "call_int.h"
-#include "ptrace.h"
+#include "mem.h"
 #include "target.h"
 
 static bool in_shadow(const struct sess *s, uint64_t raddr, size_t len)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "call_int.h"
+#include "clock.h"
 #include "log.h"
 #include "ptrace.h"
 #include "target.h"

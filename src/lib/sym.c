@@ -21,10 +21,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "debuginfo.h"
-#include "log.h"
-#include "ptrace.h"
 #include "linkmap.h"
+#include "log.h"
+#include "mem.h"
 #include "target.h"
 #include "troot.h"
 

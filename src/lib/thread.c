@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "call_int.h"
+#include "clock.h"
 #include "log.h"
+#include "mem.h"
 #include "procfs.h"
 #include "ptrace.h"
 #include "target.h"

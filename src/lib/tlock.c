@@ -36,10 +36,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
 #include "log.h"
 #include "procfs.h"
-#include "ptrace.h"
 #include "target.h"
 #include "tlock.h"
 

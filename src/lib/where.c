@@ -32,6 +32,7 @@
 #include <libunwind-ptrace.h>
 
 #include "allocfn.h"
+#include "mem.h"
 #include "ptrace.h"
 #include "target.h"
 #include "where.h"
