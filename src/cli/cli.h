@@ -168,8 +168,16 @@ int cli_out_commit(struct cli_out *o, struct hc_err *err);
 int cli_out_fail(const struct cli_out *o, int e, struct hc_err *err);
 /* Drops the data: nothing is left behind. */
 void cli_out_discard(struct cli_out *o);
-/* cmd_report.c: ".svg" for HC_FMT_SVG... (the suffix -> format table) */
+/* ".svg" for HC_FMT_SVG... (out.c's suffix -> format table) */
 const char *cli_format_suffix(int fmt);
+/* The format a file name asks for (".svg", ".folded", ".pb.gz"...), or -1. */
+int cli_format_of_path(const char *path);
+/*
+ * The format of an output: --format, else the suffix of path, else dflt
+ * for stdout (path NULL or "-").  An unknown suffix is a usage error:
+ * returns CLI_EXIT_USAGE after saying so, else CLI_EXIT_OK.
+ */
+int cli_output_format(const struct cli_env *env, const char *path, int dflt, int *fmt);
 
 /*
  * pid.c: -p PID or -p NAME (like pidof) into env->pid.  Whether the process

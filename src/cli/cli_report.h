@@ -7,14 +7,6 @@
 
 #include "cli.h"
 
-/* The format a file name asks for (".svg", ".folded", ".pb.gz"...), or -1. */
-int cli_format_of_path(const char *path);
-/*
- * The format of an output: --format, else the suffix of path, else dflt
- * for stdout (path NULL or "-").  An unknown suffix is a usage error:
- * returns CLI_EXIT_USAGE after saying so, else CLI_EXIT_OK.
- */
-int cli_output_format(const struct cli_env *env, const char *path, int dflt, int *fmt);
 /* Report and writer options from the command line. */
 void cli_report_opts(const struct cli_env *env, pid_t pid, struct hc_report_opts *ro,
 		     struct hc_write_opts *wo);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * out.c: the files heapctl writes (-o, --svg, --folded).
+ * out.c: the files heapctl writes (-o, --svg, --folded), and the format
+ * each name asks for (the one suffix -> format table).
  *
  * An output is checked and its temporary file created before any thread of
  * the target is borrowed: a path that cannot be written is refused while
@@ -21,7 +22,86 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <heapctl/prof.h>
+
 #include "cli.h"
+
+/*
+ * The one suffix -> format table, for report and leak alike.  The first
+ * suffix of each format is the one heapctl uses when it names a file.
+ */
+static const struct {
+	const char *suffix;
+	int fmt;
+} suffixes[] = {
+	{ ".folded", HC_FMT_FOLDED },	{ ".collapsed", HC_FMT_FOLDED },
+	{ ".folded.txt", HC_FMT_FOLDED }, { ".svg", HC_FMT_SVG },
+	{ ".pb.gz", HC_FMT_PPROF },	{ ".pb", HC_FMT_PPROF },
+	{ ".pprof", HC_FMT_PPROF },	{ ".proto.gz", HC_FMT_PPROF },
+	{ ".txt", HC_FMT_TEXT },	{ ".text", HC_FMT_TEXT },
+	{ ".json", HC_FMT_JSON },
+};
+
+#define NSUFFIXES (sizeof(suffixes) / sizeof(suffixes[0]))
+
+int cli_format_of_path(const char *path)
+{
+	size_t i, n = strlen(path), best = 0;
+	int fmt = -1;
+
+	/* The longest suffix wins: "x.folded.txt" is folded, not text. */
+	for (i = 0; i < NSUFFIXES; i++) {
+		size_t m = strlen(suffixes[i].suffix);
+
+		if (n > m && m > best && !strcmp(path + n - m, suffixes[i].suffix)) {
+			best = m;
+			fmt = suffixes[i].fmt;
+		}
+	}
+	return fmt;
+}
+
+const char *cli_format_suffix(int fmt)
+{
+	size_t i;
+
+	for (i = 0; i < NSUFFIXES; i++)
+		if (suffixes[i].fmt == fmt)
+			return suffixes[i].suffix;
+	return "";
+}
+
+int cli_output_format(const struct cli_env *env, const char *path, int dflt, int *fmt)
+{
+	char known[128] = "";
+	struct stat st;
+	size_t i;
+
+	if (env->format) {
+		*fmt = hc_report_format_parse(env->format);
+		if (*fmt < 0)
+			return cli_usage(env, "unknown format '%s' (folded, svg, pprof, text, json)",
+					 env->format);
+		return CLI_EXIT_OK;
+	}
+	if (!path || cli_out_is_stdout(path)) {
+		*fmt = dflt;
+		return CLI_EXIT_OK;
+	}
+	*fmt = cli_format_of_path(path);
+	if (*fmt >= 0)
+		return CLI_EXIT_OK;
+	/* A directory has no suffix to tell: cli_out_open() says what is wrong with it. */
+	if (path[strlen(path) - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+		*fmt = dflt;
+		return CLI_EXIT_OK;
+	}
+	for (i = 0; i < NSUFFIXES; i++)
+		snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? " " : "",
+			 suffixes[i].suffix);
+	return cli_usage(env, "cannot tell the format from '%s' (known suffixes: %s); add "
+			 "--format folded|svg|pprof|text|json", path, known);
+}
 
 /*
  * The temporary files that exist right now.  A signal that ends heapctl
