@@ -71,12 +71,17 @@ JE_LIBS = $(shell $(PKG_CONFIG) --libs jemalloc 2>/dev/null)
 # tcmalloc victims: linked even though they only reach it through dlsym
 TC_LIBS := -Wl,--no-as-needed -ltcmalloc
 
+# src/lib in layers, each of which may include only those below it
+# (src/lib/README.md; tests/layers.sh checks it): api.c, alloc, sampler, borrow, proc, base.
+LIB_DIRS := src/lib src/lib/alloc src/lib/sampler src/lib/borrow src/lib/proc src/lib/base
+LIB_IQUOTE := $(addprefix -iquote ,$(LIB_DIRS))
+
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wold-style-definition -Wimplicit-fallthrough -Wnull-dereference -Wundef -Wvla \
 	-Wwrite-strings -Wpointer-arith -Wlogical-op -Wduplicated-cond -Wduplicated-branches
 CFLAGS ?= -O2 -g
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC \
-	-fvisibility=hidden -MMD -MP -Iinclude -iquote src/lib -iquote arch -iquote src/prof
+	-fvisibility=hidden -MMD -MP -Iinclude $(LIB_IQUOTE) -iquote arch -iquote src/prof
 ifneq ($(WERROR),0)
 BASE_CFLAGS += -Werror
 endif
@@ -85,7 +90,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 endif
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) $(CROSS_FLAGS)
 # liblzma: MiniDebugInfo (.gnu_debugdata).  libdebuginfod is dlopen()ed at run
-# time (src/lib/debuginfo.c), so heapctl runs without it.
+# time (src/lib/proc/debuginfo.c), so heapctl runs without it.
 LDLIBS_ALL = $(PKG_LIBS) -llzma -lz -pthread
 # The heapctl binary links its libraries statically: a cold start then costs
 # ~2 ms of CPU instead of ~4 (no relocation of ten shared objects), which is
@@ -100,7 +105,8 @@ else
 HEAPCTL_LIBS = $(LDLIBS_ALL)
 endif
 
-LIB_SRCS := $(wildcard src/lib/*.c) $(wildcard src/prof/*.c) arch/x86_64/arch.c arch/aarch64/arch.c
+LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS))) $(wildcard src/prof/*.c) arch/x86_64/arch.c \
+	arch/aarch64/arch.c
 CLI_SRCS := $(wildcard src/cli/*.c)
 LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS))
 CLI_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(CLI_SRCS))
@@ -544,7 +550,7 @@ FUZZ_RUNS ?=
 FUZZ_MAXLEN ?= maps=8192 glxml=16384
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -MMD -MP -Iinclude -iquote src/lib -iquote arch \
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -MMD -MP -Iinclude $(LIB_IQUOTE) -iquote arch \
 	-iquote src/prof $(PKG_CFLAGS)
 # the sampler's bytes (data only) go into every libheapctl.a: inject.c names them
 FUZZ_LIB_OBJS := $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o
@@ -581,7 +587,7 @@ $(B)/replayobj/libheapctl.a: $(REPLAY_LIB_OBJS)
 
 # two sources in one command leave a .d for the last only: list the headers
 $(B)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(B)/replayobj/libheapctl.a \
-		$(wildcard tests/fuzz/*.h src/lib/*.h src/prof/*.h include/heapctl/*.h)
+		$(wildcard tests/fuzz/*.h $(addsuffix /*.h,$(LIB_DIRS)) src/prof/*.h include/heapctl/*.h)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -DFUZZ_NAME='"$*"' \

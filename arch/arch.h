@@ -6,7 +6,7 @@
  * register images the kernel hands out through PTRACE_GETREGSET.  They use
  * our own mirror structs, so every backend compiles and is unit-tested on
  * every host; a backend _Static_asserts its mirror against <sys/user.h> when
- * the host matches.  Nothing here calls ptrace(2): src/lib/call.c owns the
+ * the host matches.  Nothing here calls ptrace(2): src/lib/borrow/call.c owns the
  * sequence, the backend only knows where things live.
  *
  * Every state heapctl leaves a borrowed thread in restores itself if
@@ -355,7 +355,7 @@ struct hc_arch {
 	/*
 	 * arm64 only (NULL elsewhere): the chain of frame records (AAPCS64
 	 * 6.4.6: x29 points at {caller's x29, return address}) from gregs' x29
-	 * upwards, a second opinion for libunwind (src/lib/where.c says why).
+	 * upwards, a second opinion for libunwind (src/lib/borrow/where.c says why).
 	 * rd reads one 16-byte record.  Fills rets[] with the return addresses,
 	 * pointer authentication bits cleared with pac_mask.  Returns how many,
 	 * once a record with a saved x29 of 0 ends the chain (the outermost
@@ -370,7 +370,7 @@ struct hc_arch {
 	/*
 	 * The thread pointer (TLS base) from gregs where the image holds it
 	 * (x86_64's fs_base), or NULL: then the first word of tp_regset
-	 * (arm64's NT_ARM_TLS, tpidr_el0).  The stack scan (src/lib/where.c)
+	 * (arm64's NT_ARM_TLS, tpidr_el0).  The stack scan (src/lib/borrow/where.c)
 	 * ends a thread's stack there.
 	 */
 	uint64_t (*get_tp)(const void *gregs);

@@ -30,7 +30,7 @@
 #   as the target's user
 #                   dump's round trip on root's process and on a uid 65534 one,
 #                   in turn: on the latter heapctl's file work runs with the
-#                   target's credentials (src/lib/cred.c)
+#                   target's credentials (src/lib/proc/cred.c)
 #
 # Knobs (environment): BENCH_RUNS (30), BENCH_TOGGLES (10), BENCH_GDB_RUNS (5),
 # BENCH_SCALE_RUNS (15), BENCH_TICKERS (4), BENCH_THREADS ("10 100 1000"),
@@ -344,7 +344,7 @@ done
 # dump as root on root's process, then on a uid 65534 process, in turn: on
 # the second heapctl makes its private directory, and reads jemalloc's
 # profile back, in threads that took that user's credentials
-# (src/lib/cred.c), so that nothing the target swaps leads past its rights
+# (src/lib/proc/cred.c), so that nothing the target swaps leads past its rights
 as_runs=$((runs / 3 > 5 ? runs / 3 : 5))
 as_why=
 if ! command -v setpriv >/dev/null; then

@@ -382,7 +382,7 @@ int out_text(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct
 	return ferror(f) ? -1 : 0;
 }
 
-/* ---- JSON: strings through hc_json_str() (src/lib/json.c) ---------------- */
+/* ---- JSON: strings through hc_json_str() (src/lib/base/json.c) ---------------- */
 
 int out_json(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struct hc_err *err)
 {

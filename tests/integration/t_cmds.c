@@ -1623,7 +1623,7 @@ static FILE *strace_heapctl(const char *log, const char *trace, const char *cons
 }
 
 /*
- * Only src/lib/ptrace.c calls ptrace(2), libraries included (libunwind's
+ * Only src/lib/borrow/ptrace.c calls ptrace(2), libraries included (libunwind's
  * ptrace accessors once read registers on their own): heapctl unwound at
  * every ptrace(2) it makes (callers.c), the first frame of its own is one
  * of ptrace.c's ptrace_* wrappers.

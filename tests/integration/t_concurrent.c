@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Several heapctls on one process.  They take turns (the per-target lock,
- * src/lib/tlock.c): twenty started together all succeed and leave the
+ * src/lib/borrow/tlock.c): twenty started together all succeed and leave the
  * target unharmed; one that waits longer than --timeout names the heapctl
  * it waited for, as does one refused because a heapctl in another network
  * namespace traces the target; a thread held by another tracer is reported
@@ -135,7 +135,7 @@ static unsigned long long start_time(pid_t pid)
 	return v;
 }
 
-/* The address of the target's lock (see src/lib/tlock.c); returns its length. */
+/* The address of the target's lock (see src/lib/borrow/tlock.c); returns its length. */
 static socklen_t lock_addr(pid_t pid, struct sockaddr_un *sa)
 {
 	int n;

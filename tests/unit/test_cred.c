@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../src/lib/cred.h"
-#include "../../src/lib/err.h"
+#include "../../src/lib/proc/cred.h"
+#include "../../src/lib/base/err.h"
 #include "unit.h"
 
 static char dir[64];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test: the allocator signs of src/lib/evidence.c over made-up
+ * Unit test: the allocator signs of src/lib/proc/evidence.c over made-up
  * read-only data.  A stripped program's strings must name its allocator,
  * with the conf variable's real prefix; a program that only quotes the
  * signs (a help text, heapctl itself) must not be taken for one.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test: file_open() and obj_open() (src/lib/sym.c), the one way the
+ * Unit test: file_open() and obj_open() (src/lib/proc/sym.c), the one way the
  * library opens a file the target named.  A FIFO must not block, a link
  * at the end of an object's name is not followed, and in another root (a
  * child chroot()ed into a directory of ours) an absolute link, at the end
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../src/lib/target.h"
+#include "../../src/lib/proc/target.h"
 #include "unit.h"
 
 static char dir[64];

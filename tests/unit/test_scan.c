@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit test: the safe-point stack scan (src/lib/where.c) and the scan ahead
+ * Unit test: the safe-point stack scan (src/lib/borrow/where.c) and the scan ahead
  * that where_warm_up() makes before a thread is stopped.  The scan after
  * the stop may pass over a word the scan ahead read and judged, but only
  * while that word is unchanged and the scan ahead found every word safe:

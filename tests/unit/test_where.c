@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit test: the arm64 frame-record walk that backs up libunwind
- * (hc_arch_aarch64.frame_walk, used by src/lib/where.c), over a fake stack.  A chain
+ * (hc_arch_aarch64.frame_walk, used by src/lib/borrow/where.c), over a fake stack.  A chain
  * that does not reach the outermost frame must never pass as complete.
  * Also which frame names are inside the allocator (where_malloc_family()).
  * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.

@@ -28,7 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../sampler/hcs.h"
+#include "../../sampler/hcs.h"
 #include "call.h"
 #include "cred.h"
 #include "got.h"

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sampler/hcs.h"
+#include "../../sampler/hcs.h"
 
 /* The most a target's dynamic section may make got.c read. */
 #define GOT_MAX_DYN 128            /* dynamic entries */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../sampler/hcs.h"
+#include "../../sampler/hcs.h"
 
 struct hc_target;
 struct hc_err;
