@@ -6,13 +6,7 @@
 #include <stdbool.h>
 
 #include "err.h"
-
-struct hc_target;
-
-struct evidence {
-	const char *alloc; /* "jemalloc", "tcmalloc", "mimalloc" */
-	char found[192];   /* what was found, for people: "_RJEM_MALLOC_CONF string, ..." */
-};
+#include "target.h" /* struct evidence, struct obj */
 
 /*
  * The signs in one run of read-only data (NUL-terminated strings, the last

@@ -10,7 +10,6 @@
 #include <heapctl/heapctl.h>
 
 #include "arch.h"
-#include "evidence.h"
 
 /* 24 bytes: libc has 3,000, each table's pages are fresh (2 us each under a hypervisor) */
 struct sym {
@@ -21,6 +20,12 @@ struct sym {
 };
 
 /* One mapped ELF object (executable, DSO or the vDSO). */
+/* Signs of an allocator in an object's read-only data (evidence.c). */
+struct evidence {
+	const char *alloc; /* "jemalloc", "tcmalloc", "mimalloc" */
+	char found[192];   /* what was found, for people: "_RJEM_MALLOC_CONF string, ..." */
+};
+
 struct obj {
 	char *path;      /* as /proc/PID/maps names it */
 	char *open_path; /* the file to open instead of the mapping's (a test's), or NULL */
