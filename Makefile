@@ -123,7 +123,7 @@ DEMO_BINS := $(patsubst demo/%.c,$(B)/demo/%,$(wildcard demo/*.c))
 VICTIM_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread
 VICTIM_CFLAGS += $(CROSS_FLAGS)
 
-.PHONY: all deps test check-unit check-integration demo bench clean format-check
+.PHONY: all deps test check-layers check-unit check-integration demo bench clean format-check
 .PHONY: deps-aarch64 check-aarch64 a64-image
 all: $(B)/heapctl $(B)/libheapctl.a
 
@@ -298,6 +298,10 @@ a64-image: all $(UNIT_BINS) $(VICTIMS) $(A64_VICTIMS) $(B)/tests/itest $(B)/a64/
 	$(msg) CPIO $(B)/initramfs.cpio.gz
 	$(Q)CROSS_COMPILE=$(CROSS_COMPILE) tests/aarch64/mkinitramfs.sh $(B) $(B)/initramfs.cpio.gz
 endif
+
+# src/lib's layers: no include or call from a layer above, no include cycle (also in make test)
+check-layers: $(B)/libheapctl.a
+	@tests/layers.sh . $(B)
 
 check-unit: $(B)/heapctl $(UNIT_BINS)
 	@tests/run-unit.sh $(B) $(UNIT_BINS)

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# The whole suite: unit programs, the integration harness, the report
-# pipeline end to end, then the installation checks.
+# The whole suite: src/lib's layers, unit programs, the integration
+# harness, the report pipeline end to end, then the installation checks.
 #
 #   tests/run-all.sh BUILD_DIR UNITBIN...
 #
@@ -76,6 +76,13 @@ settle() {
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# 0. src/lib's layers: no include or call upwards, no two files including each other.
+count < <(
+	"$here/layers.sh" "$here/.." "$BUILD_DIR" </dev/null
+	echo $? >"$tmp/layers.rc"
+)
+settle layers "$(cat "$tmp/layers.rc" 2>/dev/null || echo 1)"
 
 # 1. Unit programs (run-unit.sh already turns crashes into FAIL lines).
 count < <(

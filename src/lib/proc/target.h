@@ -19,13 +19,13 @@ struct sym {
 	bool global;      /* not STB_LOCAL */
 };
 
-/* One mapped ELF object (executable, DSO or the vDSO). */
 /* Signs of an allocator in an object's read-only data (evidence.c). */
 struct evidence {
 	const char *alloc; /* "jemalloc", "tcmalloc", "mimalloc" */
 	char found[192];   /* what was found, for people: "_RJEM_MALLOC_CONF string, ..." */
 };
 
+/* One mapped ELF object (executable, DSO or the vDSO). */
 struct obj {
 	char *path;      /* as /proc/PID/maps names it */
 	char *open_path; /* the file to open instead of the mapping's (a test's), or NULL */
