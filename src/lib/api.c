@@ -150,33 +150,33 @@ int hc_proc_read(pid_t pid, struct hc_proc *p, struct hc_err *err)
  */
 static int loader_wait(struct hc_target *t, struct hc_err *err)
 {
-	uint64_t end = now_ns() + (uint64_t)t->opts.timeout_ms * 1000000ull;
+	uint64_t end = now_ns() + (uint64_t)t->img.opts.timeout_ms * 1000000ull;
 
 	for (long pause_ms = 1;; pause_ms = pause_ms < 32 ? pause_ms * 2 : pause_ms) {
 		struct procfs_status ps;
 
-		if (maps_load(t, err) < 0)
+		if (maps_load(&t->img, err) < 0)
 			return -1;
-		if (!t->loading)
+		if (!t->img.loading)
 			return 0;
-		if (read_status(t->pid, &ps, err) < 0)
+		if (read_status(t->img.pid, &ps, err) < 0)
 			return -1;
 		if (ps.state == 'Z' || ps.state == 'X')
-			return err_set(err, HC_E_NO_PROC, 0, "pid %d exited", t->pid);
+			return err_set(err, HC_E_NO_PROC, 0, "pid %d exited", t->img.pid);
 		t->cancel_sig = term_pending();
 		if (t->cancel_sig)
 			return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d untouched",
-				       sigabbrev_np(t->cancel_sig), t->pid);
+				       sigabbrev_np(t->cancel_sig), t->img.pid);
 		if (now_ns() >= end)
 			return err_sethint(err, HC_E_TIMEOUT, 0,
 					   "retry once the process has started, or raise --timeout",
 					   "pid %d (%s) is still loading its libraries: its dynamic "
 					   "loader has not finished, so their code cannot be called yet",
-					   t->pid, ps.name);
+					   t->img.pid, ps.name);
 		if (pause_ms == 1)
 			pr_info("pid %d is still loading its libraries; waiting for its dynamic loader",
-				t->pid);
-		objs_free(t);
+				t->img.pid);
+		objs_free(&t->img);
 		nanosleep(&(struct timespec){ .tv_nsec = pause_ms * 1000000 }, NULL);
 	}
 }
@@ -247,6 +247,31 @@ static bool same_file(pid_t pid, const char *path, const char *dir, const struct
 }
 
 /*
+ * A target: its image with nothing open yet, and no lock (lockfd -1);
+ * NULL if out of memory.  target_free() gives back what the layers kept.
+ */
+static struct hc_target *target_new(pid_t pid)
+{
+	struct hc_target *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	image_init(&t->img, pid);
+	t->lockfd = -1;
+	return t;
+}
+
+static void target_free(struct hc_target *t)
+{
+	if (!t)
+		return;
+	image_fini(&t->img);
+	free(t->shadow);
+	free(t->regs_area);
+	free(t);
+}
+
+/*
  * How the object that serves malloc came to: the executable's own, an
  * entry of LD_PRELOAD in the process's environment (the very file: the
  * linker opens LD_PRELOAD=libmimalloc.so.2 and maps show where that link
@@ -254,7 +279,7 @@ static bool same_file(pid_t pid, const char *path, const char *dir, const struct
  */
 static const char *malloc_via(struct hc_target *t)
 {
-	struct obj *o = t->malloc_obj;
+	struct obj *o = t->img.malloc_obj;
 	const char *pre, *via = "search order";
 	char dir[PATH_MAX], *env, *list, *tok, *save;
 	struct stat st;
@@ -265,14 +290,14 @@ static const char *malloc_via(struct hc_target *t)
 		return "";
 	if (o->is_exe)
 		return "executable";
-	env = procfs_environ(t->proc, &len);
+	env = procfs_environ(t->img.proc, &len);
 	pre = env ? procfs_env_get(env, len, "LD_PRELOAD") : NULL;
 	fd = pre && *pre ? obj_open(o, &st) : -1;
 	if (fd >= 0 && (list = strdup(pre))) {
 		close(fd);
 		snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(o->path, '/') - o->path), o->path);
 		for (tok = strtok_r(list, " :", &save); tok; tok = strtok_r(NULL, " :", &save))
-			if (same_file(t->pid, tok, dir, &st)) {
+			if (same_file(t->img.pid, tok, dir, &st)) {
 				via = "LD_PRELOAD";
 				break;
 			}
@@ -333,15 +358,15 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	t = target_new(pid);
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
-	t->judge = &evidence_judge;
+	t->img.judge = &evidence_judge;
 	t->seccomp = ps.seccomp;
 	if (o)
-		t->opts = *o;
-	if (!t->opts.timeout_ms)
-		t->opts.timeout_ms = DEFAULT_TIMEOUT_MS;
-	snprintf(path, sizeof(path), "%s/mem", t->proc);
-	t->memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (t->memfd < 0) {
+		t->img.opts = *o;
+	if (!t->img.opts.timeout_ms)
+		t->img.opts.timeout_ms = DEFAULT_TIMEOUT_MS;
+	snprintf(path, sizeof(path), "%s/mem", t->img.proc);
+	t->img.memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (t->img.memfd < 0) {
 		if (errno == EACCES || errno == EPERM)
 			mem_open_error(pid, path, errno, err);
 		else if (errno == ENOENT || errno == ESRCH)
@@ -350,11 +375,11 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 			err_errno(err, errno, "open %s", path);
 		goto fail;
 	}
-	if (loader_wait(t, err) < 0 || sym_debug_file_check(t, err) < 0 || where_init(t, err) < 0)
+	if (loader_wait(t, err) < 0 || sym_debug_file_check(&t->img, err) < 0 || where_init(t, err) < 0)
 		goto fail;
 	if (alloc_detect(t, err) < 0)
 		goto fail;
-	t->where.malloc_object = t->malloc_obj ? t->malloc_obj->path : "";
+	t->where.malloc_object = t->img.malloc_obj ? t->img.malloc_obj->path : "";
 	/*
 	 * Symbols found are not the whole story: an object whose read-only
 	 * data carries another allocator's strings but no symbols for it (a
@@ -362,7 +387,8 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	 * With glibc or no driver, every object is read; otherwise only the
 	 * executable and the driver's own object.
 	 */
-	if (evidence_check(t, !t->alloc || !strcmp(t->where.allocator, "glibc"), err) < 0) {
+	if (evidence_check(&t->img, t->where.allocator, t->where.object,
+			   !t->alloc || !strcmp(t->where.allocator, "glibc"), err) < 0) {
 		if (read_status(pid, &ps, &(struct hc_err){ 0 }) < 0 || ps.state == 'Z' ||
 		    ps.state == 'X') {
 			memset(err, 0, sizeof(*err));
@@ -370,9 +396,9 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		}
 		goto fail;
 	}
-	t->where.evidence = t->ev_alloc;
-	t->where.evidence_object = t->ev_obj ? t->ev_obj : "";
-	t->where.evidence_found = t->ev_found;
+	t->where.evidence = t->img.ev_alloc;
+	t->where.evidence_object = t->img.ev_obj ? t->img.ev_obj : "";
+	t->where.evidence_found = t->img.ev_found;
 	if (!t->alloc) {
 		/* A process that died while we looked has no allocator to report. */
 		if (read_status(pid, &ps, err) < 0 || ps.state == 'Z' || ps.state == 'X') {
@@ -381,9 +407,9 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		}
 		const struct obj *exe = NULL;
 
-		for (size_t i = 0; i < t->nobjs; i++)
-			if (t->objs[i].is_exe)
-				exe = &t->objs[i];
+		for (size_t i = 0; i < t->img.nobjs; i++)
+			if (t->img.objs[i].is_exe)
+				exe = &t->img.objs[i];
 		/* a stripped executable may hide a statically linked jemalloc */
 		err_sethint(err, HC_E_NO_ALLOC, 0,
 			    exe && exe->symsrc && !strcmp(exe->symsrc, ".dynsym") ?
@@ -400,8 +426,8 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	return t;
 fail:
 	/* the objects were read: their signs come with the refusal, not from a second read */
-	if (o && o->evidence && t->nobjs && (err->code == HC_E_NO_SYM || err->code == HC_E_NO_ALLOC))
-		evidence_first(t, o->evidence);
+	if (o && o->evidence && t->img.nobjs && (err->code == HC_E_NO_SYM || err->code == HC_E_NO_ALLOC))
+		evidence_first(&t->img, o->evidence);
 	hc_target_close(t);
 	return NULL;
 }
@@ -435,13 +461,13 @@ int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
 	memset(out, 0, sizeof(*out));
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	t->judge = &evidence_judge;
-	snprintf(path, sizeof(path), "%s/mem", t->proc);
-	t->memfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (t->memfd < 0)
+	t->img.judge = &evidence_judge;
+	snprintf(path, sizeof(path), "%s/mem", t->img.proc);
+	t->img.memfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->img.memfd < 0)
 		err_errno(err, errno, "open %s", path);
-	else if (maps_load(t, err) == 0)
-		r = evidence_first(t, out);
+	else if (maps_load(&t->img, err) == 0)
+		r = evidence_first(&t->img, out);
 	target_free(t);
 	return r;
 }
@@ -462,7 +488,7 @@ void hc_target_timing(const struct hc_target *t, struct hc_timing *tm)
 /* Every operation gets the whole --timeout, counted from its start. */
 static void arm(struct hc_target *t)
 {
-	t->deadline_ns = now_ns() + (uint64_t)t->opts.timeout_ms * 1000000ull;
+	t->deadline_ns = now_ns() + (uint64_t)t->img.opts.timeout_ms * 1000000ull;
 }
 
 /* The end of every operation: the thread goes back unless a session keeps it. */
@@ -523,7 +549,7 @@ static const char *heap_name(const struct hc_target *t)
 static int no_prof(struct hc_target *t, struct hc_err *err)
 {
 	return err_sethint(err, HC_E_UNSUPPORTED, 0, t->alloc->no_prof_hint,
-			   "%s in pid %d has no heap profiler", heap_name(t), t->pid);
+			   "%s in pid %d has no heap profiler", heap_name(t), t->img.pid);
 }
 
 static int own_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
@@ -569,7 +595,7 @@ int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err 
 	r = sampler_probe(t, err);
 	if (r < 0)
 		return -1;
-	if (r == 1 && (t->inj->s.enabled || t->opts.sampler == HC_SAMPLER_INJECT)) {
+	if (r == 1 && (t->inj->s.enabled || t->img.opts.sampler == HC_SAMPLER_INJECT)) {
 		*enabled = true;
 		*active = t->inj->s.enabled;
 		/* objects loaded since the last call get their hooks now */
@@ -580,8 +606,8 @@ int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err 
 
 int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
-	uint64_t interval = t->opts.sample_bytes; /* 0: see below */
-	int mode = t->opts.sampler, r;
+	uint64_t interval = t->img.opts.sample_bytes; /* 0: see below */
+	int mode = t->img.opts.sampler, r;
 	bool old = false;
 
 	arm(t);
@@ -646,20 +672,20 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 	r = sampler_probe(t, err);
 	if (r < 0)
 		return -1;
-	if (r == 1 && !sampling(t) && !kept(t) && t->opts.sampler != HC_SAMPLER_NATIVE &&
+	if (r == 1 && !sampling(t) && !kept(t) && t->img.opts.sampler != HC_SAMPLER_NATIVE &&
 	    !native_prof(t))
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0, "run 'heapctl prof on' first",
 					   "heapctl's sampler in pid %d is off, with nothing sampled "
-					   "kept", t->pid), err);
+					   "kept", t->img.pid), err);
 	if (r == 0 && !t->alloc->prof_dump)
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0,
 					   "run 'heapctl prof on -p PID' first: it loads heapctl's "
 					   "sampler, which the dump reads",
 					   "%s in pid %d has no heap profiler, and heapctl's sampler is "
 					   "not loaded",
-					   heap_name(t), t->pid),
+					   heap_name(t), t->img.pid),
 			    err);
-	if (!sampling(t) && (!kept(t) || t->opts.sampler == HC_SAMPLER_NATIVE))
+	if (!sampling(t) && (!kept(t) || t->img.opts.sampler == HC_SAMPLER_NATIVE))
 		return done(t, own_prof_dump(t, out_path, active, err), err);
 	*active = sampling(t);
 	/* hook what was loaded since; the dump itself runs nothing in the target */
@@ -672,7 +698,7 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 
 void hc_target_set_sample_bytes(struct hc_target *t, uint64_t bytes)
 {
-	t->opts.sample_bytes = bytes;
+	t->img.opts.sample_bytes = bytes;
 }
 
 int hc_prof_reset(struct hc_target *t, struct hc_err *err)
@@ -683,7 +709,7 @@ int hc_prof_reset(struct hc_target *t, struct hc_err *err)
 	r = sampler_probe(t, err);
 	if (r < 0)
 		return -1;
-	if (r == 1 && t->opts.sampler != HC_SAMPLER_NATIVE) {
+	if (r == 1 && t->img.opts.sampler != HC_SAMPLER_NATIVE) {
 		call_hold(t);
 		return end_op(t, inj_reset(t, t->inj, err), err);
 	}
@@ -692,7 +718,7 @@ int hc_prof_reset(struct hc_target *t, struct hc_err *err)
 			    err_sethint(err, HC_E_UNSUPPORTED, 0,
 					"'heapctl prof off' then 'prof on' starts a new profile",
 					"%s's heap profiler in pid %d has no reset", heap_name(t),
-					t->pid) : no_prof(t, err), err);
+					t->img.pid) : no_prof(t, err), err);
 	return done(t, t->alloc->prof_reset(t, err), err);
 }
 
@@ -719,7 +745,7 @@ int hc_stats_get(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
 	arm(t);
 	if (done(t, t->alloc->stats(t, st, err), err) < 0)
 		return -1;
-	st->rss = rss_of(t->pid);
+	st->rss = rss_of(t->img.pid);
 	return 0;
 }
 

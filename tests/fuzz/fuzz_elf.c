@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * Its name names an allocator, so they and MiniDebugInfo are tried.
 	 */
 	static char path[] = "/nonexistent-heapctl-fuzz/libjemalloc.so";
-	struct hc_target t;
+	struct image t;
 	struct obj o;
 	struct hc_err err = { 0 };
 	char *img;

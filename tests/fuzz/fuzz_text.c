@@ -69,9 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!mem)
 		return 0;
 	memset(&t, 0, sizeof(t));
-	t.pid = getpid();
-	t.memfd = -1;
-	t.arch = hc_arch_host();
+	t.img.pid = getpid();
+	t.img.memfd = -1;
+	t.img.arch = hc_arch_host();
 
 	/* each input goes to one of them: je_print_cb reads a[1], mi_print_cb a[0] */
 	which = data[size - 1] & 1;

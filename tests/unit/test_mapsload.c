@@ -66,9 +66,26 @@ static void *parked(void *arg)
 	return read(block[0], &c, 1) < 0 ? NULL : arg;
 }
 
-static struct hc_target *load(bool text)
+/* A fresh image of pid, as api.c's target_new() makes one. */
+static struct image *new_image(pid_t pid)
 {
-	struct hc_target *t = target_new(getpid());
+	struct image *im = calloc(1, sizeof(*im));
+
+	if (im)
+		image_init(im, pid);
+	return im;
+}
+
+static void free_image(struct image *im)
+{
+	if (im)
+		image_fini(im);
+	free(im);
+}
+
+static struct image *load(bool text)
+{
+	struct image *t = new_image(getpid());
 	struct hc_err e = { 0 };
 
 	if (!t)
@@ -78,14 +95,14 @@ static struct hc_target *load(bool text)
 		t->mapsfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (maps_load(t, &e) < 0) {
 		printf("# maps_load: %s\n", e.msg);
-		target_free(t);
+		free_image(t);
 		return NULL;
 	}
 	return t;
 }
 
-static void same_objects(const char *name, const struct hc_target *q,
-			 const struct hc_target *x)
+static void same_objects(const char *name, const struct image *q,
+			 const struct image *x)
 {
 	begin(name);
 	CHECK(q->nobjs == x->nobjs, "%zu objects by query, %zu by text", q->nobjs, x->nobjs);
@@ -109,7 +126,7 @@ static void same_objects(const char *name, const struct hc_target *q,
 }
 
 /* x's mapping at lo as it was read, or NULL. */
-static const struct vma *text_vma(const struct hc_target *x, uint64_t lo)
+static const struct vma *text_vma(const struct image *x, uint64_t lo)
 {
 	for (size_t i = 0; i < x->nvmas; i++)
 		if (x->vmas[i].lo == lo)
@@ -124,10 +141,10 @@ static const struct vma *text_vma(const struct hc_target *x, uint64_t lo)
  * mapping that a second reading of the text, after the asking, no longer
  * shows the same is its own doing and is passed over.
  */
-static void same_mappings(struct hc_target *q, const struct hc_target *x)
+static void same_mappings(struct image *q, const struct image *x)
 {
 	struct vma *got = calloc(x->nvmas + 1, sizeof(*got));
-	struct hc_target *x2;
+	struct image *x2;
 
 	begin("maps_load.query.vma_at");
 	if (!got) {
@@ -157,7 +174,7 @@ static void same_mappings(struct hc_target *q, const struct hc_target *x)
 	}
 	CHECK(!vma_at(q, 4096), "page 1 is mapped?");
 	end();
-	target_free(x2);
+	free_image(x2);
 	free(got);
 }
 
@@ -167,7 +184,7 @@ static void same_mappings(struct hc_target *q, const struct hc_target *x)
  * anonymous mapping, the memfd's is a file's, every parked thread's stack
  * and main()'s own are mapped, and page 1 is not.
  */
-static void knows_itself(struct hc_target *t, const char *how, uint64_t code, uint64_t mem,
+static void knows_itself(struct image *t, const char *how, uint64_t code, uint64_t mem,
 			 uint64_t main_sp)
 {
 	char name[64];
@@ -201,7 +218,7 @@ static void knows_itself(struct hc_target *t, const char *how, uint64_t code, ui
 int main(void)
 {
 	pthread_t th[3];
-	struct hc_target *q, *x;
+	struct image *q, *x;
 	void *code, *mem = NULL;
 	int mfd;
 	char c;
@@ -232,7 +249,7 @@ int main(void)
 		printf("SKIP maps_load.query: this kernel has no PROCMAP_QUERY (Linux 6.11); "
 		       "both reads were the text's\n");
 	} else {
-		struct hc_target *h;
+		struct image *h;
 
 		knows_itself(q, "query", (uintptr_t)code, (uintptr_t)mem, (uintptr_t)&c);
 		same_objects("maps_load.query.objects", q, x);
@@ -253,9 +270,9 @@ int main(void)
 			end();
 			same_objects("maps_load.query.refused_half_way.objects", h, x);
 		}
-		target_free(h);
+		free_image(h);
 	}
-	target_free(q);
-	target_free(x);
+	free_image(q);
+	free_image(x);
 	return nfailed != 0;
 }

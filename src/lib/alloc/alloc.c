@@ -28,7 +28,7 @@ static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmal
 /* A tcmalloc or mimalloc that serves malloc goes before any jemalloc copy merely mapped. */
 static void pick_order(struct hc_target *t, const struct alloc_ops **order)
 {
-	struct obj *own = obj_malloc_owner(t);
+	struct obj *own = obj_malloc_owner(&t->img);
 	size_t n = 0;
 
 	if (own && sym_by_name(own, "MallocExtension_GetNumericProperty"))
@@ -46,20 +46,20 @@ int alloc_detect(struct hc_target *t, struct hc_err *err)
 	const struct alloc_ops *order[NDRIVERS];
 
 	pick_order(t, order);
-	if (t->malloc_unread) {
+	if (t->img.malloc_unread) {
 		/*
 		 * Whatever serves malloc after it may not be what the process
 		 * calls: taking libc's for a preloaded jemalloc's has its
 		 * functions free jemalloc's pointers (free(): invalid pointer).
 		 */
-		const char *own = t->malloc_obj ? strrchr(t->malloc_obj->path, '/') : NULL;
+		const char *own = t->img.malloc_obj ? strrchr(t->img.malloc_obj->path, '/') : NULL;
 
-		return err_sethint(err, HC_E_NO_SYM, t->malloc_unread_err.sys_errno,
+		return err_sethint(err, HC_E_NO_SYM, t->img.malloc_unread_err.sys_errno,
 				   "give heapctl CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, so that it "
 				   "reads the very file mapped through /proc/PID/map_files, or "
 				   "restart the process",
-				   "pid %d: %s; it may define malloc (it comes before %s)", t->pid,
-				   t->malloc_unread_err.msg, own ? own + 1 : "any other definition");
+				   "pid %d: %s; it may define malloc (it comes before %s)", t->img.pid,
+				   t->img.malloc_unread_err.msg, own ? own + 1 : "any other definition");
 	}
 	for (size_t i = 0; i < NDRIVERS; i++) {
 		int r = order[i]->detect(t, err);
@@ -81,13 +81,13 @@ const char *alloc_guess(struct hc_target *t)
 
 	/* The executable first, then objects in load order: the linker's lookup scope. */
 	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < t->nobjs; i++) {
-			struct obj *o = &t->objs[i];
+		for (size_t i = 0; i < t->img.nobjs; i++) {
+			struct obj *o = &t->img.objs[i];
 			struct hc_err e = { 0 };
 
 			if (o->is_exe != (pass == 0) || !o->base || o->is_vdso)
 				continue;
-			if (sym_load(t, o, false, &e) < 0 || !sym_by_name(o, "malloc"))
+			if (sym_load(&t->img, o, false, &e) < 0 || !sym_by_name(o, "malloc"))
 				continue;
 			if (strstr(o->path, "/libc.so"))
 				snprintf(buf, sizeof(buf), "glibc (%s)", o->path);

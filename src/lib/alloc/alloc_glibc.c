@@ -114,8 +114,8 @@ static uint64_t libc_fn(struct hc_target *t, struct obj *own, const char *name)
 {
 	uint64_t a = alloc_sym(own, name);
 
-	for (size_t i = 0; !a && i < t->nobjs; i++) {
-		struct obj *o = &t->objs[i];
+	for (size_t i = 0; !a && i < t->img.nobjs; i++) {
+		struct obj *o = &t->img.objs[i];
 
 		if (o->base && strstr(o->path, "/libc.so") && o->syms_loaded)
 			a = alloc_sym(o, name);
@@ -125,7 +125,7 @@ static uint64_t libc_fn(struct hc_target *t, struct obj *own, const char *name)
 
 static int gl_detect(struct hc_target *t, struct hc_err *err)
 {
-	struct obj *own = obj_malloc_owner(t);
+	struct obj *own = obj_malloc_owner(&t->img);
 	struct gl g = { 0 };
 
 	(void)err;
@@ -198,7 +198,7 @@ static int remote_malloc_info(struct hc_target *t, char **xml, size_t *len, stru
 	if (!g->open_memstream || !g->fclose || !g->free)
 		return err_sethint(err, HC_E_NO_SYM, 0, "use 'heapctl stats' without --full",
 				   "pid %d: open_memstream/fclose/free not found in its libc",
-				   t->pid);
+				   t->img.pid);
 	cell = call_scratch(t, 16, err);
 	if (!cell)
 		return err_set(err, HC_E_INTERNAL, 0, "no scratch space for malloc_info");
@@ -207,7 +207,7 @@ static int remote_malloc_info(struct hc_target *t, char **xml, size_t *len, stru
 	if (call_fn(t, g->open_memstream, a, 2, &fp, NULL, NULL, err) < 0)
 		return -1;
 	if (!fp)
-		return err_set(err, HC_E_REMOTE, 0, "open_memstream() failed in pid %d", t->pid);
+		return err_set(err, HC_E_REMOTE, 0, "open_memstream() failed in pid %d", t->img.pid);
 	a[0] = 0;
 	a[1] = fp;
 	if (call_fn(t, g->malloc_info, a, 2, &ret, NULL, NULL, err) < 0)
@@ -218,7 +218,7 @@ static int remote_malloc_info(struct hc_target *t, char **xml, size_t *len, stru
 	if (call_read(t, cell, &bufp, 8, err) < 0 || call_read(t, cell + 8, &size, 8, err) < 0)
 		return -1;
 	if (!bufp)
-		return err_set(err, HC_E_REMOTE, 0, "malloc_info() produced nothing in pid %d", t->pid);
+		return err_set(err, HC_E_REMOTE, 0, "malloc_info() produced nothing in pid %d", t->img.pid);
 	out = size <= MAX_XML ? malloc(size + 1) : NULL;
 	if (out && call_read(t, bufp, out, size, err) < 0) {
 		free(out);
@@ -446,7 +446,7 @@ end:
 			trim_threads = x->trim_threads;
 			have_xml = true;
 		} else {
-			pr_warn("pid %d: %s", t->pid, e.msg);
+			pr_warn("pid %d: %s", t->img.pid, e.msg);
 		}
 		free(x);
 		free(xml);
@@ -511,7 +511,7 @@ static int gl_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 		if (sink(arg, line, strlen(line)) < 0)                  \
 			goto io;                                        \
 	} while (0)
-	EMIT("glibc malloc_info, pid %d: %u arena%s\n", t->pid, x->narenas_total,
+	EMIT("glibc malloc_info, pid %d: %u arena%s\n", t->img.pid, x->narenas_total,
 	     x->narenas_total == 1 ? "" : "s");
 	EMIT("%-6s %14s %14s %14s %14s %14s\n", "arena", "free-in-heap", "free-fastbins", "system",
 	     "system-max", "aspace");
@@ -557,7 +557,7 @@ static int unknown_name(struct hc_target *t, const char *name, struct hc_err *er
 			   "M_MMAP_THRESHOLD M_MMAP_MAX M_MXFAST M_PERTURB, or a mallinfo2 field "
 			   "(arena uordblks fordblks keepcost ...)",
 			   "'%s' is not a glibc malloc parameter (pid %d uses glibc malloc)", name,
-			   t->pid);
+			   t->img.pid);
 }
 
 /*
@@ -612,7 +612,7 @@ static int gl_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 		return unknown_name(t, name, err);
 	{
 		size_t len;
-		char *env = procfs_environ(t->proc, &len);
+		char *env = procfs_environ(t->img.proc, &len);
 
 		param_value(env, len, p, v);
 		free(env);
@@ -637,7 +637,7 @@ static int gl_ctl_set(struct hc_target *t, const char *name, const char *value,
 	if (call_fn(t, gl_of(t)->mallopt, a, 2, &ret, NULL, NULL, err) == 0 && (int)ret != 1)
 		err_sethint(err, HC_E_REMOTE, 0, "see mallopt(3) for the range of each parameter",
 			    "mallopt(%s, %lld) was refused by pid %d", p->name, (long long)v.i,
-			    t->pid);
+			    t->img.pid);
 	if (err_isset(err))
 		return -1;
 	/* glibc has no getter: the value mallopt() accepted is the best there is */
@@ -661,7 +661,7 @@ static int gl_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_en
 	if (!*out)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	*n = 0;
-	env = procfs_environ(t->proc, &len);
+	env = procfs_environ(t->img.proc, &len);
 	for (size_t i = 0; i < np; i++) {
 		if (strncasecmp(params[i].name, prefix, pl) &&
 		    strncasecmp(params[i].name + 2, prefix, pl))
@@ -687,7 +687,7 @@ static int gl_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 	version_of(t, info->version, sizeof(info->version));
 	if (call_done(t, err) < 0)
 		return -1;
-	env = procfs_environ(t->proc, &len);
+	env = procfs_environ(t->img.proc, &len);
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]) && info->nconf < 32; i++) {
 		const char *src = NULL;
 		char val[64];

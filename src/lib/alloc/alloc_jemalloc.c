@@ -402,8 +402,8 @@ static int ctl_fail(struct hc_target *t, const char *name, int rc, struct hc_err
 {
 	if (rc == ENOENT)
 		return err_set(err, HC_E_NO_CTL, rc, "jemalloc in pid %d has no control named '%s'",
-			       t->pid, name);
-	return err_set(err, HC_E_REMOTE, rc, "mallctl(\"%s\") in pid %d: %s", name, t->pid,
+			       t->img.pid, name);
+	return err_set(err, HC_E_REMOTE, rc, "mallctl(\"%s\") in pid %d: %s", name, t->img.pid,
 		       mallctl_strerror(rc));
 }
 
@@ -515,13 +515,13 @@ static int je_detect(struct hc_target *t, struct hc_err *err)
 	for (int pass = 0; pass < 3 && !n; pass++) {
 		bool debug = pass == 2;
 
-		for (size_t i = 0; i < t->nobjs && n < 8; i++) {
-			struct obj *o = &t->objs[i];
+		for (size_t i = 0; i < t->img.nobjs && n < 8; i++) {
+			struct obj *o = &t->img.objs[i];
 			bool likely = o->is_exe || strstr(o->path, "jemalloc");
 
 			if (!o->base || o->is_vdso || (pass == 0 && !likely))
 				continue;
-			if (sym_load(t, o, debug, err) < 0) {
+			if (sym_load(&t->img, o, debug, err) < 0) {
 				/* an unreadable object is not fatal: note it and go on */
 				pr_debug("skipping %s: %s", o->path, err->msg);
 				memset(err, 0, sizeof(*err));
@@ -592,7 +592,7 @@ static bool je_contains(struct hc_target *t, uint64_t raddr)
 	 * prefix, or je_ for its private names), or a static function that
 	 * sits between two of them, where the archive's members were laid out.
 	 */
-	sy = sym_at(t, raddr, &o);
+	sy = sym_at(&t->img, raddr, &o);
 	if (!sy || o != je->obj)
 		return false;
 	if (je_named(je, sy->name))
@@ -633,14 +633,14 @@ static int need_prof(struct hc_target *t, bool *active, struct hc_err *err)
 	if (rc == ENOENT)
 		return err_sethint(err, HC_E_PROF_OFF, 0,
 				   "use a jemalloc built with --enable-prof (Debian's amd64 and i386 packages are)",
-				   "jemalloc in pid %d was built without profiling support", t->pid);
+				   "jemalloc in pid %d was built without profiling support", t->img.pid);
 	if (rc)
 		return ctl_fail(t, "opt.prof", rc, err);
 	if (!v.b) {
 		conf_hint(t, hint, sizeof(hint));
 		return err_sethint(err, HC_E_PROF_OFF, 0, hint,
 				   "heap profiling was not enabled when pid %d started (opt.prof is false)",
-				   t->pid);
+				   t->img.pid);
 	}
 	if (active) {
 		if (je_read(t, "prof.active", HC_T_BOOL, &v, NULL, err) < 0)
@@ -708,7 +708,7 @@ static int je_prof_dump(struct hc_target *t, const char *out, bool *active, stru
 	 * mount namespace: into a fresh 0700 directory of the target's own,
 	 * with an unpredictable name, so no one can plant a file or link there.
 	 */
-	if (troot_mkdir(t->pid, &dir, err) < 0)
+	if (troot_mkdir(t->img.pid, &dir, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/prof.heap", dir.path);
 	if (need_prof(t, active, err) == 0 && (p = call_strdup(t, path, err)) &&
@@ -755,7 +755,7 @@ static int je_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 			goto end;
 		if (rc == ENOENT) {
 			err_sethint(err, HC_E_UNSUPPORTED, 0, "use a jemalloc built with --enable-stats",
-				    "jemalloc in pid %d was built without statistics", t->pid);
+				    "jemalloc in pid %d was built without statistics", t->img.pid);
 			goto end;
 		}
 		memcpy((char *)st + fields[i].off, &v.u, sizeof(v.u));
@@ -802,7 +802,7 @@ static int je_purge(struct hc_target *t, int arena, struct hc_err *err)
 			goto end;
 		if ((uint64_t)arena >= narenas) {
 			err_set(err, HC_E_USAGE, 0, "arena %d does not exist: pid %d has %llu arenas (0..%llu)",
-				arena, t->pid, (unsigned long long)narenas,
+				arena, t->img.pid, (unsigned long long)narenas,
 				(unsigned long long)narenas - 1);
 			goto end;
 		}
@@ -831,7 +831,7 @@ static int lookup_def(struct hc_target *t, const char *name, const struct ctl_de
 	if (*d)
 		return 0;
 	if (ctl_is_group(name)) {
-		snprintf(hint, sizeof(hint), "list what it holds: heapctl get -p %d %s.", t->pid,
+		snprintf(hint, sizeof(hint), "list what it holds: heapctl get -p %d %s.", t->img.pid,
 			 name);
 		return err_sethint(err, HC_E_NO_CTL, 0, hint,
 				   "'%s' is a group of controls, not a control", name);
@@ -850,7 +850,7 @@ static int lookup_def(struct hc_target *t, const char *name, const struct ctl_de
 		}
 		if (gl)
 			snprintf(hint, sizeof(hint), "see the names there: heapctl get -p %d %.*s.",
-				 t->pid, (int)gl, name);
+				 t->img.pid, (int)gl, name);
 		else
 			snprintf(hint, sizeof(hint),
 				 "names start with version epoch background_thread config. opt. "
@@ -885,15 +885,15 @@ static int je_ctl_get(struct hc_target *t, const char *name, struct hc_value *v,
 		return -1;
 	switch (d->acc) {
 	case C_VOID:
-		snprintf(hint, sizeof(hint), "run it with: heapctl set -p %d %s", t->pid, name);
+		snprintf(hint, sizeof(hint), "run it with: heapctl set -p %d %s", t->img.pid, name);
 		return err_sethint(err, HC_E_TYPE, 0, hint, "'%s' is an action, not a value", name);
 	case C_W:
-		snprintf(hint, sizeof(hint), "write it with: heapctl set -p %d %s VALUE", t->pid,
+		snprintf(hint, sizeof(hint), "write it with: heapctl set -p %d %s VALUE", t->img.pid,
 			 name);
 		return err_sethint(err, HC_E_TYPE, 0, hint, "'%s' is write-only (%s)", name,
 				   hc_type_name(d->type));
 	case C_MAKE:
-		snprintf(hint, sizeof(hint), "to create one, run: heapctl set -p %d %s", t->pid,
+		snprintf(hint, sizeof(hint), "to create one, run: heapctl set -p %d %s", t->img.pid,
 			 name);
 		return err_sethint(err, HC_E_TYPE, 0, hint,
 				   "reading '%s' creates a new %s each time", name,
@@ -915,7 +915,7 @@ static int set_refused(struct hc_target *t, const char *name, int rc, struct hc_
 		return err_sethint(err, HC_E_REMOTE, rc,
 				   "jemalloc refused the value: see its range in jemalloc(3) "
 				   "(decay times are -1, or 0 and up)",
-				   "mallctl(\"%s\") in pid %d: %s", name, t->pid, mallctl_strerror(rc));
+				   "mallctl(\"%s\") in pid %d: %s", name, t->img.pid, mallctl_strerror(rc));
 	if (rc != EPERM)
 		return ctl_fail(t, name, rc, err);
 	if (!strncmp(name, "opt.", 4))
@@ -924,7 +924,7 @@ static int set_refused(struct hc_target *t, const char *name, int rc, struct hc_
 	else
 		snprintf(hint, sizeof(hint), "jemalloc(3) marks it read-only (r-)");
 	return err_sethint(err, HC_E_REMOTE, rc, hint, "'%s' cannot be written in pid %d", name,
-			   t->pid);
+			   t->img.pid);
 }
 
 static int je_ctl_set(struct hc_target *t, const char *name, const char *value,

@@ -164,7 +164,7 @@ bool mi_stats_amount(const char *text, const char *name, int col, uint64_t *out)
 
 static int mi_detect(struct hc_target *t, struct hc_err *err)
 {
-	struct obj *own = obj_malloc_owner(t);
+	struct obj *own = obj_malloc_owner(&t->img);
 	struct mi m = { 0 };
 
 	/* only a mimalloc that serves malloc: one merely mapped manages nothing */
@@ -340,7 +340,7 @@ static int unknown_name(struct hc_target *t, const char *name, struct hc_err *er
 			   "page_reset, ... ('heapctl get -p PID mi_option_' lists them all with "
 			   "their values)",
 			   "'%s' is not an option of mimalloc 2.0.9 (pid %d uses mimalloc)", name,
-			   t->pid);
+			   t->img.pid);
 }
 
 /* The options' numbers hold in this process: mi_version() asked in the same borrow. */
@@ -352,7 +352,7 @@ static int opts_usable(struct hc_target *t, const char *name, struct hc_err *err
 		return err_set(err, HC_E_NO_SYM, 0, "mi_option_get/mi_option_set not found in %s",
 			       mi_of(t)->obj->path);
 	v = version_of(t, err);
-	return v < 0 ? -1 : mi_opts_check(v, t->pid, name, err);
+	return v < 0 ? -1 : mi_opts_check(v, t->img.pid, name, err);
 }
 
 static int opt_read(struct hc_target *t, const struct mi_opt *o, struct hc_value *v,
@@ -449,7 +449,7 @@ static int mi_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 		return -1;
 	mi_version_str(v, info->version, sizeof(info->version));
 	/* the options only where their numbers are known; info works on any version */
-	if (!mi_of(t)->opt_get || mi_opts_check(v, t->pid, NULL, &e) < 0)
+	if (!mi_of(t)->opt_get || mi_opts_check(v, t->img.pid, NULL, &e) < 0)
 		return 0;
 	for (size_t i = 0; i < mi_nopts && info->nconf < 32; i++) {
 		struct hc_value val;

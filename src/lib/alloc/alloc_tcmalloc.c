@@ -70,7 +70,7 @@ static struct tc *tc_of(const struct hc_target *t)
 
 static int tc_detect(struct hc_target *t, struct hc_err *err)
 {
-	struct obj *own = obj_malloc_owner(t);
+	struct obj *own = obj_malloc_owner(&t->img);
 	struct tc c = { 0 };
 
 	/* only a tcmalloc that serves malloc: a merely mapped copy manages nothing */
@@ -142,7 +142,7 @@ static int get_num(struct hc_target *t, const char *name, uint64_t name_raddr, u
 				   "names: generic.current_allocated_bytes, generic.heap_size, "
 				   "tcmalloc.pageheap_free_bytes, "
 				   "tcmalloc.max_total_thread_cache_bytes ...",
-				   "tcmalloc in pid %d has no property '%s'", t->pid, name);
+				   "tcmalloc in pid %d has no property '%s'", t->img.pid, name);
 	return 0;
 }
 
@@ -163,7 +163,7 @@ static char *read_remote_str(struct hc_target *t, uint64_t at, size_t max, size_
 			if (!nb) {
 				free(buf);
 				err_set(err, HC_E_NOMEM, 0, "string in pid %d longer than %zu bytes",
-					t->pid, max);
+					t->img.pid, max);
 				return NULL;
 			}
 			buf = nb;
@@ -262,7 +262,7 @@ static int tc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 	if (call_fn(t, c->malloc, a, 1, &buf, NULL, NULL, err) < 0)
 		goto end;
 	if (!buf) {
-		err_set(err, HC_E_REMOTE, ENOMEM, "malloc(%u) failed in pid %d", STATS_BUF, t->pid);
+		err_set(err, HC_E_REMOTE, ENOMEM, "malloc(%u) failed in pid %d", STATS_BUF, t->img.pid);
 		goto end;
 	}
 	a[0] = buf;
@@ -301,7 +301,7 @@ static int need_profiler(struct hc_target *t, struct hc_err *err)
 			   "tcmalloc_minimal has no heap profiler: start the process with the full "
 			   "libtcmalloc (LD_PRELOAD=libtcmalloc.so.4, or link -ltcmalloc instead of "
 			   "-ltcmalloc_minimal)",
-			   "pid %d uses tcmalloc_minimal (%s)", t->pid, tc_of(t)->obj->path);
+			   "pid %d uses tcmalloc_minimal (%s)", t->img.pid, tc_of(t)->obj->path);
 }
 
 static int running(struct hc_target *t, bool *on, struct hc_err *err)
@@ -332,7 +332,7 @@ static int tc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct 
 static void intervals_at_start(struct hc_target *t, int64_t v[4])
 {
 	size_t len;
-	char *env = procfs_environ(t->proc, &len);
+	char *env = procfs_environ(t->img.proc, &len);
 
 	for (size_t i = 0; i < 4; i++) {
 		const char *s = procfs_env_get(env, len, intervals[i].env);
@@ -433,7 +433,7 @@ static int tc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_er
 	 * directory of the target's own, which is removed again below: those
 	 * dumps then fail (tcmalloc logs that) rather than leave files behind.
 	 */
-	if (active && troot_mkdir(t->pid, &dir, err) < 0)
+	if (active && troot_mkdir(t->img.pid, &dir, err) < 0)
 		return -1;
 	if (flags)
 		intervals_at_start(t, start);
@@ -453,7 +453,7 @@ static int tc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_er
 			running(t, &on, err);
 	}
 	if (!err_isset(err) && on != active)
-		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->pid,
+		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->img.pid,
 			on ? "running" : "stopped");
 end:
 	call_done(t, err);
@@ -469,8 +469,8 @@ static bool in_text(void *arg, uint64_t raddr)
 {
 	const struct hc_target *t = arg;
 
-	for (size_t i = 0; i < t->nobjs; i++)
-		if (raddr >= t->objs[i].text_lo && raddr < t->objs[i].text_hi)
+	for (size_t i = 0; i < t->img.nobjs; i++)
+		if (raddr >= t->img.objs[i].text_lo && raddr < t->img.objs[i].text_hi)
 			return true;
 	return false;
 }
@@ -633,14 +633,14 @@ static int tc_prof_dump(struct hc_target *t, const char *out, bool *active, stru
 	if (!on) {
 		err_sethint(err, HC_E_PROF_OFF, 0,
 			    "tcmalloc can start profiling now: heapctl prof on -p PID",
-			    "the heap profiler of pid %d is not running", t->pid);
+			    "the heap profiler of pid %d is not running", t->img.pid);
 		goto end;
 	}
 	/* GetHeapProfile(): the text of a HeapProfilerDump(), malloc'ed in the target */
 	if (call_fn(t, tc_of(t)->prof_get, NULL, 0, &p, NULL, NULL, err) < 0)
 		goto end;
 	if (!p) {
-		err_set(err, HC_E_REMOTE, 0, "GetHeapProfile() returned NULL in pid %d", t->pid);
+		err_set(err, HC_E_REMOTE, 0, "GetHeapProfile() returned NULL in pid %d", t->img.pid);
 		goto end;
 	}
 	text = read_remote_str(t, p, MAX_PROFILE, &len, err);
@@ -711,7 +711,7 @@ static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
 	if (call_fn(t, tc_of(t)->set_num, a, 2, &ret, NULL, NULL, err) < 0)
 		goto end;
 	if (!(ret & 0xff)) {
-		err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->pid, name);
+		err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->img.pid, name);
 		goto end;
 	}
 	/* what tcmalloc holds now (it may round or clamp), in the same borrow */

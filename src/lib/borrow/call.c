@@ -60,7 +60,7 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
 	struct sess *s = t->sess;
 	size_t used = 0;
 
-	for (const unsigned int *nt = t->arch->extra_regsets; *nt && s->nextra < MAX_EXTRA; nt++) {
+	for (const unsigned int *nt = t->img.arch->extra_regsets; *nt && s->nextra < MAX_EXTRA; nt++) {
 		/* Ask with all the room left; the kernel says how much is real. */
 		size_t room = REGS_AREA - used, len = room;
 		uint8_t *buf = t->regs_area + used;
@@ -100,7 +100,7 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	struct sess *s = t->sess;
 	struct hc_sigframe f = { .gregs = s->probed ? s->fgregs : s->gregs, .extra = s->extra,
 				 .nextra = s->nextra, .restorer = t->restorer };
-	uint64_t sp = t->arch->get_sp(s->gregs);
+	uint64_t sp = t->img.arch->get_sp(s->gregs);
 	const struct vma *v;
 	struct hc_err e = { 0 };
 	size_t len;
@@ -110,8 +110,8 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 		f.mask = s->mask;
 	else if (ptrace_sigmask_get(s->tid, &f.mask, err) < 0)
 		return -1;
-	len = (t->arch->sigframe_len(&f) + 15) & ~(size_t)15;
-	f.raddr = s->frame = t->arch->frame_place(sp, len + SCRATCH_LEN);
+	len = (t->img.arch->sigframe_len(&f) + 15) & ~(size_t)15;
+	f.raddr = s->frame = t->img.arch->frame_place(sp, len + SCRATCH_LEN);
 	s->scratch = s->frame + len;
 	s->slot = s->scratch;
 	s->scratch_used = SLOT_ROOM;
@@ -120,7 +120,7 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	if (s->shadow_len > SHADOW_MAX)
 		return err_set(err, HC_E_INTERNAL, 0, "signal frame of %zu bytes", len);
 	memset(t->shadow, 0, CHAIN_ROOM + len);
-	if (t->arch->sigframe_build(&f, t->shadow + CHAIN_ROOM, len, err) < 0)
+	if (t->img.arch->sigframe_build(&f, t->shadow + CHAIN_ROOM, len, err) < 0)
 		return -1;
 	s->dirty_lo = s->frame;
 	s->dirty_hi = s->frame + len;
@@ -129,11 +129,11 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	 * Room on the stack: the mapping sp is in reaches down that far, as
 	 * maps_load() saw it; else ask the target itself, as a write would.
 	 */
-	v = vma_at(t, sp);
-	if (v && v == vma_at(t, s->shadow_lo))
+	v = vma_at(&t->img, sp);
+	if (v && v == vma_at(&t->img, s->shadow_lo))
 		return 0;
-	if (mem_write(t->memfd, s->shadow_lo, t->shadow, 8, &e) < 0 ||
-	    mem_write(t->memfd, s->scratch + SCRATCH_LEN - 8, t->shadow, 8, &e) < 0) {
+	if (mem_write(t->img.memfd, s->shadow_lo, t->shadow, 8, &e) < 0 ||
+	    mem_write(t->img.memfd, s->scratch + SCRATCH_LEN - 8, t->shadow, 8, &e) < 0) {
 		snprintf(why, whylen, "thread %d has no stack room below 0x%llx", s->tid,
 			 (unsigned long long)sp);
 		return 1;
@@ -169,11 +169,11 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			memset(err, 0, sizeof(*err));
 			if (p == PROG_GONE)
 				return err_set(err, HC_E_GONE, 0,
-					       "pid %d exited while heapctl looked at it", t->pid);
+					       "pid %d exited while heapctl looked at it", t->img.pid);
 			/* the same words as step_gone(): HC_E_GONE's own hint speaks of an exit */
 			return err_sethint(err, HC_E_GONE, 0,
 					   "retry on the new program if it uses jemalloc",
-					   "pid %d ran execve while heapctl looked at it", t->pid);
+					   "pid %d ran execve while heapctl looked at it", t->img.pid);
 		}
 		return -1;
 	}
@@ -190,9 +190,9 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	if (!t->shadow || !t->regs_area)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/* what the safe-point check reads, ready before anything stops */
-	sym_prepare(t);
-	if (t->arch->prepare)
-		t->arch->prepare();
+	sym_prepare(&t->img, t->gadget);
+	if (t->img.arch->prepare)
+		t->img.arch->prepare();
 	if (where_prepare(t) < 0)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	t->sess = calloc(1, sizeof(*t->sess));
@@ -203,11 +203,11 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	for (;;) {
 		free(tids);
 		tids = NULL;
-		if (t->opts.tid) {
+		if (t->img.opts.tid) {
 			tids = malloc(sizeof(*tids));
 			if (!tids)
 				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-			tids[0] = t->opts.tid;
+			tids[0] = t->img.opts.tid;
 			ntids = 1;
 		} else if (thread_list(t, attempts ? 0 : FIRST_LISTED, &tids, &ntids, err) < 0) {
 			goto fail;
@@ -221,11 +221,11 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			t->cancel_sig = term_pending();
 			if (t->cancel_sig) {
 				err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d untouched",
-					sigabbrev_np(t->cancel_sig), t->pid);
+					sigabbrev_np(t->cancel_sig), t->img.pid);
 				goto fail;
 			}
 			r = thread_try(t, tids[i],
-				       t->opts.tid ? now_ns() < picky_until : k < ntids && ntids > 1,
+				       t->img.opts.tid ? now_ns() < picky_until : k < ntids && ntids > 1,
 				       why, sizeof(why), err);
 			if (r < 0)
 				goto fail;
@@ -241,7 +241,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			 * take it now, so no signal is ever dequeued before
 			 * heapctl blocks it.
 			 */
-			if (t->arch->swaps_mask(t->sess->gregs) == 0) {
+			if (t->img.arch->swaps_mask(t->sess->gregs) == 0) {
 				if (ptrace_sigmask_get(t->sess->tid, &t->sess->mask, err) < 0)
 					goto fail;
 				t->sess->mask_known = true;
@@ -265,7 +265,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			if (!t->sess->mask_known) {
 				int64_t pid;
 
-				r = step_rsys(t, t->arch->nr_getpid, NULL, 0, &pid, err);
+				r = step_rsys(t, t->img.arch->nr_getpid, NULL, 0, &pid, err);
 				if (r < 0)
 					goto fail;
 				if (r > 0) {
@@ -278,7 +278,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			t->sess->asked = true;
 			t->timing.tid = t->sess->tid;
 			t->timing.attempts = attempts;
-			pr_debug("borrowing tid %d of pid %d", t->sess->tid, t->pid);
+			pr_debug("borrowing tid %d of pid %d", t->sess->tid, t->img.pid);
 			return 0;
 		}
 		prog = ntids ? gadget_program(t) : PROG_GONE;
@@ -289,18 +289,18 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			step_gone(t, err);
 			goto fail;
 		}
-		if (t->opts.tid && ntids == 1 && strstr(why, "exited")) {
-			err_set(err, HC_E_NO_PROC, 0, "thread %d is not in pid %d", t->opts.tid, t->pid);
+		if (t->img.opts.tid && ntids == 1 && strstr(why, "exited")) {
+			err_set(err, HC_E_NO_PROC, 0, "thread %d is not in pid %d", t->img.opts.tid, t->img.pid);
 			goto fail;
 		}
 		if (now_ns() + backoff * 1000ull >= t->deadline_ns) {
-			if (t->opts.tid)
+			if (t->img.opts.tid)
 				err_sethint(err, HC_E_UNSAFE, 0,
 					    "retry later, raise --timeout, or drop --tid to let heapctl pick a thread",
-					    "thread %d never reached a safe point: %s", t->opts.tid, why);
+					    "thread %d never reached a safe point: %s", t->img.opts.tid, why);
 			else
 				err_set(err, HC_E_UNSAFE, 0,
-					"no thread of pid %d reached a safe point (last: %s)", t->pid, why);
+					"no thread of pid %d reached a safe point (last: %s)", t->img.pid, why);
 			goto fail;
 		}
 		t->cancel_sig = term_pending();
@@ -355,7 +355,7 @@ int call_done(struct hc_target *t, struct hc_err *err)
 
 uint64_t call_ret_raddr(const struct hc_target *t)
 {
-	return t->arch->ret_gadget ? t->retg.addr : t->restorer;
+	return t->img.arch->ret_gadget ? t->retg.addr : t->restorer;
 }
 
 uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
@@ -364,7 +364,7 @@ uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
 		return 0;
 	if (!t->notify_fn)
 		err_set(err, HC_E_UNSUPPORTED, 0,
-			"pid %d has no getpid() of its C library's for a callback to stop at", t->pid);
+			"pid %d has no getpid() of its C library's for a callback to stop at", t->img.pid);
 	return t->notify_fn;
 }
 
@@ -389,7 +389,7 @@ static int prepare_fp(struct hc_target *t, struct hc_err *err)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		memcpy(copy, s->extra[i].buf, s->extra[i].len);
 		/* most threads have that state already: then there is nothing to write */
-		if (t->arch->call_fpstate(s->extra[i].nt, copy, s->extra[i].len) &&
+		if (t->img.arch->call_fpstate(s->extra[i].nt, copy, s->extra[i].len) &&
 		    memcmp(copy, s->extra[i].buf, s->extra[i].len))
 			r = ptrace_regset_set(s->tid, s->extra[i].nt, copy, s->extra[i].len, err);
 		free(copy);
@@ -448,15 +448,15 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	if (cancelled(t, err))
 		return -1;
 	/* an 8th argument goes in x7 on arm64, which no syscall stop lets heapctl write */
-	if (nargs == 8 && !t->arch->ret_gadget && s->at == ST_SYSCALL &&
+	if (nargs == 8 && !t->img.arch->ret_gadget && s->at == ST_SYSCALL &&
 	    step_signal_stop(t, NULL, err) < 0)
 		return -1;
 	c.frame = s->frame;
-	if (t->arch->ret_gadget) {
+	if (t->img.arch->ret_gadget) {
 		if (!g->addr)
 			return err_set(err, HC_E_UNSUPPORTED, 0,
 				       "%u arguments: pid %d has no ret gadget with room for "
-				       "stack arguments", nargs, t->pid);
+				       "stack arguments", nargs, t->img.pid);
 		c.ret_addr = g->addr;
 		c.ret_reg = g->reg;
 		c.ret_pop = g->pop;
@@ -466,10 +466,10 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	}
 	if (nargs)
 		memcpy(c.args, args, nargs * sizeof(*args));
-	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	if (t->arch->prep_call(s->cur, &c, err) < 0)
+	memcpy(s->cur, s->gregs, t->img.arch->gregs_len);
+	if (t->img.arch->prep_call(s->cur, &c, err) < 0)
 		return -1;
-	if (t->arch->ret_gadget) {
+	if (t->img.arch->ret_gadget) {
 		uint64_t pending = SLOT_PENDING;
 
 		if (shadow_write(t, s->slot, &pending, sizeof(pending), err) < 0)
@@ -532,8 +532,8 @@ int call_end(struct hc_target *t, struct hc_err *err)
 		goto done;
 	}
 	if (s->at_ret && !s->probed &&
-	    (!t->arch->frame_restores ||
-	     t->arch->frame_restores(s->gregs, s->extra, s->nextra))) {
+	    (!t->img.arch->frame_restores ||
+	     t->img.arch->frame_restores(s->gregs, s->extra, s->nextra))) {
 		/*
 		 * At the restorer's rt_sigreturn: let it run.  The frame puts back
 		 * the registers, FP/vector state and mask, and the interrupted
@@ -552,14 +552,14 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	 * (arm64), stop the thread once more inside get_signal() instead, where
 	 * the kernel's own restart logic sees the registers put back.
 	 */
-	if (t->arch->restart_here && s->at == ST_SYSCALL) {
+	if (t->img.arch->restart_here && s->at == ST_SYSCALL) {
 		/* at an entry stop the syscall is skipped: past seccomp's errno first, if any */
 		if (t->skip_errno && step_to_exit(t, &e) < 0) {
 			if (s->gone)
 				goto out;
 			goto fail;
 		}
-		t->arch->restart_here(s->gregs);
+		t->img.arch->restart_here(s->gregs);
 		goto put_back;
 	}
 	if (step_signal_stop(t, &sig, &e) < 0) {
@@ -586,7 +586,7 @@ done:
 		t->timing.regs_us = ns[PCLK_REGS] / 1000;
 		t->timing.mem_us = ns[PCLK_MEM] / 1000;
 	}
-	pr_info("gave tid %d of pid %d back after %llu us", s->tid, t->pid,
+	pr_info("gave tid %d of pid %d back after %llu us", s->tid, t->img.pid,
 		(unsigned long long)t->timing.paused_us);
 	step_redeliver(t, s);
 	goto out;
@@ -594,7 +594,7 @@ fail:
 	if (e.code == HC_E_GONE)
 		s->gone = true;
 	else
-		pr_err("pid %d tid %d: restore failed: %s", t->pid, s->tid, e.msg);
+		pr_err("pid %d tid %d: restore failed: %s", t->img.pid, s->tid, e.msg);
 	if (!err_isset(err))
 		*err = e;
 out:

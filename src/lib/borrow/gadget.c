@@ -46,11 +46,11 @@ static long pat_in(const uint8_t *buf, size_t len, const struct hc_bytes *pat, s
 /* Find pat in the executable text of the vDSO, libc, then the executable. */
 static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 {
-	size_t step = t->arch->syscall_insn.len == 4 ? 4 : 1; /* arm64 code is 4-aligned */
+	size_t step = t->img.arch->syscall_insn.len == 4 ? 4 : 1; /* arm64 code is 4-aligned */
 
 	for (int pass = 0; pass < 3; pass++) {
-		for (size_t i = 0; i < t->nobjs; i++) {
-			struct obj *o = &t->objs[i];
+		for (size_t i = 0; i < t->img.nobjs; i++) {
+			struct obj *o = &t->img.objs[i];
 			bool want = pass == 0 ? o->is_vdso : pass == 1 ? is_libc(o) : o->is_exe;
 			uint8_t buf[65536];
 
@@ -61,7 +61,7 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 				struct hc_err e = { 0 };
 				long k;
 
-				if (mem_read(t->pid, t->memfd, at, buf, len, &e) < 0)
+				if (mem_read(t->img.pid, t->img.memfd, at, buf, len, &e) < 0)
 					break;
 				k = pat_in(buf, len, pat, step);
 				if (k >= 0) {
@@ -79,13 +79,13 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat,
 			  const char *const *names)
 {
-	size_t step = t->arch->syscall_insn.len == 4 ? 4 : 1;
+	size_t step = t->img.arch->syscall_insn.len == 4 ? 4 : 1;
 
-	for (size_t i = 0; i < t->nobjs; i++) {
-		struct obj *o = &t->objs[i];
+	for (size_t i = 0; i < t->img.nobjs; i++) {
+		struct obj *o = &t->img.objs[i];
 		struct hc_err e = { 0 };
 
-		if (!o->text_lo || !is_libc(o) || sym_load(t, o, false, &e) < 0)
+		if (!o->text_lo || !is_libc(o) || sym_load(&t->img, o, false, &e) < 0)
 			continue;
 		for (const char *const *n = names; *n; n++) {
 			const struct sym *sy = sym_by_name(o, *n);
@@ -96,7 +96,7 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat,
 			if (!sy || sy->raddr < o->text_lo + 4096 || sy->raddr + 4096 > o->text_hi)
 				continue;
 			at = sy->raddr - 4096;
-			if (mem_read(t->pid, t->memfd, at, buf, sizeof(buf), &e) < 0)
+			if (mem_read(t->img.pid, t->img.memfd, at, buf, sizeof(buf), &e) < 0)
 				continue;
 			k = pat_in(buf, sizeof(buf), pat, step);
 			if (k >= 0)
@@ -121,7 +121,7 @@ static void ret_gadgets_in(struct hc_target *t, const uint8_t *window, size_t le
 		bool room;
 
 		if ((window[k] != 0x48 && window[k] != 0x49) || window[k + 1] != 0x89 ||
-		    !t->arch->ret_gadget(window + k, len - k, &g) || g.pop % 16 != 8)
+		    !t->img.arch->ret_gadget(window + k, len - k, &g) || g.pop % 16 != 8)
 			continue;
 		room = g.pop >= 24;
 		if (t->retg.addr && (!room || t->retg8.addr))
@@ -143,12 +143,12 @@ static void find_ret_gadgets(struct hc_target *t)
 					     NULL };
 	uint8_t buf[65536];
 
-	if (!t->arch->ret_gadget)
+	if (!t->img.arch->ret_gadget)
 		return;
-	for (size_t i = 0; i < t->nobjs && !t->retg8.addr; i++) {
-		struct obj *o = &t->objs[i];
+	for (size_t i = 0; i < t->img.nobjs && !t->retg8.addr; i++) {
+		struct obj *o = &t->img.objs[i];
 
-		if (!o->text_lo || !is_libc(o) || sym_load(t, o, false, &(struct hc_err){ 0 }) < 0)
+		if (!o->text_lo || !is_libc(o) || sym_load(&t->img, o, false, &(struct hc_err){ 0 }) < 0)
 			continue;
 		for (const char *const *n = near; *n && !t->retg8.addr; n++) {
 			const struct sym *sy = sym_by_name(o, *n);
@@ -157,14 +157,14 @@ static void find_ret_gadgets(struct hc_target *t)
 			if (!sy || sy->raddr < o->text_lo + 4096 || sy->raddr + 4096 > o->text_hi)
 				continue;
 			at = sy->raddr - 4096;
-			if (mem_read(t->pid, t->memfd, at, buf, 8192, &(struct hc_err){ 0 }) == 0)
+			if (mem_read(t->img.pid, t->img.memfd, at, buf, 8192, &(struct hc_err){ 0 }) == 0)
 				ret_gadgets_in(t, buf, 8192, at, o->path);
 		}
 	}
 	/* elsewhere: all of the C library's text, the dynamic linker's, the program's */
 	for (int pass = 0; pass < 3 && !t->retg8.addr; pass++) {
-		for (size_t i = 0; i < t->nobjs && !t->retg8.addr; i++) {
-			struct obj *o = &t->objs[i];
+		for (size_t i = 0; i < t->img.nobjs && !t->retg8.addr; i++) {
+			struct obj *o = &t->img.objs[i];
 			bool want = pass == 0 ? is_libc(o) : pass == 1 ? o->is_ldso : o->is_exe;
 
 			if (!want || !o->text_lo)
@@ -173,7 +173,7 @@ static void find_ret_gadgets(struct hc_target *t)
 			     at += sizeof(buf) - 64) {
 				size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
 
-				if (mem_read(t->pid, t->memfd, at, buf, len, &(struct hc_err){ 0 }) < 0)
+				if (mem_read(t->img.pid, t->img.memfd, at, buf, len, &(struct hc_err){ 0 }) < 0)
 					break;
 				ret_gadgets_in(t, buf, len, at, o->path);
 				if (len < sizeof(buf))
@@ -191,15 +191,15 @@ static void find_ret_gadgets(struct hc_target *t)
 static void find_notify(struct hc_target *t)
 {
 	static const char *const names[] = { "getpid", "__getpid", NULL };
-	const struct hc_bytes *pat = &t->arch->notify;
+	const struct hc_bytes *pat = &t->img.arch->notify;
 
 	for (int pass = 0; pass < 2 && !t->notify_fn; pass++) {
-		for (size_t i = 0; i < t->nobjs && !t->notify_fn; i++) {
-			struct obj *o = &t->objs[i];
+		for (size_t i = 0; i < t->img.nobjs && !t->notify_fn; i++) {
+			struct obj *o = &t->img.objs[i];
 			uint8_t buf[32];
 
 			if (!o->text_lo || !(pass ? o->is_exe : is_libc(o)) ||
-			    sym_load(t, o, false, &(struct hc_err){ 0 }) < 0)
+			    sym_load(&t->img, o, false, &(struct hc_err){ 0 }) < 0)
 				continue;
 			for (const char *const *n = names; *n && !t->notify_fn; n++) {
 				const struct sym *sy = sym_by_name(o, *n);
@@ -207,18 +207,18 @@ static void find_notify(struct hc_target *t)
 
 				if (!sy || sy->raddr < o->text_lo ||
 				    sy->raddr + sizeof(buf) > o->text_hi ||
-				    mem_read(t->pid, t->memfd, sy->raddr, buf, sizeof(buf),
+				    mem_read(t->img.pid, t->img.memfd, sy->raddr, buf, sizeof(buf),
 					     &(struct hc_err){ 0 }) < 0)
 					continue;
 				off = 0;
-				for (const struct hc_bytes *pad = t->arch->entry_pads; pad && pad->len;
+				for (const struct hc_bytes *pad = t->img.arch->entry_pads; pad && pad->len;
 				     pad++)
 					if (!memcmp(buf, pad->b, pad->len))
 						off = pad->len;
 				if (memcmp(buf + off, pat->b, pat->len))
 					continue;
 				t->notify_fn = sy->raddr;
-				t->notify_end = sy->raddr + off + t->arch->notify_sys_end;
+				t->notify_end = sy->raddr + off + t->img.arch->notify_sys_end;
 			}
 		}
 	}
@@ -230,10 +230,10 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 	static const char *const wrappers[] = { "getpid", "getuid", "getppid", "sched_yield", NULL };
 	static const char *const sigaction_fns[] = { "sigaction", "__sigaction", NULL };
 
-	t->gadget = find_near(t, &t->arch->syscall_ret, wrappers);
+	t->gadget = find_near(t, &t->img.arch->syscall_ret, wrappers);
 	if (!t->gadget)
-		t->gadget = find_text(t, &t->arch->syscall_ret);
-	for (const struct hc_bytes *r = t->arch->restorers; r->len && !t->restorer; r++) {
+		t->gadget = find_text(t, &t->img.arch->syscall_ret);
+	for (const struct hc_bytes *r = t->img.arch->restorers; r->len && !t->restorer; r++) {
 		t->restorer = find_near(t, r, sigaction_fns);
 		if (!t->restorer)
 			t->restorer = find_text(t, r);
@@ -241,12 +241,12 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 	}
 	find_ret_gadgets(t);
 	find_notify(t);
-	if (!t->gadget || !t->restorer || (t->arch->ret_gadget && !t->retg.addr))
+	if (!t->gadget || !t->restorer || (t->img.arch->ret_gadget && !t->retg.addr))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "heapctl runs on the C library's own code in the target: a "
 				   "\"syscall; ret\", its signal return and, on x86_64, a plain "
 				   "function tail that stores %%rax",
-				   "pid %d has no %s in its text", t->pid,
+				   "pid %d has no %s in its text", t->img.pid,
 				   !t->gadget	  ? "\"syscall; ret\" sequence" :
 				   !t->restorer ? "sigreturn restorer" :
 						  "function tail that keeps a call's result");
@@ -274,11 +274,11 @@ static int read_now(struct hc_target *t, uint64_t raddr, void *buf, size_t len,
 	char proc[96];
 	int tid;
 
-	if (mem_read(t->pid, -1, raddr, buf, len, e) == 0)
+	if (mem_read(t->img.pid, -1, raddr, buf, len, e) == 0)
 		return 1;
 	if (e->sys_errno != ESRCH)
 		return -1;
-	if (!procfs_live_task(t->pid, proc, sizeof(proc)) ||
+	if (!procfs_live_task(t->img.pid, proc, sizeof(proc)) ||
 	    sscanf(proc, "/proc/%*d/task/%d", &tid) != 1)
 		return 0;
 	memset(e, 0, sizeof(*e));
@@ -298,8 +298,8 @@ static int read_now(struct hc_target *t, uint64_t raddr, void *buf, size_t len,
  */
 enum prog gadget_program(struct hc_target *t)
 {
-	for (size_t i = 0; i < t->nobjs; i++) {
-		const struct obj *o = &t->objs[i];
+	for (size_t i = 0; i < t->img.nobjs; i++) {
+		const struct obj *o = &t->img.objs[i];
 		struct hc_err e = { 0 };
 		uint8_t magic[4], fmagic[4];
 		int r;
@@ -309,7 +309,7 @@ enum prog gadget_program(struct hc_target *t)
 		/* what decided it, for -v: a refusal that says execve had better say why */
 		r = read_now(t, o->base, magic, 4, &e);
 		if (r == 0) {
-			pr_info("pid %d has no memory left (%s): it exited", t->pid, e.msg);
+			pr_info("pid %d has no memory left (%s): it exited", t->img.pid, e.msg);
 			return PROG_GONE;
 		}
 		if (r < 0 || memcmp(magic, "\177ELF", 4)) {
@@ -318,17 +318,17 @@ enum prog gadget_program(struct hc_target *t)
 			return PROG_OTHER;
 		}
 		errno = 0;
-		if (t->memfd >= 0 && (mem_read_fd(t->memfd, o->base, fmagic, 4) < 0 ||
+		if (t->img.memfd >= 0 && (mem_read_fd(t->img.memfd, o->base, fmagic, 4) < 0 ||
 				      memcmp(fmagic, magic, 4))) {
 			int err = errno;
 
 			/* the memory it opened is gone: execve, or an exit since the read above */
 			memset(&e, 0, sizeof(e));
 			if (read_now(t, o->base, magic, 4, &e) == 0) {
-				pr_info("pid %d has no memory left (%s): it exited", t->pid, e.msg);
+				pr_info("pid %d has no memory left (%s): it exited", t->img.pid, e.msg);
 				return PROG_GONE;
 			}
-			pr_info("%s/mem no longer reads %s's ELF header (%s)", t->proc, o->path,
+			pr_info("%s/mem no longer reads %s's ELF header (%s)", t->img.proc, o->path,
 				err ? strerror(err) : "nothing, or other bytes");
 			return PROG_OTHER;
 		}

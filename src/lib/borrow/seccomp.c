@@ -190,9 +190,9 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 		bool errno_ok; /* failing with an errno harms nothing */
 	} calls[] = {
 		/* every borrow ends in it, or can: it must run */
-		{ "rt_sigreturn", t->arch->nr_rt_sigreturn, { 0 }, false },
+		{ "rt_sigreturn", t->img.arch->nr_rt_sigreturn, { 0 }, false },
 		/* callbacks stop at it; its result goes nowhere */
-		{ "getpid", t->arch->nr_getpid, { 0 }, true },
+		{ "getpid", t->img.arch->nr_getpid, { 0 }, true },
 		/*
 		 * A syscall heapctl skips (the restorer's rt_sigreturn between
 		 * calls, an interrupted sleep's restart) has its number set to
@@ -223,12 +223,12 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 			ret = err_sethint(err, HC_E_UNSUPPORTED, e.sys_errno,
 					  "run heapctl as root: reading a seccomp filter needs CAP_SYS_ADMIN",
 					  "pid %d runs under a seccomp filter heapctl cannot read (%s)",
-					  t->pid, strerror(e.sys_errno));
+					  t->img.pid, strerror(e.sys_errno));
 			goto out;
 		}
 		nfilters++;
 		for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
-			struct seccomp_data d = { .nr = (int)calls[c].nr, .arch = t->arch->audit_arch,
+			struct seccomp_data d = { .nr = (int)calls[c].nr, .arch = t->img.arch->audit_arch,
 						  .instruction_pointer = t->gadget };
 			uint32_t act;
 
@@ -255,7 +255,7 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 				  "allow rt_sigreturn and getpid in the service's filter, and give "
 				  "unknown syscall numbers an errno rather than a kill",
 				  "pid %d's seccomp filter would %s on %s, which heapctl needs",
-				  t->pid, action_name(verdict[c]), calls[c].name);
+				  t->img.pid, action_name(verdict[c]), calls[c].name);
 		break;
 	}
 	pr_debug("seccomp: %u filter(s) checked", nfilters);

@@ -98,7 +98,7 @@ int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 		 */
 		struct hc_err e = { 0 };
 
-		pr_info("pid %d started a new program during the call; leaving it alone", t->pid);
+		pr_info("pid %d started a new program during the call; leaving it alone", t->img.pid);
 		ptrace_detach(tid, 0, &e);
 		if (t->sess)
 			t->sess->exec_seen = true;
@@ -134,7 +134,7 @@ int step_wait(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
 int step_cancelled(struct hc_target *t, struct hc_err *err)
 {
 	return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d was restored",
-		       sigabbrev_np(t->cancel_sig), t->pid);
+		       sigabbrev_np(t->cancel_sig), t->img.pid);
 }
 
 int step_gone(struct hc_target *t, struct hc_err *err)
@@ -144,8 +144,8 @@ int step_gone(struct hc_target *t, struct hc_err *err)
 	if (t->sess && t->sess->exec_seen)
 		return err_sethint(err, HC_E_GONE, 0, "retry on the new program if it uses jemalloc",
 				   "pid %d ran execve while heapctl was working on it; the new "
-				   "program was left alone", t->pid);
-	return err_set(err, HC_E_GONE, 0, "pid %d exited while heapctl was working on it", t->pid);
+				   "program was left alone", t->img.pid);
+	return err_set(err, HC_E_GONE, 0, "pid %d exited while heapctl was working on it", t->img.pid);
 }
 
 int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
@@ -153,12 +153,12 @@ int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
 	/* what the registers point at goes first: the frame, the chain, the strings */
 	if (shadow_flush(t, err) < 0)
 		return -1;
-	return ptrace_regset_set(t->sess->tid, NT_PRSTATUS_, g, t->arch->gregs_len, err);
+	return ptrace_regset_set(t->sess->tid, NT_PRSTATUS_, g, t->img.arch->gregs_len, err);
 }
 
 int step_get_gregs(struct hc_target *t, void *g, struct hc_err *err)
 {
-	size_t len = t->arch->gregs_len;
+	size_t len = t->img.arch->gregs_len;
 
 	return ptrace_regset_get(t->sess->tid, NT_PRSTATUS_, g, &len, err);
 }
@@ -183,9 +183,9 @@ void step_redeliver(struct hc_target *t, struct sess *s)
 
 		/* rt_tgsigqueueinfo keeps si_value for sigqueue'd signals (si_code < 0). */
 		if (si->si_code < 0 && si->si_code != SI_TKILL)
-			r = syscall(SYS_rt_tgsigqueueinfo, t->pid, s->tid, s->defer[i].sig, si);
+			r = syscall(SYS_rt_tgsigqueueinfo, t->img.pid, s->tid, s->defer[i].sig, si);
 		else
-			r = syscall(SYS_tgkill, t->pid, s->tid, s->defer[i].sig);
+			r = syscall(SYS_tgkill, t->img.pid, s->tid, s->defer[i].sig);
 		if (r < 0)
 			pr_warn("could not re-deliver signal %d to tid %d: %s", s->defer[i].sig,
 				s->tid, strerror(errno));
@@ -201,7 +201,7 @@ static int take_mask(struct hc_target *t, struct hc_err *err)
 	if (ptrace_sigmask_get(s->tid, &s->mask, err) < 0)
 		return -1;
 	/* The frame must carry the real mask before heapctl blocks anything. */
-	if (shadow_write(t, s->frame + t->arch->sigframe_mask_off, &s->mask, sizeof(s->mask), err) <
+	if (shadow_write(t, s->frame + t->img.arch->sigframe_mask_off, &s->mask, sizeof(s->mask), err) <
 		    0 ||
 	    shadow_flush(t, err) < 0)
 		return -1;
@@ -250,10 +250,10 @@ int step_skip_syscall(struct hc_target *t, struct hc_err *err)
 	struct sess *s = t->sess;
 	int minus_one = -1;
 
-	if (t->arch->skip_regset)
-		return ptrace_regset_set(s->tid, t->arch->skip_regset, &minus_one,
+	if (t->img.arch->skip_regset)
+		return ptrace_regset_set(s->tid, t->img.arch->skip_regset, &minus_one,
 					 sizeof(minus_one), err);
-	t->arch->skip_syscall(s->cur);
+	t->img.arch->skip_syscall(s->cur);
 	return step_set_gregs(t, s->cur, err);
 }
 
@@ -266,8 +266,8 @@ static int aim_restore(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 
-	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	t->arch->prep_restore(s->cur, t->restorer, s->frame);
+	memcpy(s->cur, s->gregs, t->img.arch->gregs_len);
+	t->img.arch->prep_restore(s->cur, t->restorer, s->frame);
 	return step_set_gregs(t, s->cur, err);
 }
 
@@ -296,8 +296,8 @@ static int call_result(struct hc_target *t, uint64_t *ret, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 
-	if (t->arch->get_ret) {
-		*ret = t->arch->get_ret(s->cur);
+	if (t->img.arch->get_ret) {
+		*ret = t->img.arch->get_ret(s->cur);
 		return 0;
 	}
 	return shadow_read(t, s->slot, ret, sizeof(*ret), err);
@@ -317,7 +317,7 @@ static int call_result(struct hc_target *t, uint64_t *ret, struct hc_err *err)
 int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 	struct hc_err *err)
 {
-	const struct hc_arch *a = t->arch;
+	const struct hc_arch *a = t->img.arch;
 	struct sess *s = t->sess;
 	struct hc_err cberr = { 0 };
 	uint64_t done_pc = kind == STEP_SYSCALL ? t->gadget + a->syscall_insn.len : t->restorer_end;
@@ -559,7 +559,7 @@ static int skip_here(struct hc_target *t, struct hc_err *err)
 {
 	struct sess *s = t->sess;
 
-	if (s->at != ST_SYSCALL || !s->at_entry || !t->arch->skip_regset)
+	if (s->at != ST_SYSCALL || !s->at_entry || !t->img.arch->skip_regset)
 		return 0;
 	return step_skip_syscall(t, err);
 }
@@ -580,8 +580,8 @@ int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n
 	int rc;
 
 	memcpy(c.args, args, n * sizeof(*args));
-	memcpy(s->cur, s->gregs, t->arch->gregs_len);
-	t->arch->prep_syscall(s->cur, &c);
+	memcpy(s->cur, s->gregs, t->img.arch->gregs_len);
+	t->img.arch->prep_syscall(s->cur, &c);
 	/* registers first, then the skip and the mask: each intermediate state restores itself */
 	if (step_set_gregs(t, s->cur, err) < 0 || skip_here(t, err) < 0 ||
 	    (s->mask_known && step_block_signals(t, err) < 0))
@@ -602,7 +602,7 @@ int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned in
 		return r;
 	if (*ret < 0 && *ret > -4096)
 		/* a remote failure: decode the target's errno, not ours */
-		return err_set(err, HC_E_REMOTE, (int)-*ret, "%s in pid %d failed: %s", what, t->pid,
+		return err_set(err, HC_E_REMOTE, (int)-*ret, "%s in pid %d failed: %s", what, t->img.pid,
 			       strerror((int)-*ret));
 	return 0;
 }

@@ -196,10 +196,10 @@ static void say_waiting(struct hc_target *t, pid_t holder)
 	if (holder > 0) {
 		procfs_comm(holder, comm, sizeof(comm));
 		pr_info("pid %d is busy: another heapctl (pid %d, %s) is working on it; waiting "
-			"up to %u ms", t->pid, (int)holder, comm, t->opts.timeout_ms);
+			"up to %u ms", t->img.pid, (int)holder, comm, t->img.opts.timeout_ms);
 	} else {
 		pr_info("pid %d is busy: another heapctl is working on it; waiting up to %u ms",
-			t->pid, t->opts.timeout_ms);
+			t->img.pid, t->img.opts.timeout_ms);
 	}
 }
 
@@ -213,7 +213,7 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 
 	if (t->lockfd >= 0)
 		return 0;
-	len = lock_addr(t->pid, &sa);
+	len = lock_addr(t->img.pid, &sa);
 	for (;;) {
 		struct pollfd pfd;
 		uint64_t now;
@@ -224,12 +224,12 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 
 			t->lockfd = try_bind(&sa, len);
 			if (t->lockfd >= 0) {
-				pr_debug("holding the lock of pid %d", t->pid);
+				pr_debug("holding the lock of pid %d", t->img.pid);
 				ret = 0;
 				break;
 			}
 			if (errno != EADDRINUSE) {
-				err_errno(err, errno, "lock for pid %d", t->pid);
+				err_errno(err, errno, "lock for pid %d", t->img.pid);
 				break;
 			}
 			fd = peek_holder(&sa, len, &cred);
@@ -241,18 +241,18 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 					ret = 0;
 					break;
 				}
-				if (!trusted(cred.uid, t->pid)) {
+				if (!trusted(cred.uid, t->img.pid)) {
 					/* not a heapctl that could work on this process: a squat */
 					pr_debug("lock of pid %d held by pid %d of uid %u: ignored",
-						 t->pid, (int)cred.pid, (unsigned)cred.uid);
+						 t->img.pid, (int)cred.pid, (unsigned)cred.uid);
 					ret = 0;
 					break;
 				}
 				holder = tlock_front(cred.pid);
 			} else if (errno == EAGAIN) {
-				holder = tlock_front(any_tracer(t->pid)); /* its backlog is full */
+				holder = tlock_front(any_tracer(t->img.pid)); /* its backlog is full */
 			} else {
-				err_errno(err, errno, "lock for pid %d", t->pid);
+				err_errno(err, errno, "lock for pid %d", t->img.pid);
 				break;
 			}
 			if (!said)
@@ -267,10 +267,10 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 				snprintf(who, sizeof(who), " (pid %d)", (int)holder);
 			snprintf(hint, sizeof(hint),
 				 "retry when it has finished, or raise --timeout (now %u.%03u s) to "
-				 "wait longer", t->opts.timeout_ms / 1000, t->opts.timeout_ms % 1000);
+				 "wait longer", t->img.opts.timeout_ms / 1000, t->img.opts.timeout_ms % 1000);
 			err_sethint(err, HC_E_TIMEOUT, 0, hint,
 				    "another heapctl%s is working on pid %d; gave up waiting after "
-				    "%u ms", who, t->pid, t->opts.timeout_ms);
+				    "%u ms", who, t->img.pid, t->img.opts.timeout_ms);
 			break;
 		}
 		t->cancel_sig = term_pending();
@@ -278,11 +278,11 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 			err_sethint(err, HC_E_CANCELLED, 0,
 				    "nothing was started: run it again once the other heapctl is done",
 				    "interrupted by SIG%s while waiting for another heapctl; pid %d "
-				    "was not touched", sigabbrev_np(t->cancel_sig), t->pid);
+				    "was not touched", sigabbrev_np(t->cancel_sig), t->img.pid);
 			break;
 		}
-		if (kill(t->pid, 0) < 0 && errno == ESRCH) {
-			err_set(err, HC_E_NO_PROC, 0, "pid %d exited", t->pid);
+		if (kill(t->img.pid, 0) < 0 && errno == ESRCH) {
+			err_set(err, HC_E_NO_PROC, 0, "pid %d exited", t->img.pid);
 			break;
 		}
 		/*
@@ -315,7 +315,7 @@ void tlock_release(struct hc_target *t)
 	if (t->lockfd >= 0) {
 		close(t->lockfd);
 		t->lockfd = -1;
-		pr_debug("released the lock of pid %d", t->pid);
+		pr_debug("released the lock of pid %d", t->img.pid);
 	}
 }
 

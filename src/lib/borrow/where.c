@@ -100,15 +100,15 @@ static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
 
 	if ((addr & (CPAGE - 1)) + len > CPAGE ||
 	    (!a->cache && !(a->cache = calloc(CACHE_PAGES, sizeof(*a->cache)))))
-		return mem_read(a->t->pid, a->t->memfd, addr, out, len, &e);
+		return mem_read(a->t->img.pid, a->t->img.memfd, addr, out, len, &e);
 	for (i = 0; i < CACHE_PAGES; i++)
 		if (a->cache[i].valid && a->cache[i].addr == page)
 			goto hit;
 	i = a->next++ % CACHE_PAGES;
-	if (mem_read(a->t->pid, a->t->memfd, page, a->cache[i].data, CPAGE, &e) < 0) {
+	if (mem_read(a->t->img.pid, a->t->img.memfd, page, a->cache[i].data, CPAGE, &e) < 0) {
 		a->cache[i].valid = false;
 		e.code = HC_OK;
-		return mem_read(a->t->pid, a->t->memfd, addr, out, len, &e);
+		return mem_read(a->t->img.pid, a->t->img.memfd, addr, out, len, &e);
 	}
 	a->cache[i].valid = true;
 	a->cache[i].addr = page;
@@ -130,7 +130,7 @@ static int uw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t
 			     int need, void *arg)
 {
 	struct uw_arg *a = arg;
-	struct obj *o = obj_at(a->t, ip);
+	struct obj *o = obj_at(&a->t->img, ip);
 	uint8_t hdr[4];
 	int32_t fde_count;
 	unw_dyn_info_t di;
@@ -184,7 +184,7 @@ static int uw_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
 	uint64_t v;
 
 	(void)as;
-	if (write || reg < 0 || a->t->arch->unwind_reg(a->gregs, (unsigned int)reg, &v) < 0)
+	if (write || reg < 0 || a->t->img.arch->unwind_reg(a->gregs, (unsigned int)reg, &v) < 0)
 		return -UNW_EBADREG;
 	*val = v;
 	return 0;
@@ -306,7 +306,7 @@ static bool gran_has(const struct uw_arg *a, uint64_t raddr)
 int where_prepare(struct hc_target *t)
 {
 	struct uw_arg *a = t->uw;
-	size_t n = 0, cap = t->nobjs + t->nvmas, ngran = 0;
+	size_t n = 0, cap = t->img.nobjs + t->img.nvmas, ngran = 0;
 	struct xrange *xr;
 
 	if (!a)
@@ -318,8 +318,8 @@ int where_prepare(struct hc_target *t)
 	if (!xr)
 		return -1;
 	a->xr = xr;
-	for (size_t i = 0; i < t->nobjs; i++) {
-		struct obj *o = &t->objs[i];
+	for (size_t i = 0; i < t->img.nobjs; i++) {
+		struct obj *o = &t->img.objs[i];
 
 		if (!o->base || o->text_hi <= o->text_lo)
 			continue;
@@ -328,9 +328,9 @@ int where_prepare(struct hc_target *t)
 		if (o->sorted && o->nsyms && !o->verdict && !(o->verdict = calloc(o->nsyms, 1)))
 			return -1;
 	}
-	for (size_t i = 0; i < t->nvmas; i++)
-		if ((t->vmas[i].flags & (VMA_X | VMA_ANON)) == (VMA_X | VMA_ANON))
-			xr[n++] = (struct xrange){ t->vmas[i].lo, t->vmas[i].hi, NULL };
+	for (size_t i = 0; i < t->img.nvmas; i++)
+		if ((t->img.vmas[i].flags & (VMA_X | VMA_ANON)) == (VMA_X | VMA_ANON))
+			xr[n++] = (struct xrange){ t->img.vmas[i].lo, t->img.vmas[i].hi, NULL };
 	qsort(xr, n, sizeof(*xr), cmp_xrange);
 	a->nxr = n;
 	a->gran_all = false;
@@ -387,7 +387,7 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
 			size_t len)
 {
 	struct obj *o = NULL;
-	const struct sym *s = sym_at(t, ip, &o);
+	const struct sym *s = sym_at(&t->img, ip, &o);
 	const char *fn = s ? s->name : "?";
 
 	if (!o) {
@@ -439,9 +439,9 @@ static uint64_t pac_mask(struct hc_target *t, pid_t tid)
 	size_t mlen = sizeof(m);
 	struct hc_err e = { 0 };
 
-	if (!t->pac_known && t->arch->pac_regset) {
+	if (!t->pac_known && t->img.arch->pac_regset) {
 		/* No pointer authentication on this CPU or kernel: nothing to strip. */
-		t->pac_mask = ptrace_regset_get(tid, t->arch->pac_regset, m, &mlen, &e) < 0 ? 0 : m[1];
+		t->pac_mask = ptrace_regset_get(tid, t->img.arch->pac_regset, m, &mlen, &e) < 0 ? 0 : m[1];
 		t->pac_known = true;
 	}
 	return t->pac_mask;
@@ -454,13 +454,13 @@ static uint64_t pac_mask(struct hc_target *t, pid_t tid)
 static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 			      unsigned int lu_depth, char *reason, size_t len)
 {
-	uint64_t pc = t->arch->get_pc(a->gregs), lr = 0, mask = pac_mask(t, tid);
+	uint64_t pc = t->img.arch->get_pc(a->gregs), lr = 0, mask = pac_mask(t, tid);
 	uint64_t rets[MAX_FRAMES];
 	struct obj *o;
 	char why[160];
 	int n;
 
-	if (t->arch->unwind_reg(a->gregs, 30, &lr) < 0) /* x30 */
+	if (t->img.arch->unwind_reg(a->gregs, 30, &lr) < 0) /* x30 */
 		lr = 0;
 	if (frame_unsafe(t, pc, 0, reason, len))
 		return 0;
@@ -469,15 +469,15 @@ static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 	 * only if it points into code, and then like a caller's frame.
 	 */
 	lr &= ~mask;
-	if (obj_at(t, lr) && frame_unsafe(t, lr - 1, 1, reason, len))
+	if (obj_at(&t->img, lr) && frame_unsafe(t, lr - 1, 1, reason, len))
 		return 0;
-	n = t->arch->frame_walk(a->gregs, mask, read_record, a, rets, MAX_FRAMES, why, sizeof(why));
+	n = t->img.arch->frame_walk(a->gregs, mask, read_record, a, rets, MAX_FRAMES, why, sizeof(why));
 	if (n < 0) {
 		snprintf(reason, len, "incomplete stack: %s", why);
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
-		o = obj_at(t, rets[i]);
+		o = obj_at(&t->img, rets[i]);
 		/*
 		 * A return into the vDSO is a signal frame (__kernel_rt_sigreturn):
 		 * the interrupted pc lives in the sigcontext, not in a frame record,
@@ -563,9 +563,9 @@ static uint64_t thread_pointer(struct hc_target *t, pid_t tid, const void *gregs
 	size_t n = sizeof(tls);
 	struct hc_err e = { 0 };
 
-	if (t->arch->get_tp)
-		return t->arch->get_tp(gregs);
-	if (!t->arch->tp_regset || ptrace_regset_get(tid, t->arch->tp_regset, tls, &n, &e) < 0)
+	if (t->img.arch->get_tp)
+		return t->img.arch->get_tp(gregs);
+	if (!t->img.arch->tp_regset || ptrace_regset_get(tid, t->img.arch->tp_regset, tls, &n, &e) < 0)
 		return 0;
 	return tls[0];
 }
@@ -582,7 +582,7 @@ static uint64_t thread_pointer(struct hc_target *t, pid_t tid, const void *gregs
  */
 static uint64_t stack_top(struct hc_target *t, uint64_t sp, uint64_t tp, char *why, size_t len)
 {
-	const struct vma *v = vma_at(t, sp);
+	const struct vma *v = vma_at(&t->img, sp);
 	uint64_t hi;
 
 	if (!v) {
@@ -592,8 +592,8 @@ static uint64_t stack_top(struct hc_target *t, uint64_t sp, uint64_t tp, char *w
 	}
 	hi = v->flags & VMA_STACK ? v->hi : tp;
 	/* the main thread's frames all lie below argc: above it, arguments and environment */
-	if ((v->flags & VMA_STACK) && t->start_stack > sp && t->start_stack <= v->hi)
-		hi = t->start_stack;
+	if ((v->flags & VMA_STACK) && t->img.start_stack > sp && t->img.start_stack <= v->hi)
+		hi = t->img.start_stack;
 	if (!tp && !(v->flags & VMA_STACK))
 		hi = v->hi - sp > SCAN_MAX ? sp + SCAN_MAX : v->hi;
 	if (hi <= sp || hi > v->hi) {
@@ -633,20 +633,20 @@ static bool word_unsafe(struct hc_target *t, uint64_t w, uint64_t at, char *why,
 static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *bytes, char *why,
 		     size_t len)
 {
-	const struct hc_arch *ar = t->arch;
+	const struct hc_arch *ar = t->img.arch;
 	struct uw_arg *a = t->uw;
 	uint64_t sp = ar->get_sp(gregs) & ~7ull, hi, mask = 0;
 	struct hc_err e = { 0 };
 	size_t n;
 	bool warm;
 
-	hi = stack_top(t, sp, t->vmas && vma_at(t, sp) && (vma_at(t, sp)->flags & VMA_STACK) ?
+	hi = stack_top(t, sp, t->img.vmas && vma_at(&t->img, sp) && (vma_at(&t->img, sp)->flags & VMA_STACK) ?
 				      0 : thread_pointer(t, tid, gregs), why, len);
 	if (!hi)
 		return 0;
 	n = (size_t)(hi - sp) / 8;
 	if ((a->have_sp != sp || a->have_len < n * 8) &&
-	    mem_read(t->pid, t->memfd, sp, a->stack, n * 8, &e) < 0) {
+	    mem_read(t->img.pid, t->img.memfd, sp, a->stack, n * 8, &e) < 0) {
 		snprintf(why, len, "the stack is unreadable (%.100s)", e.msg);
 		return 0;
 	}
@@ -693,9 +693,9 @@ static size_t read_stack(struct hc_target *t, uint64_t sp, uint64_t *buf)
 	if (!hi)
 		return 0;
 	/* stack_top() found sp's mapping */
-	if (hi - sp > PREFETCH && !(vma_at(t, sp)->flags & VMA_STACK))
+	if (hi - sp > PREFETCH && !(vma_at(&t->img, sp)->flags & VMA_STACK))
 		hi = sp + PREFETCH;
-	if (mem_read(t->pid, -1, sp, buf, hi - sp, &e) < 0)
+	if (mem_read(t->img.pid, -1, sp, buf, hi - sp, &e) < 0)
 		return 0;
 	return hi - sp;
 }
@@ -738,7 +738,7 @@ void where_prefetch(struct hc_target *t, uint64_t sp)
 int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len)
 {
 	struct uw_arg *a = t->uw;
-	bool records = t->arch->frame_walk != NULL;
+	bool records = t->img.arch->frame_walk != NULL;
 	uint64_t pac = 0;
 	unw_cursor_t c;
 	unsigned depth = 0;
@@ -816,14 +816,14 @@ void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level)
 	size_t n;
 	uint64_t start = pc >= 16 ? pc - 16 : pc;
 
-	if (!hc_log_on(level) || mem_read(t->pid, t->memfd, start, buf, sizeof(buf), &e) < 0)
+	if (!hc_log_on(level) || mem_read(t->img.pid, t->img.memfd, start, buf, sizeof(buf), &e) < 0)
 		return;
-	if (cs_open(t->arch->cs_arch, t->arch->cs_mode, &cs) != CS_ERR_OK)
+	if (cs_open(t->img.arch->cs_arch, t->img.arch->cs_mode, &cs) != CS_ERR_OK)
 		return;
 	/* x86 is variable-length: decode from pc, and show the syscall before it if any */
-	if (pc >= 16 && !memcmp(buf + 16 - t->arch->syscall_insn.len, t->arch->syscall_insn.b, t->arch->syscall_insn.len))
+	if (pc >= 16 && !memcmp(buf + 16 - t->img.arch->syscall_insn.len, t->img.arch->syscall_insn.b, t->img.arch->syscall_insn.len))
 		hc_log_print(level, "  0x%llx: (previous) syscall",
-			     (unsigned long long)(pc - t->arch->syscall_insn.len));
+			     (unsigned long long)(pc - t->img.arch->syscall_insn.len));
 	n = cs_disasm(cs, buf + (pc - start), sizeof(buf) - (pc - start), pc, 4, &insn);
 	for (size_t i = 0; i < n; i++)
 		hc_log_print(level, "  0x%llx: %s %s%s", (unsigned long long)insn[i].address,

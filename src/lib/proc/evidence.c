@@ -326,7 +326,7 @@ int evidence_file(int fd, struct evidence *ev)
 }
 
 /* Does o's own symbol table name the allocator's entry points?  Then a driver can use them. */
-static bool covered(struct hc_target *t, struct obj *o, const char *alloc)
+static bool covered(struct image *t, struct obj *o, const char *alloc)
 {
 	struct hc_err e = { 0 };
 	size_t k = strlen("mallctl");
@@ -452,7 +452,7 @@ static int scan_obj(const struct obj *o, struct evidence *ev)
 	return r > 0;
 }
 
-static void evidence_note(struct hc_target *t, struct obj *o, const struct evidence *ev,
+static void evidence_note(struct image *t, struct obj *o, const struct evidence *ev,
 			  struct hc_evidence *out)
 {
 	out->has_symbols = covered(t, o, ev->alloc);
@@ -474,7 +474,7 @@ bool evidence_likely(const struct obj *o)
  * their mappings: every one with all, else only drv_obj (the driver's).
  * NULL if out of memory.
  */
-static struct obj **evidence_order(struct hc_target *t, bool all, const char *drv_obj, size_t *n)
+static struct obj **evidence_order(struct image *t, bool all, const char *drv_obj, size_t *n)
 {
 	struct obj **order = calloc(t->nobjs + 1, sizeof(*order));
 
@@ -491,7 +491,7 @@ static struct obj **evidence_order(struct hc_target *t, bool all, const char *dr
 }
 
 /* Note o's evidence in t->ev_*: only the first, unless it is the driver's own (force). */
-static void note_ev(struct hc_target *t, const struct obj *o, const struct evidence *ev, bool force)
+static void note_ev(struct image *t, const struct obj *o, const struct evidence *ev, bool force)
 {
 	if (t->ev_alloc[0] && !force)
 		return;
@@ -501,7 +501,7 @@ static void note_ev(struct hc_target *t, const struct obj *o, const struct evide
 }
 
 /* The first evidence in evidence_order(), as evidence_check() saw it if it ran. */
-int evidence_first(struct hc_target *t, struct hc_evidence *out)
+int evidence_first(struct image *t, struct hc_evidence *out)
 {
 	size_t n;
 	struct obj **order;
@@ -526,9 +526,9 @@ int evidence_first(struct hc_target *t, struct hc_evidence *out)
  * only: the driver's object, always read to show its evidence in info;
  * all: every object too (the driver is glibc, or there is none).
  */
-int evidence_check(struct hc_target *t, bool all, struct hc_err *err)
+int evidence_check(struct image *t, const char *drv, const char *drv_obj, bool all,
+		   struct hc_err *err)
 {
-	const char *drv = t->where.allocator, *drv_obj = t->where.object;
 	size_t n;
 	struct obj **order = evidence_order(t, all, drv_obj, &n);
 	int ret = 0;

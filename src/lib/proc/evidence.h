@@ -55,19 +55,21 @@ bool evidence_likely(const struct obj *o);
  */
 bool evidence_sure(const struct obj *o);
 /*
- * After the driver is chosen: refuse (HC_E_NO_SYM) if an object holds an
+ * After the driver is chosen (drv, the allocator it names, and drv_obj,
+ * its object's path): refuse (HC_E_NO_SYM) if an object holds an
  * allocator that has no symbols and is not the driver's.  Reads the executable and the
  * driver's object; with all, every object but glibc's own.  Notes the
  * evidence for the driver in t->ev_*.
  */
-int evidence_check(struct hc_target *t, bool all, struct hc_err *err);
+int evidence_check(struct image *t, const char *drv, const char *drv_obj, bool all,
+		   struct hc_err *err);
 /*
  * The first object with an allocator's signs, as hc_evidence_read() says:
  * what evidence_check() found if it ran, else the objects are read now
  * (the executable first).  1 with out filled, 0 if none.
  */
 struct hc_evidence;
-int evidence_first(struct hc_target *t, struct hc_evidence *out);
+int evidence_first(struct image *t, struct hc_evidence *out);
 /* The judgement sym_load() asks for (struct sym_judge, target.h), from the three above. */
 extern const struct sym_judge evidence_judge;
 

@@ -92,7 +92,7 @@ int maps_parse_line(const char *line, struct mapline *m)
 	return 0;
 }
 
-static struct obj *obj_find_path(struct hc_target *t, const char *path)
+static struct obj *obj_find_path(struct image *t, const char *path)
 {
 	for (size_t i = 0; i < t->nobjs; i++)
 		if (!strcmp(t->objs[i].path, path))
@@ -101,7 +101,7 @@ static struct obj *obj_find_path(struct hc_target *t, const char *path)
 }
 
 /* Read the ELF and program headers from the target at o->base. */
-int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err)
+int obj_read_phdrs(struct image *t, struct obj *o, struct hc_err *err)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph[64];
@@ -226,7 +226,7 @@ Elf *sym_elf_open(int fd)
 	return elf;
 }
 
-static void link_order(struct hc_target *t);
+static void link_order(struct image *t);
 
 static void vma_set(struct vma *v, const struct mapline *m)
 {
@@ -236,7 +236,7 @@ static void vma_set(struct vma *v, const struct mapline *m)
 		   (!strcmp(m->path, "[stack]") ? VMA_STACK : 0);
 }
 
-static int vma_add(struct hc_target *t, const struct mapline *m)
+static int vma_add(struct image *t, const struct mapline *m)
 {
 	static const size_t step = 256;
 	struct vma *v;
@@ -253,7 +253,7 @@ static int vma_add(struct hc_target *t, const struct mapline *m)
 
 static int maps_query(int fd, uint64_t addr, uint64_t flags, struct mapline *m);
 
-const struct vma *vma_at(struct hc_target *t, uint64_t raddr)
+const struct vma *vma_at(struct image *t, uint64_t raddr)
 {
 	size_t lo = 0, hi = t->nvmas;
 	struct mapline m;
@@ -283,7 +283,7 @@ const struct vma *vma_at(struct hc_target *t, uint64_t raddr)
 }
 
 /* One mapping maps_load() learnt of: a mapping, and an object's if it is a file's (or the vDSO). */
-static int map_line(struct hc_target *t, const struct mapline *m, const char *exe)
+static int map_line(struct image *t, const struct mapline *m, const char *exe)
 {
 	struct obj *o;
 
@@ -393,7 +393,7 @@ static int obj_cmp(const void *a, const void *b)
  * (vma_at()).  0, 1 when the kernel has no PROCMAP_QUERY or refused it
  * (nothing is kept then), -1 with err.
  */
-static int maps_by_query(struct hc_target *t, const char *exe, struct hc_err *err)
+static int maps_by_query(struct image *t, const char *exe, struct hc_err *err)
 {
 	struct mapline m;
 	int r = 0;
@@ -423,7 +423,7 @@ static int maps_by_query(struct hc_target *t, const char *exe, struct hc_err *er
 }
 
 /* /proc/PID/maps as text: every mapping. */
-static int maps_by_text(struct hc_target *t, const char *exe, struct hc_err *err)
+static int maps_by_text(struct image *t, const char *exe, struct hc_err *err)
 {
 	char line[PATH_MAX + 128];
 	struct mapline m;
@@ -443,7 +443,7 @@ static int maps_by_text(struct hc_target *t, const char *exe, struct hc_err *err
 	return 0;
 }
 
-int maps_load(struct hc_target *t, struct hc_err *err)
+int maps_load(struct image *t, struct hc_err *err)
 {
 	char path[96], exe[PATH_MAX] = "";
 	ssize_t n;
@@ -494,7 +494,7 @@ int maps_load(struct hc_target *t, struct hc_err *err)
 
 static int lm_read(void *arg, uint64_t raddr, void *buf, size_t len)
 {
-	struct hc_target *t = arg;
+	struct image *t = arg;
 
 	return mem_read(t->pid, t->memfd, raddr, buf, len, &(struct hc_err){ 0 });
 }
@@ -518,7 +518,7 @@ static void lm_entry(void *arg, uint64_t map, uint64_t l_ld, unsigned idx)
  * The same entry tells whether the loader is done: until then a library's
  * functions may not be callable: t->loading.
  */
-static void link_order(struct hc_target *t)
+static void link_order(struct image *t)
 {
 	struct obj *exe = NULL;
 	bool ldso = false;
@@ -538,7 +538,7 @@ static void link_order(struct hc_target *t)
 							 .arg = t, .dynamic = exe->dynamic }) > 0;
 }
 
-struct obj *obj_at(struct hc_target *t, uint64_t raddr)
+struct obj *obj_at(struct image *t, uint64_t raddr)
 {
 	for (size_t i = 0; i < t->nobjs; i++)
 		if (raddr >= t->objs[i].lo && raddr < t->objs[i].hi && t->objs[i].base)
@@ -735,7 +735,7 @@ static const char *debuglink(Elf *elf)
  * mapped name, which is the target's to choose: they are never looked up
  * on the host.
  */
-static int open_debug(struct hc_target *t, struct obj *o, Elf *elf, char **pathp)
+static int open_debug(struct image *t, struct obj *o, Elf *elf, char **pathp)
 {
 	static const char *const mids[] = { "/usr/lib/debug", "", "" };
 	static const char *const subs[] = { "", "", "/.debug" };
@@ -900,7 +900,7 @@ static Elf *same_build(const struct obj *o, Elf *de, const char *path)
  * stripped program hides a static allocator, and each query may cost a
  * download).
  */
-static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool debug,
+static long syms_elsewhere(struct image *t, struct obj *o, Elf *elf, bool debug,
 			   struct symvec *sv)
 {
 	char *path = NULL;
@@ -955,7 +955,7 @@ static long syms_elsewhere(struct hc_target *t, struct obj *o, Elf *elf, bool de
 	return n;
 }
 
-int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
+int sym_debug_file_check(struct image *t, struct hc_err *err)
 {
 	static const char keep[] = "give the unstripped executable or its debug file (objcopy "
 				   "--only-keep-debug)";
@@ -1008,7 +1008,7 @@ int sym_debug_file_check(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
-int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err)
+int sym_load(struct image *t, struct obj *o, bool debug, struct hc_err *err)
 {
 	struct stat st;
 	Elf *elf;
@@ -1082,7 +1082,7 @@ static void syms_take(struct obj *o, struct symvec *sv)
 	pr_debug("%s: %zu function symbols from %s", o->path, o->nsyms, o->symsrc);
 }
 
-int sym_load_elf(struct hc_target *t, struct obj *o, Elf *elf, bool debug, struct hc_err *err)
+int sym_load_elf(struct image *t, struct obj *o, Elf *elf, bool debug, struct hc_err *err)
 {
 	struct symvec sv = { 0 };
 	long nd, ns = 0;
@@ -1141,7 +1141,7 @@ static bool in_img(const struct obj *o, uint64_t raddr, uint64_t len)
 	return !o->hi || (raddr >= o->lo && raddr <= o->hi && len <= o->hi - raddr);
 }
 
-static int img_read(struct hc_target *t, const struct obj *o, uint64_t raddr, void *buf,
+static int img_read(struct image *t, const struct obj *o, uint64_t raddr, void *buf,
 		    size_t len, struct hc_err *err)
 {
 	if (!in_img(o, raddr, len))
@@ -1157,7 +1157,7 @@ static int img_read(struct hc_target *t, const struct obj *o, uint64_t raddr, vo
  * start, the entry whose low bit is set (the format of glibc's
  * elf/dl-lookup.c, do_lookup_x()).
  */
-static int dyn_count(struct hc_target *t, const struct obj *o, uint64_t hash, uint64_t gnu,
+static int dyn_count(struct image *t, const struct obj *o, uint64_t hash, uint64_t gnu,
 		     uint32_t *n, struct hc_err *err)
 {
 	uint32_t h[4], *b, top = 0, w[64];
@@ -1224,7 +1224,7 @@ static int dyn_count(struct hc_target *t, const struct obj *o, uint64_t hash, ui
  * where; every malloc that can replace another's is among them.  What the
  * target's memory says is bounded and checked like a file's contents.
  */
-int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err)
+int sym_load_mem(struct image *t, struct obj *o, struct hc_err *err)
 {
 	uint64_t symtab = 0, strtab = 0, strsz = 0, syment = sizeof(Elf64_Sym), hash = 0, gnu = 0;
 	size_t ndyn = o->dynamic_len / sizeof(Elf64_Dyn);
@@ -1344,7 +1344,7 @@ uint64_t sym_data(const struct obj *o, const char *name)
 	return 0;
 }
 
-static int sym_ready(struct hc_target *t, struct obj *o)
+static int sym_ready(struct image *t, struct obj *o)
 {
 	struct hc_err e = { 0 };
 
@@ -1357,12 +1357,12 @@ static int sym_ready(struct hc_target *t, struct obj *o)
 	return 0;
 }
 
-void sym_prepare(struct hc_target *t)
+void sym_prepare(struct image *t, uint64_t also_at)
 {
 	/*
 	 * The objects nearly every stack runs through: the executable, libc
-	 * (where the syscall gadget is: a blocked thread waits in it) and the
-	 * allocator's.  Reading every library's table would cost the round
+	 * (where the syscall gadget is, also_at: a blocked thread waits in it)
+	 * and the allocator's.  Reading every library's table would cost the round
 	 * trip more than it saves the pause; the rare others load when met.
 	 */
 	for (size_t i = 0; i < t->nobjs; i++) {
@@ -1370,7 +1370,7 @@ void sym_prepare(struct hc_target *t)
 
 		if (o->text_hi > o->text_lo &&
 		    (o->is_exe || o == t->malloc_obj ||
-		     (t->gadget >= o->text_lo && t->gadget < o->text_hi)))
+		     (also_at >= o->text_lo && also_at < o->text_hi)))
 			sym_ready(t, o);
 	}
 }
@@ -1397,7 +1397,7 @@ const struct sym *obj_sym_at(const struct obj *o, uint64_t raddr)
 	return &o->syms[lo];
 }
 
-const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
+const struct sym *sym_at(struct image *t, uint64_t raddr, struct obj **op)
 {
 	struct obj *o = obj_at(t, raddr);
 
@@ -1408,7 +1408,7 @@ const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op)
 	return obj_sym_at(o, raddr);
 }
 
-struct obj *obj_malloc_owner(struct hc_target *t)
+struct obj *obj_malloc_owner(struct image *t)
 {
 	struct obj *best = NULL;
 
@@ -1471,7 +1471,7 @@ const struct sym *sym_global_near(const struct obj *o, const struct sym *s, int 
 	return NULL;
 }
 
-void objs_free(struct hc_target *t)
+void objs_free(struct image *t)
 {
 	for (size_t i = 0; i < t->nobjs; i++) {
 		free(t->objs[i].path);

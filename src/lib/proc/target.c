@@ -1,52 +1,47 @@
 // SPDX-License-Identifier: MIT
-/* A target's lifetime: what hc_target_open() fills and hc_target_close() empties. */
+/* An image's lifetime: what hc_target_open() fills and hc_target_close() empties. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "procfs.h"
 #include "target.h"
 
-struct hc_target *target_new(pid_t pid)
+int image_init(struct image *im, pid_t pid)
 {
-	struct hc_target *t = calloc(1, sizeof(*t));
 	struct procfs_stat st;
 	char path[96];
 
-	if (!t)
-		return NULL;
-	t->pid = pid;
-	t->lockfd = t->memfd = t->mapsfd = -1;
-	t->arch = hc_arch_host();
-	snprintf(t->proc, sizeof(t->proc), "/proc/%d", pid);
-	snprintf(path, sizeof(path), "%s/task/%d/stat", t->proc, pid);
+	memset(im, 0, sizeof(*im));
+	im->pid = pid;
+	im->memfd = im->mapsfd = -1;
+	im->arch = hc_arch_host();
+	snprintf(im->proc, sizeof(im->proc), "/proc/%d", pid);
+	snprintf(path, sizeof(path), "%s/task/%d/stat", im->proc, pid);
 	if (procfs_stat(path, &st) < 0)
-		return t;
+		return 0;
 	/*
 	 * The main thread's first frame sits below argc: where the stack scan
 	 * ends.  Its task's stat (the process's sums the times of every
 	 * thread); a zombie leader's has none, a live thread's has the same.
 	 */
-	t->start_stack = st.start_stack;
+	im->start_stack = st.start_stack;
 	if (st.state == 'Z' || st.state == 'X') {
-		procfs_live_task(pid, t->proc, sizeof(t->proc));
-		snprintf(path, sizeof(path), "%s/stat", t->proc);
+		procfs_live_task(pid, im->proc, sizeof(im->proc));
+		snprintf(path, sizeof(path), "%s/stat", im->proc);
 		if (procfs_stat(path, &st) == 0)
-			t->start_stack = st.start_stack;
+			im->start_stack = st.start_stack;
 	}
-	return t;
+	return 0;
 }
 
-void target_free(struct hc_target *t)
+void image_fini(struct image *im)
 {
-	if (!t)
-		return;
-	objs_free(t);
-	free(t->shadow);
-	free(t->regs_area);
-	if (t->memfd >= 0)
-		close(t->memfd);
-	if (t->mapsfd >= 0)
-		close(t->mapsfd);
-	free(t);
+	objs_free(im);
+	if (im->memfd >= 0)
+		close(im->memfd);
+	if (im->mapsfd >= 0)
+		close(im->mapsfd);
+	im->memfd = im->mapsfd = -1;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* struct hc_target and the objects it is made of.  Private to the library. */
+/* The image of a process (struct image), and the target built on it.  Private to the library. */
 #ifndef HC_TARGET_H
 #define HC_TARGET_H
 
@@ -78,7 +78,12 @@ struct sess;
 struct uw_arg;
 struct Elf;
 
-struct hc_target {
+/*
+ * The image: what proc/ reads of a live process with nothing stopped, and
+ * all a proc/ function may touch (it takes a struct image *, never the
+ * whole target).
+ */
+struct image {
 	pid_t pid;
 	/* /proc/PID, or /proc/PID/task/TID of a live thread when the leader has exited */
 	char proc[64];
@@ -110,6 +115,25 @@ struct hc_target {
 	 */
 	struct obj *malloc_unread;
 	struct hc_err malloc_unread_err;
+	/* evidence_check(): the allocator's signs and where they are, or "" */
+	char ev_alloc[16];
+	char ev_found[192];
+	const char *ev_obj;
+	/* the first object evidence_check() found signs in, or allocator "" */
+	struct hc_evidence ev_first;
+	bool ev_scanned;
+	/* maps_load(): the dynamic loader has not finished (r_debug not RT_CONSISTENT) */
+	bool loading;
+	/* what sym_load() asks of an object's allocator signs, or NULL (struct sym_judge) */
+	const struct sym_judge *judge;
+};
+
+/*
+ * A target: the image, and what the layers above keep beside it (the
+ * driver's, the borrow's, the sampler's); api.c holds them together.
+ */
+struct hc_target {
+	struct image img; /* proc/ */
 	/* the allocator driver and its private state */
 	const struct alloc_ops *alloc;
 	void *alloc_priv;
@@ -144,19 +168,8 @@ struct hc_target {
 	struct hc_ret_gadget retg, retg8;
 	uint64_t notify_fn;  /* what callbacks point at (the C library's getpid()), or 0 */
 	uint64_t notify_end; /* pc at its syscall stops */
-	/* evidence_check(): the allocator's signs and where they are, or "" */
-	char ev_alloc[16];
-	char ev_found[192];
-	const char *ev_obj;
-	/* the first object evidence_check() found signs in, or allocator "" */
-	struct hc_evidence ev_first;
-	bool ev_scanned;
-	/* maps_load(): the dynamic loader has not finished (r_debug not RT_CONSISTENT) */
-	bool loading;
 	/* heapctl's injected sampler, as last probed (inject.c), or NULL */
 	struct inj *inj;
-	/* what sym_load() asks of an object's allocator signs, or NULL (struct sym_judge) */
-	const struct sym_judge *judge;
 };
 
 /*
@@ -175,16 +188,15 @@ struct sym_judge {
 };
 
 /*
- * A target with nothing open yet (lockfd and memfd -1) whose proc is
- * /proc/PID, or a live thread's directory when the leader has exited;
- * NULL if out of memory.  target_free() closes memfd and frees the objects;
- * hc_target_close() does the rest first (api.c).
+ * An image with nothing open yet (memfd and mapsfd -1) whose proc is
+ * /proc/PID, or a live thread's directory when the leader has exited.
+ * image_fini() closes what it opened and frees the objects.
  */
-struct hc_target *target_new(pid_t pid);
-void target_free(struct hc_target *t);
+int image_init(struct image *im, pid_t pid);
+void image_fini(struct image *im);
 
 /* maps + symbols (sym.c) */
-int maps_load(struct hc_target *t, struct hc_err *err);
+int maps_load(struct image *t, struct hc_err *err);
 /* One /proc/PID/maps line; its path is whatever name the target gave a mapping. */
 struct mapline {
 	uint64_t lo, hi, off;
@@ -193,35 +205,35 @@ struct mapline {
 	char path[PATH_MAX];
 };
 int maps_parse_line(const char *line, struct mapline *m);
-struct obj *obj_at(struct hc_target *t, uint64_t raddr);
+struct obj *obj_at(struct image *t, uint64_t raddr);
 /*
  * The mapping holding raddr when maps_load() looked, or NULL.  One asked of
  * the kernel since lives in a slot of vasked that the 8th later such
  * lookup reuses: use the result at once, do not keep the pointer.
  */
-const struct vma *vma_at(struct hc_target *t, uint64_t raddr);
+const struct vma *vma_at(struct image *t, uint64_t raddr);
 /*
  * .dynsym and .symtab, and --debug-file for the executable; with debug, if
  * there is no .symtab: .gnu_debugdata, a separate debug file, debuginfod.
  */
-int sym_load(struct hc_target *t, struct obj *o, bool debug, struct hc_err *err);
+int sym_load(struct image *t, struct obj *o, bool debug, struct hc_err *err);
 /*
  * The part of sym_load() after the file is open: symbols of an ELF image
  * already handed to libelf (the file's contents are the target's: fuzzed
  * from memory).  elf may be NULL (then: not an ELF file).
  */
-int sym_load_elf(struct hc_target *t, struct obj *o, struct Elf *elf, bool debug, struct hc_err *err);
+int sym_load_elf(struct image *t, struct obj *o, struct Elf *elf, bool debug, struct hc_err *err);
 /*
  * .dynsym of o from its loaded image (PT_DYNAMIC's DT_SYMTAB, DT_STRTAB and
  * hash table), for an object whose file cannot be read; sym_load() falls
  * back to it.  Needs obj_read_phdrs() done; the target's bytes are bounded
  * and checked (fuzzed).  o->symsrc becomes ".dynsym in memory".
  */
-int sym_load_mem(struct hc_target *t, struct obj *o, struct hc_err *err);
+int sym_load_mem(struct image *t, struct obj *o, struct hc_err *err);
 /* The ELF and program headers read from the target's memory at o->base. */
-int obj_read_phdrs(struct hc_target *t, struct obj *o, struct hc_err *err);
+int obj_read_phdrs(struct image *t, struct obj *o, struct hc_err *err);
 /* --debug-file: an ELF file with .symtab, of the executable's build-id. */
-int sym_debug_file_check(struct hc_target *t, struct hc_err *err);
+int sym_debug_file_check(struct image *t, struct hc_err *err);
 /*
  * A regular file opened for reading (O_NONBLOCK, O_CLOEXEC): path resolved in
  * pid's root with RESOLVE_IN_ROOT (troot_open()), or in heapctl's when pid is
@@ -243,12 +255,13 @@ const struct sym *sym_by_name(const struct obj *o, const char *name);
 uint64_t sym_data(const struct obj *o, const char *name);
 /*
  * Load and sort the symbols of the objects most stacks go through (the
- * executable, libc, the allocator's), so that sym_at() mostly reads no
- * file and sorts nothing while a thread is stopped.
+ * executable, the one that holds also_at, libc's syscall gadget as a rule,
+ * the allocator's), so that sym_at() mostly reads no file and sorts nothing
+ * while a thread is stopped.
  */
-void sym_prepare(struct hc_target *t);
+void sym_prepare(struct image *t, uint64_t also_at);
 /* Function containing raddr, or NULL. */
-const struct sym *sym_at(struct hc_target *t, uint64_t raddr, struct obj **op);
+const struct sym *sym_at(struct image *t, uint64_t raddr, struct obj **op);
 /* The same in o, whose symbols are sorted already; reads and sorts nothing. */
 const struct sym *obj_sym_at(const struct obj *o, uint64_t raddr);
 /* v by address, equal addresses kept in their order (stable). */
@@ -258,9 +271,9 @@ void syms_sort(struct sym *v, size_t n);
  * else the first definition in the dynamic linker's search order.  Cached in
  * t->malloc_obj; NULL if nothing defines malloc.
  */
-struct obj *obj_malloc_owner(struct hc_target *t);
+struct obj *obj_malloc_owner(struct image *t);
 /* The nearest global function below (dir < 0) or above (dir > 0) s in its object, or NULL. */
 const struct sym *sym_global_near(const struct obj *o, const struct sym *s, int dir);
-void objs_free(struct hc_target *t);
+void objs_free(struct image *t);
 
 #endif

@@ -74,7 +74,7 @@ static struct range *read_maps(struct hc_target *t, size_t *n, struct inj *in, s
 	size_t cap = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/maps", t->proc);
+	snprintf(path, sizeof(path), "%s/maps", t->img.proc);
 	f = fopen(path, "re");
 	if (!f)
 		return err_set(err, HC_E_NO_PROC, errno, "cannot read %s: %s", path, strerror(errno)),
@@ -139,7 +139,7 @@ static int find_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 		buf = malloc(len);
 		if (!buf)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-		if (mem_read(t->pid, t->memfd, in->data[i].lo, buf, len, err) < 0) {
+		if (mem_read(t->img.pid, t->img.memfd, in->data[i].lo, buf, len, err) < 0) {
 			free(buf);
 			return -1;
 		}
@@ -155,7 +155,7 @@ static int find_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 				free(buf);
 				return err_sethint(err, HC_E_UNSUPPORTED, 0,
 						   "use the heapctl that loaded it, or restart the process",
-						   "pid %d holds a sampler of another heapctl version", t->pid);
+						   "pid %d holds a sampler of another heapctl version", t->img.pid);
 			}
 		}
 		free(buf);
@@ -165,7 +165,7 @@ static int find_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 
 static int read_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
-	return mem_read(t->pid, t->memfd, in->state, &in->s, sizeof(in->s), err) < 0 ? -1 : 0;
+	return mem_read(t->img.pid, t->img.memfd, in->state, &in->s, sizeof(in->s), err) < 0 ? -1 : 0;
 }
 
 /*
@@ -206,9 +206,9 @@ static bool rename_at(struct hc_target *t, uint64_t raddr, const char *given, co
 	char buf[64];
 
 	return raddr && len <= sizeof(buf) && strlen(name) < len &&
-	       mem_read(t->pid, t->memfd, raddr, buf, len, &(struct hc_err){ 0 }) == 0 &&
+	       mem_read(t->img.pid, t->img.memfd, raddr, buf, len, &(struct hc_err){ 0 }) == 0 &&
 	       !memcmp(buf, given, len) &&
-	       mem_write(t->memfd, raddr, name, strlen(name) + 1, &(struct hc_err){ 0 }) == 0;
+	       mem_write(t->img.memfd, raddr, name, strlen(name) + 1, &(struct hc_err){ 0 }) == 0;
 }
 
 /* l_name of link map entry map: its second word (glibc's <link.h>, musl's struct dso) */
@@ -216,7 +216,7 @@ static uint64_t l_name_of(struct hc_target *t, uint64_t map)
 {
 	uint64_t p = 0;
 
-	return mem_read(t->pid, t->memfd, map + 8, &p, 8, &(struct hc_err){ 0 }) ? 0 : p;
+	return mem_read(t->img.pid, t->img.memfd, map + 8, &p, 8, &(struct hc_err){ 0 }) ? 0 : p;
 }
 
 /* Rename the object at link map entry map, which the loader calls given. */
@@ -233,7 +233,7 @@ static void rename_loaded(struct hc_target *t, uint64_t map, const char *given)
 	 * pointing just past the entry.  Such a word is looked for in the
 	 * window after the map, as far as it can be read.
 	 */
-	while (have < sizeof(w) && mem_read(t->pid, t->memfd, map + have, (char *)w + have, chunk,
+	while (have < sizeof(w) && mem_read(t->img.pid, t->img.memfd, map + have, (char *)w + have, chunk,
 					    &(struct hc_err){ 0 }) == 0)
 		have += chunk;
 	for (size_t i = 0; !listed && (i + 3) * 8 + len <= have; i++)
@@ -250,13 +250,13 @@ static void rename_loaded(struct hc_target *t, uint64_t map, const char *given)
 /* The sampler found loaded with a name under /proc/self/fd: see above. */
 static void rename_stale(struct hc_target *t)
 {
-	for (size_t i = 0; i < t->nobjs; i++) {
-		const struct obj *o = &t->objs[i];
+	for (size_t i = 0; i < t->img.nobjs; i++) {
+		const struct obj *o = &t->img.objs[i];
 		uint64_t l_name;
 		char name[64];
 
 		if (!o->link_map || !is_sampler(o->path) || !(l_name = l_name_of(t, o->link_map)) ||
-		    mem_read(t->pid, t->memfd, l_name, name, sizeof(FD_PREFIX) + 32,
+		    mem_read(t->img.pid, t->img.memfd, l_name, name, sizeof(FD_PREFIX) + 32,
 			     &(struct hc_err){ 0 }))
 			continue;
 		name[sizeof(FD_PREFIX) + 32] = '\0';
@@ -285,8 +285,8 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 	if (!loaded_now) {
 		bool seen = false;
 
-		for (size_t i = 0; i < t->nobjs && !seen; i++)
-			seen = is_sampler(t->objs[i].path);
+		for (size_t i = 0; i < t->img.nobjs && !seen; i++)
+			seen = is_sampler(t->img.objs[i].path);
 		if (!seen)
 			return 0;
 	}
@@ -314,9 +314,9 @@ static size_t link_order(struct hc_target *t, struct obj **out)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < t->nobjs; i++)
-		if (t->objs[i].base && !t->objs[i].is_vdso && !t->objs[i].is_ldso)
-			out[n++] = &t->objs[i];
+	for (size_t i = 0; i < t->img.nobjs; i++)
+		if (t->img.objs[i].base && !t->img.objs[i].is_vdso && !t->img.objs[i].is_ldso)
+			out[n++] = &t->img.objs[i];
 	for (size_t i = 1; i < n; i++)
 		for (size_t j = i; j > 0; j--) {
 			struct obj *a = out[j - 1], *b = out[j];
@@ -338,7 +338,7 @@ static size_t link_order(struct hc_target *t, struct obj **out)
  */
 static void find_originals(struct hc_target *t, struct obj *own, uint64_t *orig)
 {
-	struct obj **ord = calloc(t->nobjs + 1, sizeof(*ord));
+	struct obj **ord = calloc(t->img.nobjs + 1, sizeof(*ord));
 	size_t n = ord ? link_order(t, ord) : 0;
 
 	memset(orig, 0, HCS_NHOOK * sizeof(*orig));
@@ -353,7 +353,7 @@ static void find_originals(struct hc_target *t, struct obj *own, uint64_t *orig)
 			struct hc_err e = { 0 };
 			const struct sym *s;
 
-			if (sym_load(t, ord[i], false, &e) < 0)
+			if (sym_load(&t->img, ord[i], false, &e) < 0)
 				continue;
 			s = sym_by_name(ord[i], hook_names[id]);
 			if (s && s->size) {
@@ -385,7 +385,7 @@ static int slot_read(void *arg, uint64_t raddr, void *buf, size_t len)
 {
 	const struct slot_ctx *c = arg;
 
-	return mem_read(c->t->pid, c->t->memfd, raddr, buf, len, &(struct hc_err){ 0 });
+	return mem_read(c->t->img.pid, c->t->img.memfd, raddr, buf, len, &(struct hc_err){ 0 });
 }
 
 static int slot_hook(void *arg, const char *name)
@@ -416,8 +416,8 @@ static void object_slots(struct hc_target *t, const struct obj *o, const uint64_
 		.dynamic_len = o->dynamic_len,
 		.base = o->base,
 		.bias = o->bias,
-		.r_jump_slot = t->arch->r_jump_slot,
-		.r_glob_dat = t->arch->r_glob_dat,
+		.r_jump_slot = t->img.arch->r_jump_slot,
+		.r_glob_dat = t->img.arch->r_glob_dat,
 	};
 
 	got_slots_from_dynamic(&s, out, n, HCS_MAXSLOTS);
@@ -438,7 +438,7 @@ static int by_addr(const void *a, const void *b)
 static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
 		     struct hcs_slot *out, unsigned *n, bool only_new_objects, struct hc_err *err)
 {
-	struct obj *own = obj_malloc_owner(t);
+	struct obj *own = obj_malloc_owner(&t->img);
 	struct hcs_slot *have = NULL;
 	struct range *maps;
 	size_t nmaps;
@@ -447,8 +447,8 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
 	maps = read_maps(t, &nmaps, NULL, err);
 	if (!maps)
 		return -1;
-	for (size_t i = 0; i < t->nobjs && !only_new_objects; i++) {
-		struct obj *o = &t->objs[i];
+	for (size_t i = 0; i < t->img.nobjs && !only_new_objects; i++) {
+		struct obj *o = &t->img.objs[i];
 
 		if (!o->base || o->is_vdso || o->is_ldso || is_sampler(o->path))
 			continue;
@@ -462,11 +462,11 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
 		struct hc_err e = { 0 };
 		bool known = false;
 
-		for (size_t j = 0; j < t->nobjs && !known; j++)
-			known = t->objs[j].base == maps[i].lo;
+		for (size_t j = 0; j < t->img.nobjs && !known; j++)
+			known = t->img.objs[j].base == maps[i].lo;
 		if (!maps[i].elf_start || known || strstr(o.path, "/ld-linux") ||
 		    is_sampler(o.path) ||
-		    obj_read_phdrs(t, &o, &e) != 0)
+		    obj_read_phdrs(&t->img, &o, &e) != 0)
 			continue;
 		object_slots(t, &o, orig, maps, nmaps, out, n);
 	}
@@ -475,7 +475,7 @@ static int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
 		size_t len = (size_t)in->s.nslots * sizeof(*have);
 
 		have = malloc(len);
-		if (!have || mem_read(t->pid, t->memfd, in->s.slots, have, len, err) < 0) {
+		if (!have || mem_read(t->img.pid, t->img.memfd, in->s.slots, have, len, err) < 0) {
 			free(have);
 			return -1;
 		}
@@ -509,7 +509,7 @@ static unsigned memfds(const struct hc_target *t, int *fds, unsigned max)
 	unsigned n = 0;
 	DIR *dp;
 
-	snprintf(dir, sizeof(dir), "%s/fd", t->proc);
+	snprintf(dir, sizeof(dir), "%s/fd", t->img.proc);
 	dp = opendir(dir);
 	while (dp && n < max && (d = readdir(dp))) {
 		ssize_t len;
@@ -542,7 +542,7 @@ static int reclaim_memfds(struct hc_target *t, struct hc_err *err)
 		uint64_t a = (uint64_t)fds[i];
 		int64_t ret;
 
-		if (call_syscall(t, t->arch->nr_close, &a, 1, &ret, err) < 0)
+		if (call_syscall(t, t->img.arch->nr_close, &a, 1, &ret, err) < 0)
 			return -1;
 		pr_info("sampler: closed fd %d, left by a heapctl killed while loading", fds[i]);
 	}
@@ -551,12 +551,12 @@ static int reclaim_memfds(struct hc_target *t, struct hc_err *err)
 
 static uint64_t libc_fn(struct hc_target *t, const char *name)
 {
-	for (size_t i = 0; i < t->nobjs; i++) {
-		struct obj *o = &t->objs[i];
+	for (size_t i = 0; i < t->img.nobjs; i++) {
+		struct obj *o = &t->img.objs[i];
 		struct hc_err e = { 0 };
 		const struct sym *s;
 
-		if (!o->base || !strstr(o->path, "/libc.so") || sym_load(t, o, false, &e) < 0)
+		if (!o->base || !strstr(o->path, "/libc.so") || sym_load(&t->img, o, false, &e) < 0)
 			continue;
 		s = sym_by_name(o, name);
 		if (s)
@@ -579,7 +579,7 @@ static int write_sampler(struct hc_target *t, int fd, struct hc_err *err)
 			int e = errno;
 
 			close(fd);
-			return err_set(err, HC_E_IO, e, "cannot write the sampler for pid %d: %s", t->pid,
+			return err_set(err, HC_E_IO, e, "cannot write the sampler for pid %d: %s", t->img.pid,
 				       strerror(e));
 		}
 		done += (size_t)w;
@@ -624,7 +624,7 @@ static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
 		      struct hc_err *err)
 {
 	char self[64], link[64];
-	int pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0), lfd = -1, e;
+	int pidfd = (int)syscall(SYS_pidfd_open, t->img.pid, 0), lfd = -1, e;
 	struct stat st;
 	ssize_t n;
 
@@ -640,7 +640,7 @@ static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
 			return -1;
 		}
 		return err_set(err, HC_E_PERM, errno, "cannot take the sampler's memfd (fd %" PRId64
-			       ") from pid %d: %s", fd, t->pid, strerror(errno));
+			       ") from pid %d: %s", fd, t->img.pid, strerror(errno));
 	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", lfd);
 	n = readlink(self, link, sizeof(link) - 1);
@@ -655,7 +655,7 @@ static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
 				   "sampler; heapctl wrote nothing: use --sampler native where the "
 				   "allocator can profile",
 				   "fd %" PRId64 " of pid %d is no longer the memfd heapctl made for its "
-				   "sampler: another thread replaced it", fd, t->pid);
+				   "sampler: another thread replaced it", fd, t->img.pid);
 	}
 	return lfd;
 }
@@ -676,11 +676,11 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 		return -1;
 	a[0] = name;
 	a[1] = MFD_CLOEXEC | 0x0010u; /* MFD_EXEC: with vm.memfd_noexec, ask for it */
-	if (call_syscall(t, t->arch->nr_memfd_create, a, 2, &fd, err) < 0)
+	if (call_syscall(t, t->img.arch->nr_memfd_create, a, 2, &fd, err) < 0)
 		return -1;
 	if (fd == -EINVAL) { /* before Linux 6.3, no MFD_EXEC */
 		a[1] = MFD_CLOEXEC;
-		if (call_syscall(t, t->arch->nr_memfd_create, a, 2, &fd, err) < 0)
+		if (call_syscall(t, t->img.arch->nr_memfd_create, a, 2, &fd, err) < 0)
 			return -1;
 	}
 	if (fd < 0) {
@@ -701,7 +701,7 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 	/* the memfd goes whatever happened, a request to stop included */
 	a[0] = (uint64_t)fd;
 	t->cancel_hold++;
-	if (call_syscall(t, t->arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
+	if (call_syscall(t, t->img.arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
 		rc = -1;
 	t->cancel_hold--;
 	return rc;
@@ -718,13 +718,13 @@ static int load_file(struct hc_target *t, char *why, size_t whylen, struct hc_er
 	char path[PATH_MAX + 32];
 	int fd, rc;
 
-	if (troot_mkdir(t->pid, &d, err) < 0)
+	if (troot_mkdir(t->img.pid, &d, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/%s.so", d.path, HCS_NAME);
 	fd = troot_create(&d, HCS_NAME ".so", 0444);
 	if (fd < 0)
 		rc = err_set(err, HC_E_IO, errno, "cannot write the sampler into pid %d's %s: %s",
-			     t->pid, d.path, strerror(errno));
+			     t->img.pid, d.path, strerror(errno));
 	else if (write_sampler(t, fd, err) < 0)
 		rc = -1;
 	else
@@ -750,12 +750,12 @@ static int load(struct hc_target *t, struct inj *in, struct hc_err *err)
 				   "a process with little static TLS left, or whose temporary "
 				   "directories are all noexec, cannot load it; use --sampler native "
 				   "where the allocator can profile",
-				   "pid %d could not load heapctl's sampler: %s; %s", t->pid, why, why2);
+				   "pid %d could not load heapctl's sampler: %s; %s", t->img.pid, why, why2);
 	in->loaded_now = true; /* and inj_probe() reads the maps again to find it */
 	if (inj_probe(t, in, err) <= 0)
 		return err_isset(err) ? -1 :
 		       err_set(err, HC_E_INTERNAL, 0, "the sampler is loaded in pid %d but cannot be found",
-			       t->pid);
+			       t->img.pid);
 	pr_info("sampler: loaded at 0x%" PRIx64 ", state at 0x%" PRIx64, in->base, in->state);
 	return 0;
 }
@@ -798,7 +798,7 @@ static int je_hooks(struct hc_target *t, struct inj *in, uint64_t mallctl, bool 
 				   (int)ret == ENOENT ? "jemalloc 5.2 and later have it; or start the "
 							"process with MALLOC_CONF=prof:true" :
 							"start the process with MALLOC_CONF=prof:true",
-				   "jemalloc in pid %d refused experimental.hooks.%s: %s", t->pid,
+				   "jemalloc in pid %d refused experimental.hooks.%s: %s", t->img.pid,
 				   install ? "install" : "remove", strerror((int)ret));
 	if (!install && call_write(t, handle, &zero, 8, err) < 0)
 		return -1;
@@ -815,7 +815,7 @@ void inj_free(struct inj *in)
 
 int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 {
-	struct obj *own = obj_malloc_owner(t);
+	struct obj *own = obj_malloc_owner(&t->img);
 	struct inj_prep *p = &in->prep;
 
 	p->ready = false;
@@ -826,7 +826,7 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 				   "start it with the allocator's own profiler "
 				   "(jemalloc: MALLOC_CONF=prof:true,prof_active:false)",
 				   "pid %d has no dynamic loader or no dlopen in its libc (static, or glibc "
-				   "before 2.34): heapctl's sampler cannot be loaded into it", t->pid);
+				   "before 2.34): heapctl's sampler cannot be loaded into it", t->img.pid);
 	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/*
@@ -836,7 +836,7 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 	 * they are: they may bind to it too, and would count twice.
 	 */
 	if (t->where.allocator && !strcmp(t->where.allocator, "jemalloc") && t->where.ctl_raddr &&
-	    obj_at(t, t->where.ctl_raddr) && obj_at(t, t->where.ctl_raddr)->is_exe) {
+	    obj_at(&t->img, t->where.ctl_raddr) && obj_at(&t->img, t->where.ctl_raddr)->is_exe) {
 		p->je_mallctl = t->where.ctl_raddr;
 		p->ready = true;
 		return 0;
@@ -848,10 +848,10 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 				   "in shared libraries, and jemalloc through its own hooks, only",
 				   own->path);
 	if (!own)
-		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->pid);
+		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->img.pid);
 	find_originals(t, own, p->orig);
 	if (!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE])
-		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->pid);
+		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->img.pid);
 	p->n = 0;
 	if (new_slots(t, in, p->orig, p->slots, &p->n, false, err) < 0)
 		return -1;
@@ -896,7 +896,7 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 			return err_sethint(err, HC_E_UNSUPPORTED, 0,
 					   "install libgcc-s1 in the process's root",
 					   "heapctl's sampler found no stack unwinder in pid %d "
-					   "(libgcc_s.so.1)", t->pid);
+					   "(libgcc_s.so.1)", t->img.pid);
 		}
 		/* loading may have brought libgcc_s: its slots too, on top of the rest */
 		if (!p->je_mallctl && new_slots(t, in, orig, slots, &n, true, err) < 0)
@@ -1037,7 +1037,7 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 	if (!in->s.nslots)
 		return 0;
 	sl = malloc(in->s.nslots * sizeof(*sl));
-	if (!sl || mem_read(t->pid, t->memfd, in->s.slots, sl, in->s.nslots * sizeof(*sl), err) < 0) {
+	if (!sl || mem_read(t->img.pid, t->img.memfd, in->s.slots, sl, in->s.nslots * sizeof(*sl), err) < 0) {
 		free(sl);
 		return err_isset(err) ? -1 : err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	}
@@ -1051,7 +1051,7 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 		if (sl[i].state != HCS_SLOT_PATCHED)
 			continue;
 		out->hooks++;
-		o = obj_at(t, sl[i].addr);
+		o = obj_at(&t->img, sl[i].addr);
 		path = o ? o->path : NULL;
 		if (!path && !now)
 			now = read_maps(t, &nnow, NULL, &(struct hc_err){ 0 });
@@ -1158,8 +1158,8 @@ int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err
 		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		goto done;
 	}
-	if (mem_read(t->pid, t->memfd, in->s.live, live, nlive * sizeof(*live), err) < 0 ||
-	    mem_read(t->pid, t->memfd, in->s.stacks, st, nst * sizeof(*st), err) < 0)
+	if (mem_read(t->img.pid, t->img.memfd, in->s.live, live, nlive * sizeof(*live), err) < 0 ||
+	    mem_read(t->img.pid, t->img.memfd, in->s.stacks, st, nst * sizeof(*st), err) < 0)
 		goto done;
 	na = inj_sites(live, nlive, st, nst, ag, &tot);
 	f = cred_out_fopen(out);
@@ -1170,7 +1170,7 @@ int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err
 	}
 	inj_write_sites(f, in->s.interval, ag, na, &tot, st);
 	fputs("\nMAPPED_LIBRARIES:\n", f);
-	snprintf(path, sizeof(path), "%s/maps", t->proc);
+	snprintf(path, sizeof(path), "%s/maps", t->img.proc);
 	maps = fopen(path, "re");
 	if (maps) {
 		size_t r;
