@@ -63,6 +63,14 @@ struct cli_cmd {
 	const char *examples; /* the EXAMPLES section body */
 };
 
+/* cmds.c: the commands (main.c dispatches on the table) and their help */
+#define CLI_MAX_CMDS 32
+extern const struct cli_cmd cli_cmds[];
+extern const size_t cli_ncmds;
+const struct cli_cmd *cli_find_cmd(const char *name);
+void cli_main_help(FILE *f);
+void cli_cmd_help(FILE *f, const struct cli_cmd *c);
+
 struct cli_env {
 	const struct cli_cmd *cmd;
 	pid_t pid;                 /* 0 until -p is resolved (pid.c) */
