@@ -546,3 +546,25 @@ struct obj *obj_at(struct image *t, uint64_t raddr)
 	return NULL;
 }
 
+void objs_free(struct image *t)
+{
+	for (size_t i = 0; i < t->nobjs; i++) {
+		free(t->objs[i].path);
+		free(t->objs[i].open_path);
+		free(t->objs[i].syms);
+		free(t->objs[i].verdict);
+		free(t->objs[i].strs);
+		free(t->objs[i].debug_path);
+	}
+	free(t->objs);
+	t->objs = NULL;
+	t->nobjs = 0;
+	free(t->vmas);
+	t->vmas = NULL;
+	t->nvmas = 0;
+	t->nasked = 0;
+	memset(t->vasked, 0, sizeof(t->vasked));
+	if (t->debug_elf)
+		elf_end(t->debug_elf);
+	t->debug_elf = NULL;
+}

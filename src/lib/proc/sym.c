@@ -22,66 +22,9 @@
 #include "clock.h"
 #include "debuginfo.h"
 #include "log.h"
-#include "sym_int.h"
+#include "symvec.h"
 #include "target.h"
 #include "troot.h"
-
-
-/* Room for nsyms symbols and slen bytes of names in all. */
-static int symvec_reserve(struct symvec *sv, size_t nsyms, size_t slen)
-{
-	if (nsyms > sv->cap) {
-		struct sym *nv = realloc(sv->v, nsyms * sizeof(*nv));
-
-		if (!nv)
-			return -1;
-		sv->v = nv;
-		sv->cap = nsyms;
-	}
-	if (slen > sv->scap) {
-		char *ns = realloc(sv->strs, slen);
-
-		if (!ns)
-			return -1;
-		sv->strs = ns;
-		sv->scap = slen;
-	}
-	return 0;
-}
-
-/* A symbol whose name is already in sv->strs at offset name_at (room for it reserved). */
-static void symvec_put(struct symvec *sv, uint64_t raddr, uint64_t size, size_t name_at,
-		       bool global, bool data)
-{
-	size_t at = sv->n;
-
-	if (!data && sv->nf < sv->n) {
-		sv->v[sv->n] = sv->v[sv->nf]; /* the first data symbol moves to the end */
-		at = sv->nf;
-	}
-	/* store the offset now; pointers are fixed up once strs stops moving */
-	sv->v[at] = (struct sym){ .raddr = raddr,
-				  .name = (const char *)(uintptr_t)name_at,
-				  .size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size,
-				  .global = global };
-	sv->n++;
-	sv->nf += !data;
-}
-
-int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name, bool global,
-	       bool data)
-{
-	size_t l = strlen(name) + 1;
-
-	if ((sv->n == sv->cap || sv->slen + l > sv->scap) &&
-	    symvec_reserve(sv, sv->n == sv->cap ? (sv->cap ? sv->cap * 2 : 1024) : sv->cap,
-			   sv->slen + l > sv->scap ? (sv->scap + l) * 2 : sv->scap) < 0)
-		return -1;
-	memcpy(sv->strs + sv->slen, name, l);
-	symvec_put(sv, raddr, size, sv->slen, global, data);
-	sv->slen += l;
-	return 0;
-}
 
 /*
  * Add the FUNC and OBJECT symbols of one section type.  Returns how many
@@ -538,23 +481,6 @@ int sym_load(struct image *t, struct obj *o, bool debug, struct hc_err *err)
 	return err_isset(err) ? -1 : 0;
 }
 
-/* The symbols loaded into sv become o's (sv keeps nothing). */
-void syms_take(struct obj *o, struct symvec *sv)
-{
-	for (size_t i = 0; i < sv->n; i++)
-		sv->v[i].name = sv->strs + (uintptr_t)sv->v[i].name;
-	o->sorted = false; /* sorted on first address lookup: detection only needs names */
-	free(o->verdict); /* where.c's, about the symbols these replace */
-	o->verdict = NULL;
-	o->syms = sv->v;
-	o->nsyms = sv->nf;
-	o->ndata = sv->n - sv->nf;
-	o->strs = sv->strs;
-	sv->v = NULL;
-	sv->strs = NULL;
-	pr_debug("%s: %zu function symbols from %s", o->path, o->nsyms, o->symsrc);
-}
-
 int sym_load_elf(struct image *t, struct obj *o, Elf *elf, bool debug, struct hc_err *err)
 {
 	struct symvec sv = { 0 };
@@ -728,27 +654,4 @@ const struct sym *sym_global_near(const struct obj *o, const struct sym *s, int 
 		if (p->global && p->raddr != s->raddr)
 			return p;
 	return NULL;
-}
-
-void objs_free(struct image *t)
-{
-	for (size_t i = 0; i < t->nobjs; i++) {
-		free(t->objs[i].path);
-		free(t->objs[i].open_path);
-		free(t->objs[i].syms);
-		free(t->objs[i].verdict);
-		free(t->objs[i].strs);
-		free(t->objs[i].debug_path);
-	}
-	free(t->objs);
-	t->objs = NULL;
-	t->nobjs = 0;
-	free(t->vmas);
-	t->vmas = NULL;
-	t->nvmas = 0;
-	t->nasked = 0;
-	memset(t->vasked, 0, sizeof(t->vasked));
-	if (t->debug_elf)
-		elf_end(t->debug_elf);
-	t->debug_elf = NULL;
 }

@@ -13,7 +13,7 @@
 
 #include "err.h"
 #include "mem.h"
-#include "sym_int.h"
+#include "symvec.h"
 #include "target.h"
 
 /* The most a target's own dynamic section may make heapctl read. */

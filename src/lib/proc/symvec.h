@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* What sym.c and sym_mem.c share: the symbol list being loaded. */
-#ifndef HC_SYM_INT_H
-#define HC_SYM_INT_H
+/* The symbol list being loaded (symvec.c): what sym.c and sym_mem.c fill. */
+#ifndef HC_SYMVEC_H
+#define HC_SYMVEC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +17,11 @@ struct symvec {
 	size_t slen, scap;
 };
 
+/* Room for nsyms symbols and slen bytes of names in all; -1 out of memory. */
+int symvec_reserve(struct symvec *sv, size_t nsyms, size_t slen);
+/* A symbol whose name is already in sv->strs at offset name_at (room for it reserved). */
+void symvec_put(struct symvec *sv, uint64_t raddr, uint64_t size, size_t name_at, bool global,
+		bool data);
 /* Add one symbol (a function, or with data a data object); -1 out of memory. */
 int symvec_add(struct symvec *sv, uint64_t raddr, uint64_t size, const char *name, bool global,
 	       bool data);
