@@ -18,7 +18,8 @@
 # compiler, no new tool.
 #
 # With a build directory, the objects' symbols say the same of the calls
-# ("layers.calls", nm): no function calls one of a layer above.
+# ("layers.calls", nm): no function calls one of a layer above, and no two
+# files call each other.
 #
 #   tests/layers.sh [ROOT [BUILD_DIR]]   prints PASS/FAIL lines, exits 1 on a FAIL
 set -u
@@ -58,7 +59,8 @@ for h in "${!where[@]}"; do
 done
 
 edges=$(mktemp)
-trap 'rm -f "$edges"' EXIT
+calls=$(mktemp)
+trap 'rm -f "$edges" "$calls"' EXIT
 unit() {
 	local b=${1##*/}
 	b=${b%.[ch]}
@@ -98,7 +100,8 @@ done
 
 # The calls themselves, where the objects are built: a header of a lower layer
 # may still declare a function of a higher one.  nm: what each object defines
-# (T) and needs (U); a need met by an object of a higher layer is a call upwards.
+# (T) and needs (U); a need met by an object of a higher layer is a call upwards,
+# and the calls between files must sort with tsort too (no call cycle).
 calls_up=()
 if [ -n "$objdir" ] && [ -d "$objdir/src/lib" ] && command -v nm >/dev/null; then
 	declare -A def_layer=() def_file=()
@@ -121,8 +124,13 @@ if [ -n "$objdir" ] && [ -d "$objdir/src/lib" ] && command -v nm >/dev/null; the
 			if [ "$(rank "$l")" -gt "$r" ]; then
 				calls_up+=("$src calls $sym of ${def_file[$sym]} ($l)")
 			fi
+			[ "${def_file[$sym]}" = "$src" ] || echo "$src ${def_file[$sym]}" >>"$calls"
 		done < <(nm -u "$o" 2>/dev/null | awk '{ print $NF }')
 	done < <(find "$objdir/src/lib" -name '*.o' | sort)
+	# and no two files call each other, over any path
+	cloop=$(sort -u "$calls" | tsort 2>&1 >/dev/null | grep -v 'input contains a loop' |
+		sed 's/^tsort: //' | tr '\n' ' ')
+	[ -z "$cloop" ] || calls_up+=("files call each other: $cloop")
 	if [ ${#calls_up[@]} -eq 0 ]; then
 		echo "PASS layers.calls"
 	else
