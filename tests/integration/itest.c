@@ -374,7 +374,7 @@ static void check_dirs_left(const char *before)
 int main(int argc, char **argv)
 {
 	static const struct itest *const groups[] = {
-		t_basic_tests, t_cmds_tests, t_tid_tests, t_err_tests, t_redis_tests, t_alloc_tests,
+		t_basic_tests, t_cmds_tests, t_ctl_tests, t_cli_tests, t_watch_tests, t_tid_tests, t_err_tests, t_redis_tests, t_alloc_tests,
 		t_hostile_tests, t_kill_tests, t_torture_tests, t_timers_tests,
 		t_concurrent_tests, t_syms_tests, t_evidence_tests, t_ns_tests,
 		t_attack_tests,

@@ -232,6 +232,8 @@ int json_get_str(const char *s, const char *key, char *out, size_t outsz);
 
 /* ---- victim.c -------------------------------------------------------- */
 
+#define MiB (1024L * 1024L)
+
 enum {
 	VC_EPOLL_EINTR_OK = 1 << 0,	/* SIGSTOP/SIGCONT makes epoll_wait fail with EINTR */
 	VC_NO_PROC = 1 << 1,		/* skip the /proc fd/maps comparison */
@@ -395,5 +397,11 @@ int exec_as(const char **argv, const char *how, const char *arg);
 bool map_files_open_nocap(pid_t pid, const char *const *prefix);
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 extern const struct itest t_sampler_tests[];	/* heapctl's injected sampler */
+
+/* victim.c: v's control name reads want after what (or the test fails); 0 or -1 */
+int expect_ctl(struct victim *v, const char *name, const char *want, const char *after);
+/* a run's stdout without the whitespace around it, for "get" */
+void trimmed(const struct hres *r, char *out, size_t sz);
+extern const struct itest t_ctl_tests[], t_cli_tests[], t_watch_tests[];
 
 #endif /* ITEST_H */

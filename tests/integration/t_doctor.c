@@ -27,7 +27,6 @@
 
 #include "itest.h"
 
-#define MiB (1024L * 1024L)
 
 struct finding {
 	char cause[32];

@@ -764,3 +764,34 @@ void shared_victim_drop(void)
 	victim_kill(&shared);
 	shared_up = false;
 }
+
+/* The victim's own view of a mallctl must equal want. */
+int expect_ctl(struct victim *v, const char *name, const char *want, const char *after)
+{
+	char val[256];
+
+	if (victim_ctl(v, name, val, sizeof(val)))
+		return -1;
+	if (strcmp(val, want)) {
+		t_fail("after %s the target reads %s=%s, expected %s", after, name, val, want);
+		return -1;
+	}
+	return 0;
+}
+
+/* Trimmed stdout of a run, for "get". */
+void trimmed(const struct hres *r, char *out, size_t sz)
+{
+	const char *s = r->out;
+	size_t n;
+
+	while (*s == ' ' || *s == '\n' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+		n--;
+	if (n >= sz)
+		n = sz - 1;
+	memcpy(out, s, n);
+	out[n] = '\0';
+}
