@@ -78,11 +78,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # 0. src/lib's layers: no include or call upwards, no two files including each other.
-count < <(
-	"$here/layers.sh" "$here/.." "$BUILD_DIR" </dev/null
-	echo $? >"$tmp/layers.rc"
-)
-settle layers "$(cat "$tmp/layers.rc" 2>/dev/null || echo 1)"
+# The sources are what it reads: a lane that carries only the binaries (the
+# aarch64 guest) says so.
+if [ -x "$here/layers.sh" ] && [ -d "$here/../src/lib" ]; then
+	count < <(
+		"$here/layers.sh" "$here/.." "$BUILD_DIR" </dev/null
+		echo $? >"$tmp/layers.rc"
+	)
+	settle layers "$(cat "$tmp/layers.rc" 2>/dev/null || echo 1)"
+else
+	echo "SKIP layers: no source tree here (the native lane checks it)"
+	skipped=$((skipped + 1))
+fi
 
 # 1. Unit programs (run-unit.sh already turns crashes into FAIL lines).
 count < <(
