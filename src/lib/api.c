@@ -163,10 +163,10 @@ static int loader_wait(struct hc_target *t, struct hc_err *err)
 			return -1;
 		if (ps.state == 'Z' || ps.state == 'X')
 			return err_set(err, HC_E_NO_PROC, 0, "pid %d exited", t->img.pid);
-		t->cancel_sig = term_pending();
-		if (t->cancel_sig)
+		t->eng.cancel_sig = term_pending();
+		if (t->eng.cancel_sig)
 			return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d untouched",
-				       sigabbrev_np(t->cancel_sig), t->img.pid);
+				       sigabbrev_np(t->eng.cancel_sig), t->img.pid);
 		if (now_ns() >= end)
 			return err_sethint(err, HC_E_TIMEOUT, 0,
 					   "retry once the process has started, or raise --timeout",
@@ -257,7 +257,7 @@ static struct hc_target *target_new(pid_t pid)
 	if (!t)
 		return NULL;
 	image_init(&t->img, pid);
-	t->lockfd = -1;
+	t->eng.lockfd = -1;
 	return t;
 }
 
@@ -266,8 +266,8 @@ static void target_free(struct hc_target *t)
 	if (!t)
 		return;
 	image_fini(&t->img);
-	free(t->shadow);
-	free(t->regs_area);
+	free(t->eng.shadow);
+	free(t->eng.regs_area);
 	free(t);
 }
 
@@ -359,7 +359,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	if (!t)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory"), NULL;
 	t->img.judge = &evidence_judge;
-	t->seccomp = ps.seccomp;
+	t->eng.seccomp = ps.seccomp;
 	if (o)
 		t->img.opts = *o;
 	if (!t->img.opts.timeout_ms)
@@ -379,7 +379,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		goto fail;
 	if (alloc_detect(t, err) < 0)
 		goto fail;
-	t->where.malloc_object = t->img.malloc_obj ? t->img.malloc_obj->path : "";
+	t->drv.where.malloc_object = t->img.malloc_obj ? t->img.malloc_obj->path : "";
 	/*
 	 * Symbols found are not the whole story: an object whose read-only
 	 * data carries another allocator's strings but no symbols for it (a
@@ -387,8 +387,8 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 	 * With glibc or no driver, every object is read; otherwise only the
 	 * executable and the driver's own object.
 	 */
-	if (evidence_check(&t->img, t->where.allocator, t->where.object,
-			   !t->alloc || !strcmp(t->where.allocator, "glibc"), err) < 0) {
+	if (evidence_check(&t->img, t->drv.where.allocator, t->drv.where.object,
+			   !t->drv.alloc || !strcmp(t->drv.where.allocator, "glibc"), err) < 0) {
 		if (read_status(pid, &ps, &(struct hc_err){ 0 }) < 0 || ps.state == 'Z' ||
 		    ps.state == 'X') {
 			memset(err, 0, sizeof(*err));
@@ -396,10 +396,10 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		}
 		goto fail;
 	}
-	t->where.evidence = t->img.ev_alloc;
-	t->where.evidence_object = t->img.ev_obj ? t->img.ev_obj : "";
-	t->where.evidence_found = t->img.ev_found;
-	if (!t->alloc) {
+	t->drv.where.evidence = t->img.ev_alloc;
+	t->drv.where.evidence_object = t->img.ev_obj ? t->img.ev_obj : "";
+	t->drv.where.evidence_found = t->img.ev_found;
+	if (!t->drv.alloc) {
 		/* A process that died while we looked has no allocator to report. */
 		if (read_status(pid, &ps, err) < 0 || ps.state == 'Z' || ps.state == 'X') {
 			err_set(err, HC_E_NO_PROC, 0, "pid %d exited", pid);
@@ -436,15 +436,15 @@ void hc_target_close(struct hc_target *t)
 {
 	if (!t)
 		return;
-	if (t->sess) {
+	if (t->eng.sess) {
 		struct hc_err e = { 0 };
 
 		call_end(t, &e);
 	}
 	/* after call_end(): the thread is given back before the next heapctl may come */
 	tlock_release(t);
-	if (t->alloc && t->alloc->release)
-		t->alloc->release(t);
+	if (t->drv.alloc && t->drv.alloc->release)
+		t->drv.alloc->release(t);
 	where_fini(t);
 	/* the sampler's state is this file's: sampler_probe() made it */
 	inj_free(t->inj);
@@ -475,20 +475,20 @@ int hc_evidence_read(pid_t pid, struct hc_evidence *out, struct hc_err *err)
 void hc_target_where(struct hc_target *t, struct hc_where *w)
 {
 	/* how malloc's object came first: read from the environment when first asked */
-	if (!t->where.malloc_via)
-		t->where.malloc_via = malloc_via(t);
-	*w = t->where;
+	if (!t->drv.where.malloc_via)
+		t->drv.where.malloc_via = malloc_via(t);
+	*w = t->drv.where;
 }
 
 void hc_target_timing(const struct hc_target *t, struct hc_timing *tm)
 {
-	*tm = t->timing;
+	*tm = t->eng.timing;
 }
 
 /* Every operation gets the whole --timeout, counted from its start. */
 static void arm(struct hc_target *t)
 {
-	t->deadline_ns = now_ns() + (uint64_t)t->img.opts.timeout_ms * 1000000ull;
+	t->eng.deadline_ns = now_ns() + (uint64_t)t->img.opts.timeout_ms * 1000000ull;
 }
 
 /* The end of every operation: the thread goes back unless a session keeps it. */
@@ -512,7 +512,7 @@ int hc_session_end(struct hc_target *t, struct hc_err *err)
 int hc_info_get(struct hc_target *t, struct hc_info *info, struct hc_err *err)
 {
 	arm(t);
-	return done(t, t->alloc->info(t, info, err), err);
+	return done(t, t->drv.alloc->info(t, info, err), err);
 }
 
 /*
@@ -542,32 +542,32 @@ static bool kept(const struct hc_target *t)
 /* The allocator as messages name it. */
 static const char *heap_name(const struct hc_target *t)
 {
-	return strcmp(t->alloc->name, "glibc") ? t->alloc->name : "glibc malloc";
+	return strcmp(t->drv.alloc->name, "glibc") ? t->drv.alloc->name : "glibc malloc";
 }
 
 /* The allocator's own profiler; glibc and mimalloc have none. */
 static int no_prof(struct hc_target *t, struct hc_err *err)
 {
-	return err_sethint(err, HC_E_UNSUPPORTED, 0, t->alloc->no_prof_hint,
+	return err_sethint(err, HC_E_UNSUPPORTED, 0, t->drv.alloc->no_prof_hint,
 			   "%s in pid %d has no heap profiler", heap_name(t), t->img.pid);
 }
 
 static int own_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err *err)
 {
 	*enabled = *active = false;
-	return t->alloc->prof_get ? t->alloc->prof_get(t, enabled, active, err) : no_prof(t, err);
+	return t->drv.alloc->prof_get ? t->drv.alloc->prof_get(t, enabled, active, err) : no_prof(t, err);
 }
 
 static int own_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 {
 	*was = false;
-	return t->alloc->prof_set ? t->alloc->prof_set(t, active, was, err) : no_prof(t, err);
+	return t->drv.alloc->prof_set ? t->drv.alloc->prof_set(t, active, was, err) : no_prof(t, err);
 }
 
 static int own_prof_dump(struct hc_target *t, const char *out, bool *active, struct hc_err *err)
 {
 	*active = false;
-	return t->alloc->prof_dump ? t->alloc->prof_dump(t, out, active, err) : no_prof(t, err);
+	return t->drv.alloc->prof_dump ? t->drv.alloc->prof_dump(t, out, active, err) : no_prof(t, err);
 }
 
 /* Whether the allocator's own profiler can run (opt.prof; a full tcmalloc). */
@@ -646,8 +646,8 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 		 * one step that turns it on, and fails with HC_E_PROF_OFF where
 		 * it cannot (jemalloc without opt.prof, tcmalloc_minimal).
 		 */
-		r = t->alloc->prof_set ? own_prof_set(t, true, was, &own) : -1;
-		if (r < 0 && t->alloc->prof_set && own.code != HC_E_PROF_OFF)
+		r = t->drv.alloc->prof_set ? own_prof_set(t, true, was, &own) : -1;
+		if (r < 0 && t->drv.alloc->prof_set && own.code != HC_E_PROF_OFF)
 			*err = own;
 		else if (r < 0 && can_inject)
 			r = inj_on(t, t->inj, interval, err);
@@ -677,7 +677,7 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0, "run 'heapctl prof on' first",
 					   "heapctl's sampler in pid %d is off, with nothing sampled "
 					   "kept", t->img.pid), err);
-	if (r == 0 && !t->alloc->prof_dump)
+	if (r == 0 && !t->drv.alloc->prof_dump)
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0,
 					   "run 'heapctl prof on -p PID' first: it loads heapctl's "
 					   "sampler, which the dump reads",
@@ -713,13 +713,13 @@ int hc_prof_reset(struct hc_target *t, struct hc_err *err)
 		call_hold(t);
 		return end_op(t, inj_reset(t, t->inj, err), err);
 	}
-	if (!t->alloc->prof_reset)
-		return done(t, t->alloc->prof_get ?
+	if (!t->drv.alloc->prof_reset)
+		return done(t, t->drv.alloc->prof_get ?
 			    err_sethint(err, HC_E_UNSUPPORTED, 0,
 					"'heapctl prof off' then 'prof on' starts a new profile",
 					"%s's heap profiler in pid %d has no reset", heap_name(t),
 					t->img.pid) : no_prof(t, err), err);
-	return done(t, t->alloc->prof_reset(t, err), err);
+	return done(t, t->drv.alloc->prof_reset(t, err), err);
 }
 
 int hc_sampler_get(struct hc_target *t, struct hc_sampler *s, struct hc_err *err)
@@ -743,7 +743,7 @@ int hc_stats_get(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
 {
 	memset(st, 0, sizeof(*st));
 	arm(t);
-	if (done(t, t->alloc->stats(t, st, err), err) < 0)
+	if (done(t, t->drv.alloc->stats(t, st, err), err) < 0)
 		return -1;
 	st->rss = rss_of(t->img.pid);
 	return 0;
@@ -753,19 +753,19 @@ int hc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink, void 
 		   struct hc_err *err)
 {
 	arm(t);
-	return done(t, t->alloc->stats_print(t, opts, sink, arg, err), err);
+	return done(t, t->drv.alloc->stats_print(t, opts, sink, arg, err), err);
 }
 
 int hc_purge(struct hc_target *t, int arena, struct hc_err *err)
 {
 	arm(t);
-	return done(t, t->alloc->purge(t, arena, err), err);
+	return done(t, t->drv.alloc->purge(t, arena, err), err);
 }
 
 int hc_ctl_get(struct hc_target *t, const char *name, struct hc_value *v, struct hc_err *err)
 {
 	arm(t);
-	return done(t, t->alloc->ctl_get(t, name, v, err), err);
+	return done(t, t->drv.alloc->ctl_get(t, name, v, err), err);
 }
 
 int hc_ctl_set(struct hc_target *t, const char *name, const char *value, struct hc_value *old,
@@ -774,7 +774,7 @@ int hc_ctl_set(struct hc_target *t, const char *name, const char *value, struct 
 	memset(old, 0, sizeof(*old));
 	memset(now, 0, sizeof(*now));
 	arm(t);
-	return done(t, t->alloc->ctl_set(t, name, value, old, now, err), err);
+	return done(t, t->drv.alloc->ctl_set(t, name, value, old, now, err), err);
 }
 
 int hc_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_entry **out, size_t *n,
@@ -784,10 +784,10 @@ int hc_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_entry **o
 	*n = 0;
 	if (skipped_len)
 		skipped[0] = 0;
-	if (!t->alloc->ctl_list)
+	if (!t->drv.alloc->ctl_list)
 		return err_sethint(err, HC_E_NO_CTL, 0, "ask for one name: heapctl get -p PID NAME",
-				   "%s has no list of control names", t->alloc->name);
+				   "%s has no list of control names", t->drv.alloc->name);
 	arm(t);
-	return done(t, t->alloc->ctl_list(t, prefix, out, n, skipped, skipped_len, err), err);
+	return done(t, t->drv.alloc->ctl_list(t, prefix, out, n, skipped, skipped_len, err), err);
 }
 

@@ -99,13 +99,13 @@ int main(void)
 		return 1;
 	}
 	image_init(&t->img, getpid());
-	t->lockfd = -1;
+	t->eng.lockfd = -1;
 	t->img.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	if (maps_load(&t->img, &e) < 0 || where_init(t, &e) < 0) {
 		printf("FAIL setup: %s\n", e.msg);
 		return 1;
 	}
-	t->in_allocator = in_guarded;
+	t->eng.in_allocator = in_guarded;
 	if (where_prepare(t) < 0) {
 		printf("FAIL setup: where_prepare\n");
 		return 1;
@@ -178,13 +178,13 @@ int main(void)
 	 * ranges made again (where_prepare()): the word unchanged, but its
 	 * verdict is not the scan ahead's.
 	 */
-	t->in_allocator = NULL;
+	t->eng.in_allocator = NULL;
 	where_prepare(t);
 	stack[2000] = ret_into;
 	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "with no allocator, a stack of one return not vouched for");
 	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
-	t->in_allocator = in_guarded;
+	t->eng.in_allocator = in_guarded;
 	where_prepare(t);
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator passed over after where_prepare()");
 	stack[2000] = 0;
@@ -198,12 +198,12 @@ int main(void)
 	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: it was read ahead");
 	/* judged safe ahead with no allocator, then the policy made again */
-	t->in_allocator = NULL;
+	t->eng.in_allocator = NULL;
 	where_prepare(t);
 	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(scan_vouches(t, gregs), "with no allocator, a pc in guarded_code() not vouched for");
 	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
-	t->in_allocator = in_guarded;
+	t->eng.in_allocator = in_guarded;
 	where_prepare(t);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over after where_prepare()");
 	set_pc(gregs, pc);

@@ -40,7 +40,7 @@ static void pick_order(struct hc_target *t, const struct alloc_ops **order)
 			order[n++] = drivers[i];
 }
 
-/* The driver whose allocator t uses, into t->alloc (NULL: none); the engine's policy from it. */
+/* The driver whose allocator t uses, into t->drv.alloc (NULL: none); the engine's policy from it. */
 int alloc_detect(struct hc_target *t, struct hc_err *err)
 {
 	const struct alloc_ops *order[NDRIVERS];
@@ -67,8 +67,8 @@ int alloc_detect(struct hc_target *t, struct hc_err *err)
 		if (r < 0)
 			return -1;
 		if (r > 0) {
-			t->alloc = order[i];
-			t->in_allocator = order[i]->contains;
+			t->drv.alloc = order[i];
+			t->eng.in_allocator = order[i]->contains;
 			break;
 		}
 	}

@@ -23,7 +23,7 @@ struct alloc_ops {
 	const char *name;
 	/*
 	 * Look for this allocator among t's objects (symbols only, nothing is
-	 * stopped).  Returns 1 found (fills t->where, t->alloc_priv), 0 not
+	 * stopped).  Returns 1 found (fills t->drv.where, t->drv.alloc_priv), 0 not
 	 * found, -1 error.
 	 */
 	int (*detect)(struct hc_target *t, struct hc_err *err);
@@ -62,8 +62,8 @@ extern const struct alloc_ops alloc_glibc;
 
 /*
  * Try the drivers in order (alloc.c); the first that finds its allocator
- * becomes t->alloc, and its contains() the engine's t->in_allocator.
- * t->alloc stays NULL if none does.  -1 on error.
+ * becomes t->drv.alloc, and its contains() the engine's t->eng.in_allocator.
+ * t->drv.alloc stays NULL if none does.  -1 on error.
  */
 int alloc_detect(struct hc_target *t, struct hc_err *err);
 

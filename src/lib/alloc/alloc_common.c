@@ -26,18 +26,18 @@ uint64_t alloc_sym(const struct obj *o, const char *name)
 int alloc_found(struct hc_target *t, const struct obj *own, const char *allocator, const void *priv,
 		size_t len, uint64_t ctl_raddr, uint64_t stats_raddr, struct hc_err *err)
 {
-	t->alloc_priv = malloc(len);
-	if (!t->alloc_priv)
+	t->drv.alloc_priv = malloc(len);
+	if (!t->drv.alloc_priv)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	memcpy(t->alloc_priv, priv, len);
-	t->where.allocator = allocator;
-	t->where.object = own->path;
-	t->where.prefix = "";
-	t->where.symtab = own->symsrc;
-	t->where.ctl_raddr = ctl_raddr;
-	t->where.stats_raddr = stats_raddr;
-	t->where.ncandidates = 1;
-	t->where.others = "";
+	memcpy(t->drv.alloc_priv, priv, len);
+	t->drv.where.allocator = allocator;
+	t->drv.where.object = own->path;
+	t->drv.where.prefix = "";
+	t->drv.where.symtab = own->symsrc;
+	t->drv.where.ctl_raddr = ctl_raddr;
+	t->drv.where.stats_raddr = stats_raddr;
+	t->drv.where.ncandidates = 1;
+	t->drv.where.others = "";
 	return 1;
 }
 
@@ -55,8 +55,8 @@ void alloc_fig(struct hc_stats *st, const char *name, uint64_t v, const char *wh
 
 void alloc_free_priv(struct hc_target *t)
 {
-	free(t->alloc_priv);
-	t->alloc_priv = NULL;
+	free(t->drv.alloc_priv);
+	t->drv.alloc_priv = NULL;
 }
 
 /* The target's string at at, to pc's sink a page at a time: never past the NUL, of any length. */

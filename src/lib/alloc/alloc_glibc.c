@@ -39,7 +39,7 @@ struct gl {
 
 static struct gl *gl_of(const struct hc_target *t)
 {
-	return t->alloc_priv;
+	return t->drv.alloc_priv;
 }
 
 /* ---- mallopt parameters ------------------------------------------------------------ */

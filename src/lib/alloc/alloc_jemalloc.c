@@ -116,30 +116,30 @@ static int je_detect(struct hc_target *t, struct hc_err *err)
 		if (!best || found[i].obj->is_exe ||
 		    (!best->obj->is_exe && found[i].obj->link_idx < best->obj->link_idx))
 			best = &found[i];
-	t->alloc_priv = malloc(sizeof(*best));
-	if (!t->alloc_priv)
+	t->drv.alloc_priv = malloc(sizeof(*best));
+	if (!t->drv.alloc_priv)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	memcpy(t->alloc_priv, best, sizeof(*best));
-	best = t->alloc_priv;
+	memcpy(t->drv.alloc_priv, best, sizeof(*best));
+	best = t->drv.alloc_priv;
 	code_range(best);
-	t->where.allocator = "jemalloc";
-	t->where.object = best->obj->path;
-	t->where.prefix = best->prefix;
-	t->where.symtab = best->obj->symsrc;
-	t->where.ctl_raddr = best->ctl;
-	t->where.stats_raddr = best->stats_print;
-	t->where.ncandidates = n;
-	t->where_others[0] = 0;
+	t->drv.where.allocator = "jemalloc";
+	t->drv.where.object = best->obj->path;
+	t->drv.where.prefix = best->prefix;
+	t->drv.where.symtab = best->obj->symsrc;
+	t->drv.where.ctl_raddr = best->ctl;
+	t->drv.where.stats_raddr = best->stats_print;
+	t->drv.where.ncandidates = n;
+	t->drv.where_others[0] = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (found[i].obj == best->obj && !strcmp(found[i].prefix, best->prefix))
 			continue;
-		used += (size_t)snprintf(t->where_others + used, sizeof(t->where_others) - used,
+		used += (size_t)snprintf(t->drv.where_others + used, sizeof(t->drv.where_others) - used,
 					 "%s%s (prefix '%s')", used ? ", " : "", found[i].obj->path,
 					 found[i].prefix);
-		if (used >= sizeof(t->where_others))
+		if (used >= sizeof(t->drv.where_others))
 			break;
 	}
-	t->where.others = t->where_others;
+	t->drv.where.others = t->drv.where_others;
 	pr_info("jemalloc: %smallctl at 0x%llx in %s (%s)", best->prefix,
 		(unsigned long long)best->ctl, best->obj->path, best->obj->symsrc);
 	return 1;
@@ -147,8 +147,8 @@ static int je_detect(struct hc_target *t, struct hc_err *err)
 
 static void je_release(struct hc_target *t)
 {
-	free(t->alloc_priv);
-	t->alloc_priv = NULL;
+	free(t->drv.alloc_priv);
+	t->drv.alloc_priv = NULL;
 }
 
 static bool je_contains(struct hc_target *t, uint64_t raddr)

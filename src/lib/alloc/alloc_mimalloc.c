@@ -42,7 +42,7 @@ struct mi {
 
 static struct mi *mi_of(const struct hc_target *t)
 {
-	return t->alloc_priv;
+	return t->drv.alloc_priv;
 }
 
 /* ---- pure: versions, options, the statistics text ---------------------------------- */

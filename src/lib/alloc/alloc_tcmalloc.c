@@ -65,7 +65,7 @@ static const struct {
 
 static struct tc *tc_of(const struct hc_target *t)
 {
-	return t->alloc_priv;
+	return t->drv.alloc_priv;
 }
 
 static int tc_detect(struct hc_target *t, struct hc_err *err)
@@ -216,7 +216,7 @@ static const struct {
 
 static int tc_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
 {
-	snprintf(st->allocator, sizeof(st->allocator), "%s", t->where.allocator);
+	snprintf(st->allocator, sizeof(st->allocator), "%s", t->drv.where.allocator);
 	version_of(t, st->version, sizeof(st->version));
 	for (size_t i = 0; i < sizeof(props) / sizeof(props[0]) && st->nfig < HC_MAX_FIGURES;
 	     i++) {

@@ -26,7 +26,7 @@ struct je {
 
 static inline struct je *je_of(const struct hc_target *t)
 {
-	return t->alloc_priv;
+	return t->drv.alloc_priv;
 }
 
 /*

@@ -54,16 +54,16 @@
 #include "tlock.h"
 #include "where.h"
 
-/* The extra regsets, one after the other in t->regs_area: nothing allocated while stopped. */
+/* The extra regsets, one after the other in t->eng.regs_area: nothing allocated while stopped. */
 static int save_extra(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	size_t used = 0;
 
 	for (const unsigned int *nt = t->img.arch->extra_regsets; *nt && s->nextra < MAX_EXTRA; nt++) {
 		/* Ask with all the room left; the kernel says how much is real. */
 		size_t room = REGS_AREA - used, len = room;
-		uint8_t *buf = t->regs_area + used;
+		uint8_t *buf = t->eng.regs_area + used;
 		struct hc_err e = { 0 };
 
 		if (ptrace_regset_get(s->tid, *nt, buf, &len, &e) < 0) {
@@ -97,9 +97,9 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
  */
 static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	struct hc_sigframe f = { .gregs = s->probed ? s->fgregs : s->gregs, .extra = s->extra,
-				 .nextra = s->nextra, .restorer = t->restorer };
+				 .nextra = s->nextra, .restorer = t->eng.restorer };
 	uint64_t sp = t->img.arch->get_sp(s->gregs);
 	const struct vma *v;
 	struct hc_err e = { 0 };
@@ -119,8 +119,8 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	s->shadow_len = CHAIN_ROOM + len + SCRATCH_LEN;
 	if (s->shadow_len > SHADOW_MAX)
 		return err_set(err, HC_E_INTERNAL, 0, "signal frame of %zu bytes", len);
-	memset(t->shadow, 0, CHAIN_ROOM + len);
-	if (t->img.arch->sigframe_build(&f, t->shadow + CHAIN_ROOM, len, err) < 0)
+	memset(t->eng.shadow, 0, CHAIN_ROOM + len);
+	if (t->img.arch->sigframe_build(&f, t->eng.shadow + CHAIN_ROOM, len, err) < 0)
 		return -1;
 	s->dirty_lo = s->frame;
 	s->dirty_hi = s->frame + len;
@@ -132,8 +132,8 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	v = vma_at(&t->img, sp);
 	if (v && v == vma_at(&t->img, s->shadow_lo))
 		return 0;
-	if (mem_write(t->img.memfd, s->shadow_lo, t->shadow, 8, &e) < 0 ||
-	    mem_write(t->img.memfd, s->scratch + SCRATCH_LEN - 8, t->shadow, 8, &e) < 0) {
+	if (mem_write(t->img.memfd, s->shadow_lo, t->eng.shadow, 8, &e) < 0 ||
+	    mem_write(t->img.memfd, s->scratch + SCRATCH_LEN - 8, t->eng.shadow, 8, &e) < 0) {
 		snprintf(why, whylen, "thread %d has no stack room below 0x%llx", s->tid,
 			 (unsigned long long)sp);
 		return 1;
@@ -161,7 +161,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	/* one heapctl at a time: before any seize, and before leftovers are judged */
 	if (tlock_acquire(t, err) < 0)
 		return -1;
-	if (!t->gadget && gadget_find(t, err) < 0) {
+	if (!t->eng.gadget && gadget_find(t, err) < 0) {
 		enum prog p = gadget_program(t);
 
 		if (p != PROG_SAME) {
@@ -183,23 +183,23 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	 * the room for the saved register sets, its first 16 KiB too: no
 	 * allocation or page fault while a thread is stopped.
 	 */
-	if (!t->shadow && (t->shadow = malloc(SHADOW_MAX)))
-		memset(t->shadow, 0, 16 * 1024);
-	if (!t->regs_area && (t->regs_area = malloc(REGS_AREA)))
-		memset(t->regs_area, 0, 16 * 1024);
-	if (!t->shadow || !t->regs_area)
+	if (!t->eng.shadow && (t->eng.shadow = malloc(SHADOW_MAX)))
+		memset(t->eng.shadow, 0, 16 * 1024);
+	if (!t->eng.regs_area && (t->eng.regs_area = malloc(REGS_AREA)))
+		memset(t->eng.regs_area, 0, 16 * 1024);
+	if (!t->eng.shadow || !t->eng.regs_area)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/* what the safe-point check reads, ready before anything stops */
-	sym_prepare(&t->img, t->gadget);
+	sym_prepare(&t->img, t->eng.gadget);
 	if (t->img.arch->prepare)
 		t->img.arch->prepare();
 	if (where_prepare(t) < 0)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	t->sess = calloc(1, sizeof(*t->sess));
-	if (!t->sess)
+	t->eng.sess = calloc(1, sizeof(*t->eng.sess));
+	if (!t->eng.sess)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	ptrace_hold_sigchld(); /* until call_end() */
-	memset(&t->timing, 0, sizeof(t->timing));
+	memset(&t->eng.timing, 0, sizeof(t->eng.timing));
 	for (;;) {
 		free(tids);
 		tids = NULL;
@@ -213,15 +213,15 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			goto fail;
 		}
 		/* two passes over the threads: the first one picky (see thread_try()) */
-		for (size_t k = 0; k < 2 * ntids && (k == 0 || now_ns() < t->deadline_ns); k++) {
+		for (size_t k = 0; k < 2 * ntids && (k == 0 || now_ns() < t->eng.deadline_ns); k++) {
 			size_t i = k % ntids;
 
 			attempts++;
 			/* asked to stop (the front's death, see src/cli/keeper.c): seize nothing more */
-			t->cancel_sig = term_pending();
-			if (t->cancel_sig) {
+			t->eng.cancel_sig = term_pending();
+			if (t->eng.cancel_sig) {
 				err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d untouched",
-					sigabbrev_np(t->cancel_sig), t->img.pid);
+					sigabbrev_np(t->eng.cancel_sig), t->img.pid);
 				goto fail;
 			}
 			r = thread_try(t, tids[i],
@@ -231,8 +231,8 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 				goto fail;
 			if (r == 0)
 				continue;
-			if ((t->seccomp == 2 && seccomp_check(t, t->sess->tid, err) < 0) ||
-			    (t->sess->at == ST_GROUP && thread_check_stopped(t, err) < 0) ||
+			if ((t->eng.seccomp == 2 && seccomp_check(t, t->eng.sess->tid, err) < 0) ||
+			    (t->eng.sess->at == ST_GROUP && thread_check_stopped(t, err) < 0) ||
 			    save_extra(t, err) < 0)
 				goto fail;
 			/*
@@ -241,10 +241,10 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			 * take it now, so no signal is ever dequeued before
 			 * heapctl blocks it.
 			 */
-			if (t->img.arch->swaps_mask(t->sess->gregs) == 0) {
-				if (ptrace_sigmask_get(t->sess->tid, &t->sess->mask, err) < 0)
+			if (t->img.arch->swaps_mask(t->eng.sess->gregs) == 0) {
+				if (ptrace_sigmask_get(t->eng.sess->tid, &t->eng.sess->mask, err) < 0)
 					goto fail;
-				t->sess->mask_known = true;
+				t->eng.sess->mask_known = true;
 			}
 			r = write_frame(t, why, sizeof(why), err);
 			if (r < 0)
@@ -252,9 +252,9 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			if (r > 0) {
 				if (ptrace_detach(tids[i], 0, err) < 0)
 					goto fail;
-				t->sess->nextra = 0;
-				t->sess->tid = 0;
-				t->sess->stopped = t->sess->saved = t->sess->mask_known = false;
+				t->eng.sess->nextra = 0;
+				t->eng.sess->tid = 0;
+				t->eng.sess->stopped = t->eng.sess->saved = t->eng.sess->mask_known = false;
 				continue;
 			}
 			/*
@@ -262,7 +262,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			 * getpid() first.  A signal that comes before it is
 			 * delivered at once, the thread given back: same thread again.
 			 */
-			if (!t->sess->mask_known) {
+			if (!t->eng.sess->mask_known) {
 				int64_t pid;
 
 				r = step_rsys(t, t->img.arch->nr_getpid, NULL, 0, &pid, err);
@@ -275,17 +275,17 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 				}
 			}
 			free(tids);
-			t->sess->asked = true;
-			t->timing.tid = t->sess->tid;
-			t->timing.attempts = attempts;
-			pr_debug("borrowing tid %d of pid %d", t->sess->tid, t->img.pid);
+			t->eng.sess->asked = true;
+			t->eng.timing.tid = t->eng.sess->tid;
+			t->eng.timing.attempts = attempts;
+			pr_debug("borrowing tid %d of pid %d", t->eng.sess->tid, t->img.pid);
 			return 0;
 		}
 		prog = ntids ? gadget_program(t) : PROG_GONE;
 		if (prog != PROG_SAME) {
 			/* all threads zombies (killed, not yet reaped) or exited, or execve ran */
 			if (prog == PROG_OTHER)
-				t->sess->exec_seen = true;
+				t->eng.sess->exec_seen = true;
 			step_gone(t, err);
 			goto fail;
 		}
@@ -293,7 +293,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			err_set(err, HC_E_NO_PROC, 0, "thread %d is not in pid %d", t->img.opts.tid, t->img.pid);
 			goto fail;
 		}
-		if (now_ns() + backoff * 1000ull >= t->deadline_ns) {
+		if (now_ns() + backoff * 1000ull >= t->eng.deadline_ns) {
 			if (t->img.opts.tid)
 				err_sethint(err, HC_E_UNSAFE, 0,
 					    "retry later, raise --timeout, or drop --tid to let heapctl pick a thread",
@@ -303,8 +303,8 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 					"no thread of pid %d reached a safe point (last: %s)", t->img.pid, why);
 			goto fail;
 		}
-		t->cancel_sig = term_pending();
-		if (t->cancel_sig) {
+		t->eng.cancel_sig = term_pending();
+		if (t->eng.cancel_sig) {
 			step_cancelled(t, err);
 			goto fail;
 		}
@@ -327,7 +327,7 @@ fail:
  */
 static int need(struct hc_target *t, struct hc_err *err)
 {
-	if (t->sess)
+	if (t->eng.sess)
 		return 0;
 	if (err_isset(err))
 		return -1;
@@ -336,36 +336,36 @@ static int need(struct hc_target *t, struct hc_err *err)
 
 void call_hold(struct hc_target *t)
 {
-	t->held++;
+	t->eng.held++;
 }
 
 int call_release(struct hc_target *t, struct hc_err *err)
 {
-	if (t->held)
-		t->held--;
+	if (t->eng.held)
+		t->eng.held--;
 	return call_done(t, err);
 }
 
 int call_done(struct hc_target *t, struct hc_err *err)
 {
-	if (!t->held)
+	if (!t->eng.held)
 		return call_end(t, err);
 	return err_isset(err) ? -1 : 0;
 }
 
 uint64_t call_ret_raddr(const struct hc_target *t)
 {
-	return t->img.arch->ret_gadget ? t->retg.addr : t->restorer;
+	return t->img.arch->ret_gadget ? t->eng.retg.addr : t->eng.restorer;
 }
 
 uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
 {
 	if (need(t, err) < 0)
 		return 0;
-	if (!t->notify_fn)
+	if (!t->eng.notify_fn)
 		err_set(err, HC_E_UNSUPPORTED, 0,
 			"pid %d has no getpid() of its C library's for a callback to stop at", t->img.pid);
-	return t->notify_fn;
+	return t->eng.notify_fn;
 }
 
 /*
@@ -376,7 +376,7 @@ uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
  */
 static int prepare_fp(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 
 	if (s->fp_ready)
 		return 0;
@@ -422,14 +422,14 @@ static int write_slot(struct hc_target *t, const struct hc_call *c, struct hc_er
  */
 static bool cancelled(struct hc_target *t, struct hc_err *err)
 {
-	bool asked = t->sess->asked;
+	bool asked = t->eng.sess->asked;
 
-	t->sess->asked = false;
-	if (t->cancel_hold)
+	t->eng.sess->asked = false;
+	if (t->eng.cancel_hold)
 		return false;
-	if (!t->cancel_sig && !asked)
-		t->cancel_sig = term_pending();
-	return t->cancel_sig && step_cancelled(t, err) < 0;
+	if (!t->eng.cancel_sig && !asked)
+		t->eng.cancel_sig = term_pending();
+	return t->eng.cancel_sig && step_cancelled(t, err) < 0;
 }
 
 static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint64_t *args,
@@ -438,13 +438,13 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 {
 	struct sess *s;
 	struct hc_call c = { .pc = fn, .nargs = nargs, .sret = sret };
-	const struct hc_ret_gadget *g = nargs > 6 ? &t->retg8 : &t->retg;
+	const struct hc_ret_gadget *g = nargs > 6 ? &t->eng.retg8 : &t->eng.retg;
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
 	if (need(t, err) < 0)
 		return -1;
-	s = t->sess;
+	s = t->eng.sess;
 	if (cancelled(t, err))
 		return -1;
 	/* an 8th argument goes in x7 on arm64, which no syscall stop lets heapctl write */
@@ -462,7 +462,7 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 		c.ret_pop = g->pop;
 		c.ret_base = s->slot - (uint64_t)(int64_t)g->disp;
 	} else {
-		c.ret_addr = t->restorer;
+		c.ret_addr = t->eng.restorer;
 	}
 	if (nargs)
 		memcpy(c.args, args, nargs * sizeof(*args));
@@ -506,14 +506,14 @@ int call_fn_sret(struct hc_target *t, uint64_t fn, uint64_t sret_raddr, const ui
 
 int call_end(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	struct hc_err e = { 0 };
 	int sig = 0;
 	bool keep_lock = false;
 
 	if (!s)
 		return 0;
-	t->sess = NULL;
+	t->eng.sess = NULL;
 	if (!s->tid || s->gone)
 		goto out;
 	if (!s->stopped) {
@@ -522,9 +522,9 @@ int call_end(struct hc_target *t, struct hc_err *err)
 		keep_lock = true; /* still ours: the next heapctl must wait for our exit */
 		goto out;
 	}
-	t->sess = s;
+	t->eng.sess = s;
 	/* Give cleanup its own budget: restoring must not fail for lack of time. */
-	t->deadline_ns = now_ns() + 5000000000ull;
+	t->eng.deadline_ns = now_ns() + 5000000000ull;
 	if (!s->saved || !s->touched) {
 		/* Only stopped: hand it back as it was (with our EINTR undone, if any). */
 		if (ptrace_detach(s->tid, 0, &e) < 0)
@@ -554,7 +554,7 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	 */
 	if (t->img.arch->restart_here && s->at == ST_SYSCALL) {
 		/* at an entry stop the syscall is skipped: past seccomp's errno first, if any */
-		if (t->skip_errno && step_to_exit(t, &e) < 0) {
+		if (t->eng.skip_errno && step_to_exit(t, &e) < 0) {
 			if (s->gone)
 				goto out;
 			goto fail;
@@ -577,17 +577,17 @@ put_back:
 	if (step_set_gregs(t, s->gregs, &e) < 0 || ptrace_detach(s->tid, sig, &e) < 0)
 		goto fail;
 done:
-	t->timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
+	t->eng.timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
 	{
 		uint64_t ns[PCLK_N];
 
 		pclock_read(ns);
-		t->timing.stop_us = ns[PCLK_STOP] / 1000;
-		t->timing.regs_us = ns[PCLK_REGS] / 1000;
-		t->timing.mem_us = ns[PCLK_MEM] / 1000;
+		t->eng.timing.stop_us = ns[PCLK_STOP] / 1000;
+		t->eng.timing.regs_us = ns[PCLK_REGS] / 1000;
+		t->eng.timing.mem_us = ns[PCLK_MEM] / 1000;
 	}
 	pr_info("gave tid %d of pid %d back after %llu us", s->tid, t->img.pid,
-		(unsigned long long)t->timing.paused_us);
+		(unsigned long long)t->eng.timing.paused_us);
 	step_redeliver(t, s);
 	goto out;
 fail:
@@ -600,7 +600,7 @@ fail:
 out:
 	if (s->gone && !err_isset(err))
 		step_gone(t, err);
-	t->sess = NULL;
+	t->eng.sess = NULL;
 	free(s);
 	ptrace_release_sigchld();
 	/* the thread is given back: the next heapctl may come (even while we print) */
@@ -616,7 +616,7 @@ uint64_t call_scratch(struct hc_target *t, size_t len, struct hc_err *err)
 
 	if (need(t, err) < 0)
 		return 0;
-	s = t->sess;
+	s = t->eng.sess;
 	len = (len + 15) & ~(size_t)15;
 	if (s->scratch_used + len > SCRATCH_LEN)
 		return 0;
@@ -628,13 +628,13 @@ uint64_t call_scratch(struct hc_target *t, size_t len, struct hc_err *err)
 size_t call_scratch_mark(const struct hc_target *t)
 {
 	/* a mark taken before the borrow: all of the scratch but the slot */
-	return t->sess ? t->sess->scratch_used : SLOT_ROOM;
+	return t->eng.sess ? t->eng.sess->scratch_used : SLOT_ROOM;
 }
 
 void call_scratch_release(struct hc_target *t, size_t mark)
 {
-	if (t->sess && mark <= t->sess->scratch_used)
-		t->sess->scratch_used = mark;
+	if (t->eng.sess && mark <= t->eng.sess->scratch_used)
+		t->eng.sess->scratch_used = mark;
 }
 
 uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)

@@ -23,7 +23,7 @@
 /* the shadow's size: the chain, a frame with the largest XSAVE image heapctl reads, the scratch */
 #define SHADOW_MAX (CHAIN_ROOM + 72 * 1024 + SCRATCH_LEN)
 #define MAX_EXTRA 4
-/* where the extra regsets are saved (t->regs_area): AMX's 11 KiB XSAVE image fits, SVE's too */
+/* where the extra regsets are saved (t->eng.regs_area): AMX's 11 KiB XSAVE image fits, SVE's too */
 #define REGS_AREA (64 * 1024)
 #define MAX_DEFER 64
 
@@ -74,7 +74,7 @@ struct sess {
 	size_t scratch_used;
 	/*
 	 * heapctl's copy of the thread's stack from CHAIN_ROOM below the frame
-	 * to the end of the scratch (t->shadow): written to the target in one
+	 * to the end of the scratch (t->eng.shadow): written to the target in one
 	 * go before the thread runs, read back in one go after (shadow_*()).
 	 */
 	uint64_t shadow_lo;
@@ -112,7 +112,7 @@ int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 		 struct hc_err *err);
 /* step_wait_ex(), not cancellable. */
 int step_wait(struct hc_target *t, pid_t tid, enum stop *st, int *sig, struct hc_err *err);
-/* HC_E_CANCELLED for the termination signal in t->cancel_sig. */
+/* HC_E_CANCELLED for the termination signal in t->eng.cancel_sig. */
 int step_cancelled(struct hc_target *t, struct hc_err *err);
 /* HC_E_GONE: the process exited, or ran execve; marks the session gone. */
 int step_gone(struct hc_target *t, struct hc_err *err);

@@ -116,7 +116,7 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat,
 static void ret_gadgets_in(struct hc_target *t, const uint8_t *window, size_t len, uint64_t at,
 			   const char *path)
 {
-	for (size_t k = 0; k + 4 <= len && !(t->retg.addr && t->retg8.addr); k++) {
+	for (size_t k = 0; k + 4 <= len && !(t->eng.retg.addr && t->eng.retg8.addr); k++) {
 		struct hc_ret_gadget g;
 		bool room;
 
@@ -124,13 +124,13 @@ static void ret_gadgets_in(struct hc_target *t, const uint8_t *window, size_t le
 		    !t->img.arch->ret_gadget(window + k, len - k, &g) || g.pop % 16 != 8)
 			continue;
 		room = g.pop >= 24;
-		if (t->retg.addr && (!room || t->retg8.addr))
+		if (t->eng.retg.addr && (!room || t->eng.retg8.addr))
 			continue;
 		g.addr = at + k;
-		if (!t->retg.addr)
-			t->retg = g;
-		if (room && !t->retg8.addr)
-			t->retg8 = g;
+		if (!t->eng.retg.addr)
+			t->eng.retg = g;
+		if (room && !t->eng.retg8.addr)
+			t->eng.retg8 = g;
 		pr_debug("ret gadget at 0x%llx in %s: base register %u%+d, pops %u bytes",
 			 (unsigned long long)g.addr, path, g.reg, g.disp, g.pop);
 	}
@@ -145,12 +145,12 @@ static void find_ret_gadgets(struct hc_target *t)
 
 	if (!t->img.arch->ret_gadget)
 		return;
-	for (size_t i = 0; i < t->img.nobjs && !t->retg8.addr; i++) {
+	for (size_t i = 0; i < t->img.nobjs && !t->eng.retg8.addr; i++) {
 		struct obj *o = &t->img.objs[i];
 
 		if (!o->text_lo || !is_libc(o) || sym_load(&t->img, o, false, &(struct hc_err){ 0 }) < 0)
 			continue;
-		for (const char *const *n = near; *n && !t->retg8.addr; n++) {
+		for (const char *const *n = near; *n && !t->eng.retg8.addr; n++) {
 			const struct sym *sy = sym_by_name(o, *n);
 			uint64_t at;
 
@@ -162,14 +162,14 @@ static void find_ret_gadgets(struct hc_target *t)
 		}
 	}
 	/* elsewhere: all of the C library's text, the dynamic linker's, the program's */
-	for (int pass = 0; pass < 3 && !t->retg8.addr; pass++) {
-		for (size_t i = 0; i < t->img.nobjs && !t->retg8.addr; i++) {
+	for (int pass = 0; pass < 3 && !t->eng.retg8.addr; pass++) {
+		for (size_t i = 0; i < t->img.nobjs && !t->eng.retg8.addr; i++) {
 			struct obj *o = &t->img.objs[i];
 			bool want = pass == 0 ? is_libc(o) : pass == 1 ? o->is_ldso : o->is_exe;
 
 			if (!want || !o->text_lo)
 				continue;
-			for (uint64_t at = o->text_lo; at < o->text_hi && !t->retg8.addr;
+			for (uint64_t at = o->text_lo; at < o->text_hi && !t->eng.retg8.addr;
 			     at += sizeof(buf) - 64) {
 				size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
 
@@ -193,15 +193,15 @@ static void find_notify(struct hc_target *t)
 	static const char *const names[] = { "getpid", "__getpid", NULL };
 	const struct hc_bytes *pat = &t->img.arch->notify;
 
-	for (int pass = 0; pass < 2 && !t->notify_fn; pass++) {
-		for (size_t i = 0; i < t->img.nobjs && !t->notify_fn; i++) {
+	for (int pass = 0; pass < 2 && !t->eng.notify_fn; pass++) {
+		for (size_t i = 0; i < t->img.nobjs && !t->eng.notify_fn; i++) {
 			struct obj *o = &t->img.objs[i];
 			uint8_t buf[32];
 
 			if (!o->text_lo || !(pass ? o->is_exe : is_libc(o)) ||
 			    sym_load(&t->img, o, false, &(struct hc_err){ 0 }) < 0)
 				continue;
-			for (const char *const *n = names; *n && !t->notify_fn; n++) {
+			for (const char *const *n = names; *n && !t->eng.notify_fn; n++) {
 				const struct sym *sy = sym_by_name(o, *n);
 				size_t off;
 
@@ -217,8 +217,8 @@ static void find_notify(struct hc_target *t)
 						off = pad->len;
 				if (memcmp(buf + off, pat->b, pat->len))
 					continue;
-				t->notify_fn = sy->raddr;
-				t->notify_end = sy->raddr + off + t->img.arch->notify_sys_end;
+				t->eng.notify_fn = sy->raddr;
+				t->eng.notify_end = sy->raddr + off + t->img.arch->notify_sys_end;
 			}
 		}
 	}
@@ -230,29 +230,29 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
 	static const char *const wrappers[] = { "getpid", "getuid", "getppid", "sched_yield", NULL };
 	static const char *const sigaction_fns[] = { "sigaction", "__sigaction", NULL };
 
-	t->gadget = find_near(t, &t->img.arch->syscall_ret, wrappers);
-	if (!t->gadget)
-		t->gadget = find_text(t, &t->img.arch->syscall_ret);
-	for (const struct hc_bytes *r = t->img.arch->restorers; r->len && !t->restorer; r++) {
-		t->restorer = find_near(t, r, sigaction_fns);
-		if (!t->restorer)
-			t->restorer = find_text(t, r);
-		t->restorer_end = t->restorer + r->len;
+	t->eng.gadget = find_near(t, &t->img.arch->syscall_ret, wrappers);
+	if (!t->eng.gadget)
+		t->eng.gadget = find_text(t, &t->img.arch->syscall_ret);
+	for (const struct hc_bytes *r = t->img.arch->restorers; r->len && !t->eng.restorer; r++) {
+		t->eng.restorer = find_near(t, r, sigaction_fns);
+		if (!t->eng.restorer)
+			t->eng.restorer = find_text(t, r);
+		t->eng.restorer_end = t->eng.restorer + r->len;
 	}
 	find_ret_gadgets(t);
 	find_notify(t);
-	if (!t->gadget || !t->restorer || (t->img.arch->ret_gadget && !t->retg.addr))
+	if (!t->eng.gadget || !t->eng.restorer || (t->img.arch->ret_gadget && !t->eng.retg.addr))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "heapctl runs on the C library's own code in the target: a "
 				   "\"syscall; ret\", its signal return and, on x86_64, a plain "
 				   "function tail that stores %%rax",
 				   "pid %d has no %s in its text", t->img.pid,
-				   !t->gadget	  ? "\"syscall; ret\" sequence" :
-				   !t->restorer ? "sigreturn restorer" :
+				   !t->eng.gadget	  ? "\"syscall; ret\" sequence" :
+				   !t->eng.restorer ? "sigreturn restorer" :
 						  "function tail that keeps a call's result");
 	pr_debug("syscall gadget at 0x%llx, sigreturn restorer at 0x%llx, callbacks at 0x%llx",
-		 (unsigned long long)t->gadget, (unsigned long long)t->restorer,
-		 (unsigned long long)t->notify_fn);
+		 (unsigned long long)t->eng.gadget, (unsigned long long)t->eng.restorer,
+		 (unsigned long long)t->eng.notify_fn);
 	return 0;
 }
 

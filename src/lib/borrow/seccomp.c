@@ -229,7 +229,7 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 		nfilters++;
 		for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
 			struct seccomp_data d = { .nr = (int)calls[c].nr, .arch = t->img.arch->audit_arch,
-						  .instruction_pointer = t->gadget };
+						  .instruction_pointer = t->eng.gadget };
 			uint32_t act;
 
 			memcpy(d.args, calls[c].args, sizeof(d.args));
@@ -238,7 +238,7 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 			verdict[c] = seccomp_stricter(verdict[c], act);
 		}
 	}
-	t->skip_errno = false;
+	t->eng.skip_errno = false;
 	for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
 		uint32_t act = verdict[c] & SECCOMP_RET_ACTION_FULL;
 
@@ -248,7 +248,7 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 		/* without a tracer for it, SECCOMP_RET_TRACE fails the syscall with ENOSYS */
 		if (calls[c].errno_ok && (act == SECCOMP_RET_ERRNO || act == SECCOMP_RET_TRACE)) {
 			if (calls[c].nr == -1)
-				t->skip_errno = true;
+				t->eng.skip_errno = true;
 			continue;
 		}
 		ret = err_sethint(err, HC_E_UNSUPPORTED, 0,

@@ -67,16 +67,16 @@ int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 		 int *sig, struct hc_err *err)
 {
 	int status, csig = 0;
-	int r = ptrace_wait(tid, &status, t->deadline_ns, cancellable, &csig, err);
+	int r = ptrace_wait(tid, &status, t->eng.deadline_ns, cancellable, &csig, err);
 
 	if (r == 2) {
-		t->cancel_sig = csig;
+		t->eng.cancel_sig = csig;
 		return 2;
 	}
 	if (r == 3) {
 		/* /proc/TID/status says it is not ours any more: execve by another thread */
-		if (t->sess)
-			t->sess->exec_seen = true;
+		if (t->eng.sess)
+			t->eng.sess->exec_seen = true;
 		*st = ST_EXITED;
 		*sig = 0;
 		return 0;
@@ -90,7 +90,7 @@ int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 		return 0;
 	}
 	*sig = WSTOPSIG(status);
-	t->timing.stops++;
+	t->eng.timing.stops++;
 	if ((status >> 16) == PTRACE_EVENT_EXEC) {
 		/*
 		 * Another thread (or this one) ran execve: the old program and
@@ -100,8 +100,8 @@ int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 
 		pr_info("pid %d started a new program during the call; leaving it alone", t->img.pid);
 		ptrace_detach(tid, 0, &e);
-		if (t->sess)
-			t->sess->exec_seen = true;
+		if (t->eng.sess)
+			t->eng.sess->exec_seen = true;
 		*st = ST_EXITED;
 		return 0;
 	}
@@ -134,14 +134,14 @@ int step_wait(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
 int step_cancelled(struct hc_target *t, struct hc_err *err)
 {
 	return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d was restored",
-		       sigabbrev_np(t->cancel_sig), t->img.pid);
+		       sigabbrev_np(t->eng.cancel_sig), t->img.pid);
 }
 
 int step_gone(struct hc_target *t, struct hc_err *err)
 {
-	if (t->sess)
-		t->sess->gone = true;
-	if (t->sess && t->sess->exec_seen)
+	if (t->eng.sess)
+		t->eng.sess->gone = true;
+	if (t->eng.sess && t->eng.sess->exec_seen)
 		return err_sethint(err, HC_E_GONE, 0, "retry on the new program if it uses jemalloc",
 				   "pid %d ran execve while heapctl was working on it; the new "
 				   "program was left alone", t->img.pid);
@@ -153,14 +153,14 @@ int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
 	/* what the registers point at goes first: the frame, the chain, the strings */
 	if (shadow_flush(t, err) < 0)
 		return -1;
-	return ptrace_regset_set(t->sess->tid, NT_PRSTATUS_, g, t->img.arch->gregs_len, err);
+	return ptrace_regset_set(t->eng.sess->tid, NT_PRSTATUS_, g, t->img.arch->gregs_len, err);
 }
 
 int step_get_gregs(struct hc_target *t, void *g, struct hc_err *err)
 {
 	size_t len = t->img.arch->gregs_len;
 
-	return ptrace_regset_get(t->sess->tid, NT_PRSTATUS_, g, &len, err);
+	return ptrace_regset_get(t->eng.sess->tid, NT_PRSTATUS_, g, &len, err);
 }
 
 static void defer_signal(struct sess *s, int sig, const siginfo_t *si)
@@ -196,7 +196,7 @@ void step_redeliver(struct hc_target *t, struct sess *s)
 /* The real mask, read once the kernel has undone any temporary one; then ours. */
 static int take_mask(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 
 	if (ptrace_sigmask_get(s->tid, &s->mask, err) < 0)
 		return -1;
@@ -211,7 +211,7 @@ static int take_mask(struct hc_target *t, struct hc_err *err)
 
 int step_block_signals(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 
 	if (s->mask_blocked)
 		return 0;
@@ -224,7 +224,7 @@ int step_block_signals(struct hc_target *t, struct hc_err *err)
 /* Hand tid back now, from its first stop: nothing of ours is in it. */
 int step_give_back_pending(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	int sig = s->pending_sig;
 
 	/*
@@ -247,7 +247,7 @@ int step_give_back_pending(struct hc_target *t, struct hc_err *err)
 /* At a syscall-entry stop: have the kernel skip the syscall. */
 int step_skip_syscall(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	int minus_one = -1;
 
 	if (t->img.arch->skip_regset)
@@ -264,10 +264,10 @@ int step_skip_syscall(struct hc_target *t, struct hc_err *err)
  */
 static int aim_restore(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 
 	memcpy(s->cur, s->gregs, t->img.arch->gregs_len);
-	t->img.arch->prep_restore(s->cur, t->restorer, s->frame);
+	t->img.arch->prep_restore(s->cur, t->eng.restorer, s->frame);
 	return step_set_gregs(t, s->cur, err);
 }
 
@@ -283,7 +283,7 @@ static int slot_filled(struct hc_target *t, uint64_t *ret, struct hc_err *err)
 {
 	uint64_t v;
 
-	if (shadow_read(t, t->sess->slot, &v, sizeof(v), err) < 0)
+	if (shadow_read(t, t->eng.sess->slot, &v, sizeof(v), err) < 0)
 		return -1;
 	if (v == SLOT_PENDING)
 		return 0;
@@ -294,7 +294,7 @@ static int slot_filled(struct hc_target *t, uint64_t *ret, struct hc_err *err)
 /* A call's result at the restorer's stop: in a register, or where the ret gadget put it. */
 static int call_result(struct hc_target *t, uint64_t *ret, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 
 	if (t->img.arch->get_ret) {
 		*ret = t->img.arch->get_ret(s->cur);
@@ -318,14 +318,14 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 	struct hc_err *err)
 {
 	const struct hc_arch *a = t->img.arch;
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	struct hc_err cberr = { 0 };
-	uint64_t done_pc = kind == STEP_SYSCALL ? t->gadget + a->syscall_insn.len : t->restorer_end;
+	uint64_t done_pc = kind == STEP_SYSCALL ? t->eng.gadget + a->syscall_insn.len : t->eng.restorer_end;
 	/* from a syscall-entry stop, that syscall's exit stop comes first */
 	bool in_sys = s->at == ST_SYSCALL && s->at_entry, aborted = false;
 	/* the slot is asked first until the callee shows a syscall of its own */
 	bool by_slot = kind == STEP_CALL && a->ret_gadget && s->mask_known;
-	bool rewrite = in_sys && t->skip_errno;
+	bool rewrite = in_sys && t->eng.skip_errno;
 	uint8_t want[sizeof(s->cur)] __attribute__((aligned(16)));
 	enum stop st;
 	int sig, r;
@@ -353,7 +353,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 			 * own, untraced: it returns into the restorer, which gives
 			 * the thread back (the same way as when heapctl dies).
 			 */
-			t->deadline_ns = now_ns() + 5000000000ull;
+			t->eng.deadline_ns = now_ns() + 5000000000ull;
 			if (ptrace_interrupt(s->tid, err) < 0)
 				return -1;
 			/* Follow the thread to the interrupt's stop inside get_signal(). */
@@ -420,7 +420,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				"thread was restored", s->tid);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = t->restorer_end;
+			done_pc = t->eng.restorer_end;
 			in_sys = false;
 			if (aim_restore(t, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
 				return -1;
@@ -463,7 +463,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				(unsigned long long)(uintptr_t)si.si_addr);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = t->restorer_end;
+			done_pc = t->eng.restorer_end;
 			in_sys = false;
 			if (aim_restore(t, err) < 0)
 				return -1;
@@ -509,8 +509,8 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 					}
 					return 0;
 				}
-				if (kind == STEP_CALL && a->get_pc(s->cur) == t->notify_end &&
-				    t->notify_end) {
+				if (kind == STEP_CALL && a->get_pc(s->cur) == t->eng.notify_end &&
+				    t->eng.notify_end) {
 					uint64_t args[6];
 
 					for (unsigned int i = 0; i < 6; i++)
@@ -557,7 +557,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
  */
 static int skip_here(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 
 	if (s->at != ST_SYSCALL || !s->at_entry || !t->img.arch->skip_regset)
 		return 0;
@@ -572,9 +572,9 @@ int step_start(struct hc_target *t, struct hc_err *err)
 int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
 	 int64_t *ret, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	/* the gadget's ret goes into the restorer, at the frame's pretcode */
-	struct hc_call c = { .pc = t->gadget, .ret_addr = t->restorer, .frame = s->frame, .nr = nr,
+	struct hc_call c = { .pc = t->eng.gadget, .ret_addr = t->eng.restorer, .frame = s->frame, .nr = nr,
 			     .nargs = n };
 	uint64_t r = 0;
 	int rc;
@@ -609,7 +609,7 @@ int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned in
 
 int step_to_exit(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	enum stop st;
 	int sig, r;
 
@@ -645,7 +645,7 @@ int step_to_exit(struct hc_target *t, struct hc_err *err)
 
 int step_signal_stop(struct hc_target *t, int *sig, struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	enum stop st;
 	int r, held = 0;
 

@@ -197,7 +197,7 @@ static bool thread_dead(pid_t pid, pid_t tid)
 int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
 	       struct hc_err *err)
 {
-	struct sess *s = t->sess;
+	struct sess *s = t->eng.sess;
 	struct hc_err e = { 0 };
 	uint64_t saved_deadline;
 	enum stop st;
@@ -229,9 +229,9 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	 * the stop may already have cost an epoll_wait its EINTR, which only
 	 * heapctl, once the thread has stopped, can take back.
 	 */
-	saved_deadline = t->deadline_ns;
-	if (t->deadline_ns < now_ns() + 2000000000ull)
-		t->deadline_ns = now_ns() + 2000000000ull;
+	saved_deadline = t->eng.deadline_ns;
+	if (t->eng.deadline_ns < now_ns() + 2000000000ull)
+		t->eng.deadline_ns = now_ns() + 2000000000ull;
 	for (;;) {
 		r = step_wait_ex(t, tid, false, &st, &sig, err);
 		if (r != 0 || st != ST_SIGNAL)
@@ -244,7 +244,7 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 		pr_trace("tid %d: signal %d delivered before the stop", tid, sig);
 	}
 	/* whatever happened: a retry must not find the budget stretched */
-	t->deadline_ns = saved_deadline;
+	t->eng.deadline_ns = saved_deadline;
 	if (r < 0)
 		return -1;
 	if (r > 0)
@@ -270,7 +270,7 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	 * Not under seccomp filters: the probe skips a syscall (number -1)
 	 * before seccomp_check() has looked at the filters.
 	 */
-	if (t->img.arch->restart_probe && st == ST_EVENT && t->seccomp == 0 &&
+	if (t->img.arch->restart_probe && st == ST_EVENT && t->eng.seccomp == 0 &&
 	    t->img.arch->restart_probe(s->gregs, &s->presys)) {
 		r = probe_restart(t, s, why, whylen, err);
 		if (r <= 0)
@@ -300,7 +300,7 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 		uint64_t t0 = now_ns();
 
 		r = where_safe(t, tid, s->gregs, why, whylen);
-		t->timing.check_us = (now_ns() - t0) / 1000;
+		t->eng.timing.check_us = (now_ns() - t0) / 1000;
 		if (r == 1)
 			return 1;
 	}
@@ -425,7 +425,7 @@ int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct 
  */
 int thread_check_stopped(struct hc_target *t, struct hc_err *err)
 {
-	struct sess *s = t->sess, saved = *s;
+	struct sess *s = t->eng.sess, saved = *s;
 	pid_t *tids = NULL;
 	size_t n = 0;
 	char why[256];

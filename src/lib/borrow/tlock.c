@@ -211,7 +211,7 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 	bool said = false;
 	int fd = -1, ret = -1;
 
-	if (t->lockfd >= 0)
+	if (t->eng.lockfd >= 0)
 		return 0;
 	len = lock_addr(t->img.pid, &sa);
 	for (;;) {
@@ -222,8 +222,8 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 		if (fd < 0) {
 			struct ucred cred;
 
-			t->lockfd = try_bind(&sa, len);
-			if (t->lockfd >= 0) {
+			t->eng.lockfd = try_bind(&sa, len);
+			if (t->eng.lockfd >= 0) {
 				pr_debug("holding the lock of pid %d", t->img.pid);
 				ret = 0;
 				break;
@@ -260,7 +260,7 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 			said = true;
 		}
 		now = now_ns();
-		if (now >= t->deadline_ns) {
+		if (now >= t->eng.deadline_ns) {
 			char hint[160], who[48] = "";
 
 			if (holder > 0)
@@ -273,12 +273,12 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 				    "%u ms", who, t->img.pid, t->img.opts.timeout_ms);
 			break;
 		}
-		t->cancel_sig = term_pending();
-		if (t->cancel_sig) {
+		t->eng.cancel_sig = term_pending();
+		if (t->eng.cancel_sig) {
 			err_sethint(err, HC_E_CANCELLED, 0,
 				    "nothing was started: run it again once the other heapctl is done",
 				    "interrupted by SIG%s while waiting for another heapctl; pid %d "
-				    "was not touched", sigabbrev_np(t->cancel_sig), t->img.pid);
+				    "was not touched", sigabbrev_np(t->eng.cancel_sig), t->img.pid);
 			break;
 		}
 		if (kill(t->img.pid, 0) < 0 && errno == ESRCH) {
@@ -290,7 +290,7 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 		 * 100 ms at a time: termination signals are blocked, not caught,
 		 * and are looked for between the naps.
 		 */
-		ms = (int)((t->deadline_ns - now) / 1000000ull) + 1;
+		ms = (int)((t->eng.deadline_ns - now) / 1000000ull) + 1;
 		if (ms > 100)
 			ms = 100;
 		if (fd < 0) {
@@ -312,9 +312,9 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 
 void tlock_release(struct hc_target *t)
 {
-	if (t->lockfd >= 0) {
-		close(t->lockfd);
-		t->lockfd = -1;
+	if (t->eng.lockfd >= 0) {
+		close(t->eng.lockfd);
+		t->eng.lockfd = -1;
 		pr_debug("released the lock of pid %d", t->img.pid);
 	}
 }

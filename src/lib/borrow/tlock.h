@@ -15,7 +15,7 @@ struct hc_target;
 struct hc_err;
 
 /*
- * Take the target's lock, waiting for another heapctl up to t->deadline_ns.
+ * Take the target's lock, waiting for another heapctl up to t->eng.deadline_ns.
  * A no-op if already held.  Fails with HC_E_TIMEOUT naming the holder,
  * HC_E_CANCELLED on a pending termination signal, HC_E_NO_PROC if the
  * process is gone.

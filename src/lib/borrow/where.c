@@ -239,25 +239,25 @@ int __wrap_sigprocmask(int how, const sigset_t *set, sigset_t *old)
  */
 static unw_addr_space_t unw_space(struct hc_target *t)
 {
-	if (!t->unw && (t->unw = unw_create_addr_space(&uw_accessors, 0)))
-		unw_set_caching_policy(t->unw, UNW_CACHE_NONE);
-	return t->unw;
+	if (!t->eng.unw && (t->eng.unw = unw_create_addr_space(&uw_accessors, 0)))
+		unw_set_caching_policy(t->eng.unw, UNW_CACHE_NONE);
+	return t->eng.unw;
 }
 
 int where_init(struct hc_target *t, struct hc_err *err)
 {
-	t->uw = calloc(1, sizeof(struct uw_arg));
-	if (t->uw) {
-		t->uw->stack = malloc(SCAN_MAX);
-		t->uw->warm = malloc(SCAN_MAX); /* touched by its reads, before any stop */
+	t->eng.uw = calloc(1, sizeof(struct uw_arg));
+	if (t->eng.uw) {
+		t->eng.uw->stack = malloc(SCAN_MAX);
+		t->eng.uw->warm = malloc(SCAN_MAX); /* touched by its reads, before any stop */
 	}
-	if (!t->uw || !t->uw->stack || !t->uw->warm) {
-		if (t->uw) {
-			free(t->uw->stack);
-			free(t->uw->warm);
+	if (!t->eng.uw || !t->eng.uw->stack || !t->eng.uw->warm) {
+		if (t->eng.uw) {
+			free(t->eng.uw->stack);
+			free(t->eng.uw->warm);
 		}
-		free(t->uw);
-		t->uw = NULL;
+		free(t->eng.uw);
+		t->eng.uw = NULL;
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	}
 	/*
@@ -265,7 +265,7 @@ int where_init(struct hc_target *t, struct hc_err *err)
 	 * while a thread is stopped (page faults cost microseconds each under
 	 * a hypervisor).  A deeper stack, or an unwind, takes a few.
 	 */
-	memset(t->uw->stack, 0, 16 * 1024);
+	memset(t->eng.uw->stack, 0, 16 * 1024);
 	return 0;
 }
 
@@ -305,7 +305,7 @@ static bool gran_has(const struct uw_arg *a, uint64_t raddr)
 
 int where_prepare(struct hc_target *t)
 {
-	struct uw_arg *a = t->uw;
+	struct uw_arg *a = t->eng.uw;
 	size_t n = 0, cap = t->img.nobjs + t->img.nvmas, ngran = 0;
 	struct xrange *xr;
 
@@ -349,17 +349,17 @@ int where_prepare(struct hc_target *t)
 
 void where_fini(struct hc_target *t)
 {
-	if (t->unw)
-		unw_destroy_addr_space(t->unw);
-	t->unw = NULL;
-	if (t->uw) {
-		free(t->uw->xr);
-		free(t->uw->stack);
-		free(t->uw->warm);
-		free(t->uw->cache);
+	if (t->eng.unw)
+		unw_destroy_addr_space(t->eng.unw);
+	t->eng.unw = NULL;
+	if (t->eng.uw) {
+		free(t->eng.uw->xr);
+		free(t->eng.uw->stack);
+		free(t->eng.uw->warm);
+		free(t->eng.uw->cache);
 	}
-	free(t->uw);
-	t->uw = NULL;
+	free(t->eng.uw);
+	t->eng.uw = NULL;
 }
 
 bool where_malloc_family(const char *name, const char *prefix)
@@ -395,7 +395,7 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
 			 (unsigned long long)ip);
 		return 1;
 	}
-	if (t->in_allocator && t->in_allocator(t, ip)) {
+	if (t->eng.in_allocator && t->eng.in_allocator(t, ip)) {
 		snprintf(reason, len, "frame #%u is inside the allocator (%s in %s)", depth, fn,
 			 o->path);
 		return 1;
@@ -404,7 +404,7 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
 		snprintf(reason, len, "frame #%u is inside the dynamic linker (%s)", depth, fn);
 		return 1;
 	}
-	if (s && where_malloc_family(s->name, t->where.prefix)) {
+	if (s && where_malloc_family(s->name, t->drv.where.prefix)) {
 		snprintf(reason, len, "frame #%u is inside %s() in %s", depth, s->name, o->path);
 		return 1;
 	}
@@ -439,12 +439,12 @@ static uint64_t pac_mask(struct hc_target *t, pid_t tid)
 	size_t mlen = sizeof(m);
 	struct hc_err e = { 0 };
 
-	if (!t->pac_known && t->img.arch->pac_regset) {
+	if (!t->eng.pac_known && t->img.arch->pac_regset) {
 		/* No pointer authentication on this CPU or kernel: nothing to strip. */
-		t->pac_mask = ptrace_regset_get(tid, t->img.arch->pac_regset, m, &mlen, &e) < 0 ? 0 : m[1];
-		t->pac_known = true;
+		t->eng.pac_mask = ptrace_regset_get(tid, t->img.arch->pac_regset, m, &mlen, &e) < 0 ? 0 : m[1];
+		t->eng.pac_known = true;
 	}
-	return t->pac_mask;
+	return t->eng.pac_mask;
 }
 
 /*
@@ -532,12 +532,12 @@ static bool code_unsafe(struct hc_target *t, uint64_t raddr, const char *what, c
 	const struct sym *s;
 	struct obj *o;
 
-	if (!gran_has(t->uw, raddr) || !(x = xrange_at(t->uw, raddr)))
+	if (!gran_has(t->eng.uw, raddr) || !(x = xrange_at(t->eng.uw, raddr)))
 		return false;
 	o = x->o;
 	if (!o) {
 		snprintf(why, len, "%s 0x%llx is in anonymous code", what, (unsigned long long)raddr);
-	} else if (t->in_allocator && t->in_allocator(t, raddr)) {
+	} else if (t->eng.in_allocator && t->eng.in_allocator(t, raddr)) {
 		snprintf(why, len, "%s 0x%llx is in the allocator", what, (unsigned long long)raddr);
 	} else if (o->is_ldso) {
 		snprintf(why, len, "%s 0x%llx is in the dynamic linker", what,
@@ -546,7 +546,7 @@ static bool code_unsafe(struct hc_target *t, uint64_t raddr, const char *what, c
 		uint8_t *v = &o->verdict[s - o->syms];
 
 		if (!*v)
-			*v = where_malloc_family(s->name, t->where.prefix) ? 2 : 1;
+			*v = where_malloc_family(s->name, t->drv.where.prefix) ? 2 : 1;
 		if (*v == 1)
 			return false;
 		snprintf(why, len, "%s 0x%llx is in %s()", what, (unsigned long long)raddr, s->name);
@@ -618,7 +618,7 @@ static bool word_unsafe(struct hc_target *t, uint64_t w, uint64_t at, char *why,
 {
 	if (w < 4096)
 		return false;
-	if (w == t->restorer) {
+	if (w == t->eng.restorer) {
 		snprintf(why, len, "a signal frame at 0x%llx", (unsigned long long)at);
 		return true;
 	}
@@ -634,7 +634,7 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 		     size_t len)
 {
 	const struct hc_arch *ar = t->img.arch;
-	struct uw_arg *a = t->uw;
+	struct uw_arg *a = t->eng.uw;
 	uint64_t sp = ar->get_sp(gregs) & ~7ull, hi, mask = 0;
 	struct hc_err e = { 0 };
 	size_t n;
@@ -708,7 +708,7 @@ static size_t read_stack(struct hc_target *t, uint64_t sp, uint64_t *buf)
  */
 void where_warm_up(struct hc_target *t, uint64_t sp, uint64_t pc)
 {
-	struct uw_arg *a = t->uw;
+	struct uw_arg *a = t->eng.uw;
 	char why[160];
 
 	if (!a)
@@ -726,7 +726,7 @@ void where_warm_up(struct hc_target *t, uint64_t sp, uint64_t pc)
 
 void where_prefetch(struct hc_target *t, uint64_t sp)
 {
-	struct uw_arg *a = t->uw;
+	struct uw_arg *a = t->eng.uw;
 
 	if (!a)
 		return;
@@ -737,7 +737,7 @@ void where_prefetch(struct hc_target *t, uint64_t sp)
 
 int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len)
 {
-	struct uw_arg *a = t->uw;
+	struct uw_arg *a = t->eng.uw;
 	bool records = t->img.arch->frame_walk != NULL;
 	uint64_t pac = 0;
 	unw_cursor_t c;
@@ -759,7 +759,7 @@ int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, 
 	a->tid = tid;
 	a->gregs = gregs;
 	a->upt = NULL;
-	if (!unw_space(t) || unw_init_remote(&c, t->unw, a) < 0) {
+	if (!unw_space(t) || unw_init_remote(&c, t->eng.unw, a) < 0) {
 		snprintf(reason, len, "cannot start unwinding thread %d", tid);
 		goto out;
 	}

@@ -128,23 +128,24 @@ struct image {
 	const struct sym_judge *judge;
 };
 
-/*
- * A target: the image, and what the layers above keep beside it (the
- * driver's, the borrow's, the sampler's); api.c holds them together.
- */
-struct hc_target {
-	struct image img; /* proc/ */
+/* What the allocator driver keeps (alloc/): which driver, its state, where it found it. */
+struct drv {
 	/* the allocator driver and its private state */
 	const struct alloc_ops *alloc;
 	void *alloc_priv;
+	struct hc_where where;
+	char where_others[256];
+};
+
+/* What the borrow engine keeps (borrow/): the stopped thread, its saved state, its scratch. */
+struct hc_target;
+struct engine {
 	/*
 	 * The engine's safe-point policy, filled in by the API from the
 	 * driver: is raddr inside the allocator's code?  NULL: no allocator
 	 * code to avoid beyond the malloc family (where.c).
 	 */
 	bool (*in_allocator)(struct hc_target *t, uint64_t raddr);
-	struct hc_where where;
-	char where_others[256];
 	/* the current borrowed thread, while attached */
 	struct sess *sess;
 	uint8_t *shadow;   /* the session's copy of the thread's stack area (call_int.h) */
@@ -168,7 +169,18 @@ struct hc_target {
 	struct hc_ret_gadget retg, retg8;
 	uint64_t notify_fn;  /* what callbacks point at (the C library's getpid()), or 0 */
 	uint64_t notify_end; /* pc at its syscall stops */
-	/* heapctl's injected sampler, as last probed (inject.c), or NULL */
+};
+
+/*
+ * A target: the image, and what the layers above keep beside it (the
+ * driver's, the borrow's, the sampler's); api.c holds them together.
+ * A proc/ function takes only the image.
+ */
+struct hc_target {
+	struct image img; /* proc/ */
+	struct drv drv;   /* alloc/ */
+	struct engine eng; /* borrow/ */
+	/* heapctl's injected sampler, as last probed (inject.c), or NULL: sampler/ */
 	struct inj *inj;
 };
 

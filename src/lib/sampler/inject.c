@@ -155,9 +155,9 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 	 * jemalloc's own hooks (5.2 and later) do.  Slots elsewhere stay as
 	 * they are: they may bind to it too, and would count twice.
 	 */
-	if (t->where.allocator && !strcmp(t->where.allocator, "jemalloc") && t->where.ctl_raddr &&
-	    obj_at(&t->img, t->where.ctl_raddr) && obj_at(&t->img, t->where.ctl_raddr)->is_exe) {
-		p->je_mallctl = t->where.ctl_raddr;
+	if (t->drv.where.allocator && !strcmp(t->drv.where.allocator, "jemalloc") && t->drv.where.ctl_raddr &&
+	    obj_at(&t->img, t->drv.where.ctl_raddr) && obj_at(&t->img, t->drv.where.ctl_raddr)->is_exe) {
+		p->je_mallctl = t->drv.where.ctl_raddr;
 		p->ready = true;
 		return 0;
 	}
@@ -310,7 +310,7 @@ int inj_reset(struct hc_target *t, struct inj *in, struct hc_err *err)
 										   read_state(t, in, err);
 	if (reclaim_memfds(t, err) < 0)
 		return -1;
-	if (in->s.je_handle && je_hooks(t, in, t->where.ctl_raddr, false, err) < 0)
+	if (in->s.je_handle && je_hooks(t, in, t->drv.where.ctl_raddr, false, err) < 0)
 		return -1;
 	if (call_fn(t, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;

@@ -238,10 +238,10 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 	}
 	/* the memfd goes whatever happened, a request to stop included */
 	a[0] = (uint64_t)fd;
-	t->cancel_hold++;
+	t->eng.cancel_hold++;
 	if (call_syscall(t, t->img.arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
 		rc = -1;
-	t->cancel_hold--;
+	t->eng.cancel_hold--;
 	return rc;
 }
 

@@ -72,7 +72,7 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 		out->nobjs = 1;
 		out->objs[0].hooks = 1;
 		snprintf(out->objs[0].path, sizeof(out->objs[0].path), "jemalloc's hooks in %s",
-			 t->where.object ? t->where.object : "?");
+			 t->drv.where.object ? t->drv.where.object : "?");
 	}
 	if (!in->s.nslots)
 		return 0;
