@@ -257,6 +257,7 @@ static struct hc_target *target_new(pid_t pid)
 	if (!t)
 		return NULL;
 	image_init(&t->img, pid);
+	t->eng.img = &t->img;
 	t->eng.lockfd = -1;
 	return t;
 }
@@ -375,7 +376,7 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 			err_errno(err, errno, "open %s", path);
 		goto fail;
 	}
-	if (loader_wait(t, err) < 0 || sym_debug_file_check(&t->img, err) < 0 || where_init(t, err) < 0)
+	if (loader_wait(t, err) < 0 || sym_debug_file_check(&t->img, err) < 0 || where_init(&t->eng, err) < 0)
 		goto fail;
 	if (alloc_detect(t, err) < 0)
 		goto fail;
@@ -439,13 +440,13 @@ void hc_target_close(struct hc_target *t)
 	if (t->eng.sess) {
 		struct hc_err e = { 0 };
 
-		call_end(t, &e);
+		call_end(&t->eng, &e);
 	}
 	/* after call_end(): the thread is given back before the next heapctl may come */
-	tlock_release(t);
+	tlock_release(&t->eng);
 	if (t->drv.alloc && t->drv.alloc->release)
 		t->drv.alloc->release(t);
-	where_fini(t);
+	where_fini(&t->eng);
 	/* the sampler's state is this file's: sampler_probe() made it */
 	inj_free(t->inj);
 	target_free(t);
@@ -494,19 +495,19 @@ static void arm(struct hc_target *t)
 /* The end of every operation: the thread goes back unless a session keeps it. */
 static int done(struct hc_target *t, int r, struct hc_err *err)
 {
-	if (call_done(t, err) < 0)
+	if (call_done(&t->eng, err) < 0)
 		return -1;
 	return r < 0 ? -1 : 0;
 }
 
 void hc_session_begin(struct hc_target *t)
 {
-	call_hold(t);
+	call_hold(&t->eng);
 }
 
 int hc_session_end(struct hc_target *t, struct hc_err *err)
 {
-	return call_release(t, err);
+	return call_release(&t->eng, err);
 }
 
 int hc_info_get(struct hc_target *t, struct hc_info *info, struct hc_err *err)
@@ -582,7 +583,7 @@ static bool native_prof(struct hc_target *t)
 /* Bracket an operation in one borrow: its steps share the thread. */
 static int end_op(struct hc_target *t, int r, struct hc_err *err)
 {
-	if (call_release(t, err) < 0)
+	if (call_release(&t->eng, err) < 0)
 		return -1;
 	return r < 0 ? -1 : 0;
 }
@@ -624,7 +625,7 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 	 */
 	if (!interval && !sampling(t) && !kept(t))
 		interval = HC_SAMPLE_BYTES_DEFAULT;
-	call_hold(t);
+	call_hold(&t->eng);
 	if (!active) {
 		if (sampling(t)) {
 			*was = true;
@@ -689,7 +690,7 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 		return done(t, own_prof_dump(t, out_path, active, err), err);
 	*active = sampling(t);
 	/* hook what was loaded since; the dump itself runs nothing in the target */
-	call_hold(t);
+	call_hold(&t->eng);
 	r = inj_rescan(t, t->inj, err);
 	if (end_op(t, r, err) < 0)
 		return -1;
@@ -710,7 +711,7 @@ int hc_prof_reset(struct hc_target *t, struct hc_err *err)
 	if (r < 0)
 		return -1;
 	if (r == 1 && t->img.opts.sampler != HC_SAMPLER_NATIVE) {
-		call_hold(t);
+		call_hold(&t->eng);
 		return end_op(t, inj_reset(t, t->inj, err), err);
 	}
 	if (!t->drv.alloc->prof_reset)

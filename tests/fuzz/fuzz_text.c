@@ -51,7 +51,7 @@ static int sink(void *arg, const char *s, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static int (*const cbs[2])(void *, struct hc_target *, const uint64_t *, struct hc_err *) = {
+	static int (*const cbs[2])(void *, struct engine *, const uint64_t *, struct hc_err *) = {
 		je_print_cb, mi_print_cb
 	};
 	struct sinkbuf sb = { 0 };
@@ -72,11 +72,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.img.pid = getpid();
 	t.img.memfd = -1;
 	t.img.arch = hc_arch_host();
+	t.eng.img = &t.img;
 
 	/* each input goes to one of them: je_print_cb reads a[1], mi_print_cb a[0] */
 	which = data[size - 1] & 1;
 	a[which ? 0 : 1] = (uint64_t)(uintptr_t)mem;
-	if (cbs[which](&pc, &t, a, &err) == 0) {
+	if (cbs[which](&pc, &t.eng, a, &err) == 0) {
 		const uint8_t *nul = memchr(data, 0, size);
 
 		/* success means a NUL was found, and only what precedes it was passed on */
@@ -97,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&err, 0, sizeof(err));
 	memset(out, 0x55, sizeof(out));
-	if (call_read_str(&t, (uint64_t)(uintptr_t)mem, out, 1 + data[0] % sizeof(out), &err) == 0 &&
+	if (call_read_str(&t.eng, (uint64_t)(uintptr_t)mem, out, 1 + data[0] % sizeof(out), &err) == 0 &&
 	    !memchr(out, 0, 1 + data[0] % sizeof(out)))
 		__builtin_trap();
 	return 0;

@@ -42,7 +42,7 @@ static __attribute__((noinline)) int guarded_code(int x)
 	return x * 3 + 1;
 }
 
-static bool in_guarded(struct hc_target *t, uint64_t raddr)
+static bool in_guarded(struct engine *t, uint64_t raddr)
 {
 	uint64_t lo = (uint64_t)(uintptr_t)guarded_code;
 
@@ -73,7 +73,7 @@ static bool scan_vouches(struct hc_target *t, const void *gregs)
 	char why[256];
 
 	vouched = false;
-	where_safe(t, getpid(), gregs, why, sizeof(why));
+	where_safe(&t->eng, getpid(), gregs, why, sizeof(why));
 	return vouched;
 }
 
@@ -99,14 +99,15 @@ int main(void)
 		return 1;
 	}
 	image_init(&t->img, getpid());
+	t->eng.img = &t->img;
 	t->eng.lockfd = -1;
 	t->img.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-	if (maps_load(&t->img, &e) < 0 || where_init(t, &e) < 0) {
+	if (maps_load(&t->img, &e) < 0 || where_init(&t->eng, &e) < 0) {
 		printf("FAIL setup: %s\n", e.msg);
 		return 1;
 	}
 	t->eng.in_allocator = in_guarded;
-	if (where_prepare(t) < 0) {
+	if (where_prepare(&t->eng) < 0) {
 		printf("FAIL setup: where_prepare\n");
 		return 1;
 	}
@@ -133,19 +134,19 @@ int main(void)
 		stack[i] = i * 1000; /* numbers, not code */
 
 	begin("scan_unchanged");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "a stack of numbers not vouched for");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "the same stack not vouched for the second time");
 	end();
 
 	begin("scan_return_appears");
 	/* safe when read ahead, a return into the allocator when stopped: deep and shallow */
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	stack[WORDS - 3] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator near the top was passed over");
 	stack[WORDS - 3] = (WORDS - 3) * 1000;
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	stack[1] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator at sp was passed over");
 	stack[1] = 1000;
@@ -154,19 +155,19 @@ int main(void)
 	begin("scan_return_stays");
 	/* there when read ahead and still there: the scan ahead's "unsafe" holds */
 	stack[100] = ret_into;
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator read ahead was passed over");
 	end();
 
 	begin("scan_return_gone");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	stack[100] = 0;
 	CHECK(scan_vouches(t, gregs), "a stack whose return into the allocator left not vouched for");
 	end();
 
 	begin("scan_other_sp");
 	/* read ahead at another stack pointer: a word that differs is judged again */
-	where_warm_up(t, (uint64_t)(uintptr_t)(stack + 8), pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)(stack + 8), pc);
 	stack[4] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a scan ahead from another sp vouched for this one");
 	stack[4] = 0;
@@ -179,38 +180,38 @@ int main(void)
 	 * verdict is not the scan ahead's.
 	 */
 	t->eng.in_allocator = NULL;
-	where_prepare(t);
+	where_prepare(&t->eng);
 	stack[2000] = ret_into;
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "with no allocator, a stack of one return not vouched for");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	t->eng.in_allocator = in_guarded;
-	where_prepare(t);
+	where_prepare(&t->eng);
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator passed over after where_prepare()");
 	stack[2000] = 0;
 	end();
 
 	begin("scan_pc");
 	/* the pc judged ahead is passed over only while it is the same pc */
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
 	set_pc(gregs, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: another pc was read ahead");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: it was read ahead");
 	/* judged safe ahead with no allocator, then the policy made again */
 	t->eng.in_allocator = NULL;
-	where_prepare(t);
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	where_prepare(&t->eng);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(scan_vouches(t, gregs), "with no allocator, a pc in guarded_code() not vouched for");
-	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
 	t->eng.in_allocator = in_guarded;
-	where_prepare(t);
+	where_prepare(&t->eng);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over after where_prepare()");
 	set_pc(gregs, pc);
 	end();
 
 	hc_log_set(NULL, HC_LOG_ERR);
-	where_fini(t);
+	where_fini(&t->eng);
 	image_fini(&t->img);
 	free(t);
 	return nfailed != 0;

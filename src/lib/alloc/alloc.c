@@ -5,6 +5,7 @@
  * (alloc_*.c) answer; nothing here stops a thread.  What the drivers
  * share is in alloc_common.c, below them all.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,14 @@
 static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmalloc,
 						   &alloc_mimalloc, &alloc_glibc };
 #define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
+
+/* The engine's safe-point policy: the driver's contains(), on the target around the engine. */
+static bool in_allocator(struct engine *e, uint64_t raddr)
+{
+	struct hc_target *t = (struct hc_target *)((char *)e - offsetof(struct hc_target, eng));
+
+	return t->drv.alloc->contains(t, raddr);
+}
 
 /* A tcmalloc or mimalloc that serves malloc goes before any jemalloc copy merely mapped. */
 static void pick_order(struct hc_target *t, const struct alloc_ops **order)
@@ -68,7 +77,8 @@ int alloc_detect(struct hc_target *t, struct hc_err *err)
 			return -1;
 		if (r > 0) {
 			t->drv.alloc = order[i];
-			t->eng.in_allocator = order[i]->contains;
+			t->eng.in_allocator = order[i]->contains ? in_allocator : NULL;
+			t->eng.alloc_prefix = t->drv.where.prefix;
 			break;
 		}
 	}

@@ -17,6 +17,7 @@
 #include <heapctl/heapctl.h>
 
 struct hc_target;
+struct engine;
 struct obj;
 
 struct alloc_ops {
@@ -62,7 +63,8 @@ extern const struct alloc_ops alloc_glibc;
 
 /*
  * Try the drivers in order (alloc.c); the first that finds its allocator
- * becomes t->drv.alloc, and its contains() the engine's t->eng.in_allocator.
+ * becomes t->drv.alloc, and its contains() the engine's t->eng.in_allocator (with
+ * its symbol prefix, t->eng.alloc_prefix).
  * t->drv.alloc stays NULL if none does.  -1 on error.
  */
 int alloc_detect(struct hc_target *t, struct hc_err *err);
@@ -79,8 +81,8 @@ struct print_ctx {
 	hc_sink_fn sink;
 	void *arg;
 };
-int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err);
-int mi_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err);
+int je_print_cb(void *arg, struct engine *e, const uint64_t *a, struct hc_err *err);
+int mi_print_cb(void *arg, struct engine *e, const uint64_t *a, struct hc_err *err);
 /* The address of name in o, 0 if o does not define it. */
 uint64_t alloc_sym(const struct obj *o, const char *name);
 /*

@@ -60,7 +60,7 @@ void alloc_free_priv(struct hc_target *t)
 }
 
 /* The target's string at at, to pc's sink a page at a time: never past the NUL, of any length. */
-static int print_str(const struct print_ctx *pc, struct hc_target *t, uint64_t at,
+static int print_str(const struct print_ctx *pc, struct engine *e, uint64_t at,
 		     struct hc_err *err)
 {
 	char buf[4096];
@@ -69,7 +69,7 @@ static int print_str(const struct print_ctx *pc, struct hc_target *t, uint64_t a
 		size_t chunk = sizeof(buf) - (at & (sizeof(buf) - 1));
 		char *nul;
 
-		if (call_read(t, at, buf, chunk, err) < 0)
+		if (call_read(e, at, buf, chunk, err) < 0)
 			return -1;
 		nul = memchr(buf, 0, chunk);
 		if (pc->sink(pc->arg, buf, nul ? (size_t)(nul - buf) : chunk) < 0)
@@ -81,13 +81,13 @@ static int print_str(const struct print_ctx *pc, struct hc_target *t, uint64_t a
 }
 
 /* write_cb(void *cbopaque, const char *s) */
-int je_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
+int je_print_cb(void *arg, struct engine *e, const uint64_t *a, struct hc_err *err)
 {
-	return print_str(arg, t, a[1], err);
+	return print_str(arg, e, a[1], err);
 }
 
 /* mi_output_fun(const char *msg, void *arg) */
-int mi_print_cb(void *arg, struct hc_target *t, const uint64_t *a, struct hc_err *err)
+int mi_print_cb(void *arg, struct engine *e, const uint64_t *a, struct hc_err *err)
 {
-	return print_str(arg, t, a[0], err);
+	return print_str(arg, e, a[0], err);
 }

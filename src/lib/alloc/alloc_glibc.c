@@ -160,23 +160,23 @@ struct mi {
 static int remote_mallinfo(struct hc_target *t, struct mi *m, struct hc_err *err)
 {
 	struct gl *g = gl_of(t);
-	uint64_t buf = call_scratch(t, 80, err), ret;
+	uint64_t buf = call_scratch(&t->eng, 80, err), ret;
 
 	memset(m, 0, sizeof(*m));
 	if (!buf)
 		return err_set(err, HC_E_INTERNAL, 0, "no scratch space for mallinfo");
 	if (g->mallinfo2) {
 		/* struct mallinfo2 (80 bytes) comes back through a hidden result pointer */
-		if (call_fn_sret(t, g->mallinfo2, buf, NULL, 0, &ret, err) < 0 ||
-		    call_read(t, buf, m->f, sizeof(m->f), err) < 0)
+		if (call_fn_sret(&t->eng, g->mallinfo2, buf, NULL, 0, &ret, err) < 0 ||
+		    call_read(&t->eng, buf, m->f, sizeof(m->f), err) < 0)
 			return -1;
 		return 0;
 	}
 	{
 		int32_t f[10];
 
-		if (call_fn_sret(t, g->mallinfo, buf, NULL, 0, &ret, err) < 0 ||
-		    call_read(t, buf, f, sizeof(f), err) < 0)
+		if (call_fn_sret(&t->eng, g->mallinfo, buf, NULL, 0, &ret, err) < 0 ||
+		    call_read(&t->eng, buf, f, sizeof(f), err) < 0)
 			return -1;
 		for (int i = 0; i < 10; i++)
 			m->f[i] = (uint32_t)f[i];
@@ -199,34 +199,34 @@ static int remote_malloc_info(struct hc_target *t, char **xml, size_t *len, stru
 		return err_sethint(err, HC_E_NO_SYM, 0, "use 'heapctl stats' without --full",
 				   "pid %d: open_memstream/fclose/free not found in its libc",
 				   t->img.pid);
-	cell = call_scratch(t, 16, err);
+	cell = call_scratch(&t->eng, 16, err);
 	if (!cell)
 		return err_set(err, HC_E_INTERNAL, 0, "no scratch space for malloc_info");
 	a[0] = cell;
 	a[1] = cell + 8;
-	if (call_fn(t, g->open_memstream, a, 2, &fp, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, g->open_memstream, a, 2, &fp, NULL, NULL, err) < 0)
 		return -1;
 	if (!fp)
 		return err_set(err, HC_E_REMOTE, 0, "open_memstream() failed in pid %d", t->img.pid);
 	a[0] = 0;
 	a[1] = fp;
-	if (call_fn(t, g->malloc_info, a, 2, &ret, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, g->malloc_info, a, 2, &ret, NULL, NULL, err) < 0)
 		return -1; /* the FILE leaks in the target, a few hundred bytes */
 	a[0] = fp;
-	if (call_fn(t, g->fclose, a, 1, &ret, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, g->fclose, a, 1, &ret, NULL, NULL, err) < 0)
 		return -1;
-	if (call_read(t, cell, &bufp, 8, err) < 0 || call_read(t, cell + 8, &size, 8, err) < 0)
+	if (call_read(&t->eng, cell, &bufp, 8, err) < 0 || call_read(&t->eng, cell + 8, &size, 8, err) < 0)
 		return -1;
 	if (!bufp)
 		return err_set(err, HC_E_REMOTE, 0, "malloc_info() produced nothing in pid %d", t->img.pid);
 	out = size <= MAX_XML ? malloc(size + 1) : NULL;
-	if (out && call_read(t, bufp, out, size, err) < 0) {
+	if (out && call_read(&t->eng, bufp, out, size, err) < 0) {
 		free(out);
 		out = NULL;
 	}
 	/* the buffer is the target's own malloc'ed memory: give it back whatever happened */
 	a[0] = bufp;
-	call_fn(t, g->free, a, 1, &ret, NULL, NULL, err);
+	call_fn(&t->eng, g->free, a, 1, &ret, NULL, NULL, err);
 	if (!out) {
 		if (!err_isset(err))
 			err_set(err, HC_E_NOMEM, 0, "malloc_info() XML of %" PRIu64 " bytes", size);
@@ -408,8 +408,8 @@ static void version_of(struct hc_target *t, char *out, size_t len)
 	char v[32] = "";
 
 	snprintf(out, len, "(unknown version)");
-	if (g->version && call_fn(t, g->version, NULL, 0, &p, NULL, NULL, &e) == 0 && p &&
-	    call_read_str(t, p, v, sizeof(v), &e) == 0)
+	if (g->version && call_fn(&t->eng, g->version, NULL, 0, &p, NULL, NULL, &e) == 0 && p &&
+	    call_read_str(&t->eng, p, v, sizeof(v), &e) == 0)
 		snprintf(out, len, "%s", v);
 }
 
@@ -430,7 +430,7 @@ static int gl_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 	if (gl_of(t)->open_memstream && remote_malloc_info(t, &xml, &len, err) < 0)
 		goto end;
 end:
-	call_done(t, err);
+	call_done(&t->eng, err);
 	if (err_isset(err)) {
 		free(xml);
 		return -1;
@@ -485,7 +485,7 @@ static int gl_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 		return err_sethint(err, HC_E_USAGE, 0, "use --raw for malloc_info's XML",
 				   "glibc takes no --opts '%s'", opts);
 	remote_malloc_info(t, &xml, &len, err);
-	call_done(t, err);
+	call_done(&t->eng, err);
 	if (err_isset(err)) {
 		free(xml);
 		return -1;
@@ -542,7 +542,7 @@ static int gl_purge(struct hc_target *t, int arena, struct hc_err *err)
 	if (arena >= 0)
 		return err_sethint(err, HC_E_USAGE, 0, "run 'heapctl purge' without --arena",
 				   "glibc's malloc_trim() works on every arena at once");
-	call_fn(t, gl_of(t)->malloc_trim, &a, 1, &ret, NULL, NULL, err);
+	call_fn(&t->eng, gl_of(t)->malloc_trim, &a, 1, &ret, NULL, NULL, err);
 	pr_info("malloc_trim(0) = %" PRIu64 " (1: memory was released)", ret);
 	return err_isset(err) ? -1 : 0;
 }
@@ -634,7 +634,7 @@ static int gl_ctl_set(struct hc_target *t, const char *name, const char *value,
 		return -1;
 	a[0] = (uint64_t)(int64_t)p->param;
 	a[1] = (uint64_t)v.i;
-	if (call_fn(t, gl_of(t)->mallopt, a, 2, &ret, NULL, NULL, err) == 0 && (int)ret != 1)
+	if (call_fn(&t->eng, gl_of(t)->mallopt, a, 2, &ret, NULL, NULL, err) == 0 && (int)ret != 1)
 		err_sethint(err, HC_E_REMOTE, 0, "see mallopt(3) for the range of each parameter",
 			    "mallopt(%s, %lld) was refused by pid %d", p->name, (long long)v.i,
 			    t->img.pid);
@@ -685,7 +685,7 @@ static int gl_info(struct hc_target *t, struct hc_info *info, struct hc_err *err
 
 	memset(info, 0, sizeof(*info));
 	version_of(t, info->version, sizeof(info->version));
-	if (call_done(t, err) < 0)
+	if (call_done(&t->eng, err) < 0)
 		return -1;
 	env = procfs_environ(t->img.proc, &len);
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]) && info->nconf < 32; i++) {

@@ -285,11 +285,11 @@ static int je_prof_dump(struct hc_target *t, const char *out, bool *active, stru
 	if (troot_mkdir(t->img.pid, &dir, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/prof.heap", dir.path);
-	if (need_prof(t, active, err) == 0 && (p = call_strdup(t, path, err)) &&
+	if (need_prof(t, active, err) == 0 && (p = call_strdup(&t->eng, path, err)) &&
 	    je_call(t, "prof.dump", NULL, NULL, &p, sizeof(p), &rc, err) == 0 && rc)
 		ctl_fail(t, "prof.dump", rc, err);
 	pr_debug("prof.dump to %s: %d", path, rc);
-	call_done(t, err);
+	call_done(&t->eng, err);
 	if (!err_isset(err))
 		troot_fetch(&dir, "prof.heap", "heap_v2/|heap profile:", out, MAX_PROFILE, err);
 	troot_remove(&dir);
@@ -357,11 +357,11 @@ static int je_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 	struct print_ctx pc = { sink, arg };
 	uint64_t a[3], ret;
 
-	a[0] = call_cb_raddr(t, err);
+	a[0] = call_cb_raddr(&t->eng, err);
 	a[1] = 0;
-	a[2] = opts ? call_strdup(t, opts, err) : 0;
+	a[2] = opts ? call_strdup(&t->eng, opts, err) : 0;
 	if (!opts || a[2])
-		call_fn(t, je_of(t)->stats_print, a, 3, &ret, je_print_cb, &pc, err);
+		call_fn(&t->eng, je_of(t)->stats_print, a, 3, &ret, je_print_cb, &pc, err);
 	return err_isset(err) ? -1 : 0;
 }
 
@@ -520,7 +520,7 @@ static int je_ctl_set(struct hc_target *t, const char *name, const char *value,
 			goto end;
 		if (rc)
 			goto end;
-		p = call_strdup(t, nv.str, err);
+		p = call_strdup(&t->eng, nv.str, err);
 		if (!p || je_call(t, name, NULL, NULL, &p, sizeof(p), &rc, err) < 0)
 			goto end;
 	} else {

@@ -203,7 +203,7 @@ static int version_of(struct hc_target *t, struct hc_err *err)
 {
 	uint64_t ret = 0;
 
-	if (call_fn(t, mi_of(t)->version, NULL, 0, &ret, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, mi_of(t)->version, NULL, 0, &ret, NULL, NULL, err) < 0)
 		return -1;
 	return (int)(ret & 0x7fffffff);
 }
@@ -241,11 +241,11 @@ static int print_out(struct hc_target *t, hc_sink_fn sink, void *arg, struct hc_
 	struct print_ctx pc = { sink, arg };
 	uint64_t a[2], ret;
 
-	a[0] = call_cb_raddr(t, err);
+	a[0] = call_cb_raddr(&t->eng, err);
 	a[1] = 0;
 	if (!a[0])
 		return -1;
-	return call_fn(t, mi_of(t)->stats_print, a, 2, &ret, mi_print_cb, &pc, err);
+	return call_fn(&t->eng, mi_of(t)->stats_print, a, 2, &ret, mi_print_cb, &pc, err);
 }
 
 /* ---- operations ------------------------------------------------------------------- */
@@ -266,7 +266,7 @@ static int mi_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 	mi_version_str(v, st->version, sizeof(st->version));
 	if (m->process_info) {
 		/* (elapsed, user, system, current_rss, peak_rss, current_commit, peak_commit, faults) */
-		cell = call_scratch(t, sizeof(info), err);
+		cell = call_scratch(&t->eng, sizeof(info), err);
 		if (!cell) {
 			if (!err_isset(err))
 				err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
@@ -276,15 +276,15 @@ static int mi_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err
 		a[4] = cell;
 		a[5] = cell + 8;
 		a[6] = cell + 16;
-		if (call_write(t, cell, info, sizeof(info), err) < 0 ||
-		    call_fn(t, m->process_info, a, 8, &ret, NULL, NULL, err) < 0 ||
-		    call_read(t, cell, info, sizeof(info), err) < 0)
+		if (call_write(&t->eng, cell, info, sizeof(info), err) < 0 ||
+		    call_fn(&t->eng, m->process_info, a, 8, &ret, NULL, NULL, err) < 0 ||
+		    call_read(&t->eng, cell, info, sizeof(info), err) < 0)
 			goto end;
 		have_info = true;
 	}
 	print_out(t, text_sink, &x, err);
 end:
-	call_done(t, err);
+	call_done(&t->eng, err);
 	if (err_isset(err)) {
 		free(x.b);
 		return -1;
@@ -327,9 +327,9 @@ static int mi_purge(struct hc_target *t, int arena, struct hc_err *err)
 	 * (mi_stats_print_out() would, but hc_purge() may come without stats.)
 	 */
 	if (mi_of(t)->thread_init &&
-	    call_fn(t, mi_of(t)->thread_init, NULL, 0, &ret, NULL, NULL, err) < 0)
+	    call_fn(&t->eng, mi_of(t)->thread_init, NULL, 0, &ret, NULL, NULL, err) < 0)
 		return -1;
-	call_fn(t, mi_of(t)->collect, &force, 1, &ret, NULL, NULL, err);
+	call_fn(&t->eng, mi_of(t)->collect, &force, 1, &ret, NULL, NULL, err);
 	return err_isset(err) ? -1 : 0;
 }
 
@@ -361,7 +361,7 @@ static int opt_read(struct hc_target *t, const struct mi_opt *o, struct hc_value
 	uint64_t a = (uint64_t)o->id, ret = 0;
 
 	memset(v, 0, sizeof(*v));
-	if (call_fn(t, mi_of(t)->opt_get, &a, 1, &ret, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, mi_of(t)->opt_get, &a, 1, &ret, NULL, NULL, err) < 0)
 		return -1;
 	v->type = HC_T_I64;
 	v->i = (int64_t)ret; /* long */
@@ -397,7 +397,7 @@ static int mi_ctl_set(struct hc_target *t, const char *name, const char *value,
 	a[0] = (uint64_t)o->id;
 	a[1] = (uint64_t)nv.i;
 	/* what mimalloc holds now, read back in the same borrow */
-	if (call_fn(t, mi_of(t)->opt_set, a, 2, &ret, NULL, NULL, err) < 0 ||
+	if (call_fn(&t->eng, mi_of(t)->opt_set, a, 2, &ret, NULL, NULL, err) < 0 ||
 	    opt_read(t, o, now, err) < 0)
 		return -1;
 	if (o->later)

@@ -127,13 +127,13 @@ static int get_num(struct hc_target *t, const char *name, uint64_t name_raddr, u
 	uint64_t a[2], ret = 0;
 
 	*v = 0;
-	a[0] = name_raddr ? name_raddr : call_strdup(t, name, err);
-	a[1] = call_scratch(t, 8, err);
+	a[0] = name_raddr ? name_raddr : call_strdup(&t->eng, name, err);
+	a[1] = call_scratch(&t->eng, 8, err);
 	if (!a[0] || !a[1])
 		return err_isset(err) ? -1 : err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
-	if (call_write(t, a[1], v, 8, err) < 0 ||
-	    call_fn(t, tc_of(t)->get_num, a, 2, &ret, NULL, NULL, err) < 0 ||
-	    call_read(t, a[1], v, 8, err) < 0)
+	if (call_write(&t->eng, a[1], v, 8, err) < 0 ||
+	    call_fn(&t->eng, tc_of(t)->get_num, a, 2, &ret, NULL, NULL, err) < 0 ||
+	    call_read(&t->eng, a[1], v, 8, err) < 0)
 		return -1;
 	if (found)
 		*found = (ret & 0xff) != 0; /* C++ bool in al */
@@ -169,7 +169,7 @@ static char *read_remote_str(struct hc_target *t, uint64_t at, size_t max, size_
 			buf = nb;
 			cap *= 2;
 		}
-		if (call_read(t, at, buf + n, chunk, err) < 0)
+		if (call_read(&t->eng, at, buf + n, chunk, err) < 0)
 			break;
 		nul = memchr(buf + n, 0, chunk);
 		if (nul) {
@@ -192,8 +192,8 @@ static void version_of(struct hc_target *t, char *out, size_t len)
 	char v[64] = "";
 
 	snprintf(out, len, "(unknown version)");
-	if (tc_of(t)->version && call_fn(t, tc_of(t)->version, a, 3, &p, NULL, NULL, &e) == 0 &&
-	    p && call_read_str(t, p, v, sizeof(v), &e) == 0)
+	if (tc_of(t)->version && call_fn(&t->eng, tc_of(t)->version, a, 3, &p, NULL, NULL, &e) == 0 &&
+	    p && call_read_str(&t->eng, p, v, sizeof(v), &e) == 0)
 		snprintf(out, len, "%s", v);
 }
 
@@ -259,7 +259,7 @@ static int tc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 			       c->obj->path);
 	/* the text can exceed heapctl's scratch: a buffer of the target's own, freed below */
 	a[0] = STATS_BUF;
-	if (call_fn(t, c->malloc, a, 1, &buf, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, c->malloc, a, 1, &buf, NULL, NULL, err) < 0)
 		goto end;
 	if (!buf) {
 		err_set(err, HC_E_REMOTE, ENOMEM, "malloc(%u) failed in pid %d", STATS_BUF, t->img.pid);
@@ -267,13 +267,13 @@ static int tc_stats_print(struct hc_target *t, const char *opts, hc_sink_fn sink
 	}
 	a[0] = buf;
 	a[1] = STATS_BUF;
-	if (call_write(t, buf, "", 1, err) == 0 &&
-	    call_fn(t, c->get_stats, a, 2, &ret, NULL, NULL, err) == 0)
+	if (call_write(&t->eng, buf, "", 1, err) == 0 &&
+	    call_fn(&t->eng, c->get_stats, a, 2, &ret, NULL, NULL, err) == 0)
 		text = read_remote_str(t, buf, STATS_BUF, &len, err);
 	a[0] = buf;
-	call_fn(t, c->free, a, 1, &ret, NULL, NULL, err);
+	call_fn(&t->eng, c->free, a, 1, &ret, NULL, NULL, err);
 end:
-	call_done(t, err);
+	call_done(&t->eng, err);
 	if (text && !err_isset(err) && sink(arg, text, len) < 0)
 		err_set(err, HC_E_IO, errno, "writing the statistics failed");
 	free(text);
@@ -289,7 +289,7 @@ static int tc_purge(struct hc_target *t, int arena, struct hc_err *err)
 				   "tcmalloc has one page heap: there are no arenas to choose");
 	if (!tc_of(t)->release)
 		return err_set(err, HC_E_NO_SYM, 0, "MallocExtension_ReleaseFreeMemory not found");
-	call_fn(t, tc_of(t)->release, NULL, 0, &ret, NULL, NULL, err);
+	call_fn(&t->eng, tc_of(t)->release, NULL, 0, &ret, NULL, NULL, err);
 	return err_isset(err) ? -1 : 0;
 }
 
@@ -308,7 +308,7 @@ static int running(struct hc_target *t, bool *on, struct hc_err *err)
 {
 	uint64_t ret = 0;
 
-	if (call_fn(t, tc_of(t)->prof_running, NULL, 0, &ret, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, tc_of(t)->prof_running, NULL, 0, &ret, NULL, NULL, err) < 0)
 		return -1;
 	*on = (ret & 0xffffffff) != 0;
 	return 0;
@@ -349,7 +349,7 @@ static int intervals_zero(struct hc_target *t, bool *zero, struct hc_err *err)
 	for (size_t i = 0; i < 4; i++) {
 		int64_t v;
 
-		if (call_read(t, tc_of(t)->interval[i], &v, sizeof(v), err) < 0)
+		if (call_read(&t->eng, tc_of(t)->interval[i], &v, sizeof(v), err) < 0)
 			return -1;
 		if (v)
 			*zero = false;
@@ -360,7 +360,7 @@ static int intervals_zero(struct hc_target *t, bool *zero, struct hc_err *err)
 static int intervals_set(struct hc_target *t, const int64_t v[4], struct hc_err *err)
 {
 	for (size_t i = 0; i < 4; i++)
-		if (call_write(t, tc_of(t)->interval[i], &v[i], sizeof(v[i]), err) < 0)
+		if (call_write(&t->eng, tc_of(t)->interval[i], &v[i], sizeof(v[i]), err) < 0)
 			return -1;
 	return 0;
 }
@@ -380,23 +380,23 @@ static int start_quietly(struct hc_target *t, const char *prefix, const int64_t 
 	bool called = false;
 	uint64_t p, ret;
 
-	if (call_read(t, c->verbose, &verbose, sizeof(verbose), err) < 0)
+	if (call_read(&t->eng, c->verbose, &verbose, sizeof(verbose), err) < 0)
 		return -1;
 	/* no automatic dumps into a prefix that is gone when this command ends */
 	if (intervals_set(t, zero, err) < 0)
 		goto restore;
 	/* RAW_VLOG(0) prints while FLAGS_verbose >= 0; a lower setting stays as it is */
-	if (verbose >= 0 && call_write(t, c->verbose, &quiet, sizeof(quiet), err) < 0)
+	if (verbose >= 0 && call_write(&t->eng, c->verbose, &quiet, sizeof(quiet), err) < 0)
 		goto restore;
-	p = call_strdup(t, prefix, err);
+	p = call_strdup(&t->eng, prefix, err);
 	if (!p && !err_isset(err))
 		err_set(err, HC_E_INTERNAL, 0, "scratch space is full");
 	if (p) {
 		pr_info("HeapProfilerStart(\"%s\")", prefix);
-		called = call_fn(t, c->prof_start, &p, 1, &ret, NULL, NULL, err) == 0;
+		called = call_fn(&t->eng, c->prof_start, &p, 1, &ret, NULL, NULL, err) == 0;
 	}
 	/* undone on every path, even after a failed call */
-	if (verbose >= 0 && call_write(t, c->verbose, &verbose, sizeof(verbose), &e) < 0 &&
+	if (verbose >= 0 && call_write(&t->eng, c->verbose, &verbose, sizeof(verbose), &e) < 0 &&
 	    !err_isset(err))
 		*err = e;
 	/* it runs, or cannot be asked: the automatic dumps must stay off */
@@ -445,7 +445,7 @@ static int tc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_er
 		start_quietly(t, prefix, start, &on, err);
 	} else if (!active) {
 		if (on)
-			call_fn(t, c->prof_stop, NULL, 0, &ret, NULL, NULL, err);
+			call_fn(&t->eng, c->prof_stop, NULL, 0, &ret, NULL, NULL, err);
 		/* heapctl's "prof on" zeroed the automatic dumps: give them back */
 		if (!err_isset(err) && flags && intervals_zero(t, &zero, err) == 0 && zero)
 			intervals_set(t, start, err);
@@ -456,7 +456,7 @@ static int tc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_er
 		err_set(err, HC_E_REMOTE, 0, "the heap profiler of pid %d is still %s", t->img.pid,
 			on ? "running" : "stopped");
 end:
-	call_done(t, err);
+	call_done(&t->eng, err);
 	if (active)
 		troot_remove(&dir);
 	return err_isset(err) ? -1 : 0;
@@ -637,18 +637,18 @@ static int tc_prof_dump(struct hc_target *t, const char *out, bool *active, stru
 		goto end;
 	}
 	/* GetHeapProfile(): the text of a HeapProfilerDump(), malloc'ed in the target */
-	if (call_fn(t, tc_of(t)->prof_get, NULL, 0, &p, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, tc_of(t)->prof_get, NULL, 0, &p, NULL, NULL, err) < 0)
 		goto end;
 	if (!p) {
 		err_set(err, HC_E_REMOTE, 0, "GetHeapProfile() returned NULL in pid %d", t->img.pid);
 		goto end;
 	}
 	text = read_remote_str(t, p, MAX_PROFILE, &len, err);
-	call_fn(t, tc_of(t)->free, &p, 1, &ret, NULL, NULL, err);
+	call_fn(&t->eng, tc_of(t)->free, &p, 1, &ret, NULL, NULL, err);
 end:
-	call_done(t, err);
+	call_done(&t->eng, err);
 	if (text && !err_isset(err)) {
-		struct tc_frames fr = { tc_of(t)->prof_get, tc_of(t)->prof_get_end, call_ret_raddr(t),
+		struct tc_frames fr = { tc_of(t)->prof_get, tc_of(t)->prof_get_end, call_ret_raddr(&t->eng),
 					in_text, t };
 
 		text = tc_profile_filter(text, &len, &fr);
@@ -698,7 +698,7 @@ static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
 			       tc_of(t)->obj->path);
 	if (hc_value_parse(name, HC_T_SIZE, value, &nv, err) < 0)
 		return -1;
-	a[0] = call_strdup(t, name, err);
+	a[0] = call_strdup(&t->eng, name, err);
 	a[1] = nv.u;
 	if (!a[0]) {
 		if (!err_isset(err))
@@ -708,7 +708,7 @@ static int tc_ctl_set(struct hc_target *t, const char *name, const char *value,
 	if (get_num(t, name, a[0], &old->u, NULL, err) < 0)
 		goto end;
 	old->type = HC_T_SIZE;
-	if (call_fn(t, tc_of(t)->set_num, a, 2, &ret, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, tc_of(t)->set_num, a, 2, &ret, NULL, NULL, err) < 0)
 		goto end;
 	if (!(ret & 0xff)) {
 		err_set(err, HC_E_REMOTE, 0, "tcmalloc in pid %d refused to set '%s'", t->img.pid, name);

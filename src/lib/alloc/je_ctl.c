@@ -322,46 +322,46 @@ int je_call(struct hc_target *t, const char *name, void *old, size_t *oldlen,
 	uint64_t len = oldlen ? *oldlen : 0;
 
 	/* Each call's scratch is given back after it: a listing makes thousands. */
-	size_t mark = call_scratch_mark(t);
+	size_t mark = call_scratch_mark(&t->eng);
 	int r = -1;
 
-	a[0] = call_strdup(t, name, err);
+	a[0] = call_strdup(&t->eng, name, err);
 	if (!a[0])
 		goto out;
 	if (old) {
-		a[1] = call_scratch(t, len, err);
-		a[2] = call_scratch(t, sizeof(len), err);
-		if (!a[1] || !a[2] || call_write(t, a[2], &len, sizeof(len), err) < 0) {
+		a[1] = call_scratch(&t->eng, len, err);
+		a[2] = call_scratch(&t->eng, sizeof(len), err);
+		if (!a[1] || !a[2] || call_write(&t->eng, a[2], &len, sizeof(len), err) < 0) {
 			err_set(err, HC_E_ARGS, 0, "value of %s too large", name);
 			goto out;
 		}
 	}
 	if (newv) {
-		a[3] = call_scratch(t, newlen, err);
+		a[3] = call_scratch(&t->eng, newlen, err);
 		a[4] = newlen;
-		if (!a[3] || call_write(t, a[3], newv, newlen, err) < 0) {
+		if (!a[3] || call_write(&t->eng, a[3], newv, newlen, err) < 0) {
 			err_set(err, HC_E_ARGS, 0, "value for %s too large", name);
 			goto out;
 		}
 	}
-	if (call_fn(t, je->ctl, a, 5, &ret, NULL, NULL, err) < 0) {
+	if (call_fn(&t->eng, je->ctl, a, 5, &ret, NULL, NULL, err) < 0) {
 		err_context(err, "%smallctl(\"%s\")", je->prefix, name);
 		goto out;
 	}
 	*rc = (int)ret;
 	pr_debug("%smallctl(\"%s\") = %d", je->prefix, name, *rc);
 	if (*rc == 0 && old) {
-		if (call_read(t, a[2], &len, sizeof(len), err) < 0)
+		if (call_read(&t->eng, a[2], &len, sizeof(len), err) < 0)
 			goto out;
 		if (len > *oldlen)
 			len = *oldlen;
 		*oldlen = len;
-		if (call_read(t, a[1], old, len, err) < 0)
+		if (call_read(&t->eng, a[1], old, len, err) < 0)
 			goto out;
 	}
 	r = 0;
 out:
-	call_scratch_release(t, mark);
+	call_scratch_release(&t->eng, mark);
 	return r;
 }
 
@@ -403,7 +403,7 @@ int je_read(struct hc_target *t, const char *name, enum hc_type type, struct hc_
 		memcpy(&p, buf, 8);
 		if (!p)
 			snprintf(v->str, sizeof(v->str), "(null)");
-		else if (call_read_str(t, p, v->str, sizeof(v->str), err) < 0)
+		else if (call_read_str(&t->eng, p, v->str, sizeof(v->str), err) < 0)
 			return -1;
 	}
 	return 0;

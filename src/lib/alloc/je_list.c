@@ -360,7 +360,7 @@ int je_ctl_list(struct hc_target *t, const char *prefix, struct hc_ctl_entry **o
 		}
 	}
 end:
-	call_done(t, err);
+	call_done(&t->eng, err);
 	if (err_isset(err)) {
 		free(l->ents);
 		free(l);

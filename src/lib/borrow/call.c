@@ -54,16 +54,16 @@
 #include "tlock.h"
 #include "where.h"
 
-/* The extra regsets, one after the other in t->eng.regs_area: nothing allocated while stopped. */
-static int save_extra(struct hc_target *t, struct hc_err *err)
+/* The extra regsets, one after the other in t->regs_area: nothing allocated while stopped. */
+static int save_extra(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	size_t used = 0;
 
-	for (const unsigned int *nt = t->img.arch->extra_regsets; *nt && s->nextra < MAX_EXTRA; nt++) {
+	for (const unsigned int *nt = t->img->arch->extra_regsets; *nt && s->nextra < MAX_EXTRA; nt++) {
 		/* Ask with all the room left; the kernel says how much is real. */
 		size_t room = REGS_AREA - used, len = room;
-		uint8_t *buf = t->eng.regs_area + used;
+		uint8_t *buf = t->regs_area + used;
 		struct hc_err e = { 0 };
 
 		if (ptrace_regset_get(s->tid, *nt, buf, &len, &e) < 0) {
@@ -95,12 +95,12 @@ static int save_extra(struct hc_target *t, struct hc_err *err)
  * in the shadow, which the first register write flushes to the target.
  * Returns 1 if the stack has no room there (the thread is not usable).
  */
-static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
+static int write_frame(struct engine *t, char *why, size_t whylen, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	struct hc_sigframe f = { .gregs = s->probed ? s->fgregs : s->gregs, .extra = s->extra,
-				 .nextra = s->nextra, .restorer = t->eng.restorer };
-	uint64_t sp = t->img.arch->get_sp(s->gregs);
+				 .nextra = s->nextra, .restorer = t->restorer };
+	uint64_t sp = t->img->arch->get_sp(s->gregs);
 	const struct vma *v;
 	struct hc_err e = { 0 };
 	size_t len;
@@ -110,8 +110,8 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 		f.mask = s->mask;
 	else if (ptrace_sigmask_get(s->tid, &f.mask, err) < 0)
 		return -1;
-	len = (t->img.arch->sigframe_len(&f) + 15) & ~(size_t)15;
-	f.raddr = s->frame = t->img.arch->frame_place(sp, len + SCRATCH_LEN);
+	len = (t->img->arch->sigframe_len(&f) + 15) & ~(size_t)15;
+	f.raddr = s->frame = t->img->arch->frame_place(sp, len + SCRATCH_LEN);
 	s->scratch = s->frame + len;
 	s->slot = s->scratch;
 	s->scratch_used = SLOT_ROOM;
@@ -119,8 +119,8 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	s->shadow_len = CHAIN_ROOM + len + SCRATCH_LEN;
 	if (s->shadow_len > SHADOW_MAX)
 		return err_set(err, HC_E_INTERNAL, 0, "signal frame of %zu bytes", len);
-	memset(t->eng.shadow, 0, CHAIN_ROOM + len);
-	if (t->img.arch->sigframe_build(&f, t->eng.shadow + CHAIN_ROOM, len, err) < 0)
+	memset(t->shadow, 0, CHAIN_ROOM + len);
+	if (t->img->arch->sigframe_build(&f, t->shadow + CHAIN_ROOM, len, err) < 0)
 		return -1;
 	s->dirty_lo = s->frame;
 	s->dirty_hi = s->frame + len;
@@ -129,11 +129,11 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 	 * Room on the stack: the mapping sp is in reaches down that far, as
 	 * maps_load() saw it; else ask the target itself, as a write would.
 	 */
-	v = vma_at(&t->img, sp);
-	if (v && v == vma_at(&t->img, s->shadow_lo))
+	v = vma_at(t->img, sp);
+	if (v && v == vma_at(t->img, s->shadow_lo))
 		return 0;
-	if (mem_write(t->img.memfd, s->shadow_lo, t->eng.shadow, 8, &e) < 0 ||
-	    mem_write(t->img.memfd, s->scratch + SCRATCH_LEN - 8, t->eng.shadow, 8, &e) < 0) {
+	if (mem_write(t->img->memfd, s->shadow_lo, t->shadow, 8, &e) < 0 ||
+	    mem_write(t->img->memfd, s->scratch + SCRATCH_LEN - 8, t->shadow, 8, &e) < 0) {
 		snprintf(why, whylen, "thread %d has no stack room below 0x%llx", s->tid,
 			 (unsigned long long)sp);
 		return 1;
@@ -145,7 +145,7 @@ static int write_frame(struct hc_target *t, char *why, size_t whylen, struct hc_
 #define FIRST_LISTED 64
 
 /* Pick and stop a thread at a safe point, save it, write its frame. */
-static int borrow(struct hc_target *t, struct hc_err *err)
+static int borrow(struct engine *t, struct hc_err *err)
 {
 	char why[256] = "no thread found";
 	pid_t *tids = NULL;
@@ -161,7 +161,7 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	/* one heapctl at a time: before any seize, and before leftovers are judged */
 	if (tlock_acquire(t, err) < 0)
 		return -1;
-	if (!t->eng.gadget && gadget_find(t, err) < 0) {
+	if (!t->gadget && gadget_find(t, err) < 0) {
 		enum prog p = gadget_program(t);
 
 		if (p != PROG_SAME) {
@@ -169,11 +169,11 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			memset(err, 0, sizeof(*err));
 			if (p == PROG_GONE)
 				return err_set(err, HC_E_GONE, 0,
-					       "pid %d exited while heapctl looked at it", t->img.pid);
+					       "pid %d exited while heapctl looked at it", t->img->pid);
 			/* the same words as step_gone(): HC_E_GONE's own hint speaks of an exit */
 			return err_sethint(err, HC_E_GONE, 0,
 					   "retry on the new program if it uses jemalloc",
-					   "pid %d ran execve while heapctl looked at it", t->img.pid);
+					   "pid %d ran execve while heapctl looked at it", t->img->pid);
 		}
 		return -1;
 	}
@@ -183,56 +183,56 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 	 * the room for the saved register sets, its first 16 KiB too: no
 	 * allocation or page fault while a thread is stopped.
 	 */
-	if (!t->eng.shadow && (t->eng.shadow = malloc(SHADOW_MAX)))
-		memset(t->eng.shadow, 0, 16 * 1024);
-	if (!t->eng.regs_area && (t->eng.regs_area = malloc(REGS_AREA)))
-		memset(t->eng.regs_area, 0, 16 * 1024);
-	if (!t->eng.shadow || !t->eng.regs_area)
+	if (!t->shadow && (t->shadow = malloc(SHADOW_MAX)))
+		memset(t->shadow, 0, 16 * 1024);
+	if (!t->regs_area && (t->regs_area = malloc(REGS_AREA)))
+		memset(t->regs_area, 0, 16 * 1024);
+	if (!t->shadow || !t->regs_area)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/* what the safe-point check reads, ready before anything stops */
-	sym_prepare(&t->img, t->eng.gadget);
-	if (t->img.arch->prepare)
-		t->img.arch->prepare();
+	sym_prepare(t->img, t->gadget);
+	if (t->img->arch->prepare)
+		t->img->arch->prepare();
 	if (where_prepare(t) < 0)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	t->eng.sess = calloc(1, sizeof(*t->eng.sess));
-	if (!t->eng.sess)
+	t->sess = calloc(1, sizeof(*t->sess));
+	if (!t->sess)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	ptrace_hold_sigchld(); /* until call_end() */
-	memset(&t->eng.timing, 0, sizeof(t->eng.timing));
+	memset(&t->timing, 0, sizeof(t->timing));
 	for (;;) {
 		free(tids);
 		tids = NULL;
-		if (t->img.opts.tid) {
+		if (t->img->opts.tid) {
 			tids = malloc(sizeof(*tids));
 			if (!tids)
 				return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-			tids[0] = t->img.opts.tid;
+			tids[0] = t->img->opts.tid;
 			ntids = 1;
 		} else if (thread_list(t, attempts ? 0 : FIRST_LISTED, &tids, &ntids, err) < 0) {
 			goto fail;
 		}
 		/* two passes over the threads: the first one picky (see thread_try()) */
-		for (size_t k = 0; k < 2 * ntids && (k == 0 || now_ns() < t->eng.deadline_ns); k++) {
+		for (size_t k = 0; k < 2 * ntids && (k == 0 || now_ns() < t->deadline_ns); k++) {
 			size_t i = k % ntids;
 
 			attempts++;
 			/* asked to stop (the front's death, see src/cli/keeper.c): seize nothing more */
-			t->eng.cancel_sig = term_pending();
-			if (t->eng.cancel_sig) {
+			t->cancel_sig = term_pending();
+			if (t->cancel_sig) {
 				err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d untouched",
-					sigabbrev_np(t->eng.cancel_sig), t->img.pid);
+					sigabbrev_np(t->cancel_sig), t->img->pid);
 				goto fail;
 			}
 			r = thread_try(t, tids[i],
-				       t->img.opts.tid ? now_ns() < picky_until : k < ntids && ntids > 1,
+				       t->img->opts.tid ? now_ns() < picky_until : k < ntids && ntids > 1,
 				       why, sizeof(why), err);
 			if (r < 0)
 				goto fail;
 			if (r == 0)
 				continue;
-			if ((t->eng.seccomp == 2 && seccomp_check(t, t->eng.sess->tid, err) < 0) ||
-			    (t->eng.sess->at == ST_GROUP && thread_check_stopped(t, err) < 0) ||
+			if ((t->seccomp == 2 && seccomp_check(t, t->sess->tid, err) < 0) ||
+			    (t->sess->at == ST_GROUP && thread_check_stopped(t, err) < 0) ||
 			    save_extra(t, err) < 0)
 				goto fail;
 			/*
@@ -241,10 +241,10 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			 * take it now, so no signal is ever dequeued before
 			 * heapctl blocks it.
 			 */
-			if (t->img.arch->swaps_mask(t->eng.sess->gregs) == 0) {
-				if (ptrace_sigmask_get(t->eng.sess->tid, &t->eng.sess->mask, err) < 0)
+			if (t->img->arch->swaps_mask(t->sess->gregs) == 0) {
+				if (ptrace_sigmask_get(t->sess->tid, &t->sess->mask, err) < 0)
 					goto fail;
-				t->eng.sess->mask_known = true;
+				t->sess->mask_known = true;
 			}
 			r = write_frame(t, why, sizeof(why), err);
 			if (r < 0)
@@ -252,9 +252,9 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			if (r > 0) {
 				if (ptrace_detach(tids[i], 0, err) < 0)
 					goto fail;
-				t->eng.sess->nextra = 0;
-				t->eng.sess->tid = 0;
-				t->eng.sess->stopped = t->eng.sess->saved = t->eng.sess->mask_known = false;
+				t->sess->nextra = 0;
+				t->sess->tid = 0;
+				t->sess->stopped = t->sess->saved = t->sess->mask_known = false;
 				continue;
 			}
 			/*
@@ -262,10 +262,10 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 			 * getpid() first.  A signal that comes before it is
 			 * delivered at once, the thread given back: same thread again.
 			 */
-			if (!t->eng.sess->mask_known) {
+			if (!t->sess->mask_known) {
 				int64_t pid;
 
-				r = step_rsys(t, t->img.arch->nr_getpid, NULL, 0, &pid, err);
+				r = step_rsys(t, t->img->arch->nr_getpid, NULL, 0, &pid, err);
 				if (r < 0)
 					goto fail;
 				if (r > 0) {
@@ -275,36 +275,36 @@ static int borrow(struct hc_target *t, struct hc_err *err)
 				}
 			}
 			free(tids);
-			t->eng.sess->asked = true;
-			t->eng.timing.tid = t->eng.sess->tid;
-			t->eng.timing.attempts = attempts;
-			pr_debug("borrowing tid %d of pid %d", t->eng.sess->tid, t->img.pid);
+			t->sess->asked = true;
+			t->timing.tid = t->sess->tid;
+			t->timing.attempts = attempts;
+			pr_debug("borrowing tid %d of pid %d", t->sess->tid, t->img->pid);
 			return 0;
 		}
 		prog = ntids ? gadget_program(t) : PROG_GONE;
 		if (prog != PROG_SAME) {
 			/* all threads zombies (killed, not yet reaped) or exited, or execve ran */
 			if (prog == PROG_OTHER)
-				t->eng.sess->exec_seen = true;
+				t->sess->exec_seen = true;
 			step_gone(t, err);
 			goto fail;
 		}
-		if (t->img.opts.tid && ntids == 1 && strstr(why, "exited")) {
-			err_set(err, HC_E_NO_PROC, 0, "thread %d is not in pid %d", t->img.opts.tid, t->img.pid);
+		if (t->img->opts.tid && ntids == 1 && strstr(why, "exited")) {
+			err_set(err, HC_E_NO_PROC, 0, "thread %d is not in pid %d", t->img->opts.tid, t->img->pid);
 			goto fail;
 		}
-		if (now_ns() + backoff * 1000ull >= t->eng.deadline_ns) {
-			if (t->img.opts.tid)
+		if (now_ns() + backoff * 1000ull >= t->deadline_ns) {
+			if (t->img->opts.tid)
 				err_sethint(err, HC_E_UNSAFE, 0,
 					    "retry later, raise --timeout, or drop --tid to let heapctl pick a thread",
-					    "thread %d never reached a safe point: %s", t->img.opts.tid, why);
+					    "thread %d never reached a safe point: %s", t->img->opts.tid, why);
 			else
 				err_set(err, HC_E_UNSAFE, 0,
-					"no thread of pid %d reached a safe point (last: %s)", t->img.pid, why);
+					"no thread of pid %d reached a safe point (last: %s)", t->img->pid, why);
 			goto fail;
 		}
-		t->eng.cancel_sig = term_pending();
-		if (t->eng.cancel_sig) {
+		t->cancel_sig = term_pending();
+		if (t->cancel_sig) {
 			step_cancelled(t, err);
 			goto fail;
 		}
@@ -325,47 +325,47 @@ fail:
  * refuses before that never stops anything.  After a failed borrow the
  * error stands; nothing tries again within the same error.
  */
-static int need(struct hc_target *t, struct hc_err *err)
+static int need(struct engine *t, struct hc_err *err)
 {
-	if (t->eng.sess)
+	if (t->sess)
 		return 0;
 	if (err_isset(err))
 		return -1;
 	return borrow(t, err);
 }
 
-void call_hold(struct hc_target *t)
+void call_hold(struct engine *t)
 {
-	t->eng.held++;
+	t->held++;
 }
 
-int call_release(struct hc_target *t, struct hc_err *err)
+int call_release(struct engine *t, struct hc_err *err)
 {
-	if (t->eng.held)
-		t->eng.held--;
+	if (t->held)
+		t->held--;
 	return call_done(t, err);
 }
 
-int call_done(struct hc_target *t, struct hc_err *err)
+int call_done(struct engine *t, struct hc_err *err)
 {
-	if (!t->eng.held)
+	if (!t->held)
 		return call_end(t, err);
 	return err_isset(err) ? -1 : 0;
 }
 
-uint64_t call_ret_raddr(const struct hc_target *t)
+uint64_t call_ret_raddr(const struct engine *t)
 {
-	return t->img.arch->ret_gadget ? t->eng.retg.addr : t->eng.restorer;
+	return t->img->arch->ret_gadget ? t->retg.addr : t->restorer;
 }
 
-uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
+uint64_t call_cb_raddr(struct engine *t, struct hc_err *err)
 {
 	if (need(t, err) < 0)
 		return 0;
-	if (!t->eng.notify_fn)
+	if (!t->notify_fn)
 		err_set(err, HC_E_UNSUPPORTED, 0,
-			"pid %d has no getpid() of its C library's for a callback to stop at", t->img.pid);
-	return t->eng.notify_fn;
+			"pid %d has no getpid() of its C library's for a callback to stop at", t->img->pid);
+	return t->notify_fn;
 }
 
 /*
@@ -374,9 +374,9 @@ uint64_t call_cb_raddr(struct hc_target *t, struct hc_err *err)
  * it found them and the x87 stack empty (none heapctl calls returns a long
  * double), so the next call finds the state the ABI promises already.
  */
-static int prepare_fp(struct hc_target *t, struct hc_err *err)
+static int prepare_fp(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
 	if (s->fp_ready)
 		return 0;
@@ -389,7 +389,7 @@ static int prepare_fp(struct hc_target *t, struct hc_err *err)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		memcpy(copy, s->extra[i].buf, s->extra[i].len);
 		/* most threads have that state already: then there is nothing to write */
-		if (t->img.arch->call_fpstate(s->extra[i].nt, copy, s->extra[i].len) &&
+		if (t->img->arch->call_fpstate(s->extra[i].nt, copy, s->extra[i].len) &&
 		    memcmp(copy, s->extra[i].buf, s->extra[i].len))
 			r = ptrace_regset_set(s->tid, s->extra[i].nt, copy, s->extra[i].len, err);
 		free(copy);
@@ -400,7 +400,7 @@ static int prepare_fp(struct hc_target *t, struct hc_err *err)
 }
 
 /* The words the backend wants on the stack: a return address, and stack arguments above it. */
-static int write_slot(struct hc_target *t, const struct hc_call *c, struct hc_err *err)
+static int write_slot(struct engine *t, const struct hc_call *c, struct hc_err *err)
 {
 	uint64_t w[1 + sizeof(c->stack) / sizeof(c->stack[0])];
 
@@ -420,56 +420,56 @@ static int write_slot(struct hc_target *t, const struct hc_call *c, struct hc_er
  * a request that comes while the thread stops finds the call as good as
  * begun (docs/design.md, "If heapctl is killed").
  */
-static bool cancelled(struct hc_target *t, struct hc_err *err)
+static bool cancelled(struct engine *t, struct hc_err *err)
 {
-	bool asked = t->eng.sess->asked;
+	bool asked = t->sess->asked;
 
-	t->eng.sess->asked = false;
-	if (t->eng.cancel_hold)
+	t->sess->asked = false;
+	if (t->cancel_hold)
 		return false;
-	if (!t->eng.cancel_sig && !asked)
-		t->eng.cancel_sig = term_pending();
-	return t->eng.cancel_sig && step_cancelled(t, err) < 0;
+	if (!t->cancel_sig && !asked)
+		t->cancel_sig = term_pending();
+	return t->cancel_sig && step_cancelled(t, err) < 0;
 }
 
-static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint64_t *args,
+static int call_any(struct engine *t, uint64_t fn, uint64_t sret, const uint64_t *args,
 		    unsigned int nargs, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 		    struct hc_err *err)
 {
 	struct sess *s;
 	struct hc_call c = { .pc = fn, .nargs = nargs, .sret = sret };
-	const struct hc_ret_gadget *g = nargs > 6 ? &t->eng.retg8 : &t->eng.retg;
+	const struct hc_ret_gadget *g = nargs > 6 ? &t->retg8 : &t->retg;
 
 	if (nargs > HC_ARCH_MAX_ARGS)
 		return err_set(err, HC_E_ARGS, 0, "%u arguments", nargs);
 	if (need(t, err) < 0)
 		return -1;
-	s = t->eng.sess;
+	s = t->sess;
 	if (cancelled(t, err))
 		return -1;
 	/* an 8th argument goes in x7 on arm64, which no syscall stop lets heapctl write */
-	if (nargs == 8 && !t->img.arch->ret_gadget && s->at == ST_SYSCALL &&
+	if (nargs == 8 && !t->img->arch->ret_gadget && s->at == ST_SYSCALL &&
 	    step_signal_stop(t, NULL, err) < 0)
 		return -1;
 	c.frame = s->frame;
-	if (t->img.arch->ret_gadget) {
+	if (t->img->arch->ret_gadget) {
 		if (!g->addr)
 			return err_set(err, HC_E_UNSUPPORTED, 0,
 				       "%u arguments: pid %d has no ret gadget with room for "
-				       "stack arguments", nargs, t->img.pid);
+				       "stack arguments", nargs, t->img->pid);
 		c.ret_addr = g->addr;
 		c.ret_reg = g->reg;
 		c.ret_pop = g->pop;
 		c.ret_base = s->slot - (uint64_t)(int64_t)g->disp;
 	} else {
-		c.ret_addr = t->eng.restorer;
+		c.ret_addr = t->restorer;
 	}
 	if (nargs)
 		memcpy(c.args, args, nargs * sizeof(*args));
-	memcpy(s->cur, s->gregs, t->img.arch->gregs_len);
-	if (t->img.arch->prep_call(s->cur, &c, err) < 0)
+	memcpy(s->cur, s->gregs, t->img->arch->gregs_len);
+	if (t->img->arch->prep_call(s->cur, &c, err) < 0)
 		return -1;
-	if (t->img.arch->ret_gadget) {
+	if (t->img->arch->ret_gadget) {
 		uint64_t pending = SLOT_PENDING;
 
 		if (shadow_write(t, s->slot, &pending, sizeof(pending), err) < 0)
@@ -482,7 +482,7 @@ static int call_any(struct hc_target *t, uint64_t fn, uint64_t sret, const uint6
 	return step_run(t, STEP_CALL, ret, cb, cb_arg, err) == 0 ? 0 : -1;
 }
 
-int call_syscall(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
+int call_syscall(struct engine *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 		 struct hc_err *err)
 {
 	if (need(t, err) < 0 || cancelled(t, err))
@@ -490,13 +490,13 @@ int call_syscall(struct hc_target *t, long nr, const uint64_t *args, unsigned in
 	return step_rsys(t, nr, args, n, ret, err) == 0 ? 0 : -1;
 }
 
-int call_fn(struct hc_target *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
+int call_fn(struct engine *t, uint64_t fn, const uint64_t *args, unsigned int nargs,
 	    uint64_t *ret, call_cb_fn cb, void *cb_arg, struct hc_err *err)
 {
 	return call_any(t, fn, 0, args, nargs, ret, cb, cb_arg, err);
 }
 
-int call_fn_sret(struct hc_target *t, uint64_t fn, uint64_t sret_raddr, const uint64_t *args,
+int call_fn_sret(struct engine *t, uint64_t fn, uint64_t sret_raddr, const uint64_t *args,
 		 unsigned int nargs, uint64_t *ret, struct hc_err *err)
 {
 	if (!sret_raddr)
@@ -504,16 +504,16 @@ int call_fn_sret(struct hc_target *t, uint64_t fn, uint64_t sret_raddr, const ui
 	return call_any(t, fn, sret_raddr, args, nargs, ret, NULL, NULL, err);
 }
 
-int call_end(struct hc_target *t, struct hc_err *err)
+int call_end(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	struct hc_err e = { 0 };
 	int sig = 0;
 	bool keep_lock = false;
 
 	if (!s)
 		return 0;
-	t->eng.sess = NULL;
+	t->sess = NULL;
 	if (!s->tid || s->gone)
 		goto out;
 	if (!s->stopped) {
@@ -522,9 +522,9 @@ int call_end(struct hc_target *t, struct hc_err *err)
 		keep_lock = true; /* still ours: the next heapctl must wait for our exit */
 		goto out;
 	}
-	t->eng.sess = s;
+	t->sess = s;
 	/* Give cleanup its own budget: restoring must not fail for lack of time. */
-	t->eng.deadline_ns = now_ns() + 5000000000ull;
+	t->deadline_ns = now_ns() + 5000000000ull;
 	if (!s->saved || !s->touched) {
 		/* Only stopped: hand it back as it was (with our EINTR undone, if any). */
 		if (ptrace_detach(s->tid, 0, &e) < 0)
@@ -532,8 +532,8 @@ int call_end(struct hc_target *t, struct hc_err *err)
 		goto done;
 	}
 	if (s->at_ret && !s->probed &&
-	    (!t->img.arch->frame_restores ||
-	     t->img.arch->frame_restores(s->gregs, s->extra, s->nextra))) {
+	    (!t->img->arch->frame_restores ||
+	     t->img->arch->frame_restores(s->gregs, s->extra, s->nextra))) {
 		/*
 		 * At the restorer's rt_sigreturn: let it run.  The frame puts back
 		 * the registers, FP/vector state and mask, and the interrupted
@@ -552,14 +552,14 @@ int call_end(struct hc_target *t, struct hc_err *err)
 	 * (arm64), stop the thread once more inside get_signal() instead, where
 	 * the kernel's own restart logic sees the registers put back.
 	 */
-	if (t->img.arch->restart_here && s->at == ST_SYSCALL) {
+	if (t->img->arch->restart_here && s->at == ST_SYSCALL) {
 		/* at an entry stop the syscall is skipped: past seccomp's errno first, if any */
-		if (t->eng.skip_errno && step_to_exit(t, &e) < 0) {
+		if (t->skip_errno && step_to_exit(t, &e) < 0) {
 			if (s->gone)
 				goto out;
 			goto fail;
 		}
-		t->img.arch->restart_here(s->gregs);
+		t->img->arch->restart_here(s->gregs);
 		goto put_back;
 	}
 	if (step_signal_stop(t, &sig, &e) < 0) {
@@ -577,30 +577,30 @@ put_back:
 	if (step_set_gregs(t, s->gregs, &e) < 0 || ptrace_detach(s->tid, sig, &e) < 0)
 		goto fail;
 done:
-	t->eng.timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
+	t->timing.paused_us = (now_ns() - s->stopped_ns) / 1000;
 	{
 		uint64_t ns[PCLK_N];
 
 		pclock_read(ns);
-		t->eng.timing.stop_us = ns[PCLK_STOP] / 1000;
-		t->eng.timing.regs_us = ns[PCLK_REGS] / 1000;
-		t->eng.timing.mem_us = ns[PCLK_MEM] / 1000;
+		t->timing.stop_us = ns[PCLK_STOP] / 1000;
+		t->timing.regs_us = ns[PCLK_REGS] / 1000;
+		t->timing.mem_us = ns[PCLK_MEM] / 1000;
 	}
-	pr_info("gave tid %d of pid %d back after %llu us", s->tid, t->img.pid,
-		(unsigned long long)t->eng.timing.paused_us);
+	pr_info("gave tid %d of pid %d back after %llu us", s->tid, t->img->pid,
+		(unsigned long long)t->timing.paused_us);
 	step_redeliver(t, s);
 	goto out;
 fail:
 	if (e.code == HC_E_GONE)
 		s->gone = true;
 	else
-		pr_err("pid %d tid %d: restore failed: %s", t->img.pid, s->tid, e.msg);
+		pr_err("pid %d tid %d: restore failed: %s", t->img->pid, s->tid, e.msg);
 	if (!err_isset(err))
 		*err = e;
 out:
 	if (s->gone && !err_isset(err))
 		step_gone(t, err);
-	t->eng.sess = NULL;
+	t->sess = NULL;
 	free(s);
 	ptrace_release_sigchld();
 	/* the thread is given back: the next heapctl may come (even while we print) */
@@ -609,14 +609,14 @@ out:
 	return err_isset(err) ? -1 : 0;
 }
 
-uint64_t call_scratch(struct hc_target *t, size_t len, struct hc_err *err)
+uint64_t call_scratch(struct engine *t, size_t len, struct hc_err *err)
 {
 	struct sess *s;
 	uint64_t at;
 
 	if (need(t, err) < 0)
 		return 0;
-	s = t->eng.sess;
+	s = t->sess;
 	len = (len + 15) & ~(size_t)15;
 	if (s->scratch_used + len > SCRATCH_LEN)
 		return 0;
@@ -625,19 +625,19 @@ uint64_t call_scratch(struct hc_target *t, size_t len, struct hc_err *err)
 	return at;
 }
 
-size_t call_scratch_mark(const struct hc_target *t)
+size_t call_scratch_mark(const struct engine *t)
 {
 	/* a mark taken before the borrow: all of the scratch but the slot */
-	return t->eng.sess ? t->eng.sess->scratch_used : SLOT_ROOM;
+	return t->sess ? t->sess->scratch_used : SLOT_ROOM;
 }
 
-void call_scratch_release(struct hc_target *t, size_t mark)
+void call_scratch_release(struct engine *t, size_t mark)
 {
-	if (t->eng.sess && mark <= t->eng.sess->scratch_used)
-		t->eng.sess->scratch_used = mark;
+	if (t->sess && mark <= t->sess->scratch_used)
+		t->sess->scratch_used = mark;
 }
 
-uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)
+uint64_t call_strdup(struct engine *t, const char *str, struct hc_err *err)
 {
 	size_t len = strlen(str) + 1;
 	uint64_t at = call_scratch(t, len, err);
@@ -651,7 +651,7 @@ uint64_t call_strdup(struct hc_target *t, const char *str, struct hc_err *err)
 	return at;
 }
 
-int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
+int call_write(struct engine *t, uint64_t raddr, const void *buf, size_t len,
 	       struct hc_err *err)
 {
 	if (need(t, err) < 0)
@@ -659,12 +659,12 @@ int call_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
 	return shadow_write(t, raddr, buf, len, err);
 }
 
-int call_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
+int call_read(struct engine *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
 {
 	return shadow_read(t, raddr, buf, len, err);
 }
 
-int call_read_str(struct hc_target *t, uint64_t raddr, char *buf, size_t len,
+int call_read_str(struct engine *t, uint64_t raddr, char *buf, size_t len,
 		  struct hc_err *err)
 {
 	size_t got = 0;

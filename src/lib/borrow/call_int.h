@@ -23,7 +23,7 @@
 /* the shadow's size: the chain, a frame with the largest XSAVE image heapctl reads, the scratch */
 #define SHADOW_MAX (CHAIN_ROOM + 72 * 1024 + SCRATCH_LEN)
 #define MAX_EXTRA 4
-/* where the extra regsets are saved (t->eng.regs_area): AMX's 11 KiB XSAVE image fits, SVE's too */
+/* where the extra regsets are saved (t->regs_area): AMX's 11 KiB XSAVE image fits, SVE's too */
 #define REGS_AREA (64 * 1024)
 #define MAX_DEFER 64
 
@@ -74,7 +74,7 @@ struct sess {
 	size_t scratch_used;
 	/*
 	 * heapctl's copy of the thread's stack from CHAIN_ROOM below the frame
-	 * to the end of the scratch (t->eng.shadow): written to the target in one
+	 * to the end of the scratch (t->shadow): written to the target in one
 	 * go before the thread runs, read back in one go after (shadow_*()).
 	 */
 	uint64_t shadow_lo;
@@ -96,55 +96,55 @@ struct sess {
 /* shadow.c: the shadow of the thread's stack area (struct sess) */
 
 /* Write into the target, through the shadow where raddr is in it (flushed before the thread runs). */
-int shadow_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
+int shadow_write(struct engine *t, uint64_t raddr, const void *buf, size_t len,
 		 struct hc_err *err);
 /* Read from the target, through the shadow where raddr is in it. */
-int shadow_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err);
+int shadow_read(struct engine *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err);
 /* Write out what the shadow holds that the target does not yet. */
-int shadow_flush(struct hc_target *t, struct hc_err *err);
+int shadow_flush(struct engine *t, struct hc_err *err);
 
 /* step.c */
 
 /* Name of a kind of stop, for the log. */
 const char *step_stop_name(enum stop st);
 /* Wait for the next stop of tid; cancellable by a termination signal (2). */
-int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st, int *sig,
+int step_wait_ex(struct engine *t, pid_t tid, bool cancellable, enum stop *st, int *sig,
 		 struct hc_err *err);
 /* step_wait_ex(), not cancellable. */
-int step_wait(struct hc_target *t, pid_t tid, enum stop *st, int *sig, struct hc_err *err);
-/* HC_E_CANCELLED for the termination signal in t->eng.cancel_sig. */
-int step_cancelled(struct hc_target *t, struct hc_err *err);
+int step_wait(struct engine *t, pid_t tid, enum stop *st, int *sig, struct hc_err *err);
+/* HC_E_CANCELLED for the termination signal in t->cancel_sig. */
+int step_cancelled(struct engine *t, struct hc_err *err);
 /* HC_E_GONE: the process exited, or ran execve; marks the session gone. */
-int step_gone(struct hc_target *t, struct hc_err *err);
+int step_gone(struct engine *t, struct hc_err *err);
 /* The borrowed thread's general registers (NT_PRSTATUS). */
-int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err);
-int step_get_gregs(struct hc_target *t, void *g, struct hc_err *err);
+int step_set_gregs(struct engine *t, const void *g, struct hc_err *err);
+int step_get_gregs(struct engine *t, void *g, struct hc_err *err);
 /* Re-send the signals deferred while heapctl held the thread. */
-void step_redeliver(struct hc_target *t, struct sess *s);
+void step_redeliver(struct engine *t, struct sess *s);
 /* Put heapctl's mask (every signal but faults) on the thread, once. */
-int step_block_signals(struct hc_target *t, struct hc_err *err);
+int step_block_signals(struct engine *t, struct hc_err *err);
 /* Hand the thread back at its first stop to take s->pending_sig. */
-int step_give_back_pending(struct hc_target *t, struct hc_err *err);
+int step_give_back_pending(struct engine *t, struct hc_err *err);
 /* At a syscall-entry stop: have the kernel skip the syscall. */
-int step_skip_syscall(struct hc_target *t, struct hc_err *err);
+int step_skip_syscall(struct engine *t, struct hc_err *err);
 /* Run the thread until the step ends: 0, 1 (a signal came first, thread given back), -1. */
-int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
+int step_run(struct engine *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 	struct hc_err *err);
 /* One syscall in the target, on the gadget; *ret is its raw result. */
-int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
+int step_rsys(struct engine *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	 struct hc_err *err);
 /*
  * The registers of a call are in place: skip the syscall the thread is at
  * the entry of (the restorer's, after the last call), where gregs cannot
  * say so (arm64).
  */
-int step_start(struct hc_target *t, struct hc_err *err);
+int step_start(struct engine *t, struct hc_err *err);
 /*
  * From a syscall-entry stop, to the exit stop of that syscall, skipped, the
  * thread aimed at the restorer: where heapctl may write every register
  * without a seccomp filter's errno landing in one.  Elsewhere nothing.
  */
-int step_to_exit(struct hc_target *t, struct hc_err *err);
+int step_to_exit(struct engine *t, struct hc_err *err);
 /*
  * Take the thread to a stop inside signal delivery, where every register
  * can be written and the kernel's restart logic runs after them, aiming it
@@ -152,27 +152,27 @@ int step_to_exit(struct hc_target *t, struct hc_err *err);
  * when the thread is let go; with sig NULL it waits for the restore
  * (step_redeliver()).
  */
-int step_signal_stop(struct hc_target *t, int *sig, struct hc_err *err);
+int step_signal_stop(struct engine *t, int *sig, struct hc_err *err);
 /* step_rsys(), with a failure in the target turned into HC_E_REMOTE naming what. */
-int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
+int step_rsys_ok(struct engine *t, long nr, const uint64_t *args, unsigned int n, int64_t *ret,
 	    const char *what, struct hc_err *err);
 
 /* thread.c */
 
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now (why), -1: error. */
-int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
+int thread_try(struct engine *t, pid_t tid, bool picky, char *why, size_t whylen,
 	       struct hc_err *err);
 /* The process's threads (at most max; 0: all) in the order to try them; *out is malloc'ed. */
-int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct hc_err *err);
+int thread_list(struct engine *t, size_t max, pid_t **out, size_t *n, struct hc_err *err);
 /* A job-control stopped process: fails if another thread stopped inside the allocator. */
-int thread_check_stopped(struct hc_target *t, struct hc_err *err);
+int thread_check_stopped(struct engine *t, struct hc_err *err);
 
 /* gadget.c */
 
 /* Find what heapctl runs on in the target's text (target.h: gadget, restorer, retg, notify_fn). */
-int gadget_find(struct hc_target *t, struct hc_err *err);
+int gadget_find(struct engine *t, struct hc_err *err);
 /* What runs in the target now: the program heapctl read, another (execve), none (exit). */
 enum prog { PROG_SAME, PROG_OTHER, PROG_GONE };
-enum prog gadget_program(struct hc_target *t);
+enum prog gadget_program(struct engine *t);
 
 #endif

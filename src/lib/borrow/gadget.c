@@ -44,13 +44,13 @@ static long pat_in(const uint8_t *buf, size_t len, const struct hc_bytes *pat, s
 }
 
 /* Find pat in the executable text of the vDSO, libc, then the executable. */
-static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
+static uint64_t find_text(struct engine *t, const struct hc_bytes *pat)
 {
-	size_t step = t->img.arch->syscall_insn.len == 4 ? 4 : 1; /* arm64 code is 4-aligned */
+	size_t step = t->img->arch->syscall_insn.len == 4 ? 4 : 1; /* arm64 code is 4-aligned */
 
 	for (int pass = 0; pass < 3; pass++) {
-		for (size_t i = 0; i < t->img.nobjs; i++) {
-			struct obj *o = &t->img.objs[i];
+		for (size_t i = 0; i < t->img->nobjs; i++) {
+			struct obj *o = &t->img->objs[i];
 			bool want = pass == 0 ? o->is_vdso : pass == 1 ? is_libc(o) : o->is_exe;
 			uint8_t buf[65536];
 
@@ -61,7 +61,7 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 				struct hc_err e = { 0 };
 				long k;
 
-				if (mem_read(t->img.pid, t->img.memfd, at, buf, len, &e) < 0)
+				if (mem_read(t->img->pid, t->img->memfd, at, buf, len, &e) < 0)
 					break;
 				k = pat_in(buf, len, pat, step);
 				if (k >= 0) {
@@ -76,16 +76,16 @@ static uint64_t find_text(struct hc_target *t, const struct hc_bytes *pat)
 }
 
 /* Look for pat within a few KiB of functions that are known to hold it. */
-static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat,
+static uint64_t find_near(struct engine *t, const struct hc_bytes *pat,
 			  const char *const *names)
 {
-	size_t step = t->img.arch->syscall_insn.len == 4 ? 4 : 1;
+	size_t step = t->img->arch->syscall_insn.len == 4 ? 4 : 1;
 
-	for (size_t i = 0; i < t->img.nobjs; i++) {
-		struct obj *o = &t->img.objs[i];
+	for (size_t i = 0; i < t->img->nobjs; i++) {
+		struct obj *o = &t->img->objs[i];
 		struct hc_err e = { 0 };
 
-		if (!o->text_lo || !is_libc(o) || sym_load(&t->img, o, false, &e) < 0)
+		if (!o->text_lo || !is_libc(o) || sym_load(t->img, o, false, &e) < 0)
 			continue;
 		for (const char *const *n = names; *n; n++) {
 			const struct sym *sy = sym_by_name(o, *n);
@@ -96,7 +96,7 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat,
 			if (!sy || sy->raddr < o->text_lo + 4096 || sy->raddr + 4096 > o->text_hi)
 				continue;
 			at = sy->raddr - 4096;
-			if (mem_read(t->img.pid, t->img.memfd, at, buf, sizeof(buf), &e) < 0)
+			if (mem_read(t->img->pid, t->img->memfd, at, buf, sizeof(buf), &e) < 0)
 				continue;
 			k = pat_in(buf, sizeof(buf), pat, step);
 			if (k >= 0)
@@ -113,67 +113,67 @@ static uint64_t find_near(struct hc_target *t, const struct hc_bytes *pat,
  * backend's decoder takes a few exact encodings only; the unit tests have
  * Capstone read every sequence it takes the same way (test_capstone.c).
  */
-static void ret_gadgets_in(struct hc_target *t, const uint8_t *window, size_t len, uint64_t at,
+static void ret_gadgets_in(struct engine *t, const uint8_t *window, size_t len, uint64_t at,
 			   const char *path)
 {
-	for (size_t k = 0; k + 4 <= len && !(t->eng.retg.addr && t->eng.retg8.addr); k++) {
+	for (size_t k = 0; k + 4 <= len && !(t->retg.addr && t->retg8.addr); k++) {
 		struct hc_ret_gadget g;
 		bool room;
 
 		if ((window[k] != 0x48 && window[k] != 0x49) || window[k + 1] != 0x89 ||
-		    !t->img.arch->ret_gadget(window + k, len - k, &g) || g.pop % 16 != 8)
+		    !t->img->arch->ret_gadget(window + k, len - k, &g) || g.pop % 16 != 8)
 			continue;
 		room = g.pop >= 24;
-		if (t->eng.retg.addr && (!room || t->eng.retg8.addr))
+		if (t->retg.addr && (!room || t->retg8.addr))
 			continue;
 		g.addr = at + k;
-		if (!t->eng.retg.addr)
-			t->eng.retg = g;
-		if (room && !t->eng.retg8.addr)
-			t->eng.retg8 = g;
+		if (!t->retg.addr)
+			t->retg = g;
+		if (room && !t->retg8.addr)
+			t->retg8 = g;
 		pr_debug("ret gadget at 0x%llx in %s: base register %u%+d, pops %u bytes",
 			 (unsigned long long)g.addr, path, g.reg, g.disp, g.pop);
 	}
 }
 
-static void find_ret_gadgets(struct hc_target *t)
+static void find_ret_gadgets(struct engine *t)
 {
 	/* glibc's dl*_doit() helpers end "mov %rax, disp(%rbx); pop %rbx; ret" */
 	static const char *const near[] = { "dlsym", "dlvsym", "dlopen", "dlmopen", "dlinfo",
 					     NULL };
 	uint8_t buf[65536];
 
-	if (!t->img.arch->ret_gadget)
+	if (!t->img->arch->ret_gadget)
 		return;
-	for (size_t i = 0; i < t->img.nobjs && !t->eng.retg8.addr; i++) {
-		struct obj *o = &t->img.objs[i];
+	for (size_t i = 0; i < t->img->nobjs && !t->retg8.addr; i++) {
+		struct obj *o = &t->img->objs[i];
 
-		if (!o->text_lo || !is_libc(o) || sym_load(&t->img, o, false, &(struct hc_err){ 0 }) < 0)
+		if (!o->text_lo || !is_libc(o) || sym_load(t->img, o, false, &(struct hc_err){ 0 }) < 0)
 			continue;
-		for (const char *const *n = near; *n && !t->eng.retg8.addr; n++) {
+		for (const char *const *n = near; *n && !t->retg8.addr; n++) {
 			const struct sym *sy = sym_by_name(o, *n);
 			uint64_t at;
 
 			if (!sy || sy->raddr < o->text_lo + 4096 || sy->raddr + 4096 > o->text_hi)
 				continue;
 			at = sy->raddr - 4096;
-			if (mem_read(t->img.pid, t->img.memfd, at, buf, 8192, &(struct hc_err){ 0 }) == 0)
+			if (mem_read(t->img->pid, t->img->memfd, at, buf, 8192, &(struct hc_err){ 0 }) == 0)
 				ret_gadgets_in(t, buf, 8192, at, o->path);
 		}
 	}
 	/* elsewhere: all of the C library's text, the dynamic linker's, the program's */
-	for (int pass = 0; pass < 3 && !t->eng.retg8.addr; pass++) {
-		for (size_t i = 0; i < t->img.nobjs && !t->eng.retg8.addr; i++) {
-			struct obj *o = &t->img.objs[i];
+	for (int pass = 0; pass < 3 && !t->retg8.addr; pass++) {
+		for (size_t i = 0; i < t->img->nobjs && !t->retg8.addr; i++) {
+			struct obj *o = &t->img->objs[i];
 			bool want = pass == 0 ? is_libc(o) : pass == 1 ? o->is_ldso : o->is_exe;
 
 			if (!want || !o->text_lo)
 				continue;
-			for (uint64_t at = o->text_lo; at < o->text_hi && !t->eng.retg8.addr;
+			for (uint64_t at = o->text_lo; at < o->text_hi && !t->retg8.addr;
 			     at += sizeof(buf) - 64) {
 				size_t len = o->text_hi - at < sizeof(buf) ? o->text_hi - at : sizeof(buf);
 
-				if (mem_read(t->img.pid, t->img.memfd, at, buf, len, &(struct hc_err){ 0 }) < 0)
+				if (mem_read(t->img->pid, t->img->memfd, at, buf, len, &(struct hc_err){ 0 }) < 0)
 					break;
 				ret_gadgets_in(t, buf, len, at, o->path);
 				if (len < sizeof(buf))
@@ -188,71 +188,71 @@ static void find_ret_gadgets(struct hc_target *t)
  * notify), entered at its landing pad if it has one; in a static program,
  * the executable's own.
  */
-static void find_notify(struct hc_target *t)
+static void find_notify(struct engine *t)
 {
 	static const char *const names[] = { "getpid", "__getpid", NULL };
-	const struct hc_bytes *pat = &t->img.arch->notify;
+	const struct hc_bytes *pat = &t->img->arch->notify;
 
-	for (int pass = 0; pass < 2 && !t->eng.notify_fn; pass++) {
-		for (size_t i = 0; i < t->img.nobjs && !t->eng.notify_fn; i++) {
-			struct obj *o = &t->img.objs[i];
+	for (int pass = 0; pass < 2 && !t->notify_fn; pass++) {
+		for (size_t i = 0; i < t->img->nobjs && !t->notify_fn; i++) {
+			struct obj *o = &t->img->objs[i];
 			uint8_t buf[32];
 
 			if (!o->text_lo || !(pass ? o->is_exe : is_libc(o)) ||
-			    sym_load(&t->img, o, false, &(struct hc_err){ 0 }) < 0)
+			    sym_load(t->img, o, false, &(struct hc_err){ 0 }) < 0)
 				continue;
-			for (const char *const *n = names; *n && !t->eng.notify_fn; n++) {
+			for (const char *const *n = names; *n && !t->notify_fn; n++) {
 				const struct sym *sy = sym_by_name(o, *n);
 				size_t off;
 
 				if (!sy || sy->raddr < o->text_lo ||
 				    sy->raddr + sizeof(buf) > o->text_hi ||
-				    mem_read(t->img.pid, t->img.memfd, sy->raddr, buf, sizeof(buf),
+				    mem_read(t->img->pid, t->img->memfd, sy->raddr, buf, sizeof(buf),
 					     &(struct hc_err){ 0 }) < 0)
 					continue;
 				off = 0;
-				for (const struct hc_bytes *pad = t->img.arch->entry_pads; pad && pad->len;
+				for (const struct hc_bytes *pad = t->img->arch->entry_pads; pad && pad->len;
 				     pad++)
 					if (!memcmp(buf, pad->b, pad->len))
 						off = pad->len;
 				if (memcmp(buf + off, pat->b, pat->len))
 					continue;
-				t->eng.notify_fn = sy->raddr;
-				t->eng.notify_end = sy->raddr + off + t->img.arch->notify_sys_end;
+				t->notify_fn = sy->raddr;
+				t->notify_end = sy->raddr + off + t->img->arch->notify_sys_end;
 			}
 		}
 	}
 }
 
-int gadget_find(struct hc_target *t, struct hc_err *err)
+int gadget_find(struct engine *t, struct hc_err *err)
 {
 	/* small syscall wrappers end in "syscall; ret"; __restore_rt sits by sigaction */
 	static const char *const wrappers[] = { "getpid", "getuid", "getppid", "sched_yield", NULL };
 	static const char *const sigaction_fns[] = { "sigaction", "__sigaction", NULL };
 
-	t->eng.gadget = find_near(t, &t->img.arch->syscall_ret, wrappers);
-	if (!t->eng.gadget)
-		t->eng.gadget = find_text(t, &t->img.arch->syscall_ret);
-	for (const struct hc_bytes *r = t->img.arch->restorers; r->len && !t->eng.restorer; r++) {
-		t->eng.restorer = find_near(t, r, sigaction_fns);
-		if (!t->eng.restorer)
-			t->eng.restorer = find_text(t, r);
-		t->eng.restorer_end = t->eng.restorer + r->len;
+	t->gadget = find_near(t, &t->img->arch->syscall_ret, wrappers);
+	if (!t->gadget)
+		t->gadget = find_text(t, &t->img->arch->syscall_ret);
+	for (const struct hc_bytes *r = t->img->arch->restorers; r->len && !t->restorer; r++) {
+		t->restorer = find_near(t, r, sigaction_fns);
+		if (!t->restorer)
+			t->restorer = find_text(t, r);
+		t->restorer_end = t->restorer + r->len;
 	}
 	find_ret_gadgets(t);
 	find_notify(t);
-	if (!t->eng.gadget || !t->eng.restorer || (t->img.arch->ret_gadget && !t->eng.retg.addr))
+	if (!t->gadget || !t->restorer || (t->img->arch->ret_gadget && !t->retg.addr))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "heapctl runs on the C library's own code in the target: a "
 				   "\"syscall; ret\", its signal return and, on x86_64, a plain "
 				   "function tail that stores %%rax",
-				   "pid %d has no %s in its text", t->img.pid,
-				   !t->eng.gadget	  ? "\"syscall; ret\" sequence" :
-				   !t->eng.restorer ? "sigreturn restorer" :
+				   "pid %d has no %s in its text", t->img->pid,
+				   !t->gadget	  ? "\"syscall; ret\" sequence" :
+				   !t->restorer ? "sigreturn restorer" :
 						  "function tail that keeps a call's result");
 	pr_debug("syscall gadget at 0x%llx, sigreturn restorer at 0x%llx, callbacks at 0x%llx",
-		 (unsigned long long)t->eng.gadget, (unsigned long long)t->eng.restorer,
-		 (unsigned long long)t->eng.notify_fn);
+		 (unsigned long long)t->gadget, (unsigned long long)t->restorer,
+		 (unsigned long long)t->notify_fn);
 	return 0;
 }
 
@@ -268,17 +268,17 @@ int gadget_find(struct hc_target *t, struct hc_err *err)
  * mm for the new under task_lock(), and while de_thread() waits for the
  * old leader to die, the thread in execve still has the old mm.
  */
-static int read_now(struct hc_target *t, uint64_t raddr, void *buf, size_t len,
+static int read_now(struct engine *t, uint64_t raddr, void *buf, size_t len,
 		    struct hc_err *e)
 {
 	char proc[96];
 	int tid;
 
-	if (mem_read(t->img.pid, -1, raddr, buf, len, e) == 0)
+	if (mem_read(t->img->pid, -1, raddr, buf, len, e) == 0)
 		return 1;
 	if (e->sys_errno != ESRCH)
 		return -1;
-	if (!procfs_live_task(t->img.pid, proc, sizeof(proc)) ||
+	if (!procfs_live_task(t->img->pid, proc, sizeof(proc)) ||
 	    sscanf(proc, "/proc/%*d/task/%d", &tid) != 1)
 		return 0;
 	memset(e, 0, sizeof(*e));
@@ -296,10 +296,10 @@ static int read_now(struct hc_target *t, uint64_t raddr, void *buf, size_t len,
  * the memory away too, with nothing after it: that is PROG_GONE, never an
  * execve.
  */
-enum prog gadget_program(struct hc_target *t)
+enum prog gadget_program(struct engine *t)
 {
-	for (size_t i = 0; i < t->img.nobjs; i++) {
-		const struct obj *o = &t->img.objs[i];
+	for (size_t i = 0; i < t->img->nobjs; i++) {
+		const struct obj *o = &t->img->objs[i];
 		struct hc_err e = { 0 };
 		uint8_t magic[4], fmagic[4];
 		int r;
@@ -309,7 +309,7 @@ enum prog gadget_program(struct hc_target *t)
 		/* what decided it, for -v: a refusal that says execve had better say why */
 		r = read_now(t, o->base, magic, 4, &e);
 		if (r == 0) {
-			pr_info("pid %d has no memory left (%s): it exited", t->img.pid, e.msg);
+			pr_info("pid %d has no memory left (%s): it exited", t->img->pid, e.msg);
 			return PROG_GONE;
 		}
 		if (r < 0 || memcmp(magic, "\177ELF", 4)) {
@@ -318,17 +318,17 @@ enum prog gadget_program(struct hc_target *t)
 			return PROG_OTHER;
 		}
 		errno = 0;
-		if (t->img.memfd >= 0 && (mem_read_fd(t->img.memfd, o->base, fmagic, 4) < 0 ||
+		if (t->img->memfd >= 0 && (mem_read_fd(t->img->memfd, o->base, fmagic, 4) < 0 ||
 				      memcmp(fmagic, magic, 4))) {
 			int err = errno;
 
 			/* the memory it opened is gone: execve, or an exit since the read above */
 			memset(&e, 0, sizeof(e));
 			if (read_now(t, o->base, magic, 4, &e) == 0) {
-				pr_info("pid %d has no memory left (%s): it exited", t->img.pid, e.msg);
+				pr_info("pid %d has no memory left (%s): it exited", t->img->pid, e.msg);
 				return PROG_GONE;
 			}
-			pr_info("%s/mem no longer reads %s's ELF header (%s)", t->img.proc, o->path,
+			pr_info("%s/mem no longer reads %s's ELF header (%s)", t->img->proc, o->path,
 				err ? strerror(err) : "nothing, or other bytes");
 			return PROG_OTHER;
 		}

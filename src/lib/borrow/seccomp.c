@@ -180,7 +180,7 @@ static const char *action_name(uint32_t act)
 	}
 }
 
-int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
+int seccomp_check(struct engine *t, pid_t tid, struct hc_err *err)
 {
 	/* heapctl's own syscalls, with the arguments it passes */
 	const struct {
@@ -190,9 +190,9 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 		bool errno_ok; /* failing with an errno harms nothing */
 	} calls[] = {
 		/* every borrow ends in it, or can: it must run */
-		{ "rt_sigreturn", t->img.arch->nr_rt_sigreturn, { 0 }, false },
+		{ "rt_sigreturn", t->img->arch->nr_rt_sigreturn, { 0 }, false },
 		/* callbacks stop at it; its result goes nowhere */
-		{ "getpid", t->img.arch->nr_getpid, { 0 }, true },
+		{ "getpid", t->img->arch->nr_getpid, { 0 }, true },
 		/*
 		 * A syscall heapctl skips (the restorer's rt_sigreturn between
 		 * calls, an interrupted sleep's restart) has its number set to
@@ -223,13 +223,13 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 			ret = err_sethint(err, HC_E_UNSUPPORTED, e.sys_errno,
 					  "run heapctl as root: reading a seccomp filter needs CAP_SYS_ADMIN",
 					  "pid %d runs under a seccomp filter heapctl cannot read (%s)",
-					  t->img.pid, strerror(e.sys_errno));
+					  t->img->pid, strerror(e.sys_errno));
 			goto out;
 		}
 		nfilters++;
 		for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
-			struct seccomp_data d = { .nr = (int)calls[c].nr, .arch = t->img.arch->audit_arch,
-						  .instruction_pointer = t->eng.gadget };
+			struct seccomp_data d = { .nr = (int)calls[c].nr, .arch = t->img->arch->audit_arch,
+						  .instruction_pointer = t->gadget };
 			uint32_t act;
 
 			memcpy(d.args, calls[c].args, sizeof(d.args));
@@ -238,7 +238,7 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 			verdict[c] = seccomp_stricter(verdict[c], act);
 		}
 	}
-	t->eng.skip_errno = false;
+	t->skip_errno = false;
 	for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
 		uint32_t act = verdict[c] & SECCOMP_RET_ACTION_FULL;
 
@@ -248,14 +248,14 @@ int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err)
 		/* without a tracer for it, SECCOMP_RET_TRACE fails the syscall with ENOSYS */
 		if (calls[c].errno_ok && (act == SECCOMP_RET_ERRNO || act == SECCOMP_RET_TRACE)) {
 			if (calls[c].nr == -1)
-				t->eng.skip_errno = true;
+				t->skip_errno = true;
 			continue;
 		}
 		ret = err_sethint(err, HC_E_UNSUPPORTED, 0,
 				  "allow rt_sigreturn and getpid in the service's filter, and give "
 				  "unknown syscall numbers an errno rather than a kill",
 				  "pid %d's seccomp filter would %s on %s, which heapctl needs",
-				  t->img.pid, action_name(verdict[c]), calls[c].name);
+				  t->img->pid, action_name(verdict[c]), calls[c].name);
 		break;
 	}
 	pr_debug("seccomp: %u filter(s) checked", nfilters);

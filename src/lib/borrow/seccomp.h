@@ -13,7 +13,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-struct hc_target;
+struct engine;
 struct hc_err;
 
 /*
@@ -31,6 +31,6 @@ uint32_t seccomp_stricter(uint32_t a, uint32_t b);
  * With thread tid stopped: refuse (-1, HC_E_UNSUPPORTED) if a filter would
  * kill, trap or suspend on one of heapctl's syscalls; 0 if all pass.
  */
-int seccomp_check(struct hc_target *t, pid_t tid, struct hc_err *err);
+int seccomp_check(struct engine *t, pid_t tid, struct hc_err *err);
 
 #endif

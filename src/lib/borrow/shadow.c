@@ -18,14 +18,14 @@ static bool in_shadow(const struct sess *s, uint64_t raddr, size_t len)
 	       raddr - s->shadow_lo <= s->shadow_len - len;
 }
 
-int shadow_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t len,
+int shadow_write(struct engine *t, uint64_t raddr, const void *buf, size_t len,
 		 struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
 	if (!in_shadow(s, raddr, len))
-		return mem_write(t->img.memfd, raddr, buf, len, err);
-	memcpy(t->eng.shadow + (raddr - s->shadow_lo), buf, len);
+		return mem_write(t->img->memfd, raddr, buf, len, err);
+	memcpy(t->shadow + (raddr - s->shadow_lo), buf, len);
 	if (s->dirty_hi <= s->dirty_lo) {
 		s->dirty_lo = raddr;
 		s->dirty_hi = raddr + len;
@@ -38,25 +38,25 @@ int shadow_write(struct hc_target *t, uint64_t raddr, const void *buf, size_t le
 	return 0;
 }
 
-int shadow_flush(struct hc_target *t, struct hc_err *err)
+int shadow_flush(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
 	if (!s || s->dirty_hi <= s->dirty_lo)
 		return 0;
-	if (mem_write(t->img.memfd, s->dirty_lo, t->eng.shadow + (s->dirty_lo - s->shadow_lo),
+	if (mem_write(t->img->memfd, s->dirty_lo, t->shadow + (s->dirty_lo - s->shadow_lo),
 		      s->dirty_hi - s->dirty_lo, err) < 0)
 		return -1;
 	s->dirty_lo = s->dirty_hi = 0;
 	return 0;
 }
 
-int shadow_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
+int shadow_read(struct engine *t, uint64_t raddr, void *buf, size_t len, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
 	if (!in_shadow(s, raddr, len))
-		return mem_read(t->img.pid, t->img.memfd, raddr, buf, len, err);
+		return mem_read(t->img->pid, t->img->memfd, raddr, buf, len, err);
 	if (!s->shadow_fresh) {
 		/* what the thread may have written: the scratch in use, in one read */
 		uint64_t lo = raddr < s->scratch ? raddr : s->scratch;
@@ -64,10 +64,10 @@ int shadow_read(struct hc_target *t, uint64_t raddr, void *buf, size_t len, stru
 									   raddr + len;
 
 		if (shadow_flush(t, err) < 0 ||
-		    mem_read(t->img.pid, t->img.memfd, lo, t->eng.shadow + (lo - s->shadow_lo), hi - lo, err) < 0)
+		    mem_read(t->img->pid, t->img->memfd, lo, t->shadow + (lo - s->shadow_lo), hi - lo, err) < 0)
 			return -1;
 		s->shadow_fresh = lo <= s->scratch;
 	}
-	memcpy(buf, t->eng.shadow + (raddr - s->shadow_lo), len);
+	memcpy(buf, t->shadow + (raddr - s->shadow_lo), len);
 	return 0;
 }

@@ -63,20 +63,20 @@ const char *step_stop_name(enum stop st)
  * a termination signal asks heapctl to stop (only outside a running call
  * and outside cleanup), -1 on error.
  */
-int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st,
+int step_wait_ex(struct engine *t, pid_t tid, bool cancellable, enum stop *st,
 		 int *sig, struct hc_err *err)
 {
 	int status, csig = 0;
-	int r = ptrace_wait(tid, &status, t->eng.deadline_ns, cancellable, &csig, err);
+	int r = ptrace_wait(tid, &status, t->deadline_ns, cancellable, &csig, err);
 
 	if (r == 2) {
-		t->eng.cancel_sig = csig;
+		t->cancel_sig = csig;
 		return 2;
 	}
 	if (r == 3) {
 		/* /proc/TID/status says it is not ours any more: execve by another thread */
-		if (t->eng.sess)
-			t->eng.sess->exec_seen = true;
+		if (t->sess)
+			t->sess->exec_seen = true;
 		*st = ST_EXITED;
 		*sig = 0;
 		return 0;
@@ -90,7 +90,7 @@ int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 		return 0;
 	}
 	*sig = WSTOPSIG(status);
-	t->eng.timing.stops++;
+	t->timing.stops++;
 	if ((status >> 16) == PTRACE_EVENT_EXEC) {
 		/*
 		 * Another thread (or this one) ran execve: the old program and
@@ -98,10 +98,10 @@ int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 		 */
 		struct hc_err e = { 0 };
 
-		pr_info("pid %d started a new program during the call; leaving it alone", t->img.pid);
+		pr_info("pid %d started a new program during the call; leaving it alone", t->img->pid);
 		ptrace_detach(tid, 0, &e);
-		if (t->eng.sess)
-			t->eng.sess->exec_seen = true;
+		if (t->sess)
+			t->sess->exec_seen = true;
 		*st = ST_EXITED;
 		return 0;
 	}
@@ -125,42 +125,42 @@ int step_wait_ex(struct hc_target *t, pid_t tid, bool cancellable, enum stop *st
 	return 0;
 }
 
-int step_wait(struct hc_target *t, pid_t tid, enum stop *st, int *sig,
+int step_wait(struct engine *t, pid_t tid, enum stop *st, int *sig,
 	      struct hc_err *err)
 {
 	return step_wait_ex(t, tid, false, st, sig, err);
 }
 
-int step_cancelled(struct hc_target *t, struct hc_err *err)
+int step_cancelled(struct engine *t, struct hc_err *err)
 {
 	return err_set(err, HC_E_CANCELLED, 0, "interrupted by SIG%s; pid %d was restored",
-		       sigabbrev_np(t->eng.cancel_sig), t->img.pid);
+		       sigabbrev_np(t->cancel_sig), t->img->pid);
 }
 
-int step_gone(struct hc_target *t, struct hc_err *err)
+int step_gone(struct engine *t, struct hc_err *err)
 {
-	if (t->eng.sess)
-		t->eng.sess->gone = true;
-	if (t->eng.sess && t->eng.sess->exec_seen)
+	if (t->sess)
+		t->sess->gone = true;
+	if (t->sess && t->sess->exec_seen)
 		return err_sethint(err, HC_E_GONE, 0, "retry on the new program if it uses jemalloc",
 				   "pid %d ran execve while heapctl was working on it; the new "
-				   "program was left alone", t->img.pid);
-	return err_set(err, HC_E_GONE, 0, "pid %d exited while heapctl was working on it", t->img.pid);
+				   "program was left alone", t->img->pid);
+	return err_set(err, HC_E_GONE, 0, "pid %d exited while heapctl was working on it", t->img->pid);
 }
 
-int step_set_gregs(struct hc_target *t, const void *g, struct hc_err *err)
+int step_set_gregs(struct engine *t, const void *g, struct hc_err *err)
 {
 	/* what the registers point at goes first: the frame, the chain, the strings */
 	if (shadow_flush(t, err) < 0)
 		return -1;
-	return ptrace_regset_set(t->eng.sess->tid, NT_PRSTATUS_, g, t->img.arch->gregs_len, err);
+	return ptrace_regset_set(t->sess->tid, NT_PRSTATUS_, g, t->img->arch->gregs_len, err);
 }
 
-int step_get_gregs(struct hc_target *t, void *g, struct hc_err *err)
+int step_get_gregs(struct engine *t, void *g, struct hc_err *err)
 {
-	size_t len = t->img.arch->gregs_len;
+	size_t len = t->img->arch->gregs_len;
 
-	return ptrace_regset_get(t->eng.sess->tid, NT_PRSTATUS_, g, &len, err);
+	return ptrace_regset_get(t->sess->tid, NT_PRSTATUS_, g, &len, err);
 }
 
 static void defer_signal(struct sess *s, int sig, const siginfo_t *si)
@@ -175,7 +175,7 @@ static void defer_signal(struct sess *s, int sig, const siginfo_t *si)
 }
 
 /* Re-send signals that reached us as signal-delivery-stops while we held the thread. */
-void step_redeliver(struct hc_target *t, struct sess *s)
+void step_redeliver(struct engine *t, struct sess *s)
 {
 	for (unsigned int i = 0; i < s->ndefer; i++) {
 		siginfo_t *si = &s->defer[i].si;
@@ -183,9 +183,9 @@ void step_redeliver(struct hc_target *t, struct sess *s)
 
 		/* rt_tgsigqueueinfo keeps si_value for sigqueue'd signals (si_code < 0). */
 		if (si->si_code < 0 && si->si_code != SI_TKILL)
-			r = syscall(SYS_rt_tgsigqueueinfo, t->img.pid, s->tid, s->defer[i].sig, si);
+			r = syscall(SYS_rt_tgsigqueueinfo, t->img->pid, s->tid, s->defer[i].sig, si);
 		else
-			r = syscall(SYS_tgkill, t->img.pid, s->tid, s->defer[i].sig);
+			r = syscall(SYS_tgkill, t->img->pid, s->tid, s->defer[i].sig);
 		if (r < 0)
 			pr_warn("could not re-deliver signal %d to tid %d: %s", s->defer[i].sig,
 				s->tid, strerror(errno));
@@ -194,14 +194,14 @@ void step_redeliver(struct hc_target *t, struct sess *s)
 }
 
 /* The real mask, read once the kernel has undone any temporary one; then ours. */
-static int take_mask(struct hc_target *t, struct hc_err *err)
+static int take_mask(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
 	if (ptrace_sigmask_get(s->tid, &s->mask, err) < 0)
 		return -1;
 	/* The frame must carry the real mask before heapctl blocks anything. */
-	if (shadow_write(t, s->frame + t->img.arch->sigframe_mask_off, &s->mask, sizeof(s->mask), err) <
+	if (shadow_write(t, s->frame + t->img->arch->sigframe_mask_off, &s->mask, sizeof(s->mask), err) <
 		    0 ||
 	    shadow_flush(t, err) < 0)
 		return -1;
@@ -209,9 +209,9 @@ static int take_mask(struct hc_target *t, struct hc_err *err)
 	return 0;
 }
 
-int step_block_signals(struct hc_target *t, struct hc_err *err)
+int step_block_signals(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
 	if (s->mask_blocked)
 		return 0;
@@ -222,9 +222,9 @@ int step_block_signals(struct hc_target *t, struct hc_err *err)
 }
 
 /* Hand tid back now, from its first stop: nothing of ours is in it. */
-int step_give_back_pending(struct hc_target *t, struct hc_err *err)
+int step_give_back_pending(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	int sig = s->pending_sig;
 
 	/*
@@ -245,15 +245,15 @@ int step_give_back_pending(struct hc_target *t, struct hc_err *err)
 }
 
 /* At a syscall-entry stop: have the kernel skip the syscall. */
-int step_skip_syscall(struct hc_target *t, struct hc_err *err)
+int step_skip_syscall(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	int minus_one = -1;
 
-	if (t->img.arch->skip_regset)
-		return ptrace_regset_set(s->tid, t->img.arch->skip_regset, &minus_one,
+	if (t->img->arch->skip_regset)
+		return ptrace_regset_set(s->tid, t->img->arch->skip_regset, &minus_one,
 					 sizeof(minus_one), err);
-	t->img.arch->skip_syscall(s->cur);
+	t->img->arch->skip_syscall(s->cur);
 	return step_set_gregs(t, s->cur, err);
 }
 
@@ -262,12 +262,12 @@ int step_skip_syscall(struct hc_target *t, struct hc_err *err)
  * it back: after a fault in a call, and before a stop that leaves the
  * thread's registers to heapctl's care.
  */
-static int aim_restore(struct hc_target *t, struct hc_err *err)
+static int aim_restore(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
-	memcpy(s->cur, s->gregs, t->img.arch->gregs_len);
-	t->img.arch->prep_restore(s->cur, t->eng.restorer, s->frame);
+	memcpy(s->cur, s->gregs, t->img->arch->gregs_len);
+	t->img->arch->prep_restore(s->cur, t->restorer, s->frame);
 	return step_set_gregs(t, s->cur, err);
 }
 
@@ -279,11 +279,11 @@ static int aim_restore(struct hc_target *t, struct hc_err *err)
  * slot still holds SLOT_PENDING (a syscall of the callee's, or, by chance,
  * that very result), -1 on error.
  */
-static int slot_filled(struct hc_target *t, uint64_t *ret, struct hc_err *err)
+static int slot_filled(struct engine *t, uint64_t *ret, struct hc_err *err)
 {
 	uint64_t v;
 
-	if (shadow_read(t, t->eng.sess->slot, &v, sizeof(v), err) < 0)
+	if (shadow_read(t, t->sess->slot, &v, sizeof(v), err) < 0)
 		return -1;
 	if (v == SLOT_PENDING)
 		return 0;
@@ -292,12 +292,12 @@ static int slot_filled(struct hc_target *t, uint64_t *ret, struct hc_err *err)
 }
 
 /* A call's result at the restorer's stop: in a register, or where the ret gadget put it. */
-static int call_result(struct hc_target *t, uint64_t *ret, struct hc_err *err)
+static int call_result(struct engine *t, uint64_t *ret, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
-	if (t->img.arch->get_ret) {
-		*ret = t->img.arch->get_ret(s->cur);
+	if (t->img->arch->get_ret) {
+		*ret = t->img->arch->get_ret(s->cur);
 		return 0;
 	}
 	return shadow_read(t, s->slot, ret, sizeof(*ret), err);
@@ -314,18 +314,18 @@ static int call_result(struct hc_target *t, uint64_t *ret, struct hc_err *err)
  * Returns 0, 1 if a signal arrived before the mask was taken (s->pending_sig,
  * thread handed back at that signal stop), or -1.
  */
-int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
+int step_run(struct engine *t, enum step kind, uint64_t *ret, call_cb_fn cb, void *cb_arg,
 	struct hc_err *err)
 {
-	const struct hc_arch *a = t->img.arch;
-	struct sess *s = t->eng.sess;
+	const struct hc_arch *a = t->img->arch;
+	struct sess *s = t->sess;
 	struct hc_err cberr = { 0 };
-	uint64_t done_pc = kind == STEP_SYSCALL ? t->eng.gadget + a->syscall_insn.len : t->eng.restorer_end;
+	uint64_t done_pc = kind == STEP_SYSCALL ? t->gadget + a->syscall_insn.len : t->restorer_end;
 	/* from a syscall-entry stop, that syscall's exit stop comes first */
 	bool in_sys = s->at == ST_SYSCALL && s->at_entry, aborted = false;
 	/* the slot is asked first until the callee shows a syscall of its own */
 	bool by_slot = kind == STEP_CALL && a->ret_gadget && s->mask_known;
-	bool rewrite = in_sys && t->eng.skip_errno;
+	bool rewrite = in_sys && t->skip_errno;
 	uint8_t want[sizeof(s->cur)] __attribute__((aligned(16)));
 	enum stop st;
 	int sig, r;
@@ -353,7 +353,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 			 * own, untraced: it returns into the restorer, which gives
 			 * the thread back (the same way as when heapctl dies).
 			 */
-			t->eng.deadline_ns = now_ns() + 5000000000ull;
+			t->deadline_ns = now_ns() + 5000000000ull;
 			if (ptrace_interrupt(s->tid, err) < 0)
 				return -1;
 			/* Follow the thread to the interrupt's stop inside get_signal(). */
@@ -420,7 +420,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				"thread was restored", s->tid);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = t->eng.restorer_end;
+			done_pc = t->restorer_end;
 			in_sys = false;
 			if (aim_restore(t, err) < 0 || ptrace_resume(s->tid, true, 0, err) < 0)
 				return -1;
@@ -463,7 +463,7 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 				(unsigned long long)(uintptr_t)si.si_addr);
 			aborted = true;
 			kind = STEP_RESTORE;
-			done_pc = t->eng.restorer_end;
+			done_pc = t->restorer_end;
 			in_sys = false;
 			if (aim_restore(t, err) < 0)
 				return -1;
@@ -509,8 +509,8 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
 					}
 					return 0;
 				}
-				if (kind == STEP_CALL && a->get_pc(s->cur) == t->eng.notify_end &&
-				    t->eng.notify_end) {
+				if (kind == STEP_CALL && a->get_pc(s->cur) == t->notify_end &&
+				    t->notify_end) {
 					uint64_t args[6];
 
 					for (unsigned int i = 0; i < 6; i++)
@@ -555,33 +555,33 @@ int step_run(struct hc_target *t, enum step kind, uint64_t *ret, call_cb_fn cb, 
  * then, should heapctl die, the syscall the thread stopped in runs: the
  * restorer's rt_sigreturn gives it back.
  */
-static int skip_here(struct hc_target *t, struct hc_err *err)
+static int skip_here(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 
-	if (s->at != ST_SYSCALL || !s->at_entry || !t->img.arch->skip_regset)
+	if (s->at != ST_SYSCALL || !s->at_entry || !t->img->arch->skip_regset)
 		return 0;
 	return step_skip_syscall(t, err);
 }
 
-int step_start(struct hc_target *t, struct hc_err *err)
+int step_start(struct engine *t, struct hc_err *err)
 {
 	return skip_here(t, err);
 }
 
-int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+int step_rsys(struct engine *t, long nr, const uint64_t *args, unsigned int n,
 	 int64_t *ret, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	/* the gadget's ret goes into the restorer, at the frame's pretcode */
-	struct hc_call c = { .pc = t->eng.gadget, .ret_addr = t->eng.restorer, .frame = s->frame, .nr = nr,
+	struct hc_call c = { .pc = t->gadget, .ret_addr = t->restorer, .frame = s->frame, .nr = nr,
 			     .nargs = n };
 	uint64_t r = 0;
 	int rc;
 
 	memcpy(c.args, args, n * sizeof(*args));
-	memcpy(s->cur, s->gregs, t->img.arch->gregs_len);
-	t->img.arch->prep_syscall(s->cur, &c);
+	memcpy(s->cur, s->gregs, t->img->arch->gregs_len);
+	t->img->arch->prep_syscall(s->cur, &c);
 	/* registers first, then the skip and the mask: each intermediate state restores itself */
 	if (step_set_gregs(t, s->cur, err) < 0 || skip_here(t, err) < 0 ||
 	    (s->mask_known && step_block_signals(t, err) < 0))
@@ -593,7 +593,7 @@ int step_rsys(struct hc_target *t, long nr, const uint64_t *args, unsigned int n
 	return rc;
 }
 
-int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned int n,
+int step_rsys_ok(struct engine *t, long nr, const uint64_t *args, unsigned int n,
 	    int64_t *ret, const char *what, struct hc_err *err)
 {
 	int r = step_rsys(t, nr, args, n, ret, err);
@@ -602,14 +602,14 @@ int step_rsys_ok(struct hc_target *t, long nr, const uint64_t *args, unsigned in
 		return r;
 	if (*ret < 0 && *ret > -4096)
 		/* a remote failure: decode the target's errno, not ours */
-		return err_set(err, HC_E_REMOTE, (int)-*ret, "%s in pid %d failed: %s", what, t->img.pid,
+		return err_set(err, HC_E_REMOTE, (int)-*ret, "%s in pid %d failed: %s", what, t->img->pid,
 			       strerror((int)-*ret));
 	return 0;
 }
 
-int step_to_exit(struct hc_target *t, struct hc_err *err)
+int step_to_exit(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	enum stop st;
 	int sig, r;
 
@@ -643,9 +643,9 @@ int step_to_exit(struct hc_target *t, struct hc_err *err)
 	}
 }
 
-int step_signal_stop(struct hc_target *t, int *sig, struct hc_err *err)
+int step_signal_stop(struct engine *t, int *sig, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	enum stop st;
 	int r, held = 0;
 

@@ -51,16 +51,16 @@ static bool signal_pending(pid_t pid, pid_t tid)
  * any signal (or SIGSTOP/SIGCONT) gives it, and event loops recompute the
  * time left (docs/design.md, "Blocked syscalls").
  */
-static void undo_our_eintr(struct hc_target *t, struct sess *s)
+static void undo_our_eintr(struct engine *t, struct sess *s)
 {
 	uint8_t g[sizeof(s->gregs)] __attribute__((aligned(16)));
 	uint8_t insn[8];
 	struct hc_err e = { 0 };
 
-	memcpy(g, s->gregs, t->img.arch->gregs_len);
-	if (!t->img.arch->undo_stop_eintr(g, &s->presys) ||
-	    mem_read(t->img.pid, t->img.memfd, t->img.arch->get_pc(g), insn, t->img.arch->syscall_insn.len, &e) < 0 ||
-	    memcmp(insn, t->img.arch->syscall_insn.b, t->img.arch->syscall_insn.len))
+	memcpy(g, s->gregs, t->img->arch->gregs_len);
+	if (!t->img->arch->undo_stop_eintr(g, &s->presys) ||
+	    mem_read(t->img->pid, t->img->memfd, t->img->arch->get_pc(g), insn, t->img->arch->syscall_insn.len, &e) < 0 ||
+	    memcmp(insn, t->img->arch->syscall_insn.b, t->img->arch->syscall_insn.len))
 		return;
 	/*
 	 * Into the thread at once, before anything slower: from here even
@@ -71,14 +71,14 @@ static void undo_our_eintr(struct hc_target *t, struct sess *s)
 	 */
 	if (step_set_gregs(t, g, &e) < 0)
 		return;
-	if (signal_pending(t->img.pid, s->tid)) {
+	if (signal_pending(t->img->pid, s->tid)) {
 		step_set_gregs(t, s->gregs, &e);
 		return;
 	}
-	memcpy(s->gregs, g, t->img.arch->gregs_len);
+	memcpy(s->gregs, g, t->img->arch->gregs_len);
 	s->eintr_undone = true;
 	pr_debug("tid %d: syscall %ld got EINTR from heapctl's stop; it will run again", s->tid,
-		 t->img.arch->syscall_nr(s->gregs));
+		 t->img->arch->syscall_nr(s->gregs));
 }
 
 /* /proc/PID/task/TID/syscall of a blocked thread: "nr a0 .. a5 sp pc". */
@@ -116,7 +116,7 @@ static void read_presys(pid_t pid, pid_t tid, struct hc_presys *pre)
  * choice, the syscall is skipped, and the thread is put back on the svc.
  * 1: done (or nothing to learn), 0: handed back (why says so), -1: error.
  */
-static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t whylen,
+static int probe_restart(struct engine *t, struct sess *s, char *why, size_t whylen,
 			 struct hc_err *err)
 {
 	uint8_t g[sizeof(s->gregs)] __attribute__((aligned(16)));
@@ -157,8 +157,8 @@ static int probe_restart(struct hc_target *t, struct sess *s, char *why, size_t 
 	 * entry at any other svc cannot happen without a signal stop first;
 	 * the saved state is then put back unchanged.)
 	 */
-	memcpy(s->fgregs, s->gregs, t->img.arch->gregs_len);
-	ok = t->img.arch->restart_probed(s->gregs, g);
+	memcpy(s->fgregs, s->gregs, t->img->arch->gregs_len);
+	ok = t->img->arch->restart_probed(s->gregs, g);
 	s->probed = ok;
 	if (step_set_gregs(t, s->gregs, err) < 0 || step_skip_syscall(t, err) < 0 ||
 	    ptrace_resume(s->tid, true, 0, err) < 0)
@@ -194,10 +194,10 @@ static bool thread_dead(pid_t pid, pid_t tid)
 }
 
 /* Seize tid and stop it.  1: stopped and safe, 0: not usable now, -1: error. */
-int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t whylen,
+int thread_try(struct engine *t, pid_t tid, bool picky, char *why, size_t whylen,
 	       struct hc_err *err)
 {
-	struct sess *s = t->eng.sess;
+	struct sess *s = t->sess;
 	struct hc_err e = { 0 };
 	uint64_t saved_deadline;
 	enum stop st;
@@ -205,12 +205,12 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 
 	if (ptrace_seize(tid, &e) < 0) {
 		/* an exiting thread refuses with EPERM too: not a permission problem */
-		if (e.code == HC_E_GONE || (e.code == HC_E_PERM && thread_dead(t->img.pid, tid))) {
+		if (e.code == HC_E_GONE || (e.code == HC_E_PERM && thread_dead(t->img->pid, tid))) {
 			snprintf(why, whylen, "thread %d exited", tid);
 			return 0;
 		}
 		/* nor is a thread that another tracer (gdb, strace) holds: name it */
-		if (e.code == HC_E_PERM && tlock_traced_error(t->img.pid, tid, err) < 0)
+		if (e.code == HC_E_PERM && tlock_traced_error(t->img->pid, tid, err) < 0)
 			return -1;
 		*err = e;
 		return -1;
@@ -218,7 +218,7 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	s->tid = tid;
 	s->probed = false;
 	/* a blocked thread's stack, scanned ahead (where_warm_up()), and arm64's EINTR undo */
-	read_presys(t->img.pid, tid, &s->presys);
+	read_presys(t->img->pid, tid, &s->presys);
 	if (s->presys.valid)
 		where_warm_up(t, s->presys.sp, s->presys.pc);
 	if (ptrace_interrupt(tid, err) < 0)
@@ -229,9 +229,9 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	 * the stop may already have cost an epoll_wait its EINTR, which only
 	 * heapctl, once the thread has stopped, can take back.
 	 */
-	saved_deadline = t->eng.deadline_ns;
-	if (t->eng.deadline_ns < now_ns() + 2000000000ull)
-		t->eng.deadline_ns = now_ns() + 2000000000ull;
+	saved_deadline = t->deadline_ns;
+	if (t->deadline_ns < now_ns() + 2000000000ull)
+		t->deadline_ns = now_ns() + 2000000000ull;
 	for (;;) {
 		r = step_wait_ex(t, tid, false, &st, &sig, err);
 		if (r != 0 || st != ST_SIGNAL)
@@ -244,7 +244,7 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 		pr_trace("tid %d: signal %d delivered before the stop", tid, sig);
 	}
 	/* whatever happened: a retry must not find the budget stretched */
-	t->eng.deadline_ns = saved_deadline;
+	t->deadline_ns = saved_deadline;
 	if (r < 0)
 		return -1;
 	if (r > 0)
@@ -270,19 +270,19 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	 * Not under seccomp filters: the probe skips a syscall (number -1)
 	 * before seccomp_check() has looked at the filters.
 	 */
-	if (t->img.arch->restart_probe && st == ST_EVENT && t->eng.seccomp == 0 &&
-	    t->img.arch->restart_probe(s->gregs, &s->presys)) {
+	if (t->img->arch->restart_probe && st == ST_EVENT && t->seccomp == 0 &&
+	    t->img->arch->restart_probe(s->gregs, &s->presys)) {
 		r = probe_restart(t, s, why, whylen, err);
 		if (r <= 0)
 			return r;
 	}
 	pr_debug("tid %d stopped (%s) at pc 0x%llx, in syscall %ld", tid, step_stop_name(st),
-		 (unsigned long long)t->img.arch->get_pc(s->gregs), t->img.arch->syscall_nr(s->gregs));
-	where_disasm(t, t->img.arch->get_pc(s->gregs), HC_LOG_TRACE);
+		 (unsigned long long)t->img->arch->get_pc(s->gregs), t->img->arch->syscall_nr(s->gregs));
+	where_disasm(t, t->img->arch->get_pc(s->gregs), HC_LOG_TRACE);
 	if (hc_log_on(HC_LOG_TRACE)) {
 		char buf[1024];
 
-		t->img.arch->dump_regs(s->gregs, buf, sizeof(buf));
+		t->img->arch->dump_regs(s->gregs, buf, sizeof(buf));
 		pr_trace("registers of tid %d:\n%s", tid, buf);
 	}
 	/*
@@ -293,14 +293,14 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
 	 * --tid thread to start its next syscall; only then, or in a process
 	 * with no other thread, is that small, death-only risk taken.
 	 */
-	if (picky && (t->img.arch->syscall_nr(s->gregs) == t->img.arch->nr_restart_syscall ||
-		      (s->presys.valid && s->presys.nr == t->img.arch->nr_restart_syscall))) {
+	if (picky && (t->img->arch->syscall_nr(s->gregs) == t->img->arch->nr_restart_syscall ||
+		      (s->presys.valid && s->presys.nr == t->img->arch->nr_restart_syscall))) {
 		snprintf(why, whylen, "thread %d is resuming an interrupted sleep", tid);
 	} else {
 		uint64_t t0 = now_ns();
 
 		r = where_safe(t, tid, s->gregs, why, whylen);
-		t->eng.timing.check_us = (now_ns() - t0) / 1000;
+		t->timing.check_us = (now_ns() - t0) / 1000;
 		if (r == 1)
 			return 1;
 	}
@@ -318,7 +318,7 @@ int thread_try(struct hc_target *t, pid_t tid, bool picky, char *why, size_t why
  * the rest.  At most max of them (0: all): listing a thousand threads costs
  * a round trip milliseconds, and the first few nearly always do.
  */
-int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct hc_err *err)
+int thread_list(struct engine *t, size_t max, pid_t **out, size_t *n, struct hc_err *err)
 {
 	/* small reads: the kernel looks up every entry it returns (proc_fill_cache()) */
 	char path[64], buf[2048];
@@ -330,11 +330,11 @@ int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct 
 	bool best = false;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", t->img.pid);
+	snprintf(path, sizeof(path), "/proc/%d/task", t->img->pid);
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
-			return err_set(err, HC_E_GONE, ENOENT, "pid %d exited", t->img.pid);
+			return err_set(err, HC_E_GONE, ENOENT, "pid %d exited", t->img->pid);
 		return err_errno(err, errno, "open %s", path);
 	}
 	while (!max || cnt < max) {
@@ -358,7 +358,7 @@ int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct 
 		 * kind, it goes first and the rest are not read.
 		 */
 		if (cnt < MAX_RANKED && !best) {
-			char c = task_state(t->img.pid, tid);
+			char c = task_state(t->img->pid, tid);
 			struct hc_presys pre;
 
 			rk = c == 'S' ? 0 : c == 'R' ? 1 : (c == 'T' || c == 't') ? 2 : c == 'Z' ? 9 : 3;
@@ -370,9 +370,9 @@ int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct 
 			 * restart_syscall loses its restart block if heapctl dies.
 			 */
 			if (rk == 0) {
-				read_presys(t->img.pid, tid, &pre);
-				if (pre.valid && (pre.nr == t->img.arch->nr_restart_syscall ||
-						  t->img.arch->wait_kind(pre.nr, pre.args) !=
+				read_presys(t->img->pid, tid, &pre);
+				if (pre.valid && (pre.nr == t->img->arch->nr_restart_syscall ||
+						  t->img->arch->wait_kind(pre.nr, pre.args) !=
 							  HC_WAIT_UNDISTURBED))
 					rk = 2;
 			}
@@ -423,9 +423,9 @@ int thread_list(struct hc_target *t, size_t max, pid_t **out, size_t *n, struct 
  * the call would wait for it forever.  They are stopped anyway, so look at
  * each of them (seize, unwind, detach: they stay stopped).
  */
-int thread_check_stopped(struct hc_target *t, struct hc_err *err)
+int thread_check_stopped(struct engine *t, struct hc_err *err)
 {
-	struct sess *s = t->eng.sess, saved = *s;
+	struct sess *s = t->sess, saved = *s;
 	pid_t *tids = NULL;
 	size_t n = 0;
 	char why[256];
@@ -448,7 +448,7 @@ int thread_check_stopped(struct hc_target *t, struct hc_err *err)
 			ret = err_sethint(err, HC_E_UNSAFE, 0,
 					  "resume it (kill -CONT) and retry, or retry when it is stopped elsewhere",
 					  "pid %d is stopped by job control and %s: a call would wait for it forever",
-					  t->img.pid, why);
+					  t->img->pid, why);
 		else if (r > 0 && ptrace_detach(tids[i], 0, err) < 0)
 			ret = -1;
 	}

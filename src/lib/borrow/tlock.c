@@ -189,21 +189,21 @@ pid_t tlock_front(pid_t holder)
 	return strcmp(comm, "heapctl") ? holder : st.ppid;
 }
 
-static void say_waiting(struct hc_target *t, pid_t holder)
+static void say_waiting(struct engine *t, pid_t holder)
 {
 	char comm[64] = "?";
 
 	if (holder > 0) {
 		procfs_comm(holder, comm, sizeof(comm));
 		pr_info("pid %d is busy: another heapctl (pid %d, %s) is working on it; waiting "
-			"up to %u ms", t->img.pid, (int)holder, comm, t->img.opts.timeout_ms);
+			"up to %u ms", t->img->pid, (int)holder, comm, t->img->opts.timeout_ms);
 	} else {
 		pr_info("pid %d is busy: another heapctl is working on it; waiting up to %u ms",
-			t->img.pid, t->img.opts.timeout_ms);
+			t->img->pid, t->img->opts.timeout_ms);
 	}
 }
 
-int tlock_acquire(struct hc_target *t, struct hc_err *err)
+int tlock_acquire(struct engine *t, struct hc_err *err)
 {
 	struct sockaddr_un sa;
 	socklen_t len;
@@ -211,9 +211,9 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 	bool said = false;
 	int fd = -1, ret = -1;
 
-	if (t->eng.lockfd >= 0)
+	if (t->lockfd >= 0)
 		return 0;
-	len = lock_addr(t->img.pid, &sa);
+	len = lock_addr(t->img->pid, &sa);
 	for (;;) {
 		struct pollfd pfd;
 		uint64_t now;
@@ -222,14 +222,14 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 		if (fd < 0) {
 			struct ucred cred;
 
-			t->eng.lockfd = try_bind(&sa, len);
-			if (t->eng.lockfd >= 0) {
-				pr_debug("holding the lock of pid %d", t->img.pid);
+			t->lockfd = try_bind(&sa, len);
+			if (t->lockfd >= 0) {
+				pr_debug("holding the lock of pid %d", t->img->pid);
 				ret = 0;
 				break;
 			}
 			if (errno != EADDRINUSE) {
-				err_errno(err, errno, "lock for pid %d", t->img.pid);
+				err_errno(err, errno, "lock for pid %d", t->img->pid);
 				break;
 			}
 			fd = peek_holder(&sa, len, &cred);
@@ -241,18 +241,18 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 					ret = 0;
 					break;
 				}
-				if (!trusted(cred.uid, t->img.pid)) {
+				if (!trusted(cred.uid, t->img->pid)) {
 					/* not a heapctl that could work on this process: a squat */
 					pr_debug("lock of pid %d held by pid %d of uid %u: ignored",
-						 t->img.pid, (int)cred.pid, (unsigned)cred.uid);
+						 t->img->pid, (int)cred.pid, (unsigned)cred.uid);
 					ret = 0;
 					break;
 				}
 				holder = tlock_front(cred.pid);
 			} else if (errno == EAGAIN) {
-				holder = tlock_front(any_tracer(t->img.pid)); /* its backlog is full */
+				holder = tlock_front(any_tracer(t->img->pid)); /* its backlog is full */
 			} else {
-				err_errno(err, errno, "lock for pid %d", t->img.pid);
+				err_errno(err, errno, "lock for pid %d", t->img->pid);
 				break;
 			}
 			if (!said)
@@ -260,29 +260,29 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 			said = true;
 		}
 		now = now_ns();
-		if (now >= t->eng.deadline_ns) {
+		if (now >= t->deadline_ns) {
 			char hint[160], who[48] = "";
 
 			if (holder > 0)
 				snprintf(who, sizeof(who), " (pid %d)", (int)holder);
 			snprintf(hint, sizeof(hint),
 				 "retry when it has finished, or raise --timeout (now %u.%03u s) to "
-				 "wait longer", t->img.opts.timeout_ms / 1000, t->img.opts.timeout_ms % 1000);
+				 "wait longer", t->img->opts.timeout_ms / 1000, t->img->opts.timeout_ms % 1000);
 			err_sethint(err, HC_E_TIMEOUT, 0, hint,
 				    "another heapctl%s is working on pid %d; gave up waiting after "
-				    "%u ms", who, t->img.pid, t->img.opts.timeout_ms);
+				    "%u ms", who, t->img->pid, t->img->opts.timeout_ms);
 			break;
 		}
-		t->eng.cancel_sig = term_pending();
-		if (t->eng.cancel_sig) {
+		t->cancel_sig = term_pending();
+		if (t->cancel_sig) {
 			err_sethint(err, HC_E_CANCELLED, 0,
 				    "nothing was started: run it again once the other heapctl is done",
 				    "interrupted by SIG%s while waiting for another heapctl; pid %d "
-				    "was not touched", sigabbrev_np(t->eng.cancel_sig), t->img.pid);
+				    "was not touched", sigabbrev_np(t->cancel_sig), t->img->pid);
 			break;
 		}
-		if (kill(t->img.pid, 0) < 0 && errno == ESRCH) {
-			err_set(err, HC_E_NO_PROC, 0, "pid %d exited", t->img.pid);
+		if (kill(t->img->pid, 0) < 0 && errno == ESRCH) {
+			err_set(err, HC_E_NO_PROC, 0, "pid %d exited", t->img->pid);
 			break;
 		}
 		/*
@@ -290,7 +290,7 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 		 * 100 ms at a time: termination signals are blocked, not caught,
 		 * and are looked for between the naps.
 		 */
-		ms = (int)((t->eng.deadline_ns - now) / 1000000ull) + 1;
+		ms = (int)((t->deadline_ns - now) / 1000000ull) + 1;
 		if (ms > 100)
 			ms = 100;
 		if (fd < 0) {
@@ -310,12 +310,12 @@ int tlock_acquire(struct hc_target *t, struct hc_err *err)
 	return ret;
 }
 
-void tlock_release(struct hc_target *t)
+void tlock_release(struct engine *t)
 {
-	if (t->eng.lockfd >= 0) {
-		close(t->eng.lockfd);
-		t->eng.lockfd = -1;
-		pr_debug("released the lock of pid %d", t->img.pid);
+	if (t->lockfd >= 0) {
+		close(t->lockfd);
+		t->lockfd = -1;
+		pr_debug("released the lock of pid %d", t->img->pid);
 	}
 }
 

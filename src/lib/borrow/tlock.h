@@ -11,18 +11,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct hc_target;
+struct engine;
 struct hc_err;
 
 /*
- * Take the target's lock, waiting for another heapctl up to t->eng.deadline_ns.
+ * Take the target's lock, waiting for another heapctl up to t->deadline_ns.
  * A no-op if already held.  Fails with HC_E_TIMEOUT naming the holder,
  * HC_E_CANCELLED on a pending termination signal, HC_E_NO_PROC if the
  * process is gone.
  */
-int tlock_acquire(struct hc_target *t, struct hc_err *err);
+int tlock_acquire(struct engine *t, struct hc_err *err);
 /* Drop it (also done by the kernel if heapctl dies). */
-void tlock_release(struct hc_target *t);
+void tlock_release(struct engine *t);
 /* Another heapctl holds pid's lock: its pid, -1 if unknown; 0 if free. */
 pid_t tlock_busy(pid_t pid);
 /* The heapctl command behind holder (a worker's parent, src/cli/keeper.c), else holder. */

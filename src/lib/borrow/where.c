@@ -61,7 +61,7 @@ struct xrange {
 #define GRAN_SLOTS 1024
 
 struct uw_arg {
-	struct hc_target *t;
+	struct engine *t;
 	pid_t tid;
 	const void *gregs; /* the registers thread.c saved at the stop */
 	void *upt;         /* _UPT's, made only for its fallback find_proc_info */
@@ -100,15 +100,15 @@ static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
 
 	if ((addr & (CPAGE - 1)) + len > CPAGE ||
 	    (!a->cache && !(a->cache = calloc(CACHE_PAGES, sizeof(*a->cache)))))
-		return mem_read(a->t->img.pid, a->t->img.memfd, addr, out, len, &e);
+		return mem_read(a->t->img->pid, a->t->img->memfd, addr, out, len, &e);
 	for (i = 0; i < CACHE_PAGES; i++)
 		if (a->cache[i].valid && a->cache[i].addr == page)
 			goto hit;
 	i = a->next++ % CACHE_PAGES;
-	if (mem_read(a->t->img.pid, a->t->img.memfd, page, a->cache[i].data, CPAGE, &e) < 0) {
+	if (mem_read(a->t->img->pid, a->t->img->memfd, page, a->cache[i].data, CPAGE, &e) < 0) {
 		a->cache[i].valid = false;
 		e.code = HC_OK;
-		return mem_read(a->t->img.pid, a->t->img.memfd, addr, out, len, &e);
+		return mem_read(a->t->img->pid, a->t->img->memfd, addr, out, len, &e);
 	}
 	a->cache[i].valid = true;
 	a->cache[i].addr = page;
@@ -130,7 +130,7 @@ static int uw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t
 			     int need, void *arg)
 {
 	struct uw_arg *a = arg;
-	struct obj *o = obj_at(&a->t->img, ip);
+	struct obj *o = obj_at(a->t->img, ip);
 	uint8_t hdr[4];
 	int32_t fde_count;
 	unw_dyn_info_t di;
@@ -184,7 +184,7 @@ static int uw_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
 	uint64_t v;
 
 	(void)as;
-	if (write || reg < 0 || a->t->img.arch->unwind_reg(a->gregs, (unsigned int)reg, &v) < 0)
+	if (write || reg < 0 || a->t->img->arch->unwind_reg(a->gregs, (unsigned int)reg, &v) < 0)
 		return -UNW_EBADREG;
 	*val = v;
 	return 0;
@@ -237,27 +237,27 @@ int __wrap_sigprocmask(int how, const sigset_t *set, sigset_t *old)
  * hypervisor, on every round trip.  No cache: one unwind per thread
  * tried, and each frame has another ip.
  */
-static unw_addr_space_t unw_space(struct hc_target *t)
+static unw_addr_space_t unw_space(struct engine *t)
 {
-	if (!t->eng.unw && (t->eng.unw = unw_create_addr_space(&uw_accessors, 0)))
-		unw_set_caching_policy(t->eng.unw, UNW_CACHE_NONE);
-	return t->eng.unw;
+	if (!t->unw && (t->unw = unw_create_addr_space(&uw_accessors, 0)))
+		unw_set_caching_policy(t->unw, UNW_CACHE_NONE);
+	return t->unw;
 }
 
-int where_init(struct hc_target *t, struct hc_err *err)
+int where_init(struct engine *t, struct hc_err *err)
 {
-	t->eng.uw = calloc(1, sizeof(struct uw_arg));
-	if (t->eng.uw) {
-		t->eng.uw->stack = malloc(SCAN_MAX);
-		t->eng.uw->warm = malloc(SCAN_MAX); /* touched by its reads, before any stop */
+	t->uw = calloc(1, sizeof(struct uw_arg));
+	if (t->uw) {
+		t->uw->stack = malloc(SCAN_MAX);
+		t->uw->warm = malloc(SCAN_MAX); /* touched by its reads, before any stop */
 	}
-	if (!t->eng.uw || !t->eng.uw->stack || !t->eng.uw->warm) {
-		if (t->eng.uw) {
-			free(t->eng.uw->stack);
-			free(t->eng.uw->warm);
+	if (!t->uw || !t->uw->stack || !t->uw->warm) {
+		if (t->uw) {
+			free(t->uw->stack);
+			free(t->uw->warm);
 		}
-		free(t->eng.uw);
-		t->eng.uw = NULL;
+		free(t->uw);
+		t->uw = NULL;
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	}
 	/*
@@ -265,7 +265,7 @@ int where_init(struct hc_target *t, struct hc_err *err)
 	 * while a thread is stopped (page faults cost microseconds each under
 	 * a hypervisor).  A deeper stack, or an unwind, takes a few.
 	 */
-	memset(t->eng.uw->stack, 0, 16 * 1024);
+	memset(t->uw->stack, 0, 16 * 1024);
 	return 0;
 }
 
@@ -303,10 +303,10 @@ static bool gran_has(const struct uw_arg *a, uint64_t raddr)
 	return false;
 }
 
-int where_prepare(struct hc_target *t)
+int where_prepare(struct engine *t)
 {
-	struct uw_arg *a = t->eng.uw;
-	size_t n = 0, cap = t->img.nobjs + t->img.nvmas, ngran = 0;
+	struct uw_arg *a = t->uw;
+	size_t n = 0, cap = t->img->nobjs + t->img->nvmas, ngran = 0;
 	struct xrange *xr;
 
 	if (!a)
@@ -318,8 +318,8 @@ int where_prepare(struct hc_target *t)
 	if (!xr)
 		return -1;
 	a->xr = xr;
-	for (size_t i = 0; i < t->img.nobjs; i++) {
-		struct obj *o = &t->img.objs[i];
+	for (size_t i = 0; i < t->img->nobjs; i++) {
+		struct obj *o = &t->img->objs[i];
 
 		if (!o->base || o->text_hi <= o->text_lo)
 			continue;
@@ -328,9 +328,9 @@ int where_prepare(struct hc_target *t)
 		if (o->sorted && o->nsyms && !o->verdict && !(o->verdict = calloc(o->nsyms, 1)))
 			return -1;
 	}
-	for (size_t i = 0; i < t->img.nvmas; i++)
-		if ((t->img.vmas[i].flags & (VMA_X | VMA_ANON)) == (VMA_X | VMA_ANON))
-			xr[n++] = (struct xrange){ t->img.vmas[i].lo, t->img.vmas[i].hi, NULL };
+	for (size_t i = 0; i < t->img->nvmas; i++)
+		if ((t->img->vmas[i].flags & (VMA_X | VMA_ANON)) == (VMA_X | VMA_ANON))
+			xr[n++] = (struct xrange){ t->img->vmas[i].lo, t->img->vmas[i].hi, NULL };
 	qsort(xr, n, sizeof(*xr), cmp_xrange);
 	a->nxr = n;
 	a->gran_all = false;
@@ -347,19 +347,19 @@ int where_prepare(struct hc_target *t)
 	return 0;
 }
 
-void where_fini(struct hc_target *t)
+void where_fini(struct engine *t)
 {
-	if (t->eng.unw)
-		unw_destroy_addr_space(t->eng.unw);
-	t->eng.unw = NULL;
-	if (t->eng.uw) {
-		free(t->eng.uw->xr);
-		free(t->eng.uw->stack);
-		free(t->eng.uw->warm);
-		free(t->eng.uw->cache);
+	if (t->unw)
+		unw_destroy_addr_space(t->unw);
+	t->unw = NULL;
+	if (t->uw) {
+		free(t->uw->xr);
+		free(t->uw->stack);
+		free(t->uw->warm);
+		free(t->uw->cache);
 	}
-	free(t->eng.uw);
-	t->eng.uw = NULL;
+	free(t->uw);
+	t->uw = NULL;
 }
 
 bool where_malloc_family(const char *name, const char *prefix)
@@ -383,11 +383,11 @@ bool where_malloc_family(const char *name, const char *prefix)
 }
 
 /* 0 if the frame at ip is fine, else 1 with reason. */
-static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *reason,
+static int frame_unsafe(struct engine *t, uint64_t ip, unsigned depth, char *reason,
 			size_t len)
 {
 	struct obj *o = NULL;
-	const struct sym *s = sym_at(&t->img, ip, &o);
+	const struct sym *s = sym_at(t->img, ip, &o);
 	const char *fn = s ? s->name : "?";
 
 	if (!o) {
@@ -395,7 +395,7 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
 			 (unsigned long long)ip);
 		return 1;
 	}
-	if (t->eng.in_allocator && t->eng.in_allocator(t, ip)) {
+	if (t->in_allocator && t->in_allocator(t, ip)) {
 		snprintf(reason, len, "frame #%u is inside the allocator (%s in %s)", depth, fn,
 			 o->path);
 		return 1;
@@ -404,7 +404,7 @@ static int frame_unsafe(struct hc_target *t, uint64_t ip, unsigned depth, char *
 		snprintf(reason, len, "frame #%u is inside the dynamic linker (%s)", depth, fn);
 		return 1;
 	}
-	if (s && where_malloc_family(s->name, t->drv.where.prefix)) {
+	if (s && where_malloc_family(s->name, t->alloc_prefix)) {
 		snprintf(reason, len, "frame #%u is inside %s() in %s", depth, s->name, o->path);
 		return 1;
 	}
@@ -433,34 +433,34 @@ static int read_record(void *arg, uint64_t addr, uint64_t rec[2])
 }
 
 /* The PAC bits of return addresses: one read per target, the same for every thread. */
-static uint64_t pac_mask(struct hc_target *t, pid_t tid)
+static uint64_t pac_mask(struct engine *t, pid_t tid)
 {
 	uint64_t m[2];
 	size_t mlen = sizeof(m);
 	struct hc_err e = { 0 };
 
-	if (!t->eng.pac_known && t->img.arch->pac_regset) {
+	if (!t->pac_known && t->img->arch->pac_regset) {
 		/* No pointer authentication on this CPU or kernel: nothing to strip. */
-		t->eng.pac_mask = ptrace_regset_get(tid, t->img.arch->pac_regset, m, &mlen, &e) < 0 ? 0 : m[1];
-		t->eng.pac_known = true;
+		t->pac_mask = ptrace_regset_get(tid, t->img->arch->pac_regset, m, &mlen, &e) < 0 ? 0 : m[1];
+		t->pac_known = true;
 	}
-	return t->eng.pac_mask;
+	return t->pac_mask;
 }
 
 /*
  * 1 if the frame records of tid prove it safe, 0 with reason if not.
  * lu_depth is how far libunwind got, for the log.
  */
-static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
+static int frame_records_safe(struct engine *t, pid_t tid, struct uw_arg *a,
 			      unsigned int lu_depth, char *reason, size_t len)
 {
-	uint64_t pc = t->img.arch->get_pc(a->gregs), lr = 0, mask = pac_mask(t, tid);
+	uint64_t pc = t->img->arch->get_pc(a->gregs), lr = 0, mask = pac_mask(t, tid);
 	uint64_t rets[MAX_FRAMES];
 	struct obj *o;
 	char why[160];
 	int n;
 
-	if (t->img.arch->unwind_reg(a->gregs, 30, &lr) < 0) /* x30 */
+	if (t->img->arch->unwind_reg(a->gregs, 30, &lr) < 0) /* x30 */
 		lr = 0;
 	if (frame_unsafe(t, pc, 0, reason, len))
 		return 0;
@@ -469,15 +469,15 @@ static int frame_records_safe(struct hc_target *t, pid_t tid, struct uw_arg *a,
 	 * only if it points into code, and then like a caller's frame.
 	 */
 	lr &= ~mask;
-	if (obj_at(&t->img, lr) && frame_unsafe(t, lr - 1, 1, reason, len))
+	if (obj_at(t->img, lr) && frame_unsafe(t, lr - 1, 1, reason, len))
 		return 0;
-	n = t->img.arch->frame_walk(a->gregs, mask, read_record, a, rets, MAX_FRAMES, why, sizeof(why));
+	n = t->img->arch->frame_walk(a->gregs, mask, read_record, a, rets, MAX_FRAMES, why, sizeof(why));
 	if (n < 0) {
 		snprintf(reason, len, "incomplete stack: %s", why);
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
-		o = obj_at(&t->img, rets[i]);
+		o = obj_at(t->img, rets[i]);
 		/*
 		 * A return into the vDSO is a signal frame (__kernel_rt_sigreturn):
 		 * the interrupted pc lives in the sigcontext, not in a frame record,
@@ -525,19 +525,19 @@ static const struct xrange *xrange_at(const struct uw_arg *a, uint64_t raddr)
  * allocator leave return addresses of their own).  Each function's verdict
  * is kept, so a stack is judged at the cost of a lookup per return.
  */
-static bool code_unsafe(struct hc_target *t, uint64_t raddr, const char *what, char *why,
+static bool code_unsafe(struct engine *t, uint64_t raddr, const char *what, char *why,
 			size_t len)
 {
 	const struct xrange *x;
 	const struct sym *s;
 	struct obj *o;
 
-	if (!gran_has(t->eng.uw, raddr) || !(x = xrange_at(t->eng.uw, raddr)))
+	if (!gran_has(t->uw, raddr) || !(x = xrange_at(t->uw, raddr)))
 		return false;
 	o = x->o;
 	if (!o) {
 		snprintf(why, len, "%s 0x%llx is in anonymous code", what, (unsigned long long)raddr);
-	} else if (t->eng.in_allocator && t->eng.in_allocator(t, raddr)) {
+	} else if (t->in_allocator && t->in_allocator(t, raddr)) {
 		snprintf(why, len, "%s 0x%llx is in the allocator", what, (unsigned long long)raddr);
 	} else if (o->is_ldso) {
 		snprintf(why, len, "%s 0x%llx is in the dynamic linker", what,
@@ -546,7 +546,7 @@ static bool code_unsafe(struct hc_target *t, uint64_t raddr, const char *what, c
 		uint8_t *v = &o->verdict[s - o->syms];
 
 		if (!*v)
-			*v = where_malloc_family(s->name, t->drv.where.prefix) ? 2 : 1;
+			*v = where_malloc_family(s->name, t->alloc_prefix) ? 2 : 1;
 		if (*v == 1)
 			return false;
 		snprintf(why, len, "%s 0x%llx is in %s()", what, (unsigned long long)raddr, s->name);
@@ -557,15 +557,15 @@ static bool code_unsafe(struct hc_target *t, uint64_t raddr, const char *what, c
 }
 
 /* The thread pointer, where glibc and musl put a thread's descriptor, at its stack's top. */
-static uint64_t thread_pointer(struct hc_target *t, pid_t tid, const void *gregs)
+static uint64_t thread_pointer(struct engine *t, pid_t tid, const void *gregs)
 {
 	uint64_t tls[2] = { 0, 0 };
 	size_t n = sizeof(tls);
 	struct hc_err e = { 0 };
 
-	if (t->img.arch->get_tp)
-		return t->img.arch->get_tp(gregs);
-	if (!t->img.arch->tp_regset || ptrace_regset_get(tid, t->img.arch->tp_regset, tls, &n, &e) < 0)
+	if (t->img->arch->get_tp)
+		return t->img->arch->get_tp(gregs);
+	if (!t->img->arch->tp_regset || ptrace_regset_get(tid, t->img->arch->tp_regset, tls, &n, &e) < 0)
 		return 0;
 	return tls[0];
 }
@@ -580,9 +580,9 @@ static uint64_t thread_pointer(struct hc_target *t, pid_t tid, const void *gregs
  * coroutine's stack) leaves the scan nothing it can vouch for.  0, or the
  * end with why.
  */
-static uint64_t stack_top(struct hc_target *t, uint64_t sp, uint64_t tp, char *why, size_t len)
+static uint64_t stack_top(struct engine *t, uint64_t sp, uint64_t tp, char *why, size_t len)
 {
-	const struct vma *v = vma_at(&t->img, sp);
+	const struct vma *v = vma_at(t->img, sp);
 	uint64_t hi;
 
 	if (!v) {
@@ -592,8 +592,8 @@ static uint64_t stack_top(struct hc_target *t, uint64_t sp, uint64_t tp, char *w
 	}
 	hi = v->flags & VMA_STACK ? v->hi : tp;
 	/* the main thread's frames all lie below argc: above it, arguments and environment */
-	if ((v->flags & VMA_STACK) && t->img.start_stack > sp && t->img.start_stack <= v->hi)
-		hi = t->img.start_stack;
+	if ((v->flags & VMA_STACK) && t->img->start_stack > sp && t->img->start_stack <= v->hi)
+		hi = t->img->start_stack;
 	if (!tp && !(v->flags & VMA_STACK))
 		hi = v->hi - sp > SCAN_MAX ? sp + SCAN_MAX : v->hi;
 	if (hi <= sp || hi > v->hi) {
@@ -614,11 +614,11 @@ static uint64_t stack_top(struct hc_target *t, uint64_t sp, uint64_t tp, char *w
  * may sit on another stack)?  It depends on w alone, which is what lets
  * the scan pass over words where_warm_up() already found safe.
  */
-static bool word_unsafe(struct hc_target *t, uint64_t w, uint64_t at, char *why, size_t len)
+static bool word_unsafe(struct engine *t, uint64_t w, uint64_t at, char *why, size_t len)
 {
 	if (w < 4096)
 		return false;
-	if (w == t->eng.restorer) {
+	if (w == t->restorer) {
 		snprintf(why, len, "a signal frame at 0x%llx", (unsigned long long)at);
 		return true;
 	}
@@ -630,23 +630,23 @@ static bool word_unsafe(struct hc_target *t, uint64_t w, uint64_t at, char *why,
  * a suspicious word, or a stack the scan cannot bound), and the unwind
  * decides.
  */
-static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *bytes, char *why,
+static int scan_safe(struct engine *t, pid_t tid, const void *gregs, size_t *bytes, char *why,
 		     size_t len)
 {
-	const struct hc_arch *ar = t->img.arch;
-	struct uw_arg *a = t->eng.uw;
+	const struct hc_arch *ar = t->img->arch;
+	struct uw_arg *a = t->uw;
 	uint64_t sp = ar->get_sp(gregs) & ~7ull, hi, mask = 0;
 	struct hc_err e = { 0 };
 	size_t n;
 	bool warm;
 
-	hi = stack_top(t, sp, t->img.vmas && vma_at(&t->img, sp) && (vma_at(&t->img, sp)->flags & VMA_STACK) ?
+	hi = stack_top(t, sp, t->img->vmas && vma_at(t->img, sp) && (vma_at(t->img, sp)->flags & VMA_STACK) ?
 				      0 : thread_pointer(t, tid, gregs), why, len);
 	if (!hi)
 		return 0;
 	n = (size_t)(hi - sp) / 8;
 	if ((a->have_sp != sp || a->have_len < n * 8) &&
-	    mem_read(t->img.pid, t->img.memfd, sp, a->stack, n * 8, &e) < 0) {
+	    mem_read(t->img->pid, t->img->memfd, sp, a->stack, n * 8, &e) < 0) {
 		snprintf(why, len, "the stack is unreadable (%.100s)", e.msg);
 		return 0;
 	}
@@ -683,7 +683,7 @@ static int scan_safe(struct hc_target *t, pid_t tid, const void *gregs, size_t *
 
 /* Read [sp, its stack's top) into buf (at most PREFETCH past sp on a thread's own stack); its size. */
 #define PREFETCH (16 * 1024)
-static size_t read_stack(struct hc_target *t, uint64_t sp, uint64_t *buf)
+static size_t read_stack(struct engine *t, uint64_t sp, uint64_t *buf)
 {
 	uint64_t hi;
 	char why[160];
@@ -693,9 +693,9 @@ static size_t read_stack(struct hc_target *t, uint64_t sp, uint64_t *buf)
 	if (!hi)
 		return 0;
 	/* stack_top() found sp's mapping */
-	if (hi - sp > PREFETCH && !(vma_at(&t->img, sp)->flags & VMA_STACK))
+	if (hi - sp > PREFETCH && !(vma_at(t->img, sp)->flags & VMA_STACK))
 		hi = sp + PREFETCH;
-	if (mem_read(t->img.pid, -1, sp, buf, hi - sp, &e) < 0)
+	if (mem_read(t->img->pid, -1, sp, buf, hi - sp, &e) < 0)
 		return 0;
 	return hi - sp;
 }
@@ -706,9 +706,9 @@ static size_t read_stack(struct hc_target *t, uint64_t sp, uint64_t *buf)
  * safe, the scan after the stop passes over the words still the same:
  * a word's verdict depends on its value alone.
  */
-void where_warm_up(struct hc_target *t, uint64_t sp, uint64_t pc)
+void where_warm_up(struct engine *t, uint64_t sp, uint64_t pc)
 {
-	struct uw_arg *a = t->eng.uw;
+	struct uw_arg *a = t->uw;
 	char why[160];
 
 	if (!a)
@@ -724,9 +724,9 @@ void where_warm_up(struct hc_target *t, uint64_t sp, uint64_t pc)
 			a->warm_safe = false;
 }
 
-void where_prefetch(struct hc_target *t, uint64_t sp)
+void where_prefetch(struct engine *t, uint64_t sp)
 {
-	struct uw_arg *a = t->eng.uw;
+	struct uw_arg *a = t->uw;
 
 	if (!a)
 		return;
@@ -735,10 +735,10 @@ void where_prefetch(struct hc_target *t, uint64_t sp)
 	a->have_sp = sp;
 }
 
-int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len)
+int where_safe(struct engine *t, pid_t tid, const void *gregs, char *reason, size_t len)
 {
-	struct uw_arg *a = t->eng.uw;
-	bool records = t->img.arch->frame_walk != NULL;
+	struct uw_arg *a = t->uw;
+	bool records = t->img->arch->frame_walk != NULL;
 	uint64_t pac = 0;
 	unw_cursor_t c;
 	unsigned depth = 0;
@@ -759,7 +759,7 @@ int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, 
 	a->tid = tid;
 	a->gregs = gregs;
 	a->upt = NULL;
-	if (!unw_space(t) || unw_init_remote(&c, t->eng.unw, a) < 0) {
+	if (!unw_space(t) || unw_init_remote(&c, t->unw, a) < 0) {
 		snprintf(reason, len, "cannot start unwinding thread %d", tid);
 		goto out;
 	}
@@ -807,7 +807,7 @@ out:
 	return ret;
 }
 
-void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level)
+void where_disasm(struct engine *t, uint64_t pc, enum hc_log_level level)
 {
 	uint8_t buf[48];
 	struct hc_err e = { 0 };
@@ -816,14 +816,14 @@ void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level)
 	size_t n;
 	uint64_t start = pc >= 16 ? pc - 16 : pc;
 
-	if (!hc_log_on(level) || mem_read(t->img.pid, t->img.memfd, start, buf, sizeof(buf), &e) < 0)
+	if (!hc_log_on(level) || mem_read(t->img->pid, t->img->memfd, start, buf, sizeof(buf), &e) < 0)
 		return;
-	if (cs_open(t->img.arch->cs_arch, t->img.arch->cs_mode, &cs) != CS_ERR_OK)
+	if (cs_open(t->img->arch->cs_arch, t->img->arch->cs_mode, &cs) != CS_ERR_OK)
 		return;
 	/* x86 is variable-length: decode from pc, and show the syscall before it if any */
-	if (pc >= 16 && !memcmp(buf + 16 - t->img.arch->syscall_insn.len, t->img.arch->syscall_insn.b, t->img.arch->syscall_insn.len))
+	if (pc >= 16 && !memcmp(buf + 16 - t->img->arch->syscall_insn.len, t->img->arch->syscall_insn.b, t->img->arch->syscall_insn.len))
 		hc_log_print(level, "  0x%llx: (previous) syscall",
-			     (unsigned long long)(pc - t->img.arch->syscall_insn.len));
+			     (unsigned long long)(pc - t->img->arch->syscall_insn.len));
 	n = cs_disasm(cs, buf + (pc - start), sizeof(buf) - (pc - start), pc, 4, &insn);
 	for (size_t i = 0; i < n; i++)
 		hc_log_print(level, "  0x%llx: %s %s%s", (unsigned long long)insn[i].address,

@@ -10,19 +10,19 @@
 
 #include "log.h"
 
-struct hc_target;
+struct engine;
 
-int where_init(struct hc_target *t, struct hc_err *err);
-void where_fini(struct hc_target *t);
+int where_init(struct engine *t, struct hc_err *err);
+void where_fini(struct engine *t);
 /* What where_safe() needs ready before anything stops; -1 if out of memory. */
-int where_prepare(struct hc_target *t);
+int where_prepare(struct engine *t);
 /*
  * Before a thread blocked at pc with its stack pointer at sp is stopped:
  * read its stack once and judge pc and the code the stack returns into,
  * so that the stopped window finds the memory warm and the verdicts made.
  * Decides nothing.
  */
-void where_warm_up(struct hc_target *t, uint64_t sp, uint64_t pc);
+void where_warm_up(struct engine *t, uint64_t sp, uint64_t pc);
 /*
  * Right after the thread stopped, before its registers are read: read its
  * stack from sp as /proc said before the stop, which the safe-point check
@@ -30,7 +30,7 @@ void where_warm_up(struct hc_target *t, uint64_t sp, uint64_t pc);
  * kernel needs to take the thread off its CPU, which the first register
  * read would wait for.
  */
-void where_prefetch(struct hc_target *t, uint64_t sp);
+void where_prefetch(struct engine *t, uint64_t sp);
 /*
  * Is stopped thread tid, whose registers are gregs (NT_PRSTATUS as saved),
  * at a safe point?  A scan of its stack proves most threads safe; the
@@ -39,7 +39,7 @@ void where_prefetch(struct hc_target *t, uint64_t sp);
  * unsafe.  Returns 1 safe, 0 unsafe (reason
  * says why), never fails: an error means unsafe.
  */
-int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, size_t len);
+int where_safe(struct engine *t, pid_t tid, const void *gregs, char *reason, size_t len);
 /*
  * Is a frame in the function name (an ELF symbol) inside the allocator for
  * where_safe()?  An entry point of allocfn.c, anything in the allocator's
@@ -48,6 +48,6 @@ int where_safe(struct hc_target *t, pid_t tid, const void *gregs, char *reason, 
  */
 bool where_malloc_family(const char *name, const char *prefix);
 /* Log a few instructions at pc (for -vvv). */
-void where_disasm(struct hc_target *t, uint64_t pc, enum hc_log_level level);
+void where_disasm(struct engine *t, uint64_t pc, enum hc_log_level level);
 
 #endif

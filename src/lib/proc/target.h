@@ -138,14 +138,16 @@ struct drv {
 };
 
 /* What the borrow engine keeps (borrow/): the stopped thread, its saved state, its scratch. */
-struct hc_target;
 struct engine {
+	struct image *img; /* the image it works on, its target's */
 	/*
 	 * The engine's safe-point policy, filled in by the API from the
 	 * driver: is raddr inside the allocator's code?  NULL: no allocator
-	 * code to avoid beyond the malloc family (where.c).
+	 * code to avoid beyond the malloc family (where.c), whose names may
+	 * carry the allocator's prefix (alloc_prefix: "je_"; "" none).
 	 */
-	bool (*in_allocator)(struct hc_target *t, uint64_t raddr);
+	bool (*in_allocator)(struct engine *e, uint64_t raddr);
+	const char *alloc_prefix;
 	/* the current borrowed thread, while attached */
 	struct sess *sess;
 	uint8_t *shadow;   /* the session's copy of the thread's stack area (call_int.h) */

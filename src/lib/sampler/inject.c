@@ -85,7 +85,7 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 static int write_field(struct hc_target *t, struct inj *in, size_t off, const void *v, size_t len,
 		       struct hc_err *err)
 {
-	return call_write(t, in->state + off, v, len, err);
+	return call_write(&t->eng, in->state + off, v, len, err);
 }
 
 /*
@@ -98,9 +98,9 @@ static int je_hooks(struct hc_target *t, struct inj *in, uint64_t mallctl, bool 
 	uint64_t a[5], ret, len = 8, zero = 0;
 	uint64_t handle = in->state + offsetof(struct hcs_state, je_handle);
 
-	a[0] = call_strdup(t, install ? "experimental.hooks.install" : "experimental.hooks.remove", err);
-	a[2] = call_scratch(t, 8, err);
-	if (!a[0] || !a[2] || call_write(t, a[2], &len, 8, err) < 0)
+	a[0] = call_strdup(&t->eng, install ? "experimental.hooks.install" : "experimental.hooks.remove", err);
+	a[2] = call_scratch(&t->eng, 8, err);
+	if (!a[0] || !a[2] || call_write(&t->eng, a[2], &len, 8, err) < 0)
 		return -1;
 	if (install) {
 		a[1] = handle;
@@ -111,7 +111,7 @@ static int je_hooks(struct hc_target *t, struct inj *in, uint64_t mallctl, bool 
 		a[3] = handle;
 		a[4] = 8;
 	}
-	if (call_fn(t, mallctl, a, 5, &ret, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, mallctl, a, 5, &ret, NULL, NULL, err) < 0)
 		return -1;
 	if ((int)ret)
 		return err_sethint(err, HC_E_UNSUPPORTED, (int)ret,
@@ -120,7 +120,7 @@ static int je_hooks(struct hc_target *t, struct inj *in, uint64_t mallctl, bool 
 							"start the process with MALLOC_CONF=prof:true",
 				   "jemalloc in pid %d refused experimental.hooks.%s: %s", t->img.pid,
 				   install ? "install" : "remove", strerror((int)ret));
-	if (!install && call_write(t, handle, &zero, 8, err) < 0)
+	if (!install && call_write(&t->eng, handle, &zero, 8, err) < 0)
 		return -1;
 	return read_state(t, in, err);
 }
@@ -223,7 +223,7 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 		if (write_field(t, in, offsetof(struct hcs_state, orig), orig, sizeof(p->orig), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, text_lo), text, sizeof(text), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, pagesize), &pagesz, 8, err) < 0 ||
-		    call_fn(t, in->s.fn_init, NULL, 0, &ret, NULL, NULL, err) < 0)
+		    call_fn(&t->eng, in->s.fn_init, NULL, 0, &ret, NULL, NULL, err) < 0)
 			return -1;
 		if ((int)ret == HCS_ERR_UNWIND) {
 			return err_sethint(err, HC_E_UNSUPPORTED, 0,
@@ -242,19 +242,19 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 	if (n) {
 		uint32_t total = in->s.nslots + n;
 
-		if (call_write(t, in->s.slots + (uint64_t)in->s.nslots * sizeof(*slots), slots,
+		if (call_write(&t->eng, in->s.slots + (uint64_t)in->s.nslots * sizeof(*slots), slots,
 			       n * sizeof(*slots), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, nslots), &total, 4, err) < 0)
 			return -1;
 	}
 	/* the slots first, sampling next: each state in between passes everything through */
-	if (call_fn(t, in->s.fn_patch, NULL, 0, &ret, NULL, NULL, err) < 0)
+	if (call_fn(&t->eng, in->s.fn_patch, NULL, 0, &ret, NULL, NULL, err) < 0)
 		return -1;
 	if (rescan)
 		return read_state(t, in, err);
 	a[0] = interval;
 	a[1] = 1;
-	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+	if (call_fn(&t->eng, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	pr_info("sampler: %u new slots, sampling with a mean interval of %" PRIu64 " bytes", n,
 		in->s.interval);
@@ -288,7 +288,7 @@ int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
 
 	if (!in->state)
 		return 0;
-	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+	if (call_fn(&t->eng, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	in->switched = true;
 	return 0;
@@ -306,13 +306,13 @@ int inj_reset(struct hc_target *t, struct inj *in, struct hc_err *err)
 	if (!in->state)
 		return 0;
 	if (in->s.enabled)
-		return call_fn(t, in->s.fn_reset, NULL, 0, &ret, NULL, NULL, err) < 0 ? -1 :
+		return call_fn(&t->eng, in->s.fn_reset, NULL, 0, &ret, NULL, NULL, err) < 0 ? -1 :
 										   read_state(t, in, err);
 	if (reclaim_memfds(t, err) < 0)
 		return -1;
 	if (in->s.je_handle && je_hooks(t, in, t->drv.where.ctl_raddr, false, err) < 0)
 		return -1;
-	if (call_fn(t, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+	if (call_fn(&t->eng, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	if (ret)
 		pr_warn("sampler: %u GOT slots were changed by the process since: left as they are",

@@ -73,14 +73,14 @@ int reclaim_memfds(struct hc_target *t, struct hc_err *err)
 	int fds[16];
 	unsigned n = memfds(t, fds, 16);
 
-	if (!n || !call_scratch(t, 8, err))
+	if (!n || !call_scratch(&t->eng, 8, err))
 		return err_isset(err) ? -1 : 0;
 	n = memfds(t, fds, 16);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t a = (uint64_t)fds[i];
 		int64_t ret;
 
-		if (call_syscall(t, t->img.arch->nr_close, &a, 1, &ret, err) < 0)
+		if (call_syscall(&t->eng, t->img.arch->nr_close, &a, 1, &ret, err) < 0)
 			return -1;
 		pr_info("sampler: closed fd %d, left by a heapctl killed while loading", fds[i]);
 	}
@@ -134,15 +134,15 @@ static int remote_dlopen(struct hc_target *t, const char *path, uint64_t *handle
 	uint64_t a[2], msg = 0;
 
 	*handle = 0;
-	a[0] = call_strdup(t, path, err);
+	a[0] = call_strdup(&t->eng, path, err);
 	a[1] = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
-	if (!a[0] || call_fn(t, f_dlopen, a, 2, handle, NULL, NULL, err) < 0)
+	if (!a[0] || call_fn(&t->eng, f_dlopen, a, 2, handle, NULL, NULL, err) < 0)
 		return -1;
 	if (*handle)
 		return 1;
 	why[0] = '\0';
-	if (f_dlerror && call_fn(t, f_dlerror, NULL, 0, &msg, NULL, NULL, err) == 0 && msg)
-		(void)call_read_str(t, msg, why, whylen, err);
+	if (f_dlerror && call_fn(&t->eng, f_dlerror, NULL, 0, &msg, NULL, NULL, err) == 0 && msg)
+		(void)call_read_str(&t->eng, msg, why, whylen, err);
 	return err_isset(err) ? -1 : 0;
 }
 
@@ -205,7 +205,7 @@ static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
  */
 static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
 {
-	uint64_t a[2], handle, name = call_strdup(t, HCS_NAME, err);
+	uint64_t a[2], handle, name = call_strdup(&t->eng, HCS_NAME, err);
 	int64_t fd, ret;
 	char path[96];
 	int lfd, rc;
@@ -214,11 +214,11 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 		return -1;
 	a[0] = name;
 	a[1] = MFD_CLOEXEC | 0x0010u; /* MFD_EXEC: with vm.memfd_noexec, ask for it */
-	if (call_syscall(t, t->img.arch->nr_memfd_create, a, 2, &fd, err) < 0)
+	if (call_syscall(&t->eng, t->img.arch->nr_memfd_create, a, 2, &fd, err) < 0)
 		return -1;
 	if (fd == -EINVAL) { /* before Linux 6.3, no MFD_EXEC */
 		a[1] = MFD_CLOEXEC;
-		if (call_syscall(t, t->img.arch->nr_memfd_create, a, 2, &fd, err) < 0)
+		if (call_syscall(&t->eng, t->img.arch->nr_memfd_create, a, 2, &fd, err) < 0)
 			return -1;
 	}
 	if (fd < 0) {
@@ -239,7 +239,7 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 	/* the memfd goes whatever happened, a request to stop included */
 	a[0] = (uint64_t)fd;
 	t->eng.cancel_hold++;
-	if (call_syscall(t, t->img.arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
+	if (call_syscall(&t->eng, t->img.arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
 		rc = -1;
 	t->eng.cancel_hold--;
 	return rc;
