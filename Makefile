@@ -171,6 +171,12 @@ $(B)/tests/%: tests/unit/%.c $(B)/libheapctl.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libheapctl.a $(LDLIBS_ALL)
 
+# test_arch: what both backends are asked alike, and each backend's own file (tests/unit/arch)
+$(B)/tests/test_arch: tests/unit/test_arch.c $(wildcard tests/unit/arch/*.[ch]) $(B)/libheapctl.a
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) $(B)/libheapctl.a $(LDLIBS_ALL)
+
 # callers.c unwinds heapctl from outside, as heapctl unwinds its targets
 ITEST_UNW_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind-ptrace libunwind-generic 2>/dev/null)
 ITEST_UNW_LIBS = $(shell $(PKG_CONFIG) --libs libunwind-ptrace libunwind-generic 2>/dev/null)
