@@ -19,7 +19,7 @@
 #include "inject.h"
 #include "log.h"
 #include "procfs.h"
-#include "target.h"
+#include "image.h"
 #include "tlock.h"
 #include "where.h"
 
@@ -526,7 +526,8 @@ static int sampler_probe(struct hc_target *t, struct hc_err *err)
 {
 	if (!t->inj && !(t->inj = calloc(1, sizeof(*t->inj))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-	return inj_probe(t, t->inj, err);
+	t->inj->where = &t->drv.where;
+	return inj_probe(&t->eng, t->inj, err);
 }
 
 static bool sampling(const struct hc_target *t)
@@ -600,7 +601,7 @@ int hc_prof_get(struct hc_target *t, bool *enabled, bool *active, struct hc_err 
 		*enabled = true;
 		*active = t->inj->s.enabled;
 		/* objects loaded since the last call get their hooks now */
-		return done(t, inj_rescan(t, t->inj, err), err);
+		return done(t, inj_rescan(&t->eng, t->inj, err), err);
 	}
 	return done(t, own_prof_get(t, enabled, active, err), err);
 }
@@ -629,7 +630,7 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 	if (!active) {
 		if (sampling(t)) {
 			*was = true;
-			r = inj_off(t, t->inj, err);
+			r = inj_off(&t->eng, t->inj, err);
 		} else if (kept(t) && mode != HC_SAMPLER_NATIVE) {
 			r = 0; /* off already */
 		} else {
@@ -640,7 +641,7 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 	} else if (mode == HC_SAMPLER_AUTO && !sampling(t) && !kept(t)) {
 		/* the sampler's reads first, while nothing is stopped: the next step stops the thread */
 		struct hc_err why = { 0 }, own = { 0 };
-		bool can_inject = inj_prepare(t, t->inj, &why) == 0;
+		bool can_inject = inj_prepare(&t->eng, t->inj, &why) == 0;
 
 		/*
 		 * The allocator's own profiler if it can run: trying it is the
@@ -651,12 +652,12 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 		if (r < 0 && t->drv.alloc->prof_set && own.code != HC_E_PROF_OFF)
 			*err = own;
 		else if (r < 0 && can_inject)
-			r = inj_on(t, t->inj, interval, err);
+			r = inj_on(&t->eng, t->inj, interval, err);
 		else if (r < 0)
 			*err = why;
 	} else {
 		*was = sampling(t);
-		r = inj_on(t, t->inj, interval, err);
+		r = inj_on(&t->eng, t->inj, interval, err);
 	}
 	return end_op(t, r, err);
 }
@@ -691,10 +692,10 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 	*active = sampling(t);
 	/* hook what was loaded since; the dump itself runs nothing in the target */
 	call_hold(&t->eng);
-	r = inj_rescan(t, t->inj, err);
+	r = inj_rescan(&t->eng, t->inj, err);
 	if (end_op(t, r, err) < 0)
 		return -1;
-	return inj_dump(t, t->inj, out_path, err);
+	return inj_dump(&t->eng, t->inj, out_path, err);
 }
 
 void hc_target_set_sample_bytes(struct hc_target *t, uint64_t bytes)
@@ -712,7 +713,7 @@ int hc_prof_reset(struct hc_target *t, struct hc_err *err)
 		return -1;
 	if (r == 1 && t->img.opts.sampler != HC_SAMPLER_NATIVE) {
 		call_hold(&t->eng);
-		return end_op(t, inj_reset(t, t->inj, err), err);
+		return end_op(t, inj_reset(&t->eng, t->inj, err), err);
 	}
 	if (!t->drv.alloc->prof_reset)
 		return done(t, t->drv.alloc->prof_get ?
@@ -728,7 +729,7 @@ int hc_sampler_get(struct hc_target *t, struct hc_sampler *s, struct hc_err *err
 	memset(s, 0, sizeof(*s));
 	if (sampler_probe(t, err) < 0)
 		return -1;
-	return inj_status(t, t->inj, s, err);
+	return inj_status(&t->eng, t->inj, s, err);
 }
 
 static uint64_t rss_of(pid_t pid)

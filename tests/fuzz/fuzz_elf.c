@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "fuzz_mem.h"
-#include "target.h"
+#include "image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

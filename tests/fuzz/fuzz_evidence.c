@@ -19,7 +19,7 @@
 
 #include "evidence.h"
 #include "fuzz_mem.h"
-#include "target.h"
+#include "image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

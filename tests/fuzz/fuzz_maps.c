@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "fuzz_mem.h"
-#include "target.h"
+#include "image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -20,7 +20,7 @@
 #include "alloc_mimalloc.h"
 #include "call.h"
 #include "fuzz_mem.h"
-#include "target.h"
+#include "image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

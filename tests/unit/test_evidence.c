@@ -13,7 +13,7 @@
 #include <libelf.h>
 
 #include "evidence.h"
-#include "target.h"
+#include "image.h"
 #include "unit.h"
 
 /* Judge a .rodata made of the given strings, each NUL-terminated. */

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../src/lib/proc/target.h"
+#include "../../src/lib/proc/image.h"
 #include "unit.h"
 
 static char dir[64];

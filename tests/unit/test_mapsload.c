@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "target.h"
+#include "image.h"
 #include "unit.h"
 
 /*

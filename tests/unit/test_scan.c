@@ -26,7 +26,8 @@
 #include <asm/ptrace.h>
 #endif
 
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "unit.h"
 #include "where.h"
 
@@ -68,12 +69,12 @@ static void set_pc(uint64_t *gregs, uint64_t pc)
 }
 
 /* where_safe()'s scan of the stack as it is now, after a scan ahead of it as it was then. */
-static bool scan_vouches(struct hc_target *t, const void *gregs)
+static bool scan_vouches(struct engine *t, const void *gregs)
 {
 	char why[256];
 
 	vouched = false;
-	where_safe(&t->eng, getpid(), gregs, why, sizeof(why));
+	where_safe(t, getpid(), gregs, why, sizeof(why));
 	return vouched;
 }
 
@@ -81,7 +82,8 @@ int main(void)
 {
 	uint64_t gregs[64] = { 0 }, ret_into = (uint64_t)(uintptr_t)guarded_code + 1;
 	uint64_t pc = (uint64_t)(uintptr_t)main;
-	struct hc_target *t;
+	struct image *img;
+	struct engine *t;
 	struct hc_err e = { 0 };
 	uint8_t *m;
 
@@ -93,21 +95,23 @@ int main(void)
 	}
 	stack = (uint64_t *)m;
 	/* a target as api.c makes one: the image, no lock */
+	/* a bare image, and the engine on it: what borrow/ is given */
+	img = calloc(1, sizeof(*img));
 	t = calloc(1, sizeof(*t));
-	if (!t) {
+	if (!img || !t) {
 		printf("FAIL setup: out of memory\n");
 		return 1;
 	}
-	image_init(&t->img, getpid());
-	t->eng.img = &t->img;
-	t->eng.lockfd = -1;
-	t->img.memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-	if (maps_load(&t->img, &e) < 0 || where_init(&t->eng, &e) < 0) {
+	image_init(img, getpid());
+	t->img = img;
+	t->lockfd = -1;
+	t->img->memfd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	if (maps_load(t->img, &e) < 0 || where_init(t, &e) < 0) {
 		printf("FAIL setup: %s\n", e.msg);
 		return 1;
 	}
-	t->eng.in_allocator = in_guarded;
-	if (where_prepare(&t->eng) < 0) {
+	t->in_allocator = in_guarded;
+	if (where_prepare(t) < 0) {
 		printf("FAIL setup: where_prepare\n");
 		return 1;
 	}
@@ -125,8 +129,8 @@ int main(void)
 #endif
 	_Static_assert(sizeof(r) <= sizeof(gregs), "register set");
 	memcpy(gregs, &r, sizeof(r));
-	if (t->img.arch->get_sp(gregs) != (uint64_t)(uintptr_t)stack ||
-	    t->img.arch->get_pc(gregs) != (uint64_t)(uintptr_t)main) {
+	if (t->img->arch->get_sp(gregs) != (uint64_t)(uintptr_t)stack ||
+	    t->img->arch->get_pc(gregs) != (uint64_t)(uintptr_t)main) {
 		printf("FAIL setup: this test's register layout is not the arch's\n");
 		return 1;
 	}
@@ -134,19 +138,19 @@ int main(void)
 		stack[i] = i * 1000; /* numbers, not code */
 
 	begin("scan_unchanged");
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "a stack of numbers not vouched for");
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "the same stack not vouched for the second time");
 	end();
 
 	begin("scan_return_appears");
 	/* safe when read ahead, a return into the allocator when stopped: deep and shallow */
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	stack[WORDS - 3] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator near the top was passed over");
 	stack[WORDS - 3] = (WORDS - 3) * 1000;
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	stack[1] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator at sp was passed over");
 	stack[1] = 1000;
@@ -155,19 +159,19 @@ int main(void)
 	begin("scan_return_stays");
 	/* there when read ahead and still there: the scan ahead's "unsafe" holds */
 	stack[100] = ret_into;
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator read ahead was passed over");
 	end();
 
 	begin("scan_return_gone");
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	stack[100] = 0;
 	CHECK(scan_vouches(t, gregs), "a stack whose return into the allocator left not vouched for");
 	end();
 
 	begin("scan_other_sp");
 	/* read ahead at another stack pointer: a word that differs is judged again */
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)(stack + 8), pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)(stack + 8), pc);
 	stack[4] = ret_into;
 	CHECK(!scan_vouches(t, gregs), "a scan ahead from another sp vouched for this one");
 	stack[4] = 0;
@@ -179,40 +183,41 @@ int main(void)
 	 * ranges made again (where_prepare()): the word unchanged, but its
 	 * verdict is not the scan ahead's.
 	 */
-	t->eng.in_allocator = NULL;
-	where_prepare(&t->eng);
+	t->in_allocator = NULL;
+	where_prepare(t);
 	stack[2000] = ret_into;
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	CHECK(scan_vouches(t, gregs), "with no allocator, a stack of one return not vouched for");
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
-	t->eng.in_allocator = in_guarded;
-	where_prepare(&t->eng);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
+	t->in_allocator = in_guarded;
+	where_prepare(t);
 	CHECK(!scan_vouches(t, gregs), "a return into the allocator passed over after where_prepare()");
 	stack[2000] = 0;
 	end();
 
 	begin("scan_pc");
 	/* the pc judged ahead is passed over only while it is the same pc */
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, pc);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, pc);
 	set_pc(gregs, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: another pc was read ahead");
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over: it was read ahead");
 	/* judged safe ahead with no allocator, then the policy made again */
-	t->eng.in_allocator = NULL;
-	where_prepare(&t->eng);
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	t->in_allocator = NULL;
+	where_prepare(t);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
 	CHECK(scan_vouches(t, gregs), "with no allocator, a pc in guarded_code() not vouched for");
-	where_warm_up(&t->eng, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
-	t->eng.in_allocator = in_guarded;
-	where_prepare(&t->eng);
+	where_warm_up(t, (uint64_t)(uintptr_t)stack, (uint64_t)(uintptr_t)guarded_code + 4);
+	t->in_allocator = in_guarded;
+	where_prepare(t);
 	CHECK(!scan_vouches(t, gregs), "a pc in the allocator passed over after where_prepare()");
 	set_pc(gregs, pc);
 	end();
 
 	hc_log_set(NULL, HC_LOG_ERR);
-	where_fini(&t->eng);
-	image_fini(&t->img);
+	where_fini(t);
+	image_fini(img);
+	free(img);
 	free(t);
 	return nfailed != 0;
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "target.h"
+#include "image.h"
 #include "unit.h"
 
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;

@@ -12,7 +12,7 @@
 
 #include "alloc.h"
 #include "err.h"
-#include "target.h"
+#include "image.h"
 
 /*
  * Tried in this order; the first that detects its allocator drives the

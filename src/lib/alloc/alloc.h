@@ -16,6 +16,9 @@
 #include <stdint.h>
 #include <heapctl/heapctl.h>
 
+#include "engine.h"
+#include "image.h"
+
 struct hc_target;
 struct engine;
 struct obj;
@@ -98,5 +101,28 @@ void alloc_free_priv(struct hc_target *t);
 void alloc_fig(struct hc_stats *st, const char *name, uint64_t v, const char *what);
 /* What malloc looks like in t when no driver matched, for the error message. */
 const char *alloc_guess(struct hc_target *t);
+
+/* What the allocator driver keeps (alloc/): which driver, its state, where it found it. */
+struct drv {
+	/* the allocator driver and its private state */
+	const struct alloc_ops *alloc;
+	void *alloc_priv;
+	struct hc_where where;
+	char where_others[256];
+};
+
+/*
+ * A target: the image, and what the layers above keep beside it (the
+ * driver's, the borrow's, the sampler's); api.c holds them together.
+ * A proc/ function takes only the image, a borrow/ or sampler/ one only
+ * the engine; a driver takes the whole target.
+ */
+struct hc_target {
+	struct image img; /* proc/ */
+	struct drv drv;   /* alloc/ */
+	struct engine eng; /* borrow/ */
+	/* heapctl's injected sampler, as last probed (inject.c), or NULL: sampler/ */
+	struct inj *inj;
+};
 
 #endif

@@ -14,7 +14,7 @@
 #include "alloc.h"
 #include "call.h"
 #include "err.h"
-#include "target.h"
+#include "image.h"
 
 uint64_t alloc_sym(const struct obj *o, const char *name)
 {

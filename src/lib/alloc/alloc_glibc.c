@@ -29,7 +29,7 @@
 #include "call.h"
 #include "log.h"
 #include "procfs.h"
-#include "target.h"
+#include "image.h"
 
 struct gl {
 	struct obj *obj;

@@ -32,7 +32,7 @@
 #include "alloc_mimalloc.h"
 #include "call.h"
 #include "log.h"
-#include "target.h"
+#include "image.h"
 
 struct mi {
 	struct obj *obj;

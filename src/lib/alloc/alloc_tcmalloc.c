@@ -32,7 +32,7 @@
 #include "cred.h"
 #include "log.h"
 #include "procfs.h"
-#include "target.h"
+#include "image.h"
 #include "troot.h"
 
 struct tc {

@@ -21,7 +21,7 @@
 #include "call.h"
 #include "jemalloc_int.h"
 #include "log.h"
-#include "target.h"
+#include "image.h"
 #include "troot.h"
 
 /* ---- the namespace --------------------------------------------------------------- */

@@ -13,7 +13,7 @@
 
 #include <heapctl/heapctl.h>
 
-#include "target.h"
+#include "image.h"
 
 #define MALLCTL_ARENAS_ALL 4096
 

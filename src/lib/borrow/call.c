@@ -50,7 +50,8 @@
 #include "procfs.h"
 #include "ptrace.h"
 #include "seccomp.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "tlock.h"
 #include "where.h"
 

@@ -169,7 +169,7 @@ int thread_check_stopped(struct engine *t, struct hc_err *err);
 
 /* gadget.c */
 
-/* Find what heapctl runs on in the target's text (target.h: gadget, restorer, retg, notify_fn). */
+/* Find what heapctl runs on in the target's text (engine.h: gadget, restorer, retg, notify_fn). */
 int gadget_find(struct engine *t, struct hc_err *err);
 /* What runs in the target now: the program heapctl read, another (execve), none (exit). */
 enum prog { PROG_SAME, PROG_OTHER, PROG_GONE };

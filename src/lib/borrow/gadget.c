@@ -16,7 +16,8 @@
 #include "log.h"
 #include "mem.h"
 #include "procfs.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 
 static bool is_libc(const struct obj *o)
 {

@@ -15,7 +15,8 @@
 #include "log.h"
 #include "ptrace.h"
 #include "seccomp.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 
 #define MAX_PROG 4096 /* BPF_MAXINSNS */
 

@@ -10,7 +10,8 @@
 
 #include "call_int.h"
 #include "mem.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 
 static bool in_shadow(const struct sess *s, uint64_t raddr, size_t len)
 {

@@ -25,7 +25,8 @@
 #include "clock.h"
 #include "log.h"
 #include "ptrace.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "where.h"
 
 #define NT_PRSTATUS_ 1

@@ -24,7 +24,8 @@
 #include "mem.h"
 #include "procfs.h"
 #include "ptrace.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "tlock.h"
 #include "where.h"
 

@@ -40,7 +40,8 @@
 #include "err.h"
 #include "log.h"
 #include "procfs.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "tlock.h"
 
 /* The start time in clock ticks since boot; 0 if unreadable. */

@@ -34,7 +34,8 @@
 #include "allocfn.h"
 #include "mem.h"
 #include "ptrace.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "where.h"
 
 /* Not in the public headers, but exported: the lookup _UPT itself uses. */

@@ -31,7 +31,7 @@
 #include "evidence.h"
 #include "log.h"
 #include "mem.h"
-#include "target.h"
+#include "image.h"
 
 /* Read at most this much of one object: enough for any .rodata seen in practice. */
 #define EV_MAX_BYTES (512ull << 20)

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 #include "err.h"
-#include "target.h" /* struct evidence, struct obj */
+#include "image.h" /* struct evidence, struct obj */
 
 /*
  * The signs in one run of read-only data (NUL-terminated strings, the last
@@ -70,7 +70,7 @@ int evidence_check(struct image *t, const char *drv, const char *drv_obj, bool a
  */
 struct hc_evidence;
 int evidence_first(struct image *t, struct hc_evidence *out);
-/* The judgement sym_load() asks for (struct sym_judge, target.h), from the three above. */
+/* The judgement sym_load() asks for (struct sym_judge, image.h), from the three above. */
 extern const struct sym_judge evidence_judge;
 
 #endif

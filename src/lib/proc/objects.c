@@ -26,7 +26,7 @@
 #include "err.h"
 #include "linkmap.h"
 #include "mem.h"
-#include "target.h"
+#include "image.h"
 #include "troot.h"
 
 /* Up to 16 hex digits at *pp into *v, *pp moved past them; false if none. */

@@ -23,7 +23,7 @@
 #include "debuginfo.h"
 #include "log.h"
 #include "symvec.h"
-#include "target.h"
+#include "image.h"
 #include "troot.h"
 
 /*

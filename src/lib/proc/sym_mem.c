@@ -14,7 +14,7 @@
 #include "err.h"
 #include "mem.h"
 #include "symvec.h"
-#include "target.h"
+#include "image.h"
 
 /* The most a target's own dynamic section may make heapctl read. */
 #define MEM_MAX_SYMS (1u << 20)

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "target.h"
+#include "image.h"
 
 /* Growable symbol list while loading: nf function symbols, then the data symbols. */
 struct symvec {

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "procfs.h"
-#include "target.h"
+#include "image.h"
 
 int image_init(struct image *im, pid_t pid)
 {

@@ -24,7 +24,8 @@
 #include "inject.h"
 #include "log.h"
 #include "mem.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "troot.h"
 
 /* ---- finding a loaded sampler ------------------------------------------------------ */
@@ -48,14 +49,14 @@ void free_maps(struct range *r, size_t n)
 }
 
 /* The target's mappings; NULL on failure (err set). */
-struct range *read_maps(struct hc_target *t, size_t *n, struct inj *in, struct hc_err *err)
+struct range *read_maps(struct engine *t, size_t *n, struct inj *in, struct hc_err *err)
 {
 	char path[96], line[PATH_MAX + 128];
 	struct range *r = NULL;
 	size_t cap = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/maps", t->img.proc);
+	snprintf(path, sizeof(path), "%s/maps", t->img->proc);
 	f = fopen(path, "re");
 	if (!f)
 		return err_set(err, HC_E_NO_PROC, errno, "cannot read %s: %s", path, strerror(errno)),
@@ -109,7 +110,7 @@ int prot_at(const struct range *r, size_t n, uint64_t a)
 }
 
 /* The state in the sampler's writable data, found by its magic. */
-int find_state(struct hc_target *t, struct inj *in, struct hc_err *err)
+int find_state(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	for (unsigned i = 0; i < in->ndata && !in->state; i++) {
 		size_t len = in->data[i].hi - in->data[i].lo;
@@ -120,7 +121,7 @@ int find_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 		buf = malloc(len);
 		if (!buf)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-		if (mem_read(t->img.pid, t->img.memfd, in->data[i].lo, buf, len, err) < 0) {
+		if (mem_read(t->img->pid, t->img->memfd, in->data[i].lo, buf, len, err) < 0) {
 			free(buf);
 			return -1;
 		}
@@ -136,7 +137,7 @@ int find_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 				free(buf);
 				return err_sethint(err, HC_E_UNSUPPORTED, 0,
 						   "use the heapctl that loaded it, or restart the process",
-						   "pid %d holds a sampler of another heapctl version", t->img.pid);
+						   "pid %d holds a sampler of another heapctl version", t->img->pid);
 			}
 		}
 		free(buf);
@@ -144,9 +145,9 @@ int find_state(struct hc_target *t, struct inj *in, struct hc_err *err)
 	return 0;
 }
 
-int read_state(struct hc_target *t, struct inj *in, struct hc_err *err)
+int read_state(struct engine *t, struct inj *in, struct hc_err *err)
 {
-	return mem_read(t->img.pid, t->img.memfd, in->state, &in->s, sizeof(in->s), err) < 0 ? -1 : 0;
+	return mem_read(t->img->pid, t->img->memfd, in->state, &in->s, sizeof(in->s), err) < 0 ? -1 : 0;
 }
 
 /*
@@ -181,27 +182,27 @@ void fd_path(char *out, size_t outlen, int64_t fd)
 }
 
 /* Overwrite the bytes at raddr that hold given (NUL included) with name, no longer. */
-static bool rename_at(struct hc_target *t, uint64_t raddr, const char *given, const char *name)
+static bool rename_at(struct engine *t, uint64_t raddr, const char *given, const char *name)
 {
 	size_t len = strlen(given) + 1;
 	char buf[64];
 
 	return raddr && len <= sizeof(buf) && strlen(name) < len &&
-	       mem_read(t->img.pid, t->img.memfd, raddr, buf, len, &(struct hc_err){ 0 }) == 0 &&
+	       mem_read(t->img->pid, t->img->memfd, raddr, buf, len, &(struct hc_err){ 0 }) == 0 &&
 	       !memcmp(buf, given, len) &&
-	       mem_write(t->img.memfd, raddr, name, strlen(name) + 1, &(struct hc_err){ 0 }) == 0;
+	       mem_write(t->img->memfd, raddr, name, strlen(name) + 1, &(struct hc_err){ 0 }) == 0;
 }
 
 /* l_name of link map entry map: its second word (glibc's <link.h>, musl's struct dso) */
-static uint64_t l_name_of(struct hc_target *t, uint64_t map)
+static uint64_t l_name_of(struct engine *t, uint64_t map)
 {
 	uint64_t p = 0;
 
-	return mem_read(t->img.pid, t->img.memfd, map + 8, &p, 8, &(struct hc_err){ 0 }) ? 0 : p;
+	return mem_read(t->img->pid, t->img->memfd, map + 8, &p, 8, &(struct hc_err){ 0 }) ? 0 : p;
 }
 
 /* Rename the object at link map entry map, which the loader calls given. */
-void rename_loaded(struct hc_target *t, uint64_t map, const char *given)
+void rename_loaded(struct engine *t, uint64_t map, const char *given)
 {
 	const char *name = strlen(given) >= strlen(LOADED_NAME) ? LOADED_NAME : LOADED_SHORT;
 	size_t len = strlen(given) + 1, have = 0, chunk = 512;
@@ -214,7 +215,7 @@ void rename_loaded(struct hc_target *t, uint64_t map, const char *given)
 	 * pointing just past the entry.  Such a word is looked for in the
 	 * window after the map, as far as it can be read.
 	 */
-	while (have < sizeof(w) && mem_read(t->img.pid, t->img.memfd, map + have, (char *)w + have, chunk,
+	while (have < sizeof(w) && mem_read(t->img->pid, t->img->memfd, map + have, (char *)w + have, chunk,
 					    &(struct hc_err){ 0 }) == 0)
 		have += chunk;
 	for (size_t i = 0; !listed && (i + 3) * 8 + len <= have; i++)
@@ -229,15 +230,15 @@ void rename_loaded(struct hc_target *t, uint64_t map, const char *given)
 }
 
 /* The sampler found loaded with a name under /proc/self/fd: see above. */
-void rename_stale(struct hc_target *t)
+void rename_stale(struct engine *t)
 {
-	for (size_t i = 0; i < t->img.nobjs; i++) {
-		const struct obj *o = &t->img.objs[i];
+	for (size_t i = 0; i < t->img->nobjs; i++) {
+		const struct obj *o = &t->img->objs[i];
 		uint64_t l_name;
 		char name[64];
 
 		if (!o->link_map || !is_sampler(o->path) || !(l_name = l_name_of(t, o->link_map)) ||
-		    mem_read(t->img.pid, t->img.memfd, l_name, name, sizeof(FD_PREFIX) + 32,
+		    mem_read(t->img->pid, t->img->memfd, l_name, name, sizeof(FD_PREFIX) + 32,
 			     &(struct hc_err){ 0 }))
 			continue;
 		name[sizeof(FD_PREFIX) + 32] = '\0';

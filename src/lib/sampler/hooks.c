@@ -25,20 +25,21 @@
 #include "inject.h"
 #include "log.h"
 #include "mem.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "troot.h"
 
 /* ---- what to hook -------------------------------------------------------------------- */
 
 
 /* Objects in the dynamic linker's search order: the executable first. */
-static size_t link_order(struct hc_target *t, struct obj **out)
+static size_t link_order(struct engine *t, struct obj **out)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < t->img.nobjs; i++)
-		if (t->img.objs[i].base && !t->img.objs[i].is_vdso && !t->img.objs[i].is_ldso)
-			out[n++] = &t->img.objs[i];
+	for (size_t i = 0; i < t->img->nobjs; i++)
+		if (t->img->objs[i].base && !t->img->objs[i].is_vdso && !t->img->objs[i].is_ldso)
+			out[n++] = &t->img->objs[i];
 	for (size_t i = 1; i < n; i++)
 		for (size_t j = i; j > 0; j--) {
 			struct obj *a = out[j - 1], *b = out[j];
@@ -58,9 +59,9 @@ static size_t link_order(struct hc_target *t, struct obj **out)
  * with a size (a PLT stub has none, and calling it would call the hook).
  * The C++ ones count only in the object that serves malloc.
  */
-void find_originals(struct hc_target *t, struct obj *own, uint64_t *orig)
+void find_originals(struct engine *t, struct obj *own, uint64_t *orig)
 {
-	struct obj **ord = calloc(t->img.nobjs + 1, sizeof(*ord));
+	struct obj **ord = calloc(t->img->nobjs + 1, sizeof(*ord));
 	size_t n = ord ? link_order(t, ord) : 0;
 
 	memset(orig, 0, HCS_NHOOK * sizeof(*orig));
@@ -75,7 +76,7 @@ void find_originals(struct hc_target *t, struct obj *own, uint64_t *orig)
 			struct hc_err e = { 0 };
 			const struct sym *s;
 
-			if (sym_load(&t->img, ord[i], false, &e) < 0)
+			if (sym_load(t->img, ord[i], false, &e) < 0)
 				continue;
 			s = sym_by_name(ord[i], hook_names[id]);
 			if (s && s->size) {
@@ -97,7 +98,7 @@ static int hook_id(const char *name, const uint64_t *orig)
 
 /* The target's side of got.c's reading: its memory, the hooks, its mappings. */
 struct slot_ctx {
-	struct hc_target *t;
+	struct engine *t;
 	const uint64_t *orig;
 	const struct range *maps;
 	size_t nmaps;
@@ -107,7 +108,7 @@ static int slot_read(void *arg, uint64_t raddr, void *buf, size_t len)
 {
 	const struct slot_ctx *c = arg;
 
-	return mem_read(c->t->img.pid, c->t->img.memfd, raddr, buf, len, &(struct hc_err){ 0 });
+	return mem_read(c->t->img->pid, c->t->img->memfd, raddr, buf, len, &(struct hc_err){ 0 });
 }
 
 static int slot_hook(void *arg, const char *name)
@@ -125,7 +126,7 @@ static int slot_prot(void *arg, uint64_t raddr)
 }
 
 /* Append o's GOT slots that bind to a hooked function. */
-static void object_slots(struct hc_target *t, const struct obj *o, const uint64_t *orig,
+static void object_slots(struct engine *t, const struct obj *o, const uint64_t *orig,
 			 const struct range *maps, size_t nmaps, struct hcs_slot *out, unsigned *n)
 {
 	struct slot_ctx c = { t, orig, maps, nmaps };
@@ -138,8 +139,8 @@ static void object_slots(struct hc_target *t, const struct obj *o, const uint64_
 		.dynamic_len = o->dynamic_len,
 		.base = o->base,
 		.bias = o->bias,
-		.r_jump_slot = t->img.arch->r_jump_slot,
-		.r_glob_dat = t->img.arch->r_glob_dat,
+		.r_jump_slot = t->img->arch->r_jump_slot,
+		.r_glob_dat = t->img->arch->r_glob_dat,
 	};
 
 	got_slots_from_dynamic(&s, out, n, HCS_MAXSLOTS);
@@ -157,10 +158,10 @@ static int by_addr(const void *a, const void *b)
  * vDSO, the sampler and the allocator's own object (its calls to itself
  * stay inside it), less those the sampler holds already.
  */
-int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
+int new_slots(struct engine *t, struct inj *in, const uint64_t *orig,
 		     struct hcs_slot *out, unsigned *n, bool only_new_objects, struct hc_err *err)
 {
-	struct obj *own = obj_malloc_owner(&t->img);
+	struct obj *own = obj_malloc_owner(t->img);
 	struct hcs_slot *have = NULL;
 	struct range *maps;
 	size_t nmaps;
@@ -169,8 +170,8 @@ int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
 	maps = read_maps(t, &nmaps, NULL, err);
 	if (!maps)
 		return -1;
-	for (size_t i = 0; i < t->img.nobjs && !only_new_objects; i++) {
-		struct obj *o = &t->img.objs[i];
+	for (size_t i = 0; i < t->img->nobjs && !only_new_objects; i++) {
+		struct obj *o = &t->img->objs[i];
 
 		if (!o->base || o->is_vdso || o->is_ldso || is_sampler(o->path))
 			continue;
@@ -184,11 +185,11 @@ int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
 		struct hc_err e = { 0 };
 		bool known = false;
 
-		for (size_t j = 0; j < t->img.nobjs && !known; j++)
-			known = t->img.objs[j].base == maps[i].lo;
+		for (size_t j = 0; j < t->img->nobjs && !known; j++)
+			known = t->img->objs[j].base == maps[i].lo;
 		if (!maps[i].elf_start || known || strstr(o.path, "/ld-linux") ||
 		    is_sampler(o.path) ||
-		    obj_read_phdrs(&t->img, &o, &e) != 0)
+		    obj_read_phdrs(t->img, &o, &e) != 0)
 			continue;
 		object_slots(t, &o, orig, maps, nmaps, out, n);
 	}
@@ -197,7 +198,7 @@ int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig,
 		size_t len = (size_t)in->s.nslots * sizeof(*have);
 
 		have = malloc(len);
-		if (!have || mem_read(t->img.pid, t->img.memfd, in->s.slots, have, len, err) < 0) {
+		if (!have || mem_read(t->img->pid, t->img->memfd, in->s.slots, have, len, err) < 0) {
 			free(have);
 			return -1;
 		}

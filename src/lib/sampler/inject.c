@@ -37,14 +37,16 @@
 #include "inject.h"
 #include "log.h"
 #include "mem.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "troot.h"
 
-int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
+int inj_probe(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	/* what outlives a probe: the prepared slots, and what this heapctl did to it */
 	struct inj_prep prep = in->prep;
 	bool loaded_now = in->loaded_now, switched = in->switched;
+	const struct hc_where *where = in->where;
 	struct range *r;
 	size_t n;
 
@@ -52,6 +54,7 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 	in->prep = prep;
 	in->loaded_now = loaded_now;
 	in->switched = switched;
+	in->where = where;
 	/*
 	 * Not among the objects the target's maps showed when it was opened,
 	 * nor loaded by this heapctl since: nothing to read.  (Another
@@ -60,8 +63,8 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 	if (!loaded_now) {
 		bool seen = false;
 
-		for (size_t i = 0; i < t->img.nobjs && !seen; i++)
-			seen = is_sampler(t->img.objs[i].path);
+		for (size_t i = 0; i < t->img->nobjs && !seen; i++)
+			seen = is_sampler(t->img->objs[i].path);
 		if (!seen)
 			return 0;
 	}
@@ -82,25 +85,25 @@ int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err)
 
 /* ---- switching ------------------------------------------------------------------------- */
 
-static int write_field(struct hc_target *t, struct inj *in, size_t off, const void *v, size_t len,
+static int write_field(struct engine *t, struct inj *in, size_t off, const void *v, size_t len,
 		       struct hc_err *err)
 {
-	return call_write(&t->eng, in->state + off, v, len, err);
+	return call_write(t, in->state + off, v, len, err);
 }
 
 /*
  * jemalloc's experimental.hooks.install with the sampler's hooks_t, its
  * handle kept in the sampler's state; or .remove with that handle.
  */
-static int je_hooks(struct hc_target *t, struct inj *in, uint64_t mallctl, bool install,
+static int je_hooks(struct engine *t, struct inj *in, uint64_t mallctl, bool install,
 		    struct hc_err *err)
 {
 	uint64_t a[5], ret, len = 8, zero = 0;
 	uint64_t handle = in->state + offsetof(struct hcs_state, je_handle);
 
-	a[0] = call_strdup(&t->eng, install ? "experimental.hooks.install" : "experimental.hooks.remove", err);
-	a[2] = call_scratch(&t->eng, 8, err);
-	if (!a[0] || !a[2] || call_write(&t->eng, a[2], &len, 8, err) < 0)
+	a[0] = call_strdup(t, install ? "experimental.hooks.install" : "experimental.hooks.remove", err);
+	a[2] = call_scratch(t, 8, err);
+	if (!a[0] || !a[2] || call_write(t, a[2], &len, 8, err) < 0)
 		return -1;
 	if (install) {
 		a[1] = handle;
@@ -111,16 +114,16 @@ static int je_hooks(struct hc_target *t, struct inj *in, uint64_t mallctl, bool 
 		a[3] = handle;
 		a[4] = 8;
 	}
-	if (call_fn(&t->eng, mallctl, a, 5, &ret, NULL, NULL, err) < 0)
+	if (call_fn(t, mallctl, a, 5, &ret, NULL, NULL, err) < 0)
 		return -1;
 	if ((int)ret)
 		return err_sethint(err, HC_E_UNSUPPORTED, (int)ret,
 				   (int)ret == ENOENT ? "jemalloc 5.2 and later have it; or start the "
 							"process with MALLOC_CONF=prof:true" :
 							"start the process with MALLOC_CONF=prof:true",
-				   "jemalloc in pid %d refused experimental.hooks.%s: %s", t->img.pid,
+				   "jemalloc in pid %d refused experimental.hooks.%s: %s", t->img->pid,
 				   install ? "install" : "remove", strerror((int)ret));
-	if (!install && call_write(&t->eng, handle, &zero, 8, err) < 0)
+	if (!install && call_write(t, handle, &zero, 8, err) < 0)
 		return -1;
 	return read_state(t, in, err);
 }
@@ -133,9 +136,9 @@ void inj_free(struct inj *in)
 	free(in);
 }
 
-int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
+int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 {
-	struct obj *own = obj_malloc_owner(&t->img);
+	struct obj *own = obj_malloc_owner(t->img);
 	struct inj_prep *p = &in->prep;
 
 	p->ready = false;
@@ -146,7 +149,7 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 				   "start it with the allocator's own profiler "
 				   "(jemalloc: MALLOC_CONF=prof:true,prof_active:false)",
 				   "pid %d has no dynamic loader or no dlopen in its libc (static, or glibc "
-				   "before 2.34): heapctl's sampler cannot be loaded into it", t->img.pid);
+				   "before 2.34): heapctl's sampler cannot be loaded into it", t->img->pid);
 	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/*
@@ -155,9 +158,9 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 	 * jemalloc's own hooks (5.2 and later) do.  Slots elsewhere stay as
 	 * they are: they may bind to it too, and would count twice.
 	 */
-	if (t->drv.where.allocator && !strcmp(t->drv.where.allocator, "jemalloc") && t->drv.where.ctl_raddr &&
-	    obj_at(&t->img, t->drv.where.ctl_raddr) && obj_at(&t->img, t->drv.where.ctl_raddr)->is_exe) {
-		p->je_mallctl = t->drv.where.ctl_raddr;
+	if (in->where->allocator && !strcmp(in->where->allocator, "jemalloc") && in->where->ctl_raddr &&
+	    obj_at(t->img, in->where->ctl_raddr) && obj_at(t->img, in->where->ctl_raddr)->is_exe) {
+		p->je_mallctl = in->where->ctl_raddr;
 		p->ready = true;
 		return 0;
 	}
@@ -168,10 +171,10 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 				   "in shared libraries, and jemalloc through its own hooks, only",
 				   own->path);
 	if (!own)
-		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->img.pid);
+		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->img->pid);
 	find_originals(t, own, p->orig);
 	if (!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE])
-		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->img.pid);
+		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->img->pid);
 	p->n = 0;
 	if (new_slots(t, in, p->orig, p->slots, &p->n, false, err) < 0)
 		return -1;
@@ -180,14 +183,14 @@ int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err)
 }
 
 /* Load the sampler, and find it where it was loaded. */
-static int load_found(struct hc_target *t, struct inj *in, struct hc_err *err)
+static int load_found(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	if (load(t, in, err) < 0)
 		return -1;
 	if (inj_probe(t, in, err) <= 0)
 		return err_isset(err) ? -1 :
 		       err_set(err, HC_E_INTERNAL, 0, "the sampler is loaded in pid %d but cannot be found",
-			       t->img.pid);
+			       t->img->pid);
 	pr_info("sampler: loaded at 0x%" PRIx64 ", state at 0x%" PRIx64, in->base, in->state);
 	return 0;
 }
@@ -197,7 +200,7 @@ static int load_found(struct hc_target *t, struct inj *in, struct hc_err *err)
  * last one); with rescan, only hook what was loaded since, and leave
  * sampling as it is.
  */
-static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool rescan,
+static int turn_on(struct engine *t, struct inj *in, uint64_t interval, bool rescan,
 		   struct hc_err *err)
 {
 	struct inj_prep *p = &in->prep;
@@ -223,13 +226,13 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 		if (write_field(t, in, offsetof(struct hcs_state, orig), orig, sizeof(p->orig), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, text_lo), text, sizeof(text), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, pagesize), &pagesz, 8, err) < 0 ||
-		    call_fn(&t->eng, in->s.fn_init, NULL, 0, &ret, NULL, NULL, err) < 0)
+		    call_fn(t, in->s.fn_init, NULL, 0, &ret, NULL, NULL, err) < 0)
 			return -1;
 		if ((int)ret == HCS_ERR_UNWIND) {
 			return err_sethint(err, HC_E_UNSUPPORTED, 0,
 					   "install libgcc-s1 in the process's root",
 					   "heapctl's sampler found no stack unwinder in pid %d "
-					   "(libgcc_s.so.1)", t->img.pid);
+					   "(libgcc_s.so.1)", t->img->pid);
 		}
 		/* loading may have brought libgcc_s: its slots too, on top of the rest */
 		if (!p->je_mallctl && new_slots(t, in, orig, slots, &n, true, err) < 0)
@@ -242,26 +245,26 @@ static int turn_on(struct hc_target *t, struct inj *in, uint64_t interval, bool 
 	if (n) {
 		uint32_t total = in->s.nslots + n;
 
-		if (call_write(&t->eng, in->s.slots + (uint64_t)in->s.nslots * sizeof(*slots), slots,
+		if (call_write(t, in->s.slots + (uint64_t)in->s.nslots * sizeof(*slots), slots,
 			       n * sizeof(*slots), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, nslots), &total, 4, err) < 0)
 			return -1;
 	}
 	/* the slots first, sampling next: each state in between passes everything through */
-	if (call_fn(&t->eng, in->s.fn_patch, NULL, 0, &ret, NULL, NULL, err) < 0)
+	if (call_fn(t, in->s.fn_patch, NULL, 0, &ret, NULL, NULL, err) < 0)
 		return -1;
 	if (rescan)
 		return read_state(t, in, err);
 	a[0] = interval;
 	a[1] = 1;
-	if (call_fn(&t->eng, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	pr_info("sampler: %u new slots, sampling with a mean interval of %" PRIu64 " bytes", n,
 		in->s.interval);
 	return 0;
 }
 
-int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err *err)
+int inj_on(struct engine *t, struct inj *in, uint64_t interval, struct hc_err *err)
 {
 	if (turn_on(t, in, interval, false, err) < 0)
 		return -1;
@@ -274,7 +277,7 @@ bool inj_watching(const struct inj *in)
 	return in->state && (in->s.hooked || in->s.je_handle);
 }
 
-int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err)
+int inj_rescan(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	if (!inj_watching(in))
 		return 0;
@@ -282,13 +285,13 @@ int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err)
 }
 
 /* Sampling stops; the hooks stay, so what was sampled stays right. */
-int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
+int inj_off(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	uint64_t ret, a[2] = { 0, 0 };
 
 	if (!in->state)
 		return 0;
-	if (call_fn(&t->eng, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+	if (call_fn(t, in->s.fn_enable, a, 2, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	in->switched = true;
 	return 0;
@@ -299,20 +302,20 @@ int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err)
  * while off, the hooks come out too: the process runs as before the
  * sampler came, whose code alone stays loaded.
  */
-int inj_reset(struct hc_target *t, struct inj *in, struct hc_err *err)
+int inj_reset(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	uint64_t ret;
 
 	if (!in->state)
 		return 0;
 	if (in->s.enabled)
-		return call_fn(&t->eng, in->s.fn_reset, NULL, 0, &ret, NULL, NULL, err) < 0 ? -1 :
+		return call_fn(t, in->s.fn_reset, NULL, 0, &ret, NULL, NULL, err) < 0 ? -1 :
 										   read_state(t, in, err);
 	if (reclaim_memfds(t, err) < 0)
 		return -1;
-	if (in->s.je_handle && je_hooks(t, in, t->drv.where.ctl_raddr, false, err) < 0)
+	if (in->s.je_handle && je_hooks(t, in, in->where->ctl_raddr, false, err) < 0)
 		return -1;
-	if (call_fn(&t->eng, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
+	if (call_fn(t, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	if (ret)
 		pr_warn("sampler: %u GOT slots were changed by the process since: left as they are",

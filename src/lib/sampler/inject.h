@@ -15,8 +15,9 @@
 
 #include "../../sampler/hcs.h"
 
-struct hc_target;
+struct engine;
 struct hc_err;
+struct hc_where;
 struct hc_sampler;
 
 struct inj {
@@ -30,6 +31,8 @@ struct inj {
 	struct hcs_state s;        /* as last read */
 	bool loaded_now;
 	bool switched; /* inj_on() or inj_off() turned it on or off */
+	/* what the driver found (its allocator, object, mallctl), as the API gives it; never NULL */
+	const struct hc_where *where;
 	/* inj_prepare(): what inj_on() will do, worked out while nothing is stopped */
 	struct inj_prep {
 		bool ready;
@@ -42,26 +45,26 @@ struct inj {
 };
 
 /* Fills in: 1 loaded (in->s read), 0 not loaded, -1 error. */
-int inj_probe(struct hc_target *t, struct inj *in, struct hc_err *err);
+int inj_probe(struct engine *t, struct inj *in, struct hc_err *err);
 /*
  * Reads only (no thread is stopped): the real definitions and the slots to
  * hook, for the next inj_on().  Refuses a target the sampler cannot hook.
  */
-int inj_prepare(struct hc_target *t, struct inj *in, struct hc_err *err);
+int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err);
 void inj_free(struct inj *in);
 /* Load if needed, hook every slot not hooked yet, and sample with this mean interval. */
-int inj_on(struct hc_target *t, struct inj *in, uint64_t interval, struct hc_err *err);
+int inj_on(struct engine *t, struct inj *in, uint64_t interval, struct hc_err *err);
 /* Hooks in: hook the objects loaded since (nothing if none). */
-int inj_rescan(struct hc_target *t, struct inj *in, struct hc_err *err);
+int inj_rescan(struct engine *t, struct inj *in, struct hc_err *err);
 /* Stop sampling; the hooks stay and see the frees of what was sampled. */
-int inj_off(struct hc_target *t, struct inj *in, struct hc_err *err);
+int inj_off(struct engine *t, struct inj *in, struct hc_err *err);
 /* Forget what was sampled; while off, put every slot back too. */
-int inj_reset(struct hc_target *t, struct inj *in, struct hc_err *err);
+int inj_reset(struct engine *t, struct inj *in, struct hc_err *err);
 /* Loaded with its hooks in: sampling, or off with what it sampled kept. */
 bool inj_watching(const struct inj *in);
-int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, struct hc_err *err);
+int inj_status(struct engine *t, struct inj *in, struct hc_sampler *out, struct hc_err *err);
 /* Write the sampled live heap to out (heapctl's side), as jemalloc's heap_v2. */
-int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err *err);
+int inj_dump(struct engine *t, struct inj *in, const char *out, struct hc_err *err);
 
 /* One allocation site of a dump: a stack of the sampler's, and what is live there. */
 struct inj_site {

@@ -9,7 +9,7 @@
 
 #include "inject.h"
 
-struct hc_target;
+struct engine;
 struct hc_err;
 struct obj;
 
@@ -25,29 +25,29 @@ struct range {
 /* Its mappings: from the memfd, or from the file load_file() made (both deleted by then). */
 bool is_sampler(const char *path);
 /* The target's mappings; NULL on failure (err set).  Fills in's mappings when it finds it. */
-struct range *read_maps(struct hc_target *t, size_t *n, struct inj *in, struct hc_err *err);
+struct range *read_maps(struct engine *t, size_t *n, struct inj *in, struct hc_err *err);
 void free_maps(struct range *r, size_t n);
 /* The protection of the mapping holding a, or -1. */
 int prot_at(const struct range *r, size_t n, uint64_t a);
 /* in->state from the sampler's writable mappings; 0 with none found. */
-int find_state(struct hc_target *t, struct inj *in, struct hc_err *err);
+int find_state(struct engine *t, struct inj *in, struct hc_err *err);
 /* in->s read again from the target. */
-int read_state(struct hc_target *t, struct inj *in, struct hc_err *err);
+int read_state(struct engine *t, struct inj *in, struct hc_err *err);
 /* "/proc/self/fd/N", padded so the loader's copy of the name can take the memfd's. */
 void fd_path(char *out, size_t outlen, int64_t fd);
 /* The loader's name for the object at link map entry map, given, made the memfd's. */
-void rename_loaded(struct hc_target *t, uint64_t map, const char *given);
+void rename_loaded(struct engine *t, uint64_t map, const char *given);
 /* The same for a sampler found loaded under a /proc/self/fd name. */
-void rename_stale(struct hc_target *t);
+void rename_stale(struct engine *t);
 
 /* hooks.c */
-void find_originals(struct hc_target *t, struct obj *own, uint64_t *orig);
-int new_slots(struct hc_target *t, struct inj *in, const uint64_t *orig, struct hcs_slot *out,
+void find_originals(struct engine *t, struct obj *own, uint64_t *orig);
+int new_slots(struct engine *t, struct inj *in, const uint64_t *orig, struct hcs_slot *out,
 	      unsigned *n, bool only_new_objects, struct hc_err *err);
 
 /* load.c */
-uint64_t libc_fn(struct hc_target *t, const char *name);
-int reclaim_memfds(struct hc_target *t, struct hc_err *err);
-int load(struct hc_target *t, struct inj *in, struct hc_err *err);
+uint64_t libc_fn(struct engine *t, const char *name);
+int reclaim_memfds(struct engine *t, struct hc_err *err);
+int load(struct engine *t, struct inj *in, struct hc_err *err);
 
 #endif

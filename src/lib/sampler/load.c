@@ -27,7 +27,8 @@
 #include "inject.h"
 #include "log.h"
 #include "mem.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "troot.h"
 
 /* the sampler itself, built into heapctl (the Makefile's sampler_blob.o) */
@@ -40,14 +41,14 @@ extern const unsigned char hc_sampler_so[], hc_sampler_so_end[];
  * its memfd_create and its close (the load's one window) left them.  Up
  * to max of them into fds; returns how many.
  */
-static unsigned memfds(const struct hc_target *t, int *fds, unsigned max)
+static unsigned memfds(const struct engine *t, int *fds, unsigned max)
 {
 	char dir[96], path[160], link[128];
 	struct dirent *d;
 	unsigned n = 0;
 	DIR *dp;
 
-	snprintf(dir, sizeof(dir), "%s/fd", t->img.proc);
+	snprintf(dir, sizeof(dir), "%s/fd", t->img->proc);
 	dp = opendir(dir);
 	while (dp && n < max && (d = readdir(dp))) {
 		ssize_t len;
@@ -68,33 +69,33 @@ static unsigned memfds(const struct hc_target *t, int *fds, unsigned max)
  * lock is held then, so no other heapctl is inside a load, and the program
  * never knew these fds.  Looked for again under the lock before closing.
  */
-int reclaim_memfds(struct hc_target *t, struct hc_err *err)
+int reclaim_memfds(struct engine *t, struct hc_err *err)
 {
 	int fds[16];
 	unsigned n = memfds(t, fds, 16);
 
-	if (!n || !call_scratch(&t->eng, 8, err))
+	if (!n || !call_scratch(t, 8, err))
 		return err_isset(err) ? -1 : 0;
 	n = memfds(t, fds, 16);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t a = (uint64_t)fds[i];
 		int64_t ret;
 
-		if (call_syscall(&t->eng, t->img.arch->nr_close, &a, 1, &ret, err) < 0)
+		if (call_syscall(t, t->img->arch->nr_close, &a, 1, &ret, err) < 0)
 			return -1;
 		pr_info("sampler: closed fd %d, left by a heapctl killed while loading", fds[i]);
 	}
 	return 0;
 }
 
-uint64_t libc_fn(struct hc_target *t, const char *name)
+uint64_t libc_fn(struct engine *t, const char *name)
 {
-	for (size_t i = 0; i < t->img.nobjs; i++) {
-		struct obj *o = &t->img.objs[i];
+	for (size_t i = 0; i < t->img->nobjs; i++) {
+		struct obj *o = &t->img->objs[i];
 		struct hc_err e = { 0 };
 		const struct sym *s;
 
-		if (!o->base || !strstr(o->path, "/libc.so") || sym_load(&t->img, o, false, &e) < 0)
+		if (!o->base || !strstr(o->path, "/libc.so") || sym_load(t->img, o, false, &e) < 0)
 			continue;
 		s = sym_by_name(o, name);
 		if (s)
@@ -104,7 +105,7 @@ uint64_t libc_fn(struct hc_target *t, const char *name)
 }
 
 /* Write the sampler's bytes to fd, which is closed. */
-static int write_sampler(struct hc_target *t, int fd, struct hc_err *err)
+static int write_sampler(struct engine *t, int fd, struct hc_err *err)
 {
 	size_t len = (size_t)(hc_sampler_so_end - hc_sampler_so), done = 0;
 
@@ -117,7 +118,7 @@ static int write_sampler(struct hc_target *t, int fd, struct hc_err *err)
 			int e = errno;
 
 			close(fd);
-			return err_set(err, HC_E_IO, e, "cannot write the sampler for pid %d: %s", t->img.pid,
+			return err_set(err, HC_E_IO, e, "cannot write the sampler for pid %d: %s", t->img->pid,
 				       strerror(e));
 		}
 		done += (size_t)w;
@@ -127,22 +128,22 @@ static int write_sampler(struct hc_target *t, int fd, struct hc_err *err)
 }
 
 /* dlopen(path) in the target; 1 loaded (*handle set), 0 refused (why filled), -1 error. */
-static int remote_dlopen(struct hc_target *t, const char *path, uint64_t *handle, char *why,
+static int remote_dlopen(struct engine *t, const char *path, uint64_t *handle, char *why,
 			 size_t whylen, struct hc_err *err)
 {
 	uint64_t f_dlopen = libc_fn(t, "dlopen"), f_dlerror = libc_fn(t, "dlerror");
 	uint64_t a[2], msg = 0;
 
 	*handle = 0;
-	a[0] = call_strdup(&t->eng, path, err);
+	a[0] = call_strdup(t, path, err);
 	a[1] = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
-	if (!a[0] || call_fn(&t->eng, f_dlopen, a, 2, handle, NULL, NULL, err) < 0)
+	if (!a[0] || call_fn(t, f_dlopen, a, 2, handle, NULL, NULL, err) < 0)
 		return -1;
 	if (*handle)
 		return 1;
 	why[0] = '\0';
-	if (f_dlerror && call_fn(&t->eng, f_dlerror, NULL, 0, &msg, NULL, NULL, err) == 0 && msg)
-		(void)call_read_str(&t->eng, msg, why, whylen, err);
+	if (f_dlerror && call_fn(t, f_dlerror, NULL, 0, &msg, NULL, NULL, err) == 0 && msg)
+		(void)call_read_str(t, msg, why, whylen, err);
 	return err_isset(err) ? -1 : 0;
 }
 
@@ -158,11 +159,11 @@ static int remote_dlopen(struct hc_target *t, const char *path, uint64_t *handle
  * load is refused, with no fallback.  An fd; -1 with err set, or with err
  * clear and why filled when this kernel has no pidfd_getfd() (5.6).
  */
-static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
+static int take_memfd(struct engine *t, int64_t fd, char *why, size_t whylen,
 		      struct hc_err *err)
 {
 	char self[64], link[64];
-	int pidfd = (int)syscall(SYS_pidfd_open, t->img.pid, 0), lfd = -1, e;
+	int pidfd = (int)syscall(SYS_pidfd_open, t->img->pid, 0), lfd = -1, e;
 	struct stat st;
 	ssize_t n;
 
@@ -178,7 +179,7 @@ static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
 			return -1;
 		}
 		return err_set(err, HC_E_PERM, errno, "cannot take the sampler's memfd (fd %" PRId64
-			       ") from pid %d: %s", fd, t->img.pid, strerror(errno));
+			       ") from pid %d: %s", fd, t->img->pid, strerror(errno));
 	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", lfd);
 	n = readlink(self, link, sizeof(link) - 1);
@@ -193,7 +194,7 @@ static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
 				   "sampler; heapctl wrote nothing: use --sampler native where the "
 				   "allocator can profile",
 				   "fd %" PRId64 " of pid %d is no longer the memfd heapctl made for its "
-				   "sampler: another thread replaced it", fd, t->img.pid);
+				   "sampler: another thread replaced it", fd, t->img->pid);
 	}
 	return lfd;
 }
@@ -203,9 +204,9 @@ static int take_memfd(struct hc_target *t, int64_t fd, char *why, size_t whylen,
  * loaded, 0 not possible here (memfd_create refused, /proc not mounted in
  * its namespace, memfds not executable), -1 error.
  */
-static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
+static int load_memfd(struct engine *t, char *why, size_t whylen, struct hc_err *err)
 {
-	uint64_t a[2], handle, name = call_strdup(&t->eng, HCS_NAME, err);
+	uint64_t a[2], handle, name = call_strdup(t, HCS_NAME, err);
 	int64_t fd, ret;
 	char path[96];
 	int lfd, rc;
@@ -214,11 +215,11 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 		return -1;
 	a[0] = name;
 	a[1] = MFD_CLOEXEC | 0x0010u; /* MFD_EXEC: with vm.memfd_noexec, ask for it */
-	if (call_syscall(&t->eng, t->img.arch->nr_memfd_create, a, 2, &fd, err) < 0)
+	if (call_syscall(t, t->img->arch->nr_memfd_create, a, 2, &fd, err) < 0)
 		return -1;
 	if (fd == -EINVAL) { /* before Linux 6.3, no MFD_EXEC */
 		a[1] = MFD_CLOEXEC;
-		if (call_syscall(&t->eng, t->img.arch->nr_memfd_create, a, 2, &fd, err) < 0)
+		if (call_syscall(t, t->img->arch->nr_memfd_create, a, 2, &fd, err) < 0)
 			return -1;
 	}
 	if (fd < 0) {
@@ -238,10 +239,10 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
 	}
 	/* the memfd goes whatever happened, a request to stop included */
 	a[0] = (uint64_t)fd;
-	t->eng.cancel_hold++;
-	if (call_syscall(&t->eng, t->img.arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
+	t->cancel_hold++;
+	if (call_syscall(t, t->img->arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
 		rc = -1;
-	t->eng.cancel_hold--;
+	t->cancel_hold--;
 	return rc;
 }
 
@@ -250,19 +251,19 @@ static int load_memfd(struct hc_target *t, char *why, size_t whylen, struct hc_e
  * namespace), removed again at once; the guardian removes it should
  * heapctl die meanwhile.  The file is 0444 in the target's 0700 directory.
  */
-static int load_file(struct hc_target *t, char *why, size_t whylen, struct hc_err *err)
+static int load_file(struct engine *t, char *why, size_t whylen, struct hc_err *err)
 {
 	struct troot_dir d = TROOT_DIR_INIT;
 	char path[PATH_MAX + 32];
 	int fd, rc;
 
-	if (troot_mkdir(t->img.pid, &d, err) < 0)
+	if (troot_mkdir(t->img->pid, &d, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/%s.so", d.path, HCS_NAME);
 	fd = troot_create(&d, HCS_NAME ".so", 0444);
 	if (fd < 0)
 		rc = err_set(err, HC_E_IO, errno, "cannot write the sampler into pid %d's %s: %s",
-			     t->img.pid, d.path, strerror(errno));
+			     t->img->pid, d.path, strerror(errno));
 	else if (write_sampler(t, fd, err) < 0)
 		rc = -1;
 	else
@@ -271,7 +272,7 @@ static int load_file(struct hc_target *t, char *why, size_t whylen, struct hc_er
 	return rc;
 }
 
-int load(struct hc_target *t, struct inj *in, struct hc_err *err)
+int load(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	char why[256] = "", why2[256] = "";
 	int r;
@@ -288,7 +289,7 @@ int load(struct hc_target *t, struct inj *in, struct hc_err *err)
 				   "a process with little static TLS left, or whose temporary "
 				   "directories are all noexec, cannot load it; use --sampler native "
 				   "where the allocator can profile",
-				   "pid %d could not load heapctl's sampler: %s; %s", t->img.pid, why, why2);
+				   "pid %d could not load heapctl's sampler: %s; %s", t->img->pid, why, why2);
 	in->loaded_now = true; /* and the caller's inj_probe() reads the maps again to find it */
 	return 0;
 }

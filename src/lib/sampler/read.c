@@ -25,7 +25,8 @@
 #include "inject.h"
 #include "log.h"
 #include "mem.h"
-#include "target.h"
+#include "engine.h"
+#include "image.h"
 #include "troot.h"
 
 /* ---- reading ------------------------------------------------------------------------------ */
@@ -47,7 +48,7 @@ static const char *path_now(const struct range *r, size_t n, uint64_t a)
 	return NULL;
 }
 
-int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, struct hc_err *err)
+int inj_status(struct engine *t, struct inj *in, struct hc_sampler *out, struct hc_err *err)
 {
 	struct hcs_slot *sl = NULL;
 	struct range *now = NULL;
@@ -72,12 +73,12 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 		out->nobjs = 1;
 		out->objs[0].hooks = 1;
 		snprintf(out->objs[0].path, sizeof(out->objs[0].path), "jemalloc's hooks in %s",
-			 t->drv.where.object ? t->drv.where.object : "?");
+			 in->where->object ? in->where->object : "?");
 	}
 	if (!in->s.nslots)
 		return 0;
 	sl = malloc(in->s.nslots * sizeof(*sl));
-	if (!sl || mem_read(t->img.pid, t->img.memfd, in->s.slots, sl, in->s.nslots * sizeof(*sl), err) < 0) {
+	if (!sl || mem_read(t->img->pid, t->img->memfd, in->s.slots, sl, in->s.nslots * sizeof(*sl), err) < 0) {
 		free(sl);
 		return err_isset(err) ? -1 : err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	}
@@ -91,7 +92,7 @@ int inj_status(struct hc_target *t, struct inj *in, struct hc_sampler *out, stru
 		if (sl[i].state != HCS_SLOT_PATCHED)
 			continue;
 		out->hooks++;
-		o = obj_at(&t->img, sl[i].addr);
+		o = obj_at(t->img, sl[i].addr);
 		path = o ? o->path : NULL;
 		if (!path && !now)
 			now = read_maps(t, &nnow, NULL, &(struct hc_err){ 0 });
@@ -179,7 +180,7 @@ void inj_write_sites(FILE *f, uint64_t interval, const struct inj_site *sites, s
  * readers un-bias with the period in the header (as jeprof does), then the
  * target's maps.
  */
-int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err *err)
+int inj_dump(struct engine *t, struct inj *in, const char *out, struct hc_err *err)
 {
 	size_t nlive = 1u << HCS_LIVE_BITS, nst, na;
 	struct hcs_live *live = malloc(nlive * sizeof(*live));
@@ -198,8 +199,8 @@ int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err
 		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		goto done;
 	}
-	if (mem_read(t->img.pid, t->img.memfd, in->s.live, live, nlive * sizeof(*live), err) < 0 ||
-	    mem_read(t->img.pid, t->img.memfd, in->s.stacks, st, nst * sizeof(*st), err) < 0)
+	if (mem_read(t->img->pid, t->img->memfd, in->s.live, live, nlive * sizeof(*live), err) < 0 ||
+	    mem_read(t->img->pid, t->img->memfd, in->s.stacks, st, nst * sizeof(*st), err) < 0)
 		goto done;
 	na = inj_sites(live, nlive, st, nst, ag, &tot);
 	f = cred_out_fopen(out);
@@ -210,7 +211,7 @@ int inj_dump(struct hc_target *t, struct inj *in, const char *out, struct hc_err
 	}
 	inj_write_sites(f, in->s.interval, ag, na, &tot, st);
 	fputs("\nMAPPED_LIBRARIES:\n", f);
-	snprintf(path, sizeof(path), "%s/maps", t->img.proc);
+	snprintf(path, sizeof(path), "%s/maps", t->img->proc);
 	maps = fopen(path, "re");
 	if (maps) {
 		size_t r;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The image of a process (struct image), and the target built on it.  Private to the library. */
-#ifndef HC_TARGET_H
-#define HC_TARGET_H
+/* The image of a process (struct image): its objects, symbols and mappings.  Private to the library. */
+#ifndef HC_IMAGE_H
+#define HC_IMAGE_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -73,9 +73,6 @@ struct vma {
 #define VMA_ANON 2u  /* no file and no name */
 #define VMA_STACK 4u /* "[stack]": the main thread's stack */
 
-struct alloc_ops;
-struct sess;
-struct uw_arg;
 struct Elf;
 
 /*
@@ -128,63 +125,6 @@ struct image {
 	const struct sym_judge *judge;
 };
 
-/* What the allocator driver keeps (alloc/): which driver, its state, where it found it. */
-struct drv {
-	/* the allocator driver and its private state */
-	const struct alloc_ops *alloc;
-	void *alloc_priv;
-	struct hc_where where;
-	char where_others[256];
-};
-
-/* What the borrow engine keeps (borrow/): the stopped thread, its saved state, its scratch. */
-struct engine {
-	struct image *img; /* the image it works on, its target's */
-	/*
-	 * The engine's safe-point policy, filled in by the API from the
-	 * driver: is raddr inside the allocator's code?  NULL: no allocator
-	 * code to avoid beyond the malloc family (where.c), whose names may
-	 * carry the allocator's prefix (alloc_prefix: "je_"; "" none).
-	 */
-	bool (*in_allocator)(struct engine *e, uint64_t raddr);
-	const char *alloc_prefix;
-	/* the current borrowed thread, while attached */
-	struct sess *sess;
-	uint8_t *shadow;   /* the session's copy of the thread's stack area (call_int.h) */
-	uint8_t *regs_area; /* where a session saves the extra regsets (call_int.h) */
-	unsigned int held; /* call_hold() depth: call_done() keeps the thread */
-	void *unw; /* libunwind address space, created once */
-	struct uw_arg *uw; /* where.c: its page cache, as long as the target */
-	uint64_t pac_mask; /* PAC bits of return addresses (arm64), once pac_known */
-	bool pac_known;
-	struct hc_timing timing;
-	uint64_t deadline_ns;
-	int seccomp;    /* Seccomp: from /proc/PID/status (2: filters) */
-	bool skip_errno; /* its filters fail a skipped syscall with an errno (seccomp_check()) */
-	int cancel_sig; /* a termination signal cancelled the operation */
-	int cancel_hold; /* > 0: calls run despite cancel_sig (undoing what was begun) */
-	int lockfd;     /* the per-target lock (tlock.c), from the first call to close; or -1 */
-	uint64_t gadget;   /* "syscall; ret" in the target's text */
-	uint64_t restorer; /* a sigreturn restorer in the target's text */
-	uint64_t restorer_end; /* pc at its rt_sigreturn syscall stops */
-	/* x86_64: ret gadgets (arch.h), one with room for two stack arguments; addr 0: none */
-	struct hc_ret_gadget retg, retg8;
-	uint64_t notify_fn;  /* what callbacks point at (the C library's getpid()), or 0 */
-	uint64_t notify_end; /* pc at its syscall stops */
-};
-
-/*
- * A target: the image, and what the layers above keep beside it (the
- * driver's, the borrow's, the sampler's); api.c holds them together.
- * A proc/ function takes only the image.
- */
-struct hc_target {
-	struct image img; /* proc/ */
-	struct drv drv;   /* alloc/ */
-	struct engine eng; /* borrow/ */
-	/* heapctl's injected sampler, as last probed (inject.c), or NULL: sampler/ */
-	struct inj *inj;
-};
 
 /*
  * The judgement sym_load() asks for, passed in by whoever opened the image
