@@ -108,6 +108,7 @@ if [ -n "$objdir" ] && [ -d "$objdir/src/lib" ] && command -v nm >/dev/null; the
 	while IFS= read -r o; do
 		src=${o#"$objdir"/}
 		src=${src%.o}.c
+		[ -e "$src" ] || continue # an object left from a file since moved
 		while read -r sym; do
 			def_layer[$sym]=$(layer_of "$src")
 			def_file[$sym]=$src
