@@ -416,8 +416,10 @@ static int maps_by_query(struct image *t, const char *exe, struct hc_err *err)
 	    !m.inode && map_line(t, &m, exe) < 0)
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/* in address order, as the text has them: the vDSO came with the second pass */
-	qsort(t->vmas, t->nvmas, sizeof(*t->vmas), vma_cmp);
-	qsort(t->objs, t->nobjs, sizeof(*t->objs), obj_cmp);
+	if (t->nvmas) /* none: vmas may be NULL, which qsort() may not be given */
+		qsort(t->vmas, t->nvmas, sizeof(*t->vmas), vma_cmp);
+	if (t->nobjs)
+		qsort(t->objs, t->nobjs, sizeof(*t->objs), obj_cmp);
 	t->vmas_partial = true;
 	return 0;
 }
