@@ -66,7 +66,7 @@ static void *parked(void *arg)
 	return read(block[0], &c, 1) < 0 ? NULL : arg;
 }
 
-/* A fresh image of pid, as api.c's target_new() makes one. */
+/* A fresh image of pid, as api.c's target_new() makes one (image_init()). */
 static struct image *new_image(pid_t pid)
 {
 	struct image *im = calloc(1, sizeof(*im));

@@ -102,7 +102,7 @@ struct image {
 	struct vma vasked[VMA_ASKED];
 	unsigned int nasked;
 	int mapsfd; /* /proc/PID/maps, open for the target's life */
-	uint64_t start_stack; /* where the main thread's stack began (argc), or 0 (target_new()) */
+	uint64_t start_stack; /* where the main thread's stack began (argc), or 0 (image_init()) */
 	/* the object that serves malloc() (obj_malloc_owner()), or NULL */
 	struct obj *malloc_obj;
 	/*
