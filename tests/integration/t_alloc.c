@@ -826,6 +826,12 @@ static void test_dump_json(void)
 	    !strstr(r.out, "\"available\":true"))
 		t_fail("prof status --json, jemalloc with opt.prof: %.200s", r.out);
 	hres_free(&r);
+	/* jemalloc's own prof.reset: the samples go, prof.active stays on */
+	if (!hc_expect(&r, 0, "prof", "reset", "-p", v.spid, NULL) &&
+	    !strstr(r.out, "prof.reset: the samples were discarded"))
+		t_fail("prof reset, jemalloc with opt.prof: %.200s", r.out);
+	hres_free(&r);
+	expect_ctl(&v, "prof.active", "true", "prof reset");
 	hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL);
 	unlink(out);
 	victim_check(&v, 0);

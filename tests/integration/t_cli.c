@@ -201,6 +201,43 @@ static void test_leak_sigquit(void)
 	leak_signal(SIGQUIT);
 }
 
+/*
+ * A signal during the warm-up, before the first profile: nothing was
+ * measured, and leak says so (exit 1, error and hint), with prof.active
+ * put back as it was and the target unharmed.
+ */
+static void test_leak_sigint_warmup(void)
+{
+	struct victim *v = shared_victim();
+	const char *args[] = { "leak", "-p", v ? v->spid : "0", "--for", "1h", "-o", "/dev/null",
+			       "--format", "folded", NULL };
+	char err[4096] = "";
+	struct hproc hp;
+	struct hres r = { 0 };
+
+	if (!v)
+		return;
+	if (hc_startv(&hp, NULL, args)) {
+		t_fail("cannot start heapctl");
+		return;
+	}
+	if (!hp_err_until(&hp, "warming up", err, sizeof(err), HC_TIMEOUT_S * 1000L)) {
+		kill(hp.pid, SIGKILL);
+		hc_finish(&hp, &r, HC_TIMEOUT_S);
+		t_fail("leak never said it warms up: %.300s%.300s", err, r.err);
+		goto out;
+	}
+	kill(hp.pid, SIGINT);
+	hc_finish(&hp, &r, HC_TIMEOUT_S);
+	if (hres_crash(&r) || hres_exit(&r) != 1 || !strstr(r.err, "nothing was measured") ||
+	    !strstr(r.err, "hint:"))
+		t_fail("leak after SIGINT in its warm-up: %s: %.400s", hres_desc(&r), r.err);
+	expect_ctl(v, "prof.active", "false", "leak stopped in its warm-up");
+	victim_check(v, 0);
+out:
+	hres_free(&r);
+}
+
 /* leak's two profiles go under $TMPDIR, as every scratch file of heapctl does. */
 static void test_leak_tmpdir(void)
 {
@@ -451,6 +488,7 @@ const struct itest t_cli_tests[] = {
 	{ "output-stdout", test_output_stdout, 0 },
 	{ "leak-sigint", test_leak_sigint, 0 },
 	{ "leak-sigquit", test_leak_sigquit, 0 },
+	{ "leak-sigint-warmup", test_leak_sigint_warmup, 0 },
 	{ "leak-tmpdir", test_leak_tmpdir, 0 },
 	{ "pid-by-name", test_pid_by_name, 0 },
 	{ NULL, NULL, 0 },

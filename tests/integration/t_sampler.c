@@ -1058,6 +1058,8 @@ static void test_bad_options(void)
 		{ { "prof", "on", "--sample-bytes", "10" }, "invalid --sample-bytes '10'" },
 		{ { "prof", "on", "--sample-bytes", "lots" }, "invalid --sample-bytes 'lots'" },
 		{ { "stats", "--sampler", "inject" }, "does not apply to 'stats'" },
+		{ { "leak", "--warm-up", "soon" }, "invalid --warm-up 'soon'" },
+		{ { "prof", "restart", "--json" }, "unknown prof action 'restart'" },
 	};
 	struct hres r = { 0 };
 	struct victim v;
