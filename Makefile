@@ -1,7 +1,8 @@
 # heapctl: one non-recursive Makefile.  Output goes to build/.
 #   make            build/heapctl and build/libheapctl.a
 #   make deps       install the Debian packages the build and tests need
-#   make test       unit + integration suites (ends with "N passed, N failed")
+#   make test       layers, unit + integration suites (ends with "N passed, N failed")
+#   make check-layers  only the check that src/lib's layers hold (tests/layers.sh)
 #   make install    bin, man page, bash completion (PREFIX=/usr/local, DESTDIR); make uninstall
 #   make demo       narrated end-to-end demo on a leaking service
 #   make bench      heapctl against gdb, side by side
