@@ -178,6 +178,15 @@ $(B)/tests/test_arch: tests/unit/test_arch.c $(wildcard tests/unit/arch/*.[ch]) 
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) $(B)/libheapctl.a $(LDLIBS_ALL)
 
+# test_unwind: the freestanding sampler's unwinder against libgcc's, from callers built
+# without frame pointers (their object apart, so its flags hold whatever CFLAGS say)
+$(B)/tests/test_unwind: tests/unit/test_unwind.c tests/unit/unwind/chain.c tests/unit/unwind/chain.h \
+		src/sampler/unwind.c src/sampler/hcs.h
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -O2 -fomit-frame-pointer -c -o $@-chain.o tests/unit/unwind/chain.c
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ tests/unit/test_unwind.c $@-chain.o $(LDLIBS_ALL)
+
 # callers.c unwinds heapctl from outside, as heapctl unwinds its targets
 ITEST_UNW_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind-ptrace libunwind-generic 2>/dev/null)
 ITEST_UNW_LIBS = $(shell $(PKG_CONFIG) --libs libunwind-ptrace libunwind-generic 2>/dev/null)

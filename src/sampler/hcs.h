@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define HCS_MAGIC 0x314c504d41534348ull /* "HCSAMPL1" */
-#define HCS_VERSION 4
+#define HCS_VERSION 5
 /* The memfd's name: maps shows "/memfd:heapctl-sampler (deleted)". */
 #define HCS_NAME "heapctl-sampler"
 
@@ -28,6 +28,7 @@
 #define HCS_STACK_HASH_BITS 15
 #define HCS_MAXSLOTS 2048  /* GOT slots patched */
 #define HCS_PROBES 32      /* open addressing: probes per insert or lookup */
+#define HCS_MAXOBJS 64     /* objects the freestanding flavour's unwinder knows */
 
 /*
  * The functions hooked, as X(id, symbol).  The C++ ones are hooked only
@@ -81,6 +82,21 @@ struct hcs_slot {
 	uint32_t err;   /* errno of a failed mprotect */
 };
 
+/*
+ * An object the freestanding flavour unwinds through: its code and its
+ * PT_GNU_EH_FRAME, as mapped.  heapctl fills the table (the sampler's own
+ * object among them) before hcs_init() and may append to it later: the
+ * entry first, nobjs after it, in separate writes.
+ */
+struct hcs_obj {
+	uint64_t lo, hi;      /* text range */
+	uint64_t eh_frame_hdr; /* runtime address of PT_GNU_EH_FRAME */
+};
+
+/* struct hcs_state.flavour: how the sampler was built, hence how heapctl loads it */
+#define HCS_FLAVOUR_GLIBC 1 /* dlopen()ed; TLS, libgcc_s's unwinder, pthread_atfork() */
+#define HCS_FLAVOUR_FREE 2  /* mapped by heapctl; no libc, no TLS, its own unwinder */
+
 /* hcs_init() results */
 #define HCS_ERR_UNWIND 1 /* no _Unwind_Backtrace: libgcc_s.so.1 could not be loaded */
 
@@ -129,6 +145,13 @@ struct hcs_state {
 	uint64_t dropped_stacks; /* no room in the stack table */
 	uint64_t nstacks;        /* stack ids handed out (from 1) */
 	uint64_t unwind_short;   /* stacks the unwinder could not walk */
+	uint32_t flavour;        /* HCS_FLAVOUR_*, set at build time */
+	/* freestanding: 1 once a thread found the thread table full (it shares one countdown) */
+	uint32_t tls_full;
+	/* Freestanding: objects to unwind through, written by heapctl (struct hcs_obj). */
+	uint32_t nobjs;
+	uint32_t pad2;
+	struct hcs_obj objs[HCS_MAXOBJS];
 };
 
 #endif
