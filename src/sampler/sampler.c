@@ -14,23 +14,33 @@
  *     malloc_usable_size() inside libc, or after removal, see exactly what
  *     the allocator gave.
  *   - The path that does not sample takes no lock and calls nothing: a
- *     thread-local countdown (initial-exec TLS: no __tls_get_addr) on
- *     allocation, a prefilter counter on free.
+ *     thread-local countdown (initial-exec TLS: no __tls_get_addr; or a
+ *     table entry keyed by the thread pointer) on allocation, a prefilter
+ *     counter on free.
  *   - The sampled path is lock-free too (compare-and-swap into open
  *     addressing tables of fixed size) and guarded against reentry: what
  *     the unwinder allocates passes straight through.
  *   - Removal puts back each GOT slot it changed, if it still holds the
  *     hook.  The code stays (RTLD_NODELETE): threads may be inside it.
+ *
+ * Built twice.  The glibc flavour is dlopen()ed and uses libc, TLS,
+ * libgcc_s's unwinder and pthread_atfork().  The freestanding one
+ * (HCS_FREESTANDING: musl and static processes, where heapctl maps it
+ * itself) has none of them: system calls of its own (sys.h), a table of
+ * per-thread state keyed by the thread pointer, a fork() noticed by the
+ * pid changing, and its own CFI unwinder (unwind.c) over the objects
+ * heapctl lists in hcs_state.objs.
  */
-#include <dlfcn.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/mman.h>
+#ifndef HCS_FREESTANDING
+#include <dlfcn.h>
+#include <pthread.h>
 #include <unwind.h>
+#endif
 
 #include "hcs.h"
+#include "sys.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -50,16 +60,6 @@ static struct hcs_stack stack_tab[HCS_STACKS];
 static uint32_t stack_hash[1u << HCS_STACK_HASH_BITS];
 static struct hcs_slot slot_tab[HCS_MAXSLOTS];
 
-/* ---- per thread: initial-exec TLS, reached from the thread pointer ----------------- */
-
-struct tls {
-	int64_t left;  /* bytes until the next sample */
-	uint64_t rng;  /* xorshift state; 0 until the thread's first allocation */
-	uint32_t busy; /* inside the sampled path: do not recurse */
-	uint32_t gen;  /* the profile (state.enabled) this countdown was drawn for; 0 none */
-};
-static __thread struct tls tls __attribute__((tls_model("initial-exec")));
-
 static int init(void);
 static int patch(void);
 static int unpatch(void);
@@ -69,16 +69,88 @@ static void clear(void);
 
 HIDDEN struct hcs_state hcs_state;
 
+/* ---- per thread: reached from the thread pointer ------------------------------------ */
+
+struct tls {
+	int64_t left;  /* bytes until the next sample */
+	uint64_t rng;  /* xorshift state; 0 until the thread's first allocation */
+	uint32_t busy; /* inside the sampled path: do not recurse */
+	uint32_t gen;  /* the profile (state.enabled) this countdown was drawn for; 0 none */
+};
+
+#ifndef HCS_FREESTANDING
+/* initial-exec TLS: no __tls_get_addr */
+static __thread struct tls tls __attribute__((tls_model("initial-exec")));
+
+static inline struct tls *my_tls(void)
+{
+	return &tls;
+}
+
+#define SHARED(t) 0
+#else
+/*
+ * No TLS in an object no loader knows of: a table keyed by the thread
+ * pointer, an entry claimed by compare-and-swap at a thread's first
+ * allocation; the first probe finds it in the common case.  A thread that
+ * exits leaves its entry, and a new thread given the same thread pointer
+ * takes over its countdown: harmless, the gaps are memoryless.  When the
+ * table is full the other threads share one countdown, updated atomically:
+ * still a Poisson process on bytes, with no bias, only contended.
+ */
+#define TLS_BITS 12
+#define TLS_PROBES 32
+struct tls_slot {
+	uint64_t tp; /* the owner's thread pointer; 0 free */
+	struct tls t;
+};
+static struct tls_slot tls_tab[1u << TLS_BITS];
+static struct tls tls_shared;
+
+static uint32_t tls_hash(uint64_t tp)
+{
+	return (uint32_t)((tp * 0x9e3779b97f4a7c15ull) >> (64 - TLS_BITS));
+}
+
+static __attribute__((noinline)) struct tls *tls_claim(uint64_t tp)
+{
+	uint32_t mask = (1u << TLS_BITS) - 1, at = tls_hash(tp);
+
+	for (unsigned i = 0; i < TLS_PROBES; i++, at = (at + 1) & mask) {
+		uint64_t cur = LOAD(&tls_tab[at].tp);
+
+		/* only the thread itself claims its tp: a lost CAS means another thread's entry */
+		if (cur == tp || (cur == 0 && CAS(&tls_tab[at].tp, &cur, tp)))
+			return &tls_tab[at].t;
+	}
+	if (!LOAD(&hcs_state.tls_full))
+		STORE(&hcs_state.tls_full, 1);
+	return &tls_shared;
+}
+
+static inline struct tls *my_tls(void)
+{
+	uint64_t tp = thread_pointer();
+	struct tls_slot *s = &tls_tab[tls_hash(tp)];
+
+	if (likely(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) == tp))
+		return &s->t;
+	return tls_claim(tp);
+}
+
+#define SHARED(t) unlikely((t) == &tls_shared)
+#endif
+
 /* ---- the exponential countdown ------------------------------------------------------ */
 
-static uint64_t rnd(void)
+static uint64_t rnd(struct tls *t)
 {
-	uint64_t x = tls.rng;
+	uint64_t x = t->rng;
 
 	x ^= x >> 12;
 	x ^= x << 25;
 	x ^= x >> 27;
-	tls.rng = x;
+	t->rng = x;
 	return x * 0x2545f4914f6cdd1dull;
 }
 
@@ -100,9 +172,9 @@ static double ln(double u)
 }
 
 /* Bytes to the next sample: exponential with mean state.interval (a Poisson process on bytes). */
-static int64_t draw(void)
+static int64_t draw(struct tls *t)
 {
-	double u = (double)((rnd() >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double u = (double)((rnd(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
 	double n = -ln(u) * (double)hcs_state.interval;
 
 	return n > 4e18 ? (int64_t)4e18 : (int64_t)n + 1;
@@ -110,6 +182,18 @@ static int64_t draw(void)
 
 /* ---- stacks -------------------------------------------------------------------------- */
 
+#ifdef HCS_FREESTANDING
+#include "unwind.c"
+
+/* The objects heapctl listed: it appends an entry, then publishes the count. */
+static uint32_t backtrace(uint64_t *frames, int *bad)
+{
+	uint32_t nobjs = LOAD(&hcs_state.nobjs);
+
+	return uw_backtrace(hcs_state.objs, nobjs < HCS_MAXOBJS ? nobjs : HCS_MAXOBJS,
+			    hcs_state.text_lo, hcs_state.text_hi, frames, HCS_MAXFRAMES, bad);
+}
+#else
 typedef _Unwind_Reason_Code (*bt_fn)(_Unwind_Trace_Fn, void *);
 typedef uintptr_t (*getip_fn)(struct _Unwind_Context *);
 static bt_fn unwind_backtrace;
@@ -134,6 +218,16 @@ static _Unwind_Reason_Code bt_cb(struct _Unwind_Context *c, void *arg)
 	b->f[b->n++] = ip;
 	return _URC_NO_REASON;
 }
+
+static uint32_t backtrace(uint64_t *frames, int *bad)
+{
+	struct bt b = { frames, 0 };
+
+	unwind_backtrace(bt_cb, &b);
+	*bad = 0;
+	return b.n;
+}
+#endif
 
 static uint32_t hash_frames(const uint64_t *f, uint32_t n)
 {
@@ -260,47 +354,79 @@ static int forget(uint64_t p, struct hcs_live *was)
  * every allocation, so a new interval holds from the next one, however
  * long the old countdown had to run.
  */
-static __attribute__((noinline)) void new_countdown(uint32_t profile, uint64_t p)
+static __attribute__((noinline)) void new_countdown(struct tls *t, uint32_t profile, uint64_t p)
 {
-	if (!tls.rng) {
-		tls.rng = ((uint64_t)(uintptr_t)&tls * 0x9e3779b97f4a7c15ull) ^
-			  (ADD(&hcs_state.samples, 0) << 17) ^ p;
-		if (!tls.rng)
-			tls.rng = 1;
+	if (!t->rng) {
+		t->rng = ((uint64_t)(uintptr_t)t * 0x9e3779b97f4a7c15ull) ^
+			 (ADD(&hcs_state.samples, 0) << 17) ^ p;
+		if (!t->rng)
+			t->rng = 1;
 	}
-	tls.gen = profile;
-	tls.left = draw();
+	t->gen = profile;
+	__atomic_store_n(&t->left, draw(t), __ATOMIC_RELAXED);
 }
 
-static __attribute__((noinline)) void sampled(uint64_t p, uint64_t size)
+#ifdef HCS_FREESTANDING
+static int32_t hcs_pid; /* the process init() ran in: another one is a fork()ed child */
+static void in_child(void);
+
+/* No pthread_atfork() here: a child notices the pid is not its own (the sampled path only). */
+static int forked(void)
+{
+	int32_t pid = (int32_t)sys_getpid();
+
+	if (likely(pid == LOAD(&hcs_pid)))
+		return 0;
+	in_child();
+	STORE(&hcs_pid, pid);
+	return 1;
+}
+#endif
+
+static __attribute__((noinline)) void sampled(struct tls *t, uint64_t p, uint64_t size)
 {
 	uint64_t frames[HCS_MAXFRAMES];
-	struct bt b = { frames, 0 };
+	uint32_t n;
+	int bad;
 
-	tls.busy = 1;
-	tls.left = draw();
-	unwind_backtrace(bt_cb, &b);
-	if (b.n == 0)
+#ifdef HCS_FREESTANDING
+	if (forked())
+		return;
+#endif
+	t->busy = 1;
+	__atomic_store_n(&t->left, draw(t), __ATOMIC_RELAXED);
+	n = backtrace(frames, &bad);
+	if (n == 0 || bad)
 		ADD(&hcs_state.unwind_short, 1);
 	ADD(&hcs_state.samples, 1);
-	remember(p, size, stack_id(frames, b.n));
-	tls.busy = 0;
+	remember(p, size, stack_id(frames, n));
+	t->busy = 0;
 }
 
 static inline void note_alloc(void *p, uint64_t size)
 {
 	uint32_t profile = LOAD(&hcs_state.enabled);
+	struct tls *t;
 
 	if (unlikely(!p) || !profile)
 		return;
-	if (unlikely(tls.gen != profile)) {
-		new_countdown(profile, (uint64_t)(uintptr_t)p);
+	t = my_tls();
+	if (unlikely(t->gen != profile)) {
+		new_countdown(t, profile, (uint64_t)(uintptr_t)p);
 		return;
 	}
-	tls.left -= (int64_t)size;
-	if (likely(tls.left >= 0) || tls.busy)
+	if (SHARED(t)) {
+		/* the one thread that takes it across zero samples, and draws anew */
+		int64_t was = __atomic_fetch_sub(&t->left, (int64_t)size, __ATOMIC_RELAXED);
+
+		if (was >= 0 && was - (int64_t)size < 0)
+			sampled(t, (uint64_t)(uintptr_t)p, size);
 		return;
-	sampled((uint64_t)(uintptr_t)p, size);
+	}
+	t->left -= (int64_t)size;
+	if (likely(t->left >= 0) || t->busy)
+		return;
+	sampled(t, (uint64_t)(uintptr_t)p, size);
 }
 
 static inline void note_free(void *p)
@@ -592,6 +718,11 @@ HIDDEN struct hcs_state hcs_state = {
 	.slots = (uint64_t)(uintptr_t)slot_tab,
 	.je_hooks = { (uint64_t)(uintptr_t)je_alloc_hook, (uint64_t)(uintptr_t)je_dalloc_hook,
 		      (uint64_t)(uintptr_t)je_expand_hook, 0 },
+#ifdef HCS_FREESTANDING
+	.flavour = HCS_FLAVOUR_FREE,
+#else
+	.flavour = HCS_FLAVOUR_GLIBC,
+#endif
 };
 
 /* ---- called by heapctl, on a borrowed thread at a safe point ------------------------- */
@@ -616,16 +747,27 @@ static void in_child(void)
  */
 static void clear(void)
 {
-	if (madvise(live_tab, sizeof(live_tab), MADV_DONTNEED))
+	if (sys_madvise(live_tab, sizeof(live_tab), MADV_DONTNEED))
 		for (size_t i = 0; i < sizeof(live_tab) / sizeof(live_tab[0]); i++)
 			STORE(&live_tab[i].ptr, 0);
-	if (madvise(filter_tab, sizeof(filter_tab), MADV_DONTNEED))
+	if (sys_madvise(filter_tab, sizeof(filter_tab), MADV_DONTNEED))
 		for (size_t i = 0; i < sizeof(filter_tab); i++)
 			STORE(&filter_tab[i], 0);
 	STORE(&hcs_state.live_count, 0);
 	STORE(&hcs_state.samples, 0);
 }
 
+#ifdef HCS_FREESTANDING
+/* Nothing to load: the unwinder is this file's, the objects heapctl's (hcs_state.objs). */
+static int init(void)
+{
+	if (hcs_state.initialised)
+		return 0;
+	STORE(&hcs_pid, (int32_t)sys_getpid());
+	STORE(&hcs_state.initialised, 1);
+	return 0;
+}
+#else
 static int prime_cb_depth;
 static _Unwind_Reason_Code prime_cb(struct _Unwind_Context *c, void *arg)
 {
@@ -657,6 +799,7 @@ static int init(void)
 	STORE(&hcs_state.initialised, 1);
 	return 0;
 }
+#endif
 
 /*
  * Slots [i, end) that share slot i's page, made writable for the moment
@@ -677,11 +820,13 @@ static uint32_t page_end(uint32_t i)
 static int page_open(uint32_t i, uint32_t end)
 {
 	void *page = (void *)(uintptr_t)(slot_tab[i].addr & ~(hcs_state.pagesize - 1));
+	long r;
 
-	if ((slot_tab[i].prot & PROT_WRITE) || !mprotect(page, hcs_state.pagesize, PROT_READ | PROT_WRITE))
+	if ((slot_tab[i].prot & PROT_WRITE) ||
+	    !(r = sys_mprotect(page, hcs_state.pagesize, PROT_READ | PROT_WRITE)))
 		return 0;
 	for (uint32_t k = i; k < end; k++)
-		slot_tab[k].err = (uint32_t)errno;
+		slot_tab[k].err = (uint32_t)-r;
 	return -1;
 }
 
@@ -690,7 +835,7 @@ static void page_close(uint32_t i)
 	void *page = (void *)(uintptr_t)(slot_tab[i].addr & ~(hcs_state.pagesize - 1));
 
 	if (!(slot_tab[i].prot & PROT_WRITE))
-		mprotect(page, hcs_state.pagesize, (int)slot_tab[i].prot);
+		sys_mprotect(page, hcs_state.pagesize, (int)slot_tab[i].prot);
 }
 
 static int any_in(uint32_t i, uint32_t end, uint32_t state)
@@ -802,6 +947,9 @@ static int enable(uint64_t interval, uint32_t on)
 {
 	uint64_t want = interval ? interval : hcs_state.interval ? hcs_state.interval : 512 * 1024;
 
+#ifdef HCS_FREESTANDING
+	forked(); /* a child that sampled nothing yet: its tables are still the parent's */
+#endif
 	if (!on) {
 		STORE(&hcs_state.enabled, 0);
 		return 0;
@@ -821,8 +969,12 @@ static int enable(uint64_t interval, uint32_t on)
  */
 static int reset(void)
 {
-	uint32_t was = LOAD(&hcs_state.enabled);
+	uint32_t was;
 
+#ifdef HCS_FREESTANDING
+	forked(); /* before was: a child's state.enabled is still the parent's */
+#endif
+	was = LOAD(&hcs_state.enabled);
 	STORE(&hcs_state.enabled, 0);
 	clear();
 	STORE(&hcs_state.in_child, 0);
