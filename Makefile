@@ -143,13 +143,34 @@ $(SAMPLER): src/sampler/sampler.c src/sampler/hcs.h
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(SAMPLER_CFLAGS) -o $@ $<
+# The freestanding flavour, for musl and static processes: heapctl maps it
+# itself and applies its relative relocations, so it may need nothing else
+# (sampler.c, sys.h).  The check after the link keeps it so.
+SAMPLER_FF := $(B)/sampler/heapctl-sampler-ff.so
+SAMPLER_FF_CFLAGS := -std=gnu11 -O2 -DHCS_FREESTANDING -Wall -Wextra -Werror -nostdlib -ffreestanding \
+	-fno-builtin -shared -fPIC -fvisibility=hidden -fno-stack-protector -Wl,-z,norelro \
+	-Wl,-z,noexecstack -Wl,--no-undefined -fasynchronous-unwind-tables -fno-omit-frame-pointer \
+	$(CROSS_FLAGS)
+# atomics inline: the outline ones are libgcc's (__aarch64_cas8_acq_rel and kin)
+SAMPLER_FF_CFLAGS += $(if $(filter aarch64,$(ARCH)),-mno-outline-atomics)
+$(SAMPLER_FF): src/sampler/sampler.c src/sampler/hcs.h src/sampler/sys.h src/sampler/unwind.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(SAMPLER_FF_CFLAGS) -o $@.tmp $<
+	$(Q)tools/check-ff-sampler.sh '$(READELF)' $@.tmp && mv $@.tmp $@
 SAMPLER_SECT := $(if $(filter aarch64,$(ARCH)),%progbits,@progbits)
+# name, file: the bytes of file between name and name_end, in .rodata
+sampler_blob = printf '\t.section .rodata\n\t.balign 16\n\t.globl %s\n\t.hidden %s\n%s:\n\t.incbin "%s"\n\t.globl %s_end\n\t.hidden %s_end\n%s_end:\n\t.section .note.GNU-stack,"",%s\n' \
+	$(1) $(1) $(1) '$(2)' $(1) $(1) $(1) '$(SAMPLER_SECT)' | $(CC) $(CROSS_FLAGS) -c -x assembler -o $@ -
 $(B)/obj/sampler_blob.o: $(SAMPLER)
 	$(msg) AS $@
 	@mkdir -p $(dir $@)
-	$(Q)printf '\t.section .rodata\n\t.balign 16\n\t.globl hc_sampler_so\n\t.hidden hc_sampler_so\nhc_sampler_so:\n\t.incbin "%s"\n\t.globl hc_sampler_so_end\n\t.hidden hc_sampler_so_end\nhc_sampler_so_end:\n\t.section .note.GNU-stack,"",%s\n' \
-		'$(SAMPLER)' '$(SAMPLER_SECT)' | $(CC) $(CROSS_FLAGS) -c -x assembler -o $@ -
-LIB_OBJS += $(B)/obj/sampler_blob.o
+	$(Q)$(call sampler_blob,hc_sampler_so,$(SAMPLER))
+$(B)/obj/sampler_ff_blob.o: $(SAMPLER_FF)
+	$(msg) AS $@
+	@mkdir -p $(dir $@)
+	$(Q)$(call sampler_blob,hc_sampler_ff_so,$(SAMPLER_FF))
+LIB_OBJS += $(B)/obj/sampler_blob.o $(B)/obj/sampler_ff_blob.o
 
 $(B)/libheapctl.a: $(LIB_OBJS)
 	$(msg) AR $@
@@ -573,11 +594,13 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -MMD -MP -Iinclude $(LIB_IQUOTE) -iquote arch \
 	-iquote src/prof $(PKG_CFLAGS)
 # the sampler's bytes (data only) go into every libheapctl.a: inject.c names them
-FUZZ_LIB_OBJS := $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o
+FUZZ_LIB_OBJS := $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o \
+	$(B)/obj/sampler_ff_blob.o
 FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 # seeds: tests/fuzz/corpus/NAME, but the profile parser's are the report tests' own
 fuzz_seeds = $(if $(filter prof,$(1)),tests/data/prof,tests/fuzz/corpus/$(1))
-REPLAY_LIB_OBJS := $(patsubst %.c,$(B)/replayobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o
+REPLAY_LIB_OBJS := $(patsubst %.c,$(B)/replayobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o \
+	$(B)/obj/sampler_ff_blob.o
 REPLAY_BINS := $(patsubst tests/fuzz/fuzz_%.c,$(B)/fuzz-replay/%,$(wildcard tests/fuzz/fuzz_*.c))
 .PHONY: fuzz fuzz-engine fuzz-replay
 
