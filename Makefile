@@ -199,14 +199,22 @@ $(B)/tests/test_arch: tests/unit/test_arch.c $(wildcard tests/unit/arch/*.[ch]) 
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) $(B)/libheapctl.a $(LDLIBS_ALL)
 
-# test_unwind: the freestanding sampler's unwinder against libgcc's, from callers built
-# without frame pointers (their object apart, so its flags hold whatever CFLAGS say)
-$(B)/tests/test_unwind: tests/unit/test_unwind.c tests/unit/unwind/chain.c tests/unit/unwind/chain.h \
-		src/sampler/unwind.c src/sampler/hcs.h
+# test_unwind: the freestanding sampler's unwinder against libgcc's, test_ffsampler: that
+# sampler mapped as heapctl maps it; both from callers built without frame pointers (their
+# object apart, so its flags hold whatever CFLAGS say)
+$(B)/tests/unwind-chain.o: tests/unit/unwind/chain.c tests/unit/unwind/chain.h
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(ALL_CFLAGS) -O2 -fomit-frame-pointer -c -o $@-chain.o tests/unit/unwind/chain.c
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ tests/unit/test_unwind.c $@-chain.o $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) -O2 -fomit-frame-pointer $(UNWIND_CHAIN_FLAGS) -c -o $@ $<
+# arm64: signed return addresses too, as distributions build (DW_CFA_AARCH64_negate_ra_state)
+UNWIND_CHAIN_FLAGS := $(if $(filter aarch64,$(ARCH)),-mbranch-protection=standard)
+$(B)/tests/test_unwind: tests/unit/test_unwind.c $(B)/tests/unwind-chain.o src/sampler/unwind.c \
+		src/sampler/hcs.h
+	$(msg) CC $@
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/tests/unwind-chain.o $(LDLIBS_ALL)
+$(B)/tests/test_ffsampler: tests/unit/test_ffsampler.c $(B)/tests/unwind-chain.o $(B)/libheapctl.a
+	$(msg) CC $@
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/tests/unwind-chain.o $(B)/libheapctl.a $(LDLIBS_ALL)
 
 # callers.c unwinds heapctl from outside, as heapctl unwinds its targets
 ITEST_UNW_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind-ptrace libunwind-generic 2>/dev/null)

@@ -160,19 +160,14 @@ static uint64_t uw_enc(struct uw_cur *c, uint8_t enc, uint64_t datarel)
 	case 0x0c: v = uw_fixed(c, 8); break;                       /* sdata8 */
 	default: c->bad = 1; return 0;
 	}
-	switch (enc & PE_APPL) {
-	case 0:
+	if ((enc & PE_APPL) == 0)
 		return v;
-	case PE_PCREL:
+	if ((enc & PE_APPL) == PE_PCREL)
 		return v + at;
-	case PE_DATAREL:
-		if (datarel)
-			return v + datarel;
-		/* fall through */
-	default: /* textrel, funcrel, aligned: no base known here */
-		c->bad = 1;
-		return 0;
-	}
+	if ((enc & PE_APPL) == PE_DATAREL && datarel)
+		return v + datarel;
+	c->bad = 1; /* textrel, funcrel, aligned: no base known here */
+	return 0;
 }
 
 /* An .eh_frame record's length: where its body starts (*body) and ends; NULL for a terminator. */
