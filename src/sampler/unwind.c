@@ -529,6 +529,9 @@ static int uw_step(struct uw_frame *f, const struct uw_row *row)
 	uint64_t v[UW_NREG], cfa;
 	int ci = row->cfa_reg == ~0ull ? -1 : uw_col(row->cfa_reg);
 
+	/* the outermost frame (_start): its CFA need not be above its callee's */
+	if (row->r[UW_RA].how == R_UNDEF)
+		return 0;
 	if (ci < 0 || ci == UW_RA)
 		return -1;
 	cfa = f->reg[ci] + (uint64_t)row->cfa_off;
@@ -545,8 +548,6 @@ static int uw_step(struct uw_frame *f, const struct uw_row *row)
 			v[r] = f->reg[r];
 			break;
 		case R_UNDEF:
-			if (r == UW_RA)
-				return 0;
 			v[r] = 0;
 			break;
 		case R_OFFSET:

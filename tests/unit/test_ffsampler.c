@@ -127,6 +127,9 @@ static _Unwind_Reason_Code gcc_cb(struct _Unwind_Context *c, void *arg)
 {
 	struct work *w = arg;
 
+	/* libgcc ends with the outermost frame's caller, ip 0, as the sampler's bt_cb() drops it */
+	if (!_Unwind_GetIP(c))
+		return _URC_END_OF_STACK;
 	if (w->ngcc == 64)
 		return _URC_END_OF_STACK;
 	w->gcc[w->ngcc++] = _Unwind_GetIP(c);

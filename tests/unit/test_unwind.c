@@ -9,6 +9,7 @@
  * and an .eh_frame_hdr it cannot read (a short stack, no crash).
  * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.
  */
+#include <dlfcn.h>
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
@@ -61,6 +62,9 @@ static _Unwind_Reason_Code gcc_cb(struct _Unwind_Context *c, void *arg)
 {
 	struct run *r = arg;
 
+	/* libgcc ends with the outermost frame's caller, ip 0, as the sampler's bt_cb() drops it */
+	if (!_Unwind_GetIP(c))
+		return _URC_END_OF_STACK;
 	if (r->ngcc == MAX)
 		return _URC_END_OF_STACK;
 	r->gcc[r->ngcc++] = _Unwind_GetIP(c);
@@ -74,6 +78,21 @@ static __attribute__((noinline)) void probe(void *arg)
 	r->nmine = uw_backtrace(r->objs, r->nobjs, r->skip_lo, r->skip_hi, r->mine, r->max, &r->bad);
 	_Unwind_Backtrace(gcc_cb, r);
 	__asm__ volatile("" : : : "memory"); /* no tail call: probe's frame is in both */
+}
+
+/* "symbol+offset" for a failure's message (two buffers: two in one message) */
+static const char *name(uint64_t pc, int which)
+{
+	static char buf[2][128];
+	Dl_info di;
+
+	if (dladdr((void *)(uintptr_t)pc, &di) && di.dli_sname)
+		snprintf(buf[which], sizeof(buf[which]), "%s+0x%llx", di.dli_sname,
+			 (unsigned long long)(pc - (uint64_t)(uintptr_t)di.dli_saddr));
+	else
+		snprintf(buf[which], sizeof(buf[which]), "0x%llx in %s", (unsigned long long)pc,
+			 dladdr((void *)(uintptr_t)pc, &di) && di.dli_fname ? di.dli_fname : "?");
+	return buf[which];
 }
 
 /*
@@ -94,7 +113,8 @@ static void same_as_libgcc(const struct run *r, uint32_t want_min)
 	CHECK(j < 4, "libgcc's walk never reaches probe's caller 0x%llx", (unsigned long long)r->mine[1]);
 	if (j >= 4)
 		return;
-	CHECK(r->ngcc - j == r->nmine - 1, "%u frames after probe, libgcc %u", r->nmine - 1, r->ngcc - j);
+	CHECK(r->ngcc - j == r->nmine - 1, "%u frames after probe, libgcc %u; the last %s, libgcc's %s",
+	      r->nmine - 1, r->ngcc - j, name(r->mine[r->nmine - 1], 0), name(r->gcc[r->ngcc - 1], 1));
 	for (uint32_t k = 1; k < r->nmine && j + k - 1 < r->ngcc; k++)
 		CHECK(r->mine[k] == r->gcc[j + k - 1], "frame %u: 0x%llx, libgcc 0x%llx", k,
 		      (unsigned long long)r->mine[k], (unsigned long long)r->gcc[j + k - 1]);
