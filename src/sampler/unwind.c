@@ -171,16 +171,14 @@ static uint64_t uw_enc(struct uw_cur *c, uint8_t enc, uint64_t datarel)
 }
 
 /* An .eh_frame record's length: where its body starts (*body) and ends; NULL for a terminator. */
-static const uint8_t *uw_record(const uint8_t *rec, const uint8_t **body, int *wide)
+static const uint8_t *uw_record(const uint8_t *rec, const uint8_t **body)
 {
 	uint64_t len = uw_ld(rec, 4);
 
-	*wide = len == 0xffffffffu;
-	if (*wide) {
+	*body = rec + 4;
+	if (len == 0xffffffffu) { /* the 64-bit format: only the length is wider */
 		len = uw_ld(rec + 4, 8);
 		*body = rec + 12;
-	} else {
-		*body = rec + 4;
 	}
 	return len && len < (1ull << 32) ? *body + len : NULL;
 }
@@ -188,13 +186,12 @@ static const uint8_t *uw_record(const uint8_t *rec, const uint8_t **body, int *w
 static int uw_parse_cie(const uint8_t *rec, struct uw_cie *cie)
 {
 	const uint8_t *body, *aug, *aug_end = NULL;
-	int wide;
-	const uint8_t *end = uw_record(rec, &body, &wide);
+	const uint8_t *end = uw_record(rec, &body);
 	struct uw_cur c = { body, end, 0 };
 	uint8_t version;
 	uint64_t ra;
 
-	if (!end || uw_fixed(&c, wide ? 8 : 4) != 0) /* CIE id: 0 in .eh_frame */
+	if (!end || uw_fixed(&c, 4) != 0) /* CIE id: 0 in .eh_frame, 4 bytes in either format */
 		return -1;
 	version = (uint8_t)uw_fixed(&c, 1);
 	if (version != 1 && version != 3 && version != 4)
@@ -444,7 +441,6 @@ static int uw_find(uint64_t hdr, uint64_t q, struct uw_row *row)
 	struct uw_cie cie;
 	struct uw_row init;
 	struct uw_cur c;
-	int wide;
 
 	/* version 1; eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
 	if (h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
@@ -462,11 +458,11 @@ static int uw_find(uint64_t hdr, uint64_t q, struct uw_row *row)
 	if (!lo)
 		return 0;
 	fde = h + (int64_t)(int32_t)uw_ld(h + 12 + 8 * (size_t)(lo - 1) + 4, 4);
-	end = uw_record(fde, &body, &wide);
+	end = uw_record(fde, &body);
 	if (!end)
 		return -1;
 	c = (struct uw_cur){ body, end, 0 };
-	cie_off = uw_fixed(&c, wide ? 8 : 4);
+	cie_off = uw_fixed(&c, 4); /* 4 bytes in either format (LSB's .eh_frame) */
 	cie_at = body - cie_off;
 	if (!cie_off || uw_parse_cie(cie_at, &cie) < 0)
 		return -1;
