@@ -216,6 +216,19 @@ $(B)/tests/test_ffsampler: tests/unit/test_ffsampler.c $(B)/tests/unwind-chain.o
 	$(msg) CC $@
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/tests/unwind-chain.o $(B)/libheapctl.a $(LDLIBS_ALL)
 
+# the same, as a static musl program, with the .eh_frame_hdr gcc leaves out of static links
+# (x86_64, where musl-gcc is installed; without it the test is not built)
+ifeq ($(ARCH)$(shell command -v musl-gcc >/dev/null 2>&1 && echo y),x86_64y)
+UNIT_BINS += $(B)/tests/test_ffsampler_musl
+$(B)/tests/test_ffsampler_musl: tests/unit/test_ffsampler.c tests/unit/unwind/chain.c \
+		tests/unit/unwind/chain.h tests/unit/unit.h src/sampler/hcs.h $(B)/obj/sampler_ff_blob.o
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)musl-gcc -static -Wl,--eh-frame-hdr -std=gnu11 -O2 -fomit-frame-pointer -Wall -Wextra \
+		-Werror -pthread -iquote tests/unit -o $@ tests/unit/test_ffsampler.c \
+		tests/unit/unwind/chain.c $(B)/obj/sampler_ff_blob.o
+endif
+
 # callers.c unwinds heapctl from outside, as heapctl unwinds its targets
 ITEST_UNW_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind-ptrace libunwind-generic 2>/dev/null)
 ITEST_UNW_LIBS = $(shell $(PKG_CONFIG) --libs libunwind-ptrace libunwind-generic 2>/dev/null)

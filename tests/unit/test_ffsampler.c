@@ -9,6 +9,11 @@
  * _Unwind_Backtrace sees them), threads on their own countdowns, and a
  * fork()ed child that notices it is one.  HC_FF_BENCH=1 also prints the
  * cost of an unsampled malloc/free pair through the hooks.
+ *
+ * Built twice: against glibc (test_ffsampler, its stacks also compared
+ * with libgcc's) and, where musl-gcc is installed, as a static musl
+ * program (test_ffsampler_musl: musl's thread pointer, fork and
+ * dl_iterate_phdr, an executable with no loader).
  * Prints "PASS group" or "FAIL group: detail" per group; exits 1 on failure.
  */
 #include <elf.h>
@@ -22,7 +27,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
 #include <unwind.h>
+#endif
 
 #include "../../src/sampler/hcs.h"
 #include "unit.h"
@@ -119,10 +126,11 @@ struct work {
 	unsigned n;
 	size_t size;
 	uint64_t ra, self;
-	uint64_t gcc[64];
+	uint64_t gcc[64]; /* libgcc's stack, from glibc's build */
 	unsigned ngcc;
 };
 
+#ifdef __GLIBC__
 static _Unwind_Reason_Code gcc_cb(struct _Unwind_Context *c, void *arg)
 {
 	struct work *w = arg;
@@ -135,6 +143,7 @@ static _Unwind_Reason_Code gcc_cb(struct _Unwind_Context *c, void *arg)
 	w->gcc[w->ngcc++] = _Unwind_GetIP(c);
 	return _URC_NO_REASON;
 }
+#endif
 
 static __attribute__((noinline)) void allocate(void *arg)
 {
@@ -144,7 +153,9 @@ static __attribute__((noinline)) void allocate(void *arg)
 	w->self = (uint64_t)(uintptr_t)allocate;
 	for (unsigned i = 0; i < w->n; i++)
 		HOOK(FREE, free_fn)(HOOK(MALLOC, malloc_fn)(w->size));
+#ifdef __GLIBC__
 	_Unwind_Backtrace(gcc_cb, w);
+#endif
 	__asm__ volatile("" : : : "memory");
 }
 
@@ -224,20 +235,32 @@ int main(void)
 	CHECK(st->nstacks >= 1, "no stack recorded");
 	for (uint64_t id = 1; id <= st->nstacks && id < HCS_STACKS; id++) {
 		const struct hcs_stack *s = &stacks[id];
-		uint32_t j = 0;
+		int in_chain = 0, in_main = 0;
 
-		/* frame 0 in allocate(), then its caller and up as libgcc has them */
+		/* frame 0 in allocate(), then its caller, chain_plain() and main() */
 		if (s->nframes < 2 || s->frames[1] != w.ra)
 			continue;
 		found = 1;
 		CHECK(s->frames[0] > w.self && s->frames[0] < w.self + 512, "frame 0 at 0x%llx, not in allocate()",
 		      (unsigned long long)s->frames[0]);
-		while (j < w.ngcc && w.gcc[j] != w.ra)
-			j++;
-		CHECK(j < w.ngcc && w.ngcc - j == s->nframes - 1, "%u frames, libgcc %u after allocate()",
-		      s->nframes, w.ngcc - j);
-		for (uint32_t k = 1; k < s->nframes && j + k - 1 < w.ngcc; k++)
-			CHECK(s->frames[k] == w.gcc[j + k - 1], "frame %u differs from libgcc's", k);
+		for (uint32_t k = 2; k < s->nframes; k++) {
+			in_chain |= s->frames[k] - (uint64_t)(uintptr_t)chain_plain < 256;
+			in_main |= in_chain && s->frames[k] - (uint64_t)(uintptr_t)main < 4096;
+		}
+		CHECK(in_chain && in_main, "%u frames, not through chain_plain() and main()", s->nframes);
+#ifdef __GLIBC__
+		{
+			uint32_t j = 0;
+
+			/* and as libgcc has them */
+			while (j < w.ngcc && w.gcc[j] != w.ra)
+				j++;
+			CHECK(j < w.ngcc && w.ngcc - j == s->nframes - 1, "%u frames, libgcc %u after allocate()",
+			      s->nframes, w.ngcc - j);
+			for (uint32_t k = 1; k < s->nframes && j + k - 1 < w.ngcc; k++)
+				CHECK(s->frames[k] == w.gcc[j + k - 1], "frame %u differs from libgcc's", k);
+		}
+#endif
 	}
 	CHECK(found, "no stack through allocate()'s caller 0x%llx", (unsigned long long)w.ra);
 	end();
