@@ -89,8 +89,16 @@ struct hcs_slot {
  * entry first, nobjs after it, in separate writes.
  */
 struct hcs_obj {
-	uint64_t lo, hi;      /* text range */
-	uint64_t eh_frame_hdr; /* runtime address of PT_GNU_EH_FRAME */
+	uint64_t lo, hi; /* text range */
+	/*
+	 * Runtime address of PT_GNU_EH_FRAME.  The unwinder reads only the
+	 * format GNU ld and lld write (version 1; eh_frame_ptr pcrel|sdata4,
+	 * fde_count udata4, table datarel|sdata4), and only its sorted table:
+	 * for an object linked without one (gcc leaves it out of -static
+	 * links) heapctl may build one from .eh_frame, mapped within 2 GiB
+	 * of the FDEs, whose offsets from it are 32 bits.
+	 */
+	uint64_t eh_frame_hdr;
 };
 
 /* struct hcs_state.flavour: how the sampler was built, hence how heapctl loads it */
