@@ -107,7 +107,7 @@ HEAPCTL_LIBS = $(LDLIBS_ALL)
 endif
 
 LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS))) $(wildcard src/prof/*.c) arch/x86_64/arch.c arch/x86_64/hook.c \
-	arch/aarch64/arch.c
+	arch/aarch64/arch.c arch/aarch64/hook.c
 CLI_SRCS := $(wildcard src/cli/*.c)
 LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS))
 CLI_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(CLI_SRCS))
