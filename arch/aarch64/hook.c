@@ -35,7 +35,8 @@
  * fault.  Refused: bl and blr (a thread inside the callee would return
  * into the changed instruction), ret, br and the other branches through a
  * register, exception-generating instructions (svc, brk...), words
- * Capstone cannot decode, and, when the patch is past a landing pad, a
+ * Capstone cannot decode outside the load/store and data-processing
+ * classes, and, when the patch is past a landing pad, a
  * function with a direct branch to the patched instruction (a loop back
  * to it would run the hook again).
  */
@@ -308,7 +309,15 @@ int hc_aarch64_hook_plan(const struct hc_hook_in *in, struct hc_hook_plan *out, 
 	/* tramp_orig */
 	w = word(in->code + off);
 	put32(&e, pac == A64_AUTIASP ? A64_PACIASP : pac == A64_AUTIBSP ? A64_PACIBSP : A64_BTI_C);
-	if (!insn_text(h, insn, w, in->entry + off, text, sizeof(text))) {
+	/*
+	 * Capstone 4 knows neither LSE atomics nor SVE.  A word it cannot
+	 * decode still moves as it is in the load/store and data-processing
+	 * classes, where nothing reads the pc but what relocate() takes by
+	 * its encoding (adr, adrp, literal loads); not in the branch,
+	 * exception and system class, nor in the reserved and SVE/SME space.
+	 */
+	if (!insn_text(h, insn, w, in->entry + off, text, sizeof(text)) &&
+	    ((w & 0x1c000000u) == 0x14000000u || !(w & 0x18000000u))) {
 		refuse(why, whylen, in, off, "'%s' cannot be decoded", text);
 		goto out;
 	}

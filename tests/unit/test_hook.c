@@ -283,6 +283,15 @@ static void a64_bti(const struct hc_hook_plan *p, const uint8_t *code)
 	CHECK(a_b_at(p, at + 8, ENTRY + 8), "no b entry+8 after it");
 }
 
+static void a64_copied(const struct hc_hook_plan *p, const uint8_t *code)
+{
+	a64_common(p, code, 0, 0);
+	CHECK(a_w(p, p->tramp_orig) == A_BTI_C, "tramp_orig does not start with bti c");
+	CHECK(a_w(p, p->tramp_orig + 4) == rd32(code), "the word not copied as it was");
+	CHECK(a_b_at(p, p->tramp_orig + 8, ENTRY + 4), "no b entry+4 after it");
+	CHECK(p->tramp_len == 32 + 12, "tramp_len %zu", p->tramp_len);
+}
+
 static void a64_pac(const struct hc_hook_plan *p, const uint8_t *code)
 {
 	uint64_t at = p->tramp_orig;
@@ -425,6 +434,10 @@ static const struct hcase cases[] = {
 	/* bti c; bl +0x100 */
 	{ "a64.bl-refused", &hc_arch_aarch64, { W(A_BTI_C), W(0x94000040u), W(A_RET) }, 12, 12, 0,
 	  "a64_fn+4;bl;callee", NULL },
+	/* ldaddal x0, x0, [x1] (LSE, unknown to Capstone 4): copied; udf #0: refused */
+	{ "a64.lse-copied", &hc_arch_aarch64, { W(0xf8e00020u), W(A_RET) }, 8, 8, 0, NULL, a64_copied },
+	{ "a64.udf-refused", &hc_arch_aarch64, { W(0x00000000u), W(A_RET) }, 8, 8, 0,
+	  "a64_fn+0;.inst 0x00000000;cannot be decoded", NULL },
 	/* ret at entry */
 	{ "a64.ret-refused", &hc_arch_aarch64, { W(A_RET) }, 4, 4, 0, "a64_fn+0;ret", NULL },
 	/* the trampoline 255 MiB away */
