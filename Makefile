@@ -106,8 +106,8 @@ else
 HEAPCTL_LIBS = $(LDLIBS_ALL)
 endif
 
-LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS))) $(wildcard src/prof/*.c) arch/x86_64/arch.c \
-	arch/aarch64/arch.c
+LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS))) $(wildcard src/prof/*.c) arch/x86_64/arch.c arch/x86_64/hook.c \
+	arch/aarch64/arch.c arch/aarch64/hook.c
 CLI_SRCS := $(wildcard src/cli/*.c)
 LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS))
 CLI_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(CLI_SRCS))
@@ -606,7 +606,8 @@ torture: deps
 # `make test` replays the same regression inputs and seeds through each
 # target without clang: $(B)/fuzz-replay/NAME is the target built with gcc,
 # ASan and UBSan, around tests/fuzz/replay.c (prints PASS/FAIL fuzz-replay-NAME).
-FUZZ_TARGETS ?= seccomp elf maps status text prof demangle got tcprof glxml evidence linkmap sampler
+FUZZ_TARGETS ?= seccomp elf maps status text prof demangle got tcprof glxml evidence linkmap sampler \
+	hook
 FUZZ_SECONDS ?= $(or $(ENGINE_FUZZ_SECONDS),30)
 FUZZ_RUNS ?=
 FUZZ_MAXLEN ?= maps=8192 glxml=16384

@@ -181,6 +181,44 @@ struct hc_bytes {
 	size_t len;
 };
 
+/*
+ * An inline hook at a function's entry (static binaries call malloc
+ * directly, with no GOT slot to swap): what hook_plan() is given.  The
+ * planner is pure; stopping the threads, checking that no pc sits in the
+ * bytes it changes, mapping the trampoline and writing both belong to the
+ * caller.
+ */
+struct hc_hook_in {
+	const char *name;      /* the function's name for messages, or NULL */
+	uint64_t entry;        /* the function's address in the target */
+	const uint8_t *code;   /* its bytes from entry: at least func_size of them, and 16 */
+	size_t code_len;
+	size_t func_size;      /* its symbol's size; 0 (unknown) is refused */
+	uint64_t tramp;        /* where the trampoline goes, within hook_reach of entry */
+	uint64_t hook;         /* the hook function the patch diverts to */
+};
+
+#define HC_HOOK_PATCH_MAX 16
+#define HC_HOOK_TRAMP_MAX 128
+
+/*
+ * The plan: patch_len bytes at patch_addr go from orig to patch, and
+ * tramp_len bytes of tramp go to in->tramp first.  The patch jumps to stub,
+ * which jumps to the hook; the hook calls tramp_orig as "the original
+ * function": the displaced instructions, moved, then a jump back past the
+ * patch.  A thread may be anywhere but inside [patch_addr, patch_addr +
+ * patch_len) while the patch is written.
+ */
+struct hc_hook_plan {
+	uint64_t patch_addr;   /* entry, or past the landing pad kept there (arm64) */
+	uint8_t orig[HC_HOOK_PATCH_MAX], patch[HC_HOOK_PATCH_MAX];
+	size_t patch_len;
+	uint8_t tramp[HC_HOOK_TRAMP_MAX];
+	size_t tramp_len;
+	uint64_t stub;         /* in the trampoline: where the patch jumps */
+	uint64_t tramp_orig;   /* in the trampoline: the original function, for the hook */
+};
+
 struct hc_arch {
 	const char *name;
 	uint16_t e_machine;             /* matched against the target's ELF */
@@ -381,10 +419,33 @@ struct hc_arch {
 	 * scan checks unwind_reg() numbers 0..regs_hold_returns (0: none).
 	 */
 	unsigned int regs_hold_returns;
+
+	/*
+	 * Plan an inline hook (struct hc_hook_plan): 0, or -1 with why naming
+	 * the function, the offset and the reason ("malloc+3: 'call 0x1234'
+	 * cannot be moved...").  Refuses whatever it cannot move exactly:
+	 * arch/<name>/hook.c lists what and why.
+	 */
+	int (*hook_plan)(const struct hc_hook_in *in, struct hc_hook_plan *out, char *why,
+			 size_t whylen);
+	/*
+	 * How far in->tramp may be from entry, either way, for the planner's
+	 * branches between the two to reach (x86_64: jmp rel32, arm64: b).
+	 * Take the nearest free spot: what the moved instructions address
+	 * (x86_64's %rip-relative data) must be in reach of the trampoline
+	 * too, and the planner refuses what is not.
+	 */
+	uint64_t hook_reach;
 };
 
 extern const struct hc_arch hc_arch_x86_64;
 extern const struct hc_arch hc_arch_aarch64;
+
+/* The backends' hook_plan() (arch/<name>/hook.c). */
+int hc_x86_64_hook_plan(const struct hc_hook_in *in, struct hc_hook_plan *out, char *why,
+			size_t whylen);
+int hc_aarch64_hook_plan(const struct hc_hook_in *in, struct hc_hook_plan *out, char *why,
+			 size_t whylen);
 
 /* The backend for this build's host, picked by linking arch/$(ARCH). */
 const struct hc_arch *hc_arch_host(void);

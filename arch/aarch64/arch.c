@@ -665,4 +665,7 @@ const struct hc_arch hc_arch_aarch64 = {
 	.pac_regset = 0x406, /* NT_ARM_PAC_MASK: struct user_pac_mask { data_mask, insn_mask } */
 	.tp_regset = 0x401,  /* NT_ARM_TLS: tpidr_el0 first */
 	.regs_hold_returns = 30, /* x0-x30 */
+	.hook_plan = hc_aarch64_hook_plan,
+	/* b reaches +-128 MiB: a margin for the trampoline's own length */
+	.hook_reach = (128ull << 20) - (1ull << 20),
 };

@@ -746,4 +746,7 @@ const struct hc_arch hc_arch_x86_64 = {
 	.unwind_reg = unwind_reg,
 	.get_tp = get_tp,
 	.prepare = prepare,
+	.hook_plan = hc_x86_64_hook_plan,
+	/* jmp rel32 reaches +-2 GiB: a margin for the trampoline's own length */
+	.hook_reach = (2ull << 30) - (16ull << 20),
 };
