@@ -227,6 +227,7 @@ struct hc_arch {
 	unsigned int max_args;
 	long nr_rt_sigreturn, nr_getpid, nr_restart_syscall;
 	long nr_memfd_create, nr_close; /* loading the sampler (inject.c) */
+	long nr_mmap, nr_munmap;        /* mapping it where there is no dlopen (map.c) */
 	/* the relocations that fill GOT slots: the sampler hooks those */
 	uint32_t r_jump_slot, r_glob_dat;
 	uint32_t audit_arch;             /* AUDIT_ARCH_*, as seccomp filters see it */

@@ -526,6 +526,8 @@ struct hc_timing {
 	uint64_t regs_us;   /* reading and writing registers and signal masks, detaching */
 	uint64_t mem_us;    /* reading and writing the target's memory */
 	uint64_t check_us;  /* proving the thread at a safe point (where_safe()) */
+	/* inline hooks in or out: every other thread stopped this long (0: none was) */
+	uint64_t freeze_us;
 };
 HC_API void hc_target_timing(const struct hc_target *t, struct hc_timing *tm);
 

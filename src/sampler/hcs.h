@@ -105,6 +105,23 @@ struct hcs_obj {
 #define HCS_FLAVOUR_GLIBC 1 /* dlopen()ed; TLS, libgcc_s's unwinder, pthread_atfork() */
 #define HCS_FLAVOUR_FREE 2  /* mapped by heapctl; no libc, no TLS, its own unwinder */
 
+/*
+ * An inline hook (a static binary: no GOT slot leads to its malloc),
+ * recorded by heapctl before it patches: whoever finds the sampler can
+ * undo it.  state: HCS_SLOT_PENDING (not patched, or put back),
+ * HCS_SLOT_PATCHED, HCS_SLOT_CHANGED (the program rewrote the bytes).
+ */
+#define HCS_MAXINLINE 32
+struct hcs_inline {
+	uint64_t addr;      /* the patched bytes */
+	uint8_t orig[16];   /* what they were */
+	uint8_t patch[16];  /* what heapctl wrote */
+	uint32_t len;       /* of both */
+	uint32_t id;        /* enum hcs_hook */
+	uint32_t state;
+	uint32_t pad;
+};
+
 /* hcs_init() results */
 #define HCS_ERR_UNWIND 1 /* no _Unwind_Backtrace: libgcc_s.so.1 could not be loaded */
 
@@ -160,6 +177,11 @@ struct hcs_state {
 	uint32_t nobjs;
 	uint32_t pad2;
 	struct hcs_obj objs[HCS_MAXOBJS];
+	/* Inline hooks (inline.c): their trampolines' page, and each hook. */
+	uint64_t tramp;
+	uint32_t ninline;
+	uint32_t pad3;
+	struct hcs_inline inl[HCS_MAXINLINE];
 };
 
 #endif

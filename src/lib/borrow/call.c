@@ -359,6 +359,11 @@ uint64_t call_ret_raddr(const struct engine *t)
 	return t->img->arch->ret_gadget ? t->retg.addr : t->restorer;
 }
 
+uint64_t call_saved_pc(const struct engine *t)
+{
+	return t->sess && t->sess->saved ? t->img->arch->get_pc(t->sess->gregs) : 0;
+}
+
 uint64_t call_cb_raddr(struct engine *t, struct hc_err *err)
 {
 	if (need(t, err) < 0)

@@ -61,6 +61,8 @@ int call_fn_sret(struct engine *t, uint64_t fn, uint64_t sret_raddr, const uint6
  * the restorer (arch/arch.h); 0 before the first borrow.
  */
 uint64_t call_ret_raddr(const struct engine *t);
+/* Where the borrowed thread was when it was stopped (its saved pc), or 0. */
+uint64_t call_saved_pc(const struct engine *t);
 /* The callback function, to pass as a function pointer; 0 on failure (err set). */
 uint64_t call_cb_raddr(struct engine *t, struct hc_err *err);
 /*

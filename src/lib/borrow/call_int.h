@@ -27,6 +27,8 @@
 #define REGS_AREA (64 * 1024)
 #define MAX_DEFER 64
 
+#define NT_PRSTATUS_ 1 /* <elf.h>'s, without its other names */
+
 enum stop { ST_EXITED, ST_EVENT, ST_GROUP, ST_SYSCALL, ST_SIGNAL };
 enum step { STEP_SYSCALL, STEP_CALL, STEP_RESTORE };
 
@@ -164,6 +166,12 @@ int thread_try(struct engine *t, pid_t tid, bool picky, char *why, size_t whylen
 	       struct hc_err *err);
 /* The process's threads (at most max; 0: all) in the order to try them; *out is malloc'ed. */
 int thread_list(struct engine *t, size_t max, pid_t **out, size_t *n, struct hc_err *err);
+/* /proc/PID/task/TID/syscall of a blocked thread (pre->valid false otherwise). */
+void thread_presys(pid_t pid, pid_t tid, struct hc_presys *pre);
+/* Is a signal pending that tid does not block?  Then it will be delivered anyway. */
+bool thread_signal_pending(pid_t pid, pid_t tid);
+/* Exited, or a zombie. */
+bool thread_gone(pid_t pid, pid_t tid);
 /* A job-control stopped process: fails if another thread stopped inside the allocator. */
 int thread_check_stopped(struct engine *t, struct hc_err *err);
 

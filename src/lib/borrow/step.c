@@ -29,7 +29,7 @@
 #include "image.h"
 #include "where.h"
 
-#define NT_PRSTATUS_ 1
+
 
 /* Signals that report a fault of the running code: never blocked. */
 static bool is_fault_sig(int sig)

@@ -32,7 +32,7 @@
 #define MAX_RANKED 16 /* threads whose state is read to order the choice */
 
 /* Is a signal pending that tid does not block?  Then it will be delivered anyway. */
-static bool signal_pending(pid_t pid, pid_t tid)
+bool thread_signal_pending(pid_t pid, pid_t tid)
 {
 	struct procfs_status st;
 	char path[96];
@@ -72,7 +72,7 @@ static void undo_our_eintr(struct engine *t, struct sess *s)
 	 */
 	if (step_set_gregs(t, g, &e) < 0)
 		return;
-	if (signal_pending(t->img->pid, s->tid)) {
+	if (thread_signal_pending(t->img->pid, s->tid)) {
 		step_set_gregs(t, s->gregs, &e);
 		return;
 	}
@@ -83,7 +83,7 @@ static void undo_our_eintr(struct engine *t, struct sess *s)
 }
 
 /* /proc/PID/task/TID/syscall of a blocked thread: "nr a0 .. a5 sp pc". */
-static void read_presys(pid_t pid, pid_t tid, struct hc_presys *pre)
+void thread_presys(pid_t pid, pid_t tid, struct hc_presys *pre)
 {
 	char path[96], buf[256];
 	unsigned long long v[9];
@@ -187,7 +187,7 @@ static char task_state(pid_t pid, pid_t tid)
 	return st.state;
 }
 
-static bool thread_dead(pid_t pid, pid_t tid)
+bool thread_gone(pid_t pid, pid_t tid)
 {
 	char c = task_state(pid, tid);
 
@@ -206,7 +206,7 @@ int thread_try(struct engine *t, pid_t tid, bool picky, char *why, size_t whylen
 
 	if (ptrace_seize(tid, &e) < 0) {
 		/* an exiting thread refuses with EPERM too: not a permission problem */
-		if (e.code == HC_E_GONE || (e.code == HC_E_PERM && thread_dead(t->img->pid, tid))) {
+		if (e.code == HC_E_GONE || (e.code == HC_E_PERM && thread_gone(t->img->pid, tid))) {
 			snprintf(why, whylen, "thread %d exited", tid);
 			return 0;
 		}
@@ -219,7 +219,7 @@ int thread_try(struct engine *t, pid_t tid, bool picky, char *why, size_t whylen
 	s->tid = tid;
 	s->probed = false;
 	/* a blocked thread's stack, scanned ahead (where_warm_up()), and arm64's EINTR undo */
-	read_presys(t->img->pid, tid, &s->presys);
+	thread_presys(t->img->pid, tid, &s->presys);
 	if (s->presys.valid)
 		where_warm_up(t, s->presys.sp, s->presys.pc);
 	if (ptrace_interrupt(tid, err) < 0)
@@ -371,7 +371,7 @@ int thread_list(struct engine *t, size_t max, pid_t **out, size_t *n, struct hc_
 			 * restart_syscall loses its restart block if heapctl dies.
 			 */
 			if (rk == 0) {
-				read_presys(t->img->pid, tid, &pre);
+				thread_presys(t->img->pid, tid, &pre);
 				if (pre.valid && (pre.nr == t->img->arch->nr_restart_syscall ||
 						  t->img->arch->wait_kind(pre.nr, pre.args) !=
 							  HC_WAIT_UNDISTURBED))

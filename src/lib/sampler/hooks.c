@@ -59,17 +59,19 @@ static size_t link_order(struct engine *t, struct obj **out)
  * with a size (a PLT stub has none, and calling it would call the hook).
  * The C++ ones count only in the object that serves malloc.
  */
-void find_originals(struct engine *t, struct obj *own, uint64_t *orig)
+void find_originals(struct engine *t, struct obj *own, uint64_t *orig, uint64_t *size)
 {
 	struct obj **ord = calloc(t->img->nobjs + 1, sizeof(*ord));
 	size_t n = ord ? link_order(t, ord) : 0;
 
 	memset(orig, 0, HCS_NHOOK * sizeof(*orig));
+	memset(size, 0, HCS_NHOOK * sizeof(*size));
 	for (int id = 0; id < HCS_NHOOK; id++) {
 		if (id >= HCS_FIRST_CXX) {
 			const struct sym *s = sym_by_name(own, hook_names[id]);
 
 			orig[id] = s && s->size ? s->raddr : 0;
+			size[id] = orig[id] ? s->size : 0;
 			continue;
 		}
 		for (size_t i = 0; i < n; i++) {
@@ -81,6 +83,7 @@ void find_originals(struct engine *t, struct obj *own, uint64_t *orig)
 			s = sym_by_name(ord[i], hook_names[id]);
 			if (s && s->size) {
 				orig[id] = s->raddr;
+				size[id] = s->size;
 				break;
 			}
 		}

@@ -144,12 +144,12 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 	p->ready = false;
 	p->je_mallctl = 0;
 	p->n = 0;
-	if (!libc_fn(t, "dlopen"))
-		return err_sethint(err, HC_E_UNSUPPORTED, 0,
-				   "start it with the allocator's own profiler "
-				   "(jemalloc: MALLOC_CONF=prof:true,prof_active:false)",
-				   "pid %d has no dynamic loader or no dlopen in its libc (static, or glibc "
-				   "before 2.34): heapctl's sampler cannot be loaded into it", t->img->pid);
+	p->inl = false;
+	/*
+	 * The sampler built against glibc loads with glibc's dlopen; anywhere
+	 * else (a static binary, musl) heapctl maps its freestanding twin.
+	 */
+	p->mapped = !libc_fn(t, "dlopen") || !libc_fn(t, "gnu_get_libc_version");
 	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/*
@@ -164,7 +164,8 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 		p->ready = true;
 		return 0;
 	}
-	if (own && own->is_exe)
+	/* otherwise inline hooks, in a process the freestanding sampler serves */
+	if (own && own->is_exe && !p->mapped)
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "start the process with the allocator's own profiler",
 				   "the allocator is linked into %s: heapctl's sampler hooks allocators "
@@ -172,20 +173,54 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 				   own->path);
 	if (!own)
 		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->img->pid);
-	find_originals(t, own, p->orig);
+	find_originals(t, own, p->orig, p->size);
 	if (!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE])
-		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->img->pid);
+		return err_sethint(err, HC_E_NO_SYM, 0,
+				   own->is_exe ? "heapctl hooks only what its symbols name, never by "
+						 "guesswork: give it the program's debug file (--debug-file)" :
+						 NULL,
+				   "malloc or free has no definition with a size in pid %d%s", t->img->pid,
+				   own->is_exe ? " (stripped, and no debug file found)" : "");
 	p->n = 0;
+	if (own->is_exe) {
+		p->inl = true;
+		p->ready = true;
+		return 0;
+	}
 	if (new_slots(t, in, p->orig, p->slots, &p->n, false, err) < 0)
 		return -1;
 	p->ready = true;
 	return 0;
 }
 
+/*
+ * The objects the freestanding sampler's unwinder walks through: every one
+ * with code and an .eh_frame_hdr, and the sampler itself.  The entries
+ * first, their count after.
+ */
+static int write_objs(struct engine *t, struct inj *in, struct hc_err *err)
+{
+	struct hcs_obj o[HCS_MAXOBJS];
+	uint32_t n = 0;
+
+	if (in->eh_frame_hdr)
+		o[n++] = (struct hcs_obj){ in->text_lo, in->text_hi, in->eh_frame_hdr };
+	for (size_t i = 0; i < t->img->nobjs && n < HCS_MAXOBJS; i++) {
+		const struct obj *ob = &t->img->objs[i];
+
+		if (ob->eh_hdr && ob->text_hi > ob->text_lo && !is_sampler(ob->path))
+			o[n++] = (struct hcs_obj){ ob->text_lo, ob->text_hi, ob->eh_hdr };
+	}
+	return write_field(t, in, offsetof(struct hcs_state, objs), o, n * sizeof(o[0]), err) < 0 ||
+			       write_field(t, in, offsetof(struct hcs_state, nobjs), &n, 4, err) < 0 ?
+		       -1 :
+		       0;
+}
+
 /* Load the sampler, and find it where it was loaded. */
 static int load_found(struct engine *t, struct inj *in, struct hc_err *err)
 {
-	if (load(t, in, err) < 0)
+	if ((in->prep.mapped ? map_sampler(t, in, err) : load(t, in, err)) < 0)
 		return -1;
 	if (inj_probe(t, in, err) <= 0)
 		return err_isset(err) ? -1 :
@@ -226,6 +261,7 @@ static int turn_on(struct engine *t, struct inj *in, uint64_t interval, bool res
 		if (write_field(t, in, offsetof(struct hcs_state, orig), orig, sizeof(p->orig), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, text_lo), text, sizeof(text), err) < 0 ||
 		    write_field(t, in, offsetof(struct hcs_state, pagesize), &pagesz, 8, err) < 0 ||
+		    (in->s.flavour == HCS_FLAVOUR_FREE && write_objs(t, in, err) < 0) ||
 		    call_fn(t, in->s.fn_init, NULL, 0, &ret, NULL, NULL, err) < 0)
 			return -1;
 		if ((int)ret == HCS_ERR_UNWIND) {
@@ -235,8 +271,14 @@ static int turn_on(struct engine *t, struct inj *in, uint64_t interval, bool res
 					   "(libgcc_s.so.1)", t->img->pid);
 		}
 		/* loading may have brought libgcc_s: its slots too, on top of the rest */
-		if (!p->je_mallctl && new_slots(t, in, orig, slots, &n, true, err) < 0)
+		if (!p->je_mallctl && !p->inl && new_slots(t, in, orig, slots, &n, true, err) < 0)
 			return -1;
+	}
+	if (p->inl) {
+		if (!in->s.hooked &&
+		    (in->s.ninline ? inline_repatch(t, in, err) : inline_install(t, in, orig, err)) < 0)
+			return -1;
+		goto enable;
 	}
 	if (p->je_mallctl && !in->s.je_handle && je_hooks(t, in, p->je_mallctl, true, err) < 0)
 		return -1;
@@ -253,6 +295,7 @@ static int turn_on(struct engine *t, struct inj *in, uint64_t interval, bool res
 	/* the slots first, sampling next: each state in between passes everything through */
 	if (call_fn(t, in->s.fn_patch, NULL, 0, &ret, NULL, NULL, err) < 0)
 		return -1;
+enable:
 	if (rescan)
 		return read_state(t, in, err);
 	a[0] = interval;
@@ -315,6 +358,15 @@ int inj_reset(struct engine *t, struct inj *in, struct hc_err *err)
 		return -1;
 	if (in->s.je_handle && je_hooks(t, in, in->where->ctl_raddr, false, err) < 0)
 		return -1;
+	if (in->s.ninline) {
+		unsigned left;
+
+		if (inline_remove(t, in, &left, err) < 0)
+			return -1;
+		if (left)
+			pr_warn("sampler: %u inline hooks were changed by the process since: left as "
+				"they are", left);
+	}
 	if (call_fn(t, in->s.fn_unpatch, NULL, 0, &ret, NULL, NULL, err) < 0 || read_state(t, in, err) < 0)
 		return -1;
 	if (ret)

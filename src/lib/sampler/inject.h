@@ -29,6 +29,7 @@ struct inj {
 	unsigned ndata;
 	uint64_t state;            /* its struct hcs_state, or 0 */
 	struct hcs_state s;        /* as last read */
+	uint64_t eh_frame_hdr; /* the mapped sampler's, for its unwinder */
 	bool loaded_now;
 	bool switched; /* inj_on() or inj_off() turned it on or off */
 	/* what the driver found (its allocator, object, mallctl), as the API gives it; never NULL */
@@ -37,6 +38,11 @@ struct inj {
 	struct inj_prep {
 		bool ready;
 		uint64_t orig[HCS_NHOOK];
+		uint64_t size[HCS_NHOOK]; /* their symbols' sizes */
+		/* no dlopen, or not glibc's: the freestanding sampler, mapped by heapctl (map.c) */
+		bool mapped;
+		/* the allocator is in the executable, with no jemalloc hooks: inline hooks (inline.c) */
+		bool inl;
 		struct hcs_slot *slots;
 		unsigned n;
 		/* the allocator is in the executable: jemalloc's own hooks instead of GOT slots */

@@ -41,7 +41,7 @@ void rename_loaded(struct engine *t, uint64_t map, const char *given);
 void rename_stale(struct engine *t);
 
 /* hooks.c */
-void find_originals(struct engine *t, struct obj *own, uint64_t *orig);
+void find_originals(struct engine *t, struct obj *own, uint64_t *orig, uint64_t *size);
 int new_slots(struct engine *t, struct inj *in, const uint64_t *orig, struct hcs_slot *out,
 	      unsigned *n, bool only_new_objects, struct hc_err *err);
 
@@ -49,5 +49,16 @@ int new_slots(struct engine *t, struct inj *in, const uint64_t *orig, struct hcs
 uint64_t libc_fn(struct engine *t, const char *name);
 int reclaim_memfds(struct engine *t, struct hc_err *err);
 int load(struct engine *t, struct inj *in, struct hc_err *err);
+int make_memfd(struct engine *t, const char *name, int64_t *rfd, int *lfd, char *why,
+	       size_t whylen, struct hc_err *err);
+int close_memfd(struct engine *t, int64_t fd, struct hc_err *err);
+
+/* map.c: the freestanding sampler, mapped by heapctl where there is no dlopen */
+int map_sampler(struct engine *t, struct inj *in, struct hc_err *err);
+
+/* inline.c: inline hooks, where no GOT slot leads to the allocator */
+int inline_install(struct engine *t, struct inj *in, uint64_t *orig, struct hc_err *err);
+int inline_repatch(struct engine *t, struct inj *in, struct hc_err *err);
+int inline_remove(struct engine *t, struct inj *in, unsigned *left, struct hc_err *err);
 
 #endif

@@ -159,10 +159,10 @@ static int remote_dlopen(struct engine *t, const char *path, uint64_t *handle, c
  * load is refused, with no fallback.  An fd; -1 with err set, or with err
  * clear and why filled when this kernel has no pidfd_getfd() (5.6).
  */
-static int take_memfd(struct engine *t, int64_t fd, char *why, size_t whylen,
+static int take_memfd(struct engine *t, int64_t fd, const char *name, char *why, size_t whylen,
 		      struct hc_err *err)
 {
-	char self[64], link[64];
+	char self[64], link[64], want[64];
 	int pidfd = (int)syscall(SYS_pidfd_open, t->img->pid, 0), lfd = -1, e;
 	struct stat st;
 	ssize_t n;
@@ -187,7 +187,7 @@ static int take_memfd(struct engine *t, int64_t fd, char *why, size_t whylen,
 		link[n] = '\0';
 	if (fstat(lfd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0 || st.st_size != 0 ||
 	    fcntl(lfd, F_GET_SEALS) < 0 || (fcntl(lfd, F_GETFL) & O_ACCMODE) != O_RDWR || n <= 0 ||
-	    strcmp(link, "/memfd:" HCS_NAME " (deleted)")) {
+	    (snprintf(want, sizeof(want), "/memfd:%s (deleted)", name), strcmp(link, want))) {
 		close(lfd);
 		return err_sethint(err, HC_E_UNSAFE, 0,
 				   "the process replaces its descriptors while heapctl loads the "
@@ -200,20 +200,19 @@ static int take_memfd(struct engine *t, int64_t fd, char *why, size_t whylen,
 }
 
 /*
- * From a memfd made in the target: nothing touches its filesystem.  1
- * loaded, 0 not possible here (memfd_create refused, /proc not mounted in
- * its namespace, memfds not executable), -1 error.
+ * A memfd made in the target under name, and heapctl's own descriptor of
+ * it (take_memfd()).  1 made (*rfd the target's fd, *lfd ours), 0 not
+ * possible here (why), -1 error; the target's fd is closed on failure.
  */
-static int load_memfd(struct engine *t, char *why, size_t whylen, struct hc_err *err)
+int make_memfd(struct engine *t, const char *name, int64_t *rfd, int *lfd, char *why,
+	       size_t whylen, struct hc_err *err)
 {
-	uint64_t a[2], handle, name = call_strdup(t, HCS_NAME, err);
-	int64_t fd, ret;
-	char path[96];
-	int lfd, rc;
+	uint64_t a[2], rname = call_strdup(t, name, err);
+	int64_t fd;
 
-	if (!name)
+	if (!rname)
 		return -1;
-	a[0] = name;
+	a[0] = rname;
 	a[1] = MFD_CLOEXEC | 0x0010u; /* MFD_EXEC: with vm.memfd_noexec, ask for it */
 	if (call_syscall(t, t->img->arch->nr_memfd_create, a, 2, &fd, err) < 0)
 		return -1;
@@ -226,10 +225,43 @@ static int load_memfd(struct engine *t, char *why, size_t whylen, struct hc_err 
 		snprintf(why, whylen, "memfd_create: %s", strerror((int)-fd));
 		return 0;
 	}
-	lfd = take_memfd(t, fd, why, whylen, err);
-	if (lfd < 0)
-		rc = err_isset(err) ? -1 : 0;
-	else if (write_sampler(t, lfd, err) < 0)
+	*rfd = fd;
+	*lfd = take_memfd(t, fd, name, why, whylen, err);
+	if (*lfd >= 0)
+		return 1;
+	close_memfd(t, fd, err);
+	return err_isset(err) ? -1 : 0;
+}
+
+/* The target's fd closed, whatever happened: a request to stop included. */
+int close_memfd(struct engine *t, int64_t fd, struct hc_err *err)
+{
+	uint64_t a = (uint64_t)fd;
+	int64_t ret;
+	int rc;
+
+	t->cancel_hold++;
+	rc = call_syscall(t, t->img->arch->nr_close, &a, 1, &ret, err_isset(err) ? &(struct hc_err){ 0 } : err);
+	t->cancel_hold--;
+	return rc;
+}
+
+/*
+ * From a memfd made in the target: nothing touches its filesystem.  1
+ * loaded, 0 not possible here (memfd_create refused, /proc not mounted in
+ * its namespace, memfds not executable), -1 error.
+ */
+static int load_memfd(struct engine *t, char *why, size_t whylen, struct hc_err *err)
+{
+	uint64_t handle;
+	int64_t fd;
+	char path[96];
+	int lfd, rc;
+
+	rc = make_memfd(t, HCS_NAME, &fd, &lfd, why, whylen, err);
+	if (rc <= 0)
+		return rc;
+	if (write_sampler(t, lfd, err) < 0)
 		rc = -1;
 	else {
 		fd_path(path, sizeof(path), fd);
@@ -237,12 +269,8 @@ static int load_memfd(struct engine *t, char *why, size_t whylen, struct hc_err 
 		if (rc > 0)
 			rename_loaded(t, handle, path);
 	}
-	/* the memfd goes whatever happened, a request to stop included */
-	a[0] = (uint64_t)fd;
-	t->cancel_hold++;
-	if (call_syscall(t, t->img->arch->nr_close, a, 1, &ret, rc < 0 ? &(struct hc_err){ 0 } : err) < 0)
+	if (close_memfd(t, fd, err) < 0)
 		rc = -1;
-	t->cancel_hold--;
 	return rc;
 }
 
