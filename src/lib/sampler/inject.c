@@ -35,6 +35,7 @@
 #include "got.h"
 #include "inject_int.h"
 #include "inject.h"
+#include "libc.h"
 #include "log.h"
 #include "mem.h"
 #include "engine.h"
@@ -128,6 +129,42 @@ static int je_hooks(struct engine *t, struct inj *in, uint64_t mallctl, bool ins
 	return read_state(t, in, err);
 }
 
+bool sampler_loadable(struct engine *t, const char **why, const char **hint)
+{
+	const struct libc_id *id = libc_identify(t->img);
+
+	/*
+	 * Each refusal names what is missing in this process, and a hint that
+	 * can work for it: no LD_PRELOAD where there is no loader to read it,
+	 * nor for musl, whose loader cannot load glibc's libraries; no
+	 * MALLOC_CONF, which only a jemalloc the process does not have reads.
+	 */
+	if (id->kind == LIBC_MUSL) {
+		*why = "heapctl cannot yet load its sampler into a musl process";
+		*hint = "'heapctl stats' and 'heapctl maps' show where its memory is; for a heap "
+			"profile now, link the program with an allocator that profiles itself "
+			"(jemalloc built with --enable-prof)";
+		return false;
+	}
+	if (id->is_static) {
+		*why = "heapctl cannot yet load its sampler into a static executable: it has no "
+		       "dynamic loader";
+		*hint = "'heapctl stats' and 'heapctl maps' show where its memory is; for a heap "
+			"profile, link it dynamically, or link in an allocator that profiles "
+			"itself (jemalloc built with --enable-prof)";
+		return false;
+	}
+	if (!libc_fn(t, "dlopen")) {
+		*why = "its libc has no dlopen() (glibc before 2.34, without libdl loaded): "
+		       "heapctl's sampler cannot be loaded into it";
+		*hint = "start it with an allocator that profiles itself (LD_PRELOAD=libjemalloc.so.2 "
+			"MALLOC_CONF=prof:true,prof_active:false), then 'heapctl prof on'";
+		return false;
+	}
+	*why = *hint = "";
+	return true;
+}
+
 /* rescan: only hook what is new, and make no remote call if nothing is */
 void inj_free(struct inj *in)
 {
@@ -140,16 +177,13 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	struct obj *own = obj_malloc_owner(t->img);
 	struct inj_prep *p = &in->prep;
+	const char *why, *hint;
 
 	p->ready = false;
 	p->je_mallctl = 0;
 	p->n = 0;
-	if (!libc_fn(t, "dlopen"))
-		return err_sethint(err, HC_E_UNSUPPORTED, 0,
-				   "start it with the allocator's own profiler "
-				   "(jemalloc: MALLOC_CONF=prof:true,prof_active:false)",
-				   "pid %d has no dynamic loader or no dlopen in its libc (static, or glibc "
-				   "before 2.34): heapctl's sampler cannot be loaded into it", t->img->pid);
+	if (!sampler_loadable(t, &why, &hint))
+		return err_sethint(err, HC_E_UNSUPPORTED, 0, hint, "pid %d: %s", t->img->pid, why);
 	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/*
