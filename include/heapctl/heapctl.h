@@ -446,6 +446,9 @@ struct hc_maps {
 	uint64_t rss_rollup;  /* smaps_rollup Rss, 0 if unknown */
 	uint64_t vmrss;       /* /proc/PID/status VmRSS, 0 if unknown */
 	unsigned threads;     /* /proc/PID/status Threads, 0 if unknown */
+	/* hc_maps_read(): the C library, by evidence: "glibc", "musl", or "" if unknown */
+	char libc[8];
+	bool libc_static;     /* linked statically: no loader, libc in the executable */
 };
 
 /* "heap", "arena", "stack", "alloc", "file", "anon", "shm" (JSON keys). */

@@ -29,11 +29,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "image.h"
 #include "libc.h"
 #include "log.h"
 #include "mem.h"
 
-const char *libc_name(enum libc_kind k)
+static const char *libc_name(enum libc_kind k)
 {
 	return k == LIBC_MUSL ? "musl" : k == LIBC_GLIBC ? "glibc" : "";
 }
@@ -257,4 +258,23 @@ const struct libc_id *libc_identify(struct image *im)
 		im->libc.known = true;
 	}
 	return &im->libc;
+}
+
+const char *libc_of_pid(pid_t pid, bool *is_static)
+{
+	struct image im;
+	struct hc_err e = { 0 };
+	enum libc_kind k = LIBC_UNKNOWN;
+
+	*is_static = false;
+	if (image_init(&im, pid) < 0)
+		return "";
+	if (maps_load(&im, &e) == 0) {
+		const struct libc_id *id = libc_identify(&im);
+
+		k = id->kind;
+		*is_static = id->is_static;
+	}
+	image_fini(&im);
+	return libc_name(k);
 }

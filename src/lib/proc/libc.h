@@ -10,7 +10,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "image.h" /* struct libc_id */
+#include <sys/types.h>
+
+/* No image.h here: maps.c, which keeps its own struct vma, asks libc_of_pid() too. */
+struct image;
+struct libc_id; /* image.h */
 
 /*
  * im's C library, read once (maps_load() done) and kept in im->libc: a
@@ -20,8 +24,12 @@
  * cannot be told stays LIBC_UNKNOWN, or "" for the version.
  */
 const struct libc_id *libc_identify(struct image *im);
-/* "musl", "glibc" or "" */
-const char *libc_name(enum libc_kind k);
+/*
+ * libc_identify() for a pid nothing else has opened (heapctl maps): its
+ * mappings and executable read once, then let go: "musl", "glibc", or ""
+ * if they cannot be told or read.
+ */
+const char *libc_of_pid(pid_t pid, bool *is_static);
 /*
  * Pure: the version in musl's read-only data (buf, len bytes of NUL-ended
  * strings), which holds the loader's banner "musl libc (ARCH)" and, as a
