@@ -122,7 +122,7 @@ static void print_sampler(const struct hc_sampler *s)
 	char iv[32];
 
 	if (!s->installed && s->cannot_load) {
-		printf("sampler       heapctl's: cannot be loaded: %s\n", s->why);
+		printf("sampler       not loaded: %s\n", s->why);
 		return;
 	}
 	if (!s->installed) {

@@ -259,8 +259,8 @@ static void check_list(const struct libc_case *c)
  */
 static void check_refusals(const struct libc_case *c)
 {
-	const char *why = c->musl ? "cannot yet load its sampler into a musl process" :
-				    "cannot yet load its sampler into a static executable";
+	const char *why = c->musl ? "sampler cannot be loaded into a musl process" :
+				    "sampler cannot be loaded into a static executable";
 	struct victim v;
 	struct hres r = { 0 };
 	char out[400];

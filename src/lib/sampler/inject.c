@@ -140,15 +140,15 @@ bool sampler_loadable(struct engine *t, const char **why, const char **hint)
 	 * MALLOC_CONF, which only a jemalloc the process does not have reads.
 	 */
 	if (id->kind == LIBC_MUSL) {
-		*why = "heapctl cannot yet load its sampler into a musl process";
+		*why = "heapctl's sampler cannot be loaded into a musl process yet";
 		*hint = "'heapctl stats' and 'heapctl maps' show where its memory is; for a heap "
 			"profile now, link the program with an allocator that profiles itself "
 			"(jemalloc built with --enable-prof)";
 		return false;
 	}
 	if (id->is_static) {
-		*why = "heapctl cannot yet load its sampler into a static executable: it has no "
-		       "dynamic loader";
+		*why = "heapctl's sampler cannot be loaded into a static executable yet: it has "
+		       "no dynamic loader";
 		*hint = "'heapctl stats' and 'heapctl maps' show where its memory is; for a heap "
 			"profile, link it dynamically, or link in an allocator that profiles "
 			"itself (jemalloc built with --enable-prof)";
