@@ -235,7 +235,8 @@ $(B)/victims/jemalloc_torture $(B)/victims/glibc_torture $(B)/victims/tcmalloc_t
 # musl-gcc (musl-tools) natively, or the sysroot's musl and musl-dev in a cross build
 # (tools/aarch64-sysroot.sh); without them they are not built, and their tests skip,
 # saying why.  The cross musl build is what musl-gcc.specs does by hand: musl's headers
-# instead of glibc's, its crt files and libc, and its loader as the interpreter.
+# instead of glibc's, its crt files and libc, and its loader as the interpreter; -lc, so
+# that DT_NEEDED is the bare "libc.so" musl's loader takes for itself (it has no SONAME).
 LIBC_LEAK_SRCS := tests/victims/libc_leak.c tests/victims/vcommon.h
 GLIBC_STATIC_VICTIMS := $(B)/victims/glibc_leak_static $(B)/victims/glibc_leak_static_pie
 MUSL_VICTIMS := $(B)/victims/musl_leak $(B)/victims/musl_leak_static
@@ -268,7 +269,8 @@ $(B)/victims/musl_leak: $(LIBC_LEAK_SRCS)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(MUSL_CROSS) -fPIE -pie -Wl,-dynamic-linker,/lib/ld-musl-$(ARCH).so.1 -o $@ \
-		$(MUSL_LIB)/Scrt1.o $(MUSL_LIB)/crti.o $< $(MUSL_SO) $(MUSL_LIBGCC) $(MUSL_LIB)/crtn.o
+		$(MUSL_LIB)/Scrt1.o $(MUSL_LIB)/crti.o $< -L$(dir $(MUSL_SO)) -lc $(MUSL_LIBGCC) \
+		$(MUSL_LIB)/crtn.o
 $(B)/victims/musl_leak_static: $(LIBC_LEAK_SRCS)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
