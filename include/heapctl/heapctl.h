@@ -49,7 +49,7 @@ extern "C" {
 	X(HC_E_PERM, "run as the target's user or as root (CAP_SYS_PTRACE); with Yama, "    \
 		     "/proc/sys/kernel/yama/ptrace_scope must be 0 or 1")                   \
 	X(HC_E_TRACED, "detach the other tracer (gdb, strace) first")                       \
-	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc, mimalloc, glibc malloc and " \
+	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc, mimalloc, glibc malloc and "    \
 			 "musl's; the target uses none of them")                            \
 	X(HC_E_NO_SYM, "the symbol may be stripped; install the debug package")             \
 	X(HC_E_UNSAFE, "every thread was inside the allocator; retry, or raise --timeout")   \
