@@ -281,6 +281,63 @@ $(B)/victims/attack_victim_dl: tests/victims/attack_victim.c tests/victims/vcomm
 $(B)/victims/jemalloc_torture $(B)/victims/glibc_torture $(B)/victims/tcmalloc_torture: \
 	$(TORTURE_SRCS)
 
+# libc_leak.c against each C library heapctl must name (tests/integration/t_musl.c):
+# glibc -static and -static-pie, and musl, dynamic and -static.  The musl ones need
+# musl-gcc (musl-tools) natively, or the sysroot's musl and musl-dev in a cross build
+# (tools/aarch64-sysroot.sh); without them they are not built, and their tests skip,
+# saying why.  The cross musl build is what musl-gcc.specs does by hand: musl's headers
+# instead of glibc's, its crt files and libc, and its loader as the interpreter; -lc, so
+# that DT_NEEDED is the bare "libc.so" musl's loader takes for itself (it has no SONAME).
+LIBC_LEAK_SRCS := tests/victims/libc_leak.c tests/victims/vcommon.h
+GLIBC_STATIC_VICTIMS := $(B)/victims/glibc_leak_static $(B)/victims/glibc_leak_static_pie
+MUSL_VICTIMS := $(B)/victims/musl_leak $(B)/victims/musl_leak_static
+MUSL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread
+ifdef CROSS_CC
+MUSL_LIB := $(SYSROOT)/usr/lib/$(ARCH)-linux-musl
+MUSL_SO := $(SYSROOT)/lib/$(ARCH)-linux-musl/libc.so
+HAVE_MUSL := $(wildcard $(MUSL_LIB)/libc.a)
+# no outline atomics: their helpers are libgcc's glibc build
+MUSL_CROSS := $(CROSS_CC) $(MUSL_CFLAGS) -Wno-unused-command-line-argument -gdwarf-aranges \
+	-mno-outline-atomics -nostdinc -isystem $(SYSROOT)/usr/include/$(ARCH)-linux-musl \
+	-isystem $(shell $(CROSS_CC) -print-resource-dir 2>/dev/null)/include -nostdlib
+MUSL_LIBGCC := $(shell $(CROSS_CC) -print-libgcc-file-name 2>/dev/null)
+else
+MUSL_CC ?= musl-gcc
+HAVE_MUSL := $(shell command -v $(MUSL_CC) 2>/dev/null)
+endif
+VICTIMS += $(GLIBC_STATIC_VICTIMS) $(if $(HAVE_MUSL),$(MUSL_VICTIMS))
+
+$(B)/victims/glibc_leak_static: $(LIBC_LEAK_SRCS)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -static -o $@ $<
+$(B)/victims/glibc_leak_static_pie: $(LIBC_LEAK_SRCS)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -static-pie -o $@ $<
+ifdef CROSS_CC
+$(B)/victims/musl_leak: $(LIBC_LEAK_SRCS)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(MUSL_CROSS) -fPIE -pie -Wl,-dynamic-linker,/lib/ld-musl-$(ARCH).so.1 -o $@ \
+		$(MUSL_LIB)/Scrt1.o $(MUSL_LIB)/crti.o $< -L$(dir $(MUSL_SO)) -lc $(MUSL_LIBGCC) \
+		$(MUSL_LIB)/crtn.o
+$(B)/victims/musl_leak_static: $(LIBC_LEAK_SRCS)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(MUSL_CROSS) -static -o $@ $(MUSL_LIB)/crt1.o $(MUSL_LIB)/crti.o $< \
+		$(MUSL_LIB)/libc.a $(MUSL_LIBGCC) $(MUSL_LIB)/crtn.o
+else
+$(B)/victims/musl_leak: $(LIBC_LEAK_SRCS)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -o $@ $<
+$(B)/victims/musl_leak_static: $(LIBC_LEAK_SRCS)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $<
+endif
+
 # the floor, and with --paired heapctl's own borrow beside it (the library)
 $(B)/bench/floor: bench/floor.c $(B)/libheapctl.a
 	$(msg) CC $@
@@ -309,7 +366,7 @@ DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-d
 	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb strace prometheus-node-exporter \
 	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 libmimalloc2.0 libmimalloc-dev \
 	memcached mariadb-server mariadb-client \
-	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3
+	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3 musl-tools
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 		grep -q 'install ok installed' || echo $$p; done); \

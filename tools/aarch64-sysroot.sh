@@ -23,7 +23,9 @@ mkdir -p "$out/debs"
 out=$(cd "$out" && pwd)
 
 # Libraries heapctl links with, their runtime dependencies, and what the
-# initramfs needs.  The runtime closure is checked again, file by file, by
+# initramfs needs.  musl and musl-dev: the musl victims (musl_leak, built
+# with musl's crt files and libc by hand, see the Makefile) and their loader,
+# /lib/ld-musl-aarch64.so.1, in the guest.  The runtime closure is checked again, file by file, by
 # tests/aarch64/mkinitramfs.sh.
 PKGS="libc6 libgcc-s1 libstdc++6 libexpat1 libexpat1-dev
 	libelf1 libelf-dev libdw1 libdw-dev
@@ -32,7 +34,8 @@ PKGS="libc6 libgcc-s1 libstdc++6 libexpat1 libexpat1-dev
 	zlib1g zlib1g-dev liblzma5 liblzma-dev libzstd1 libbz2-1.0
 	libgoogle-perftools-dev libgoogle-perftools4 libtcmalloc-minimal4 libmimalloc2.0
 	binutils-aarch64-linux-gnu libbinutils
-	busybox-static bash libtinfo6 strace"
+	busybox-static bash libtinfo6 strace
+	musl musl-dev"
 
 # The cloud kernel's package name changes with every ABI bump; the
 # metapackage always points at the current one.

@@ -49,8 +49,8 @@ extern "C" {
 	X(HC_E_PERM, "run as the target's user or as root (CAP_SYS_PTRACE); with Yama, "    \
 		     "/proc/sys/kernel/yama/ptrace_scope must be 0 or 1")                   \
 	X(HC_E_TRACED, "detach the other tracer (gdb, strace) first")                       \
-	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc, mimalloc and glibc malloc; the " \
-			 "target uses none of them")                                        \
+	X(HC_E_NO_ALLOC, "heapctl drives jemalloc, tcmalloc, mimalloc, glibc malloc and "    \
+			 "musl's; the target uses none of them")                            \
 	X(HC_E_NO_SYM, "the symbol may be stripped; install the debug package")             \
 	X(HC_E_UNSAFE, "every thread was inside the allocator; retry, or raise --timeout")   \
 	X(HC_E_TIMEOUT, "raise --timeout, or retry when the process is less busy")           \
@@ -296,6 +296,13 @@ struct hc_sampler {
 		char path[192];
 		unsigned hooks;
 	} objs[HC_SAMPLER_MAX_OBJS]; /* hooks per object */
+	/*
+	 * Not installed, and heapctl cannot load it into this process (musl, a
+	 * static executable, a libc without dlopen): why, and what can work.
+	 */
+	bool cannot_load;
+	char why[160];
+	char hint[256];
 };
 /* Fills s (zeroed when no sampler is loaded); stops nothing. */
 HC_API HC_MUST_CHECK int hc_sampler_get(struct hc_target *t, struct hc_sampler *s,
@@ -357,6 +364,11 @@ struct hc_stats {
 	 * without MI_STAT): allocated and dirty are unknown, and stay 0.
 	 */
 	bool live_unknown;
+	/*
+	 * Why purge has nothing to do for this allocator (musl returns freed
+	 * memory itself: hc_purge() calls nothing and succeeds), or "".
+	 */
+	char purge_note[160];
 };
 HC_API HC_MUST_CHECK int hc_stats_get(struct hc_target *t, struct hc_stats *st,
 				      struct hc_err *err);
@@ -434,6 +446,9 @@ struct hc_maps {
 	uint64_t rss_rollup;  /* smaps_rollup Rss, 0 if unknown */
 	uint64_t vmrss;       /* /proc/PID/status VmRSS, 0 if unknown */
 	unsigned threads;     /* /proc/PID/status Threads, 0 if unknown */
+	/* hc_maps_read(): the C library, by evidence: "glibc", "musl", or "" if unknown */
+	char libc[8];
+	bool libc_static;     /* linked statically: no loader, libc in the executable */
 };
 
 /* "heap", "arena", "stack", "alloc", "file", "anon", "shm" (JSON keys). */

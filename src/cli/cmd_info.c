@@ -121,6 +121,10 @@ static void print_sampler(const struct hc_sampler *s)
 {
 	char iv[32];
 
+	if (!s->installed && s->cannot_load) {
+		printf("sampler       not loaded: %s\n", s->why);
+		return;
+	}
 	if (!s->installed) {
 		printf("sampler       heapctl's: not loaded ('heapctl prof on' loads it where the "
 		       "allocator cannot profile)\n");

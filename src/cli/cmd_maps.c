@@ -11,10 +11,12 @@ static void print_json(pid_t pid, const struct hc_maps *m, const char *diag)
 {
 	unsigned c;
 
-	printf("{\"pid\":%d,\"rss\":%llu,\"rss_rollup\":%llu,\"vmrss\":%llu,\"glibc_arenas\":%u,"
-	       "\"categories\":{",
-	       (int)pid, (unsigned long long)m->rss_sum, (unsigned long long)m->rss_rollup,
-	       (unsigned long long)m->vmrss, m->narenas);
+	printf("{\"pid\":%d,\"libc\":", (int)pid);
+	hc_json_str(stdout, m->libc);
+	printf(",\"libc_static\":%s,\"rss\":%llu,\"rss_rollup\":%llu,\"vmrss\":%llu,"
+	       "\"glibc_arenas\":%u,\"categories\":{",
+	       cli_bool(m->libc_static), (unsigned long long)m->rss_sum,
+	       (unsigned long long)m->rss_rollup, (unsigned long long)m->vmrss, m->narenas);
 	for (c = 0; c < HC_MAP__COUNT; c++)
 		printf("%s\"%s\":{\"rss\":%llu,\"reserved\":%llu,\"maps\":%u}", c ? "," : "",
 		       hc_map_cat_key(c), (unsigned long long)m->cat[c].rss,
@@ -31,11 +33,17 @@ static void print_human(pid_t pid, const struct hc_maps *m, const char *diag)
 
 	if (cli_read_comm(pid, comm, sizeof(comm)))
 		snprintf(comm, sizeof(comm), "?");
-	printf("pid %d (%s): RSS %s", (int)pid, comm, cli_size(m->rss_sum, r, sizeof(r)));
+	printf("pid %d (%s)", (int)pid, comm);
+	if (m->libc[0])
+		printf(", %s%s", m->libc, m->libc_static ? " (static)" : "");
+	printf(": RSS %s", cli_size(m->rss_sum, r, sizeof(r)));
 	if (m->rss_rollup)
 		printf(" (smaps_rollup %s)", cli_size(m->rss_rollup, r, sizeof(r)));
 	printf("\n%-24s %6s %12s %12s\n", "CATEGORY", "MAPS", "RSS", "RESERVED");
 	for (c = 0; c < HC_MAP__COUNT; c++) {
+		/* musl's malloc has no arenas: a row of zeros named after glibc's would mislead */
+		if (c == HC_MAP_ARENA && !strcmp(m->libc, "musl") && !m->cat[c].nmaps)
+			continue;
 		printf("%-24s %6u %12s %12s", hc_map_cat_title(c), m->cat[c].nmaps,
 		       cli_size(m->cat[c].rss, r, sizeof(r)),
 		       cli_size(m->cat[c].size, s, sizeof(s)));

@@ -122,7 +122,10 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 			printf("prof.active: %s -> %s\n", cli_yesno(p->prev), cli_yesno(p->active));
 		printf("profiling: enabled at start (opt.prof): %s; active (prof.active): %s\n",
 		       cli_yesno(p->enabled), cli_yesno(p->active));
-		if (!p->enabled)
+		if (!p->enabled && p->smp.cannot_load)
+			printf("note: restart with MALLOC_CONF=prof:true,prof_active:false for "
+			       "jemalloc's own profiler (%s)\n", p->smp.why);
+		else if (!p->enabled)
 			printf("note: 'heapctl prof on' loads heapctl's sampler instead (or restart with "
 			       "MALLOC_CONF=prof:true,prof_active:false for jemalloc's own)\n");
 		break;
@@ -138,13 +141,15 @@ static void print_state(const struct cli_env *env, const struct prof_state *p)
 			       (int)env->pid);
 		break;
 	case CLI_PROF_MINIMAL:
-		printf("profiling: tcmalloc_minimal has no heap profiler\n");
-		printf("note: 'heapctl prof on' loads heapctl's sampler\n");
-		break;
 	case CLI_PROF_NONE:
 		printf("profiling: %s has no heap profiler\n",
+		       p->kind == CLI_PROF_MINIMAL ? "tcmalloc_minimal" :
 		       p->allocator ? p->allocator : "the allocator");
-		printf("note: 'heapctl prof on' loads heapctl's sampler\n");
+		/* the one place that knows whether the sampler can be loaded has said so */
+		if (p->smp.cannot_load)
+			printf("note: %s\nhint: %s\n", p->smp.why, p->smp.hint);
+		else
+			printf("note: 'heapctl prof on' loads heapctl's sampler\n");
 		break;
 	}
 }

@@ -41,8 +41,12 @@ static void print_human(pid_t pid, const struct hc_stats *st)
 	char num[32];
 	size_t i;
 
-	printf("%s %s, pid %d, %u arena%s\n", st->allocator, st->version, (int)pid, st->narenas,
-	       st->narenas == 1 ? "" : "s");
+	/* 0: the allocator has none to count (musl), or they could not be counted */
+	if (st->narenas)
+		printf("%s %s, pid %d, %u arena%s\n", st->allocator, st->version, (int)pid,
+		       st->narenas, st->narenas == 1 ? "" : "s");
+	else
+		printf("%s %s, pid %d\n", st->allocator, st->version, (int)pid);
 	if (st->nfig) {
 		int w = 12;
 

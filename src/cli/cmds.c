@@ -17,11 +17,11 @@
  */
 static const char list_help[] =
 	"Walk /proc and show every process heapctl can drive: those that use\n"
-	"jemalloc, tcmalloc, mimalloc or glibc malloc, with their user and RSS.\n"
+	"jemalloc, tcmalloc, mimalloc, glibc malloc or musl's, with their user and RSS.\n"
 	"Only /proc and the processes' ELF files are read: nothing is stopped or\n"
 	"called.  PROF, the heap profiling state, needs a call into the process,\n"
 	"so it shows '-' unless --probe is given ('n/a' where there is no\n"
-	"profiler: glibc, tcmalloc_minimal, mimalloc).\n"
+	"profiler: glibc, tcmalloc_minimal, mimalloc, musl).\n"
 	"With --probe, PROF is 'active' (sampling now), 'enabled' (started with\n"
 	"profiling, sampling paused), 'off' (started without it) or '?' (the\n"
 	"process could not be asked; -v says why), and each jemalloc or tcmalloc\n"
@@ -51,7 +51,8 @@ static const char prof_help[] =
 	"tcmalloc (the full libtcmalloc): 'on' and 'off' start and stop gperftools'\n"
 	"heap profiler.  Where the allocator has no profiler that can run (glibc,\n"
 	"tcmalloc_minimal, mimalloc, jemalloc without opt.prof), 'on' loads\n"
-	"heapctl's own sampler into the process, with no restart: it hooks the\n"
+	"heapctl's own sampler into the process (not yet into a musl process or a\n"
+	"static executable: there it refuses, saying why), with no restart: it hooks the\n"
 	"allocation functions in every loaded library's GOT and samples one\n"
 	"allocation per 512 KiB on average; allocations made before it starts\n"
 	"are not seen.\n"
@@ -123,7 +124,8 @@ static const char stats_examples[] =
 static const char purge_help[] =
 	"Return dirty pages (freed by the program, still mapped by the allocator)\n"
 	"to the operating system, in every arena or in one, and show dirty and\n"
-	"RSS before and after.\n";
+	"RSS before and after.  musl's malloc returns freed memory itself and has\n"
+	"nothing to trim: purge calls nothing, says so and exits 0.\n";
 static const char purge_opts[] =
 	"  --arena N           purge arena N only (default: all arenas)\n"
 	"  --json              one JSON object: before, after, released (bytes)\n";
@@ -376,7 +378,9 @@ void cli_main_help(FILE *f)
 	      "functions (jemalloc's mallctl, glibc malloc's mallinfo2/malloc_trim,\n"
 	      "tcmalloc's MallocExtension and heap profiler, mimalloc's mi_collect and\n"
 	      "mi_option_*), restores it bit for bit and detaches; other threads keep\n"
-	      "running.  'list' (without --probe), 'maps' and 'report' stop nothing.\n"
+	      "running.  musl's malloc, which has no such functions, is named and\n"
+	      "measured from /proc.  'list' (without --probe), 'maps' and 'report' stop\n"
+	      "nothing.\n"
 	      "\n"
 	      "Commands:\n", f);
 	for (i = 0; i < cli_ncmds; i++)

@@ -489,7 +489,14 @@ void cli_sampler_json(const struct hc_sampler *s)
 		hc_json_str(stdout, s->objs[i].path);
 		printf(",\"hooks\":%u}", s->objs[i].hooks);
 	}
-	fputs("]}", stdout);
+	printf("],\"loadable\":%s", cli_bool(!s->cannot_load));
+	if (s->cannot_load) {
+		fputs(",\"why\":", stdout);
+		hc_json_str(stdout, s->why);
+		fputs(",\"hint\":", stdout);
+		hc_json_str(stdout, s->hint);
+	}
+	putchar('}');
 }
 
 /*

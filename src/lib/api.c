@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "evidence.h"
 #include "inject.h"
+#include "libc.h"
 #include "log.h"
 #include "procfs.h"
 #include "image.h"
@@ -411,14 +412,23 @@ struct hc_target *hc_target_open(pid_t pid, const struct hc_target_opts *o, stru
 		for (size_t i = 0; i < t->img.nobjs; i++)
 			if (t->img.objs[i].is_exe)
 				exe = &t->img.objs[i];
-		/* a stripped executable may hide a statically linked jemalloc */
+		/*
+		 * A stripped executable may hide a statically linked jemalloc.
+		 * LD_PRELOAD only helps where a loader reads it, and only a
+		 * library built for the process's libc can be preloaded.
+		 */
+		const struct libc_id *id = libc_identify(&t->img);
+
 		err_sethint(err, HC_E_NO_ALLOC, 0,
 			    exe && exe->symsrc && !strcmp(exe->symsrc, ".dynsym") ?
-				    "heapctl drives jemalloc, tcmalloc, mimalloc and glibc malloc; a "
-				    "stripped binary that links its allocator statically needs its "
-				    "debug file" :
-				    "heapctl drives jemalloc, tcmalloc (gperftools), mimalloc and glibc "
-				    "malloc; start the process with one of them (e.g. "
+				    "heapctl drives jemalloc, tcmalloc, mimalloc, glibc malloc and "
+				    "musl's; a stripped binary that links its allocator statically "
+				    "needs its debug file" :
+			    id->is_static || id->kind == LIBC_MUSL ?
+				    "heapctl drives jemalloc, tcmalloc (gperftools), mimalloc, glibc "
+				    "malloc and musl's; link the program with one of them" :
+				    "heapctl drives jemalloc, tcmalloc (gperftools), mimalloc, glibc "
+				    "malloc and musl's; start the process with one of them (e.g. "
 				    "LD_PRELOAD=libjemalloc.so.2)",
 			    "pid %d (%s) uses no allocator heapctl drives: its malloc comes from %s",
 			    pid, ps.name, alloc_guess(t));
@@ -544,12 +554,24 @@ static bool kept(const struct hc_target *t)
 /* The allocator as messages name it. */
 static const char *heap_name(const struct hc_target *t)
 {
+	if (!strcmp(t->drv.alloc->name, "musl"))
+		return t->drv.where.allocator; /* "musl mallocng" */
 	return strcmp(t->drv.alloc->name, "glibc") ? t->drv.alloc->name : "glibc malloc";
 }
 
-/* The allocator's own profiler; glibc and mimalloc have none. */
+/*
+ * The allocator's own profiler; glibc, mimalloc and musl have none.  The
+ * driver's hint points at heapctl's sampler, unless sampler_loadable()
+ * says it cannot be loaded here: then its hint, which fits the process.
+ */
 static int no_prof(struct hc_target *t, struct hc_err *err)
 {
+	const char *why, *hint;
+
+	if (!sampler_loadable(&t->eng, &why, &hint))
+		return err_sethint(err, HC_E_UNSUPPORTED, 0, hint,
+				   "%s in pid %d has no heap profiler, and %s", heap_name(t),
+				   t->img.pid, why);
 	return err_sethint(err, HC_E_UNSUPPORTED, 0, t->drv.alloc->no_prof_hint,
 			   "%s in pid %d has no heap profiler", heap_name(t), t->img.pid);
 }
@@ -664,6 +686,7 @@ int hc_prof_set(struct hc_target *t, bool active, bool *was, struct hc_err *err)
 
 int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct hc_err *err)
 {
+	const char *why, *hint;
 	bool on = false;
 	int r;
 
@@ -679,6 +702,10 @@ int hc_prof_dump(struct hc_target *t, const char *out_path, bool *active, struct
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0, "run 'heapctl prof on' first",
 					   "heapctl's sampler in pid %d is off, with nothing sampled "
 					   "kept", t->img.pid), err);
+	if (r == 0 && !t->drv.alloc->prof_dump && !sampler_loadable(&t->eng, &why, &hint))
+		return done(t, err_sethint(err, HC_E_UNSUPPORTED, 0, hint,
+					   "%s in pid %d has no heap profiler, and %s", heap_name(t),
+					   t->img.pid, why), err);
 	if (r == 0 && !t->drv.alloc->prof_dump)
 		return done(t, err_sethint(err, HC_E_PROF_OFF, 0,
 					   "run 'heapctl prof on -p PID' first: it loads heapctl's "
@@ -726,10 +753,17 @@ int hc_prof_reset(struct hc_target *t, struct hc_err *err)
 
 int hc_sampler_get(struct hc_target *t, struct hc_sampler *s, struct hc_err *err)
 {
+	const char *why, *hint;
+
 	memset(s, 0, sizeof(*s));
-	if (sampler_probe(t, err) < 0)
+	if (sampler_probe(t, err) < 0 || inj_status(&t->eng, t->inj, s, err) < 0)
 		return -1;
-	return inj_status(&t->eng, t->inj, s, err);
+	if (!s->installed && !sampler_loadable(&t->eng, &why, &hint)) {
+		s->cannot_load = true;
+		snprintf(s->why, sizeof(s->why), "%s", why);
+		snprintf(s->hint, sizeof(s->hint), "%s", hint);
+	}
+	return 0;
 }
 
 static uint64_t rss_of(pid_t pid)
@@ -743,11 +777,21 @@ static uint64_t rss_of(pid_t pid)
 
 int hc_stats_get(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
 {
+	struct hc_err e = { 0 };
+
 	memset(st, 0, sizeof(*st));
 	arm(t);
 	if (done(t, t->drv.alloc->stats(t, st, err), err) < 0)
 		return -1;
 	st->rss = rss_of(t->img.pid);
+	/*
+	 * musl counts nothing: where heapctl's sampler is loaded, what it has
+	 * seen live is the one figure of the program's own allocations there
+	 * is (samples times the mean interval: an estimate).  Read, not called.
+	 */
+	if (!strcmp(t->drv.alloc->name, "musl") && sampler_probe(t, &e) == 1 && t->inj->s.interval)
+		alloc_fig(st, "sampled_live", t->inj->s.live_count * t->inj->s.interval,
+			  "live bytes heapctl's sampler estimates (samples x interval)");
 	return 0;
 }
 

@@ -10,7 +10,7 @@
 # tools/aarch64-sysroot.sh and tools/aarch64-jemalloc-prof.sh.  The image
 # holds busybox (static), bash, nm, c++filt, those binaries, every shared
 # library they need (resolved through DT_NEEDED in the sysroot, so a missing
-# one fails here and not in the VM), and tests/aarch64/init as /init (A64_INIT
+# one fails here and not in the VM), musl's loader for the musl victim, and tests/aarch64/init as /init (A64_INIT
 # names another one, for debugging).  No kernel modules and no root file
 # system are needed.
 set -eu
@@ -121,6 +121,8 @@ while [ -n "$(echo $todo)" ]; do
 	for f in $todo; do
 		for n in $("$READELF" -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 			case $seen in *" $n "*) continue ;; esac
+			# musl's own libc (glibc's is libc.so.6): its loader, carried below
+			[ "$n" = libc.so ] && continue
 			seen="$seen$n "
 			rel=$(find_lib "$n") || {
 				echo "mkinitramfs: $n (needed by $f) is not in $SYS" >&2
@@ -134,6 +136,13 @@ while [ -n "$(echo $todo)" ]; do
 done
 cp -L "$SYS/lib/$MA/ld-linux-aarch64.so.1" "$root/lib/$MA/"
 ln -s "$MA/ld-linux-aarch64.so.1" "$root/lib/ld-linux-aarch64.so.1"
+# musl's loader, which is its libc too, for the dynamic musl victim (musl_leak): laid out
+# as Debian's musl package has it.  Without the sysroot's musl the victim was not built.
+if [ -f "$SYS/lib/aarch64-linux-musl/libc.so" ]; then
+	mkdir -p "$root/lib/aarch64-linux-musl"
+	cp -L "$SYS/lib/aarch64-linux-musl/libc.so" "$root/lib/aarch64-linux-musl/"
+	ln -s aarch64-linux-musl/libc.so "$root/lib/ld-musl-aarch64.so.1"
+fi
 # Debian's jemalloc, for the test of the "built without profiling" hint.
 cp -L "$SYS/usr/lib/$MA/libjemalloc.so.2" "$root/usr/lib/$MA/"
 # Debian's mimalloc, which the mimalloc tests preload (LD_PRELOAD=libmimalloc.so.2).

@@ -397,6 +397,7 @@ int exec_as(const char **argv, const char *how, const char *arg);
 bool map_files_open_nocap(pid_t pid, const char *const *prefix);
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 extern const struct itest t_sampler_tests[];	/* heapctl's injected sampler */
+extern const struct itest t_musl_tests[];	/* musl and static glibc: named, refused well */
 
 /* victim.c: v's control name reads want after what (or the test fails); 0 or -1 */
 int expect_ctl(struct victim *v, const char *name, const char *want, const char *after);

@@ -13,17 +13,19 @@
 #include "alloc.h"
 #include "err.h"
 #include "image.h"
+#include "libc.h"
 
 /*
  * Tried in this order; the first that detects its allocator drives the
  * target.  jemalloc comes first because a program may call a prefixed copy
  * (redis' je_malloc) while libc still serves plain malloc.  tcmalloc,
- * mimalloc and glibc detect only when they really serve malloc.  When the
+ * mimalloc, glibc and musl detect only when they really serve malloc (musl
+ * by evidence of the libc, libc.c: its libc.so has glibc's name).  When the
  * object serving malloc is tcmalloc or mimalloc, that driver is tried
  * first (see pick_order()).
  */
 static const struct alloc_ops *const drivers[] = { &alloc_jemalloc, &alloc_tcmalloc,
-						   &alloc_mimalloc, &alloc_glibc };
+						   &alloc_mimalloc, &alloc_glibc, &alloc_musl };
 #define NDRIVERS (sizeof(drivers) / sizeof(drivers[0]))
 
 /* The engine's safe-point policy: the driver's contains(), on the target around the engine. */
@@ -99,7 +101,10 @@ const char *alloc_guess(struct hc_target *t)
 				continue;
 			if (sym_load(&t->img, o, false, &e) < 0 || !sym_by_name(o, "malloc"))
 				continue;
-			if (strstr(o->path, "/libc.so"))
+			/* musl's libc is libc.so too, and a static one is the executable */
+			if (libc_identify(&t->img)->kind == LIBC_MUSL && o == libc_identify(&t->img)->obj)
+				snprintf(buf, sizeof(buf), "musl (%s)", o->path);
+			else if (strstr(o->path, "/libc.so"))
 				snprintf(buf, sizeof(buf), "glibc (%s)", o->path);
 			else if (strstr(o->path, "tcmalloc"))
 				snprintf(buf, sizeof(buf), "tcmalloc (%s)", o->path);

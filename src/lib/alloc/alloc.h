@@ -2,7 +2,7 @@
 /*
  * Allocator drivers.  The engine (call.c) knows nothing of any allocator;
  * a driver turns the public operations into remote calls: jemalloc,
- * tcmalloc, mimalloc and glibc are the entries of alloc.c's drivers[].
+ * tcmalloc, mimalloc, glibc and musl are the entries of alloc.c's drivers[].
  *
  * Drivers never open or close a session: the API does (api.c).  The first
  * remote call, write or scratch request of an operation borrows the
@@ -62,6 +62,7 @@ extern const struct alloc_ops alloc_jemalloc;
 extern const struct alloc_ops alloc_tcmalloc;
 extern const struct alloc_ops alloc_mimalloc;
 extern const struct alloc_ops alloc_glibc;
+extern const struct alloc_ops alloc_musl;
 
 
 /*

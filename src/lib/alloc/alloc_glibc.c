@@ -27,7 +27,9 @@
 #include "alloc.h"
 #include "alloc_glibc.h"
 #include "call.h"
+#include "libc.h"
 #include "log.h"
+#include "mem.h"
 #include "procfs.h"
 #include "image.h"
 
@@ -35,6 +37,7 @@ struct gl {
 	struct obj *obj;
 	uint64_t mallinfo2, mallinfo, malloc_trim, malloc_info, mallopt;
 	uint64_t open_memstream, fclose, free, version;
+	uint64_t main_arena; /* a static executable's own symbol (.symtab), or 0 */
 };
 
 static struct gl *gl_of(const struct hc_target *t)
@@ -144,6 +147,7 @@ static int gl_detect(struct hc_target *t, struct hc_err *err)
 	g.fclose = libc_fn(t, own, "fclose");
 	g.free = alloc_sym(own, "free");
 	g.version = libc_fn(t, own, "gnu_get_libc_version");
+	g.main_arena = sym_data(own, "main_arena");
 	if (alloc_found(t, own, "glibc", &g, sizeof(g), g.mallopt, g.malloc_info, err) < 0)
 		return -1;
 	pr_info("glibc: malloc_trim at 0x%" PRIx64 " in %s", g.malloc_trim, own->path);
@@ -196,9 +200,13 @@ static int remote_malloc_info(struct hc_target *t, char **xml, size_t *len, stru
 
 	*xml = NULL;
 	if (!g->open_memstream || !g->fclose || !g->free)
-		return err_sethint(err, HC_E_NO_SYM, 0, "use 'heapctl stats' without --full",
-				   "pid %d: open_memstream/fclose/free not found in its libc",
-				   t->img.pid);
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "'heapctl stats -p PID' gives mallinfo2's figures and the arena count",
+				   "pid %d: %s has no open_memstream()%s, which malloc_info() needs to "
+				   "write its XML into the target's memory (heapctl never has it write "
+				   "to a file)", t->img.pid,
+				   g->obj->is_exe ? "this static executable" : "its libc",
+				   g->fclose && g->free ? "" : " (nor fclose() and free())");
 	cell = call_scratch(&t->eng, 16, err);
 	if (!cell)
 		return err_set(err, HC_E_INTERNAL, 0, "no scratch space for malloc_info");
@@ -407,10 +415,48 @@ static void version_of(struct hc_target *t, char *out, size_t len)
 	uint64_t p = 0;
 	char v[32] = "";
 
+	/* read, not called, when the process carries it: a static glibc has no gnu_get_libc_version() */
+	if (libc_identify(&t->img)->kind == LIBC_GLIBC && libc_identify(&t->img)->version[0]) {
+		snprintf(out, len, "%s", libc_identify(&t->img)->version);
+		return;
+	}
 	snprintf(out, len, "(unknown version)");
 	if (g->version && call_fn(&t->eng, g->version, NULL, 0, &p, NULL, NULL, &e) == 0 && p &&
 	    call_read_str(&t->eng, p, v, sizeof(v), &e) == 0)
 		snprintf(out, len, "%s", v);
+}
+
+/*
+ * glibc's struct malloc_state (malloc/malloc.c, 2.27 and later, 64-bit):
+ * mutex, flags, have_fastchunks (ints), fastbinsY[10], top, last_remainder,
+ * bins[254], binmap[4], then next: the ring of arenas, main_arena first.
+ */
+#define GL_ARENA_NEXT 2160
+#define GL_MAX_WALK 4096
+
+/*
+ * The number of arenas, read from the ring through next, for a process
+ * without open_memstream() for malloc_info() (a static executable, whose
+ * .symtab names main_arena).  Nothing is called: the ring lives in the
+ * target's memory, read as it is; it must close on main_arena within
+ * GL_MAX_WALK steps, or the count is not known (0).
+ */
+static unsigned arenas_walk(struct hc_target *t)
+{
+	uint64_t main = gl_of(t)->main_arena, a = main;
+	unsigned n = 0;
+
+	if (!main)
+		return 0;
+	do {
+		struct hc_err e = { 0 };
+
+		if (mem_read(t->img.pid, t->img.memfd, a + GL_ARENA_NEXT, &a, sizeof(a), &e) < 0 ||
+		    !a || (a & 7))
+			return 0;
+		n++;
+	} while (a != main && n < GL_MAX_WALK);
+	return a == main ? n : 0;
 }
 
 static int gl_stats(struct hc_target *t, struct hc_stats *st, struct hc_err *err)
@@ -451,6 +497,8 @@ end:
 		free(x);
 		free(xml);
 	}
+	if (!have_xml)
+		st->narenas = arenas_walk(t);
 	if (m.legacy)
 		snprintf(st->warning, sizeof(st->warning),
 			 "this glibc has no mallinfo2(): mallinfo()'s int fields wrap past 2 GiB");

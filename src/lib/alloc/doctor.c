@@ -315,6 +315,18 @@ static void tcmalloc(pid_t pid, const struct hc_stats *st, const struct hc_maps 
 }
 
 /*
+ * musl counts nothing (hc_stats.live_unknown): its malloc's memory is the
+ * brk heap and the anonymous mappings, which its larger groups share with
+ * whatever else the program maps.  They stand for the allocator's resident
+ * memory; there is nothing to purge, so no finding of free memory.
+ */
+static void musl(const struct hc_maps *m, struct hc_doctor *d, uint64_t *inside)
+{
+	*inside = m->cat[HC_MAP_HEAP].rss + m->cat[HC_MAP_ANON].rss + m->cat[HC_MAP_ALLOC].rss;
+	d->resident = *inside;
+}
+
+/*
  * mimalloc as Debian builds it counts no live bytes (st->live_unknown):
  * what it has committed, as far as smaps holds it resident, is its live
  * objects and the free memory it keeps together, and stands for both in
@@ -361,6 +373,8 @@ void hc_doctor_run(pid_t pid, const struct hc_stats *st, const struct hc_maps *m
 		tcmalloc(pid, st, m, d, &inside);
 	else if (!strcmp(st->allocator, "mimalloc"))
 		mimalloc(st, m, d, &inside);
+	else if (!strncmp(st->allocator, "musl", 4))
+		musl(m, d, &inside);
 
 	/* outside the allocator */
 	add(d, HC_CAUSE_STACKS, m->cat[HC_MAP_STACK].rss,

@@ -25,6 +25,25 @@ struct evidence {
 	char found[192];   /* what was found, for people: "_RJEM_MALLOC_CONF string, ..." */
 };
 
+/*
+ * Which C library a process runs on, by evidence (libc.c): the loader the
+ * executable names, the libc's own strings and symbols.  Read once, when
+ * first asked.
+ */
+enum libc_kind { LIBC_UNKNOWN, LIBC_GLIBC, LIBC_MUSL };
+struct libc_id {
+	bool known;              /* libc_identify() ran */
+	enum libc_kind kind;
+	/* no PT_INTERP: nothing is loaded at run time, libc is in the executable */
+	bool is_static;
+	char version[32];        /* "1.2.3", "2.36", or "" when the process carries none */
+	char interp[128];        /* the executable's PT_INTERP, or "" */
+	/* musl's malloc: "mallocng" (1.2.1 and later), "oldmalloc", or NULL if unknown */
+	const char *malloc_impl;
+	char found[160];         /* what told, for people: "loader /lib/ld-musl-x86_64.so.1" */
+	struct obj *obj;         /* the object libc is in (the executable when static), or NULL */
+};
+
 /* One mapped ELF object (executable, DSO or the vDSO). */
 struct obj {
 	char *path;      /* as /proc/PID/maps names it */
@@ -39,6 +58,7 @@ struct obj {
 	uint64_t eh_hdr, eh_hdr_len; /* .eh_frame_hdr in the target, or 0 */
 	uint64_t dynamic;            /* PT_DYNAMIC in the target, or 0 */
 	uint64_t dynamic_len;        /* its p_memsz */
+	uint64_t interp, interp_len; /* PT_INTERP in the target (the loader's path), or 0 */
 	uint32_t link_idx;           /* place in the dynamic linker's search order */
 	uint64_t link_map;           /* its entry in that list, or 0 */
 	bool is_exe, is_vdso, is_ldso;
@@ -123,6 +143,8 @@ struct image {
 	bool loading;
 	/* what sym_load() asks of an object's allocator signs, or NULL (struct sym_judge) */
 	const struct sym_judge *judge;
+	/* the C library, as libc_identify() found it */
+	struct libc_id libc;
 };
 
 

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "libc.h"
 
 #define ARENA_SIZE (64ull << 20)  /* glibc HEAP_MAX_SIZE on 64-bit */
 #define GUARD_MAX (1ull << 20)    /* pthread guards are a page or a few */
@@ -360,6 +361,8 @@ int hc_maps_read(pid_t pid, struct hc_maps *m, struct hc_err *err)
 	m->vmrss = proc_kb(path, "VmRSS");
 	/* a count, not kB: proc_kb() scaled it */
 	m->threads = (unsigned)(proc_kb(path, "Threads") / 1024);
+	/* whose heaps: musl has no arenas, and its malloc's groups are anonymous mappings */
+	snprintf(m->libc, sizeof(m->libc), "%s", libc_of_pid(pid, &m->libc_static));
 	return 0;
 }
 
@@ -395,6 +398,12 @@ void hc_maps_diagnose(const struct hc_maps *m, char *out, size_t len)
 			 "the main heap holds %s of %s RSS; `heapctl purge` can return its free "
 			 "pages",
 			 size_str(c[HC_MAP_HEAP].rss, a, sizeof(a)), size_str(m->rss_sum, b, sizeof(b)));
+	} else if ((c[HC_MAP_ANON].rss + c[HC_MAP_ALLOC].rss) * 2 >= total && !strcmp(m->libc, "musl")) {
+		snprintf(out, len,
+			 "%s of %s RSS is anonymous memory outside musl's brk heap (musl's malloc "
+			 "groups, large mmaps); musl returns freed memory itself",
+			 size_str(c[HC_MAP_ANON].rss + c[HC_MAP_ALLOC].rss, a, sizeof(a)),
+			 size_str(m->rss_sum, b, sizeof(b)));
 	} else if ((c[HC_MAP_ANON].rss + c[HC_MAP_ALLOC].rss) * 2 >= total) {
 		snprintf(out, len,
 			 "%s of %s RSS is anonymous memory outside glibc's heaps (allocator "

@@ -142,6 +142,10 @@ int obj_read_phdrs(struct image *t, struct obj *o, struct hc_err *err)
 			o->dynamic = ph[i].p_vaddr + o->bias;
 			o->dynamic_len = ph[i].p_memsz;
 		}
+		if (ph[i].p_type == PT_INTERP) {
+			o->interp = ph[i].p_vaddr + o->bias;
+			o->interp_len = ph[i].p_filesz;
+		}
 	}
 	return 0;
 }
@@ -566,6 +570,7 @@ void objs_free(struct image *t)
 	t->nvmas = 0;
 	t->nasked = 0;
 	memset(t->vasked, 0, sizeof(t->vasked));
+	memset(&t->libc, 0, sizeof(t->libc)); /* its obj was one of them */
 	if (t->debug_elf)
 		elf_end(t->debug_elf);
 	t->debug_elf = NULL;

@@ -35,6 +35,7 @@
 #include "got.h"
 #include "inject_int.h"
 #include "inject.h"
+#include "libc.h"
 #include "log.h"
 #include "mem.h"
 #include "engine.h"
@@ -128,6 +129,44 @@ static int je_hooks(struct engine *t, struct inj *in, uint64_t mallctl, bool ins
 	return read_state(t, in, err);
 }
 
+/*
+ * The glibc-built sampler loads with glibc's dlopen; anywhere else (musl,
+ * a static executable, a glibc before 2.34 without libdl) heapctl maps its
+ * freestanding twin itself (map.c).
+ */
+static bool needs_mapping(struct engine *t)
+{
+	const struct libc_id *id = libc_identify(t->img);
+
+	return id->kind == LIBC_MUSL || id->is_static || !libc_fn(t, "dlopen") ||
+	       !libc_fn(t, "gnu_get_libc_version");
+}
+
+bool sampler_loadable(struct engine *t, const char **why, const char **hint)
+{
+	struct obj *own = obj_malloc_owner(t->img);
+	uint64_t orig[HCS_NHOOK], size[HCS_NHOOK];
+
+	/*
+	 * An allocator in the executable is hooked at its functions' entries,
+	 * which only its symbols can name: never by guesswork.  (jemalloc
+	 * there goes in through its own hooks, found by its mallctl.)
+	 */
+	*why = *hint = "";
+	if (!own || !own->is_exe || !needs_mapping(t))
+		return true;
+	find_originals(t, own, orig, size);
+	if (orig[HCS_H_MALLOC] && orig[HCS_H_FREE])
+		return true;
+	if (sym_by_name(own, "mallctl") || sym_by_name(own, "_rjem_mallctl") || sym_by_name(own, "je_mallctl"))
+		return true;
+	*why = "its executable is stripped: malloc and free have no symbols to hook them by, and "
+	       "heapctl never hooks by guesswork";
+	*hint = "give heapctl the program's debug file (--debug-file FILE), or install its -dbgsym "
+		"package";
+	return false;
+}
+
 /* rescan: only hook what is new, and make no remote call if nothing is */
 void inj_free(struct inj *in)
 {
@@ -140,16 +179,13 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	struct obj *own = obj_malloc_owner(t->img);
 	struct inj_prep *p = &in->prep;
+	const char *why, *hint;
 
 	p->ready = false;
 	p->je_mallctl = 0;
 	p->n = 0;
 	p->inl = false;
-	/*
-	 * The sampler built against glibc loads with glibc's dlopen; anywhere
-	 * else (a static binary, musl) heapctl maps its freestanding twin.
-	 */
-	p->mapped = !libc_fn(t, "dlopen") || !libc_fn(t, "gnu_get_libc_version");
+	p->mapped = needs_mapping(t);
 	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/*
@@ -173,14 +209,11 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 				   own->path);
 	if (!own)
 		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->img->pid);
+	if (!sampler_loadable(t, &why, &hint))
+		return err_sethint(err, HC_E_NO_SYM, 0, hint, "pid %d: %s", t->img->pid, why);
 	find_originals(t, own, p->orig, p->size);
 	if (!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE])
-		return err_sethint(err, HC_E_NO_SYM, 0,
-				   own->is_exe ? "heapctl hooks only what its symbols name, never by "
-						 "guesswork: give it the program's debug file (--debug-file)" :
-						 NULL,
-				   "malloc or free has no definition with a size in pid %d%s", t->img->pid,
-				   own->is_exe ? " (stripped, and no debug file found)" : "");
+		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->img->pid);
 	p->n = 0;
 	if (own->is_exe) {
 		p->inl = true;

@@ -50,6 +50,17 @@ struct inj {
 	} prep;
 };
 
+/*
+ * Can heapctl's sampler be loaded into t's process at all?  The one place
+ * that decides it (inj_prepare() refuses through it; the API asks it for
+ * prof on, dump, info and prof status): false for musl and for static
+ * executables (for now), and for a libc without dlopen().  Then *why says
+ * what stands in the way (a phrase without the pid) and *hint what can
+ * work for this very process; both are static strings, "" when true.
+ * Reads only: nothing is stopped.
+ */
+bool sampler_loadable(struct engine *t, const char **why, const char **hint);
+
 /* Fills in: 1 loaded (in->s read), 0 not loaded, -1 error. */
 int inj_probe(struct engine *t, struct inj *in, struct hc_err *err);
 /*

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The C libraries heapctl names, on real running processes: musl (dynamic
+ * and static) and glibc linked statically (-static, -static-pie), all
+ * built from tests/victims/libc_leak.c (a leak from leak_here(), a thread
+ * in read(), one in nanosleep()).
+ *
+ * Every command says which libc and malloc it found, in musl's own terms
+ * for musl; stats, purge, maps and doctor give what can be known; the
+ * sampler is refused in one voice (sampler_loadable()) with hints that
+ * fit: no LD_PRELOAD and no MALLOC_CONF anywhere for these targets.
+ * After each test the victim must be unharmed: running, untraced, not
+ * stopped, its fds and mappings as they were, nothing on its stdout or
+ * stderr, and its threads back where they were parked.
+ *
+ * The musl victims exist only where musl-gcc (or the arm64 sysroot's musl)
+ * was there when they were built: otherwise these tests skip, saying so.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <gnu/libc-version.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "itest.h"
+
+struct libc_case {
+	const char *victim;
+	bool musl, is_static;
+};
+
+static const struct libc_case musl_dyn = { "musl_leak", true, false };
+static const struct libc_case musl_static = { "musl_leak_static", true, true };
+static const struct libc_case glibc_static = { "glibc_leak_static", false, true };
+static const struct libc_case glibc_static_pie = { "glibc_leak_static_pie", false, true };
+
+/* Started, or skipped (a musl victim that was not built) or failed; true when started. */
+static bool up(struct victim *v, const struct libc_case *c)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", cfg.victim_dir, c->victim);
+	if (c->musl && access(path, X_OK)) {
+		t_skip(false, "no %s victim: musl-gcc (musl-tools), or the arm64 sysroot's musl-dev, "
+			      "was missing when it was built", c->victim);
+		return false;
+	}
+	return victim_up(v, c->victim, NULL, NULL, false);
+}
+
+/* Output that must never advise what cannot apply to these targets. */
+static void no_wrong_hints(const struct hres *r, const char *what)
+{
+	static const char *const bad[] = { "LD_PRELOAD", "MALLOC_CONF", "loads heapctl's sampler" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (strstr(r->out, bad[i]) || strstr(r->err, bad[i])) {
+			t_fail("%s mentions %s: %s%.300s", what, bad[i], r->out, r->err);
+			return;
+		}
+}
+
+/* The harm checks: victim_check(), its stderr and stdout empty, the sleeper still asleep. */
+static void unharmed(struct victim *v)
+{
+	char *errs;
+	char st[512];
+
+	if (t_failed() || victim_check(v, 0))
+		return;
+	if (v->t_sleep && proc_wait_syscall(v->pid, v->t_sleep, nrs_sleep, 5000, NULL))
+		t_fail("the victim's sleeping thread %d is not back in its sleep", (int)v->t_sleep);
+	if (!victim_cmd(v, "state", st, sizeof(st), REPLY_DEF_MS) &&
+	    (kv_long(st, "errors", -1) != 0 || kv_long(st, "eintr_sleep", -1) != 0 ||
+	     kv_long(st, "eintr_read", -1) != 0))
+		t_fail("the victim counted errors: %s", st);
+	errs = read_file_str(v->errpath);
+	if (errs && *errs)
+		t_fail("the victim's stdout/stderr got: %.300s", errs);
+	free(errs);
+}
+
+/* The version heapctl should find in a static glibc victim: this harness's own glibc's. */
+static const char *want_version(const struct libc_case *c)
+{
+	return c->musl ? NULL : gnu_get_libc_version();
+}
+
+static void check_info(const struct libc_case *c)
+{
+	struct victim v;
+	struct hres r = { 0 };
+	char s[128];
+
+	if (!up(&v, c))
+		return;
+	if (!hc_expect(&r, 0, "info", "-p", v.spid, NULL)) {
+		if (c->musl && !strstr(r.out, "allocator     musl mallocng"))
+			t_fail("info does not name musl mallocng: %.400s", r.out);
+		if (c->musl && !c->is_static && !strpbrk(strstr(r.out, "mallocng") ?: "", "0123456789"))
+			t_fail("info gives no musl version: %.400s", r.out);
+		if (c->musl && c->is_static && !strstr(r.out, "version unknown"))
+			t_fail("info does not say a static musl's version is unknown: %.400s", r.out);
+		if (!c->musl) {
+			snprintf(s, sizeof(s), "allocator     glibc %s\n", want_version(c));
+			if (!strstr(r.out, s))
+				t_fail("info does not say '%.40s': %.400s", s, r.out);
+		}
+		if (strstr(r.out, "'heapctl prof on' loads") || !strstr(r.out, "cannot be loaded"))
+			t_fail("info promises a sampler it cannot load: %.500s", r.out);
+		no_wrong_hints(&r, "info");
+	}
+	hres_free(&r);
+	if (!t_failed() && !hc_expect(&r, 0, "info", "--json", "-p", v.spid, NULL)) {
+		if (json_valid(r.out, s, sizeof(s)))
+			t_fail("info --json is not JSON (%s): %.300s", s, r.out);
+		else if (json_get_str(r.out, "allocator", s, sizeof(s)) ||
+			 strcmp(s, c->musl ? "musl mallocng" : "glibc"))
+			t_fail("info --json allocator '%s': %.300s", s, r.out);
+		else if (!strstr(r.out, "\"loadable\":false"))
+			t_fail("info --json does not say the sampler cannot be loaded: %.500s", r.out);
+		if (!c->musl && (json_get_str(r.out, "version", s, sizeof(s)) ||
+				 strcmp(s, want_version(c))))
+			t_fail("info --json version '%s', not %s", s, want_version(c));
+	}
+	hres_free(&r);
+	unharmed(&v);
+	victim_stop(&v);
+}
+
+static void check_stats(const struct libc_case *c)
+{
+	struct victim v;
+	struct hres r = { 0 };
+	char s[128];
+	double n;
+
+	if (!up(&v, c))
+		return;
+	if (!hc_expect(&r, 0, "stats", "-p", v.spid, NULL)) {
+		if (c->musl && (!strstr(r.out, "musl mallocng") || !strstr(r.out, "brk_heap") ||
+				strstr(r.out, "arena")))
+			t_fail("stats on musl: %.400s", r.out);
+		if (c->musl && !strstr(r.err, "no per-arena figures, no allocated-bytes counter"))
+			t_fail("stats does not say what musl does not expose: %.300s", r.err);
+		if (!c->musl) {
+			snprintf(s, sizeof(s), "glibc %s, pid %d, ", want_version(c), (int)v.pid);
+			if (!strstr(r.out, s) || strstr(r.out, " 0 arenas") || !strstr(r.out, " arena"))
+				t_fail("stats header is not '%s<N> arenas': %.300s", s, r.out);
+		}
+	}
+	hres_free(&r);
+	if (!t_failed() && !hc_expect(&r, 0, "stats", "--json", "-p", v.spid, NULL)) {
+		if (json_valid(r.out, s, sizeof(s)))
+			t_fail("stats --json is not JSON (%s): %.300s", s, r.out);
+		else if (!c->musl && (json_get_num(r.out, "narenas", &n) || n < 1))
+			t_fail("stats --json narenas: %.300s", r.out);
+	}
+	hres_free(&r);
+	/* --full: musl has nothing to print, a static glibc no open_memstream(); said so */
+	if (!t_failed()) {
+		hc_run(&r, NULL, "stats", "--full", "-p", v.spid, NULL);
+		if (hres_exit(&r) == 0 || hres_crash(&r))
+			t_fail("stats --full: %s", hres_desc(&r));
+		else if (!strstr(r.err, c->musl ? "no statistics to print" : "no open_memstream()"))
+			t_fail("stats --full does not say why: %.300s", r.err);
+		no_wrong_hints(&r, "stats --full");
+		hres_free(&r);
+	}
+	unharmed(&v);
+	victim_stop(&v);
+}
+
+static void check_purge(const struct libc_case *c)
+{
+	struct victim v;
+	struct hres r = { 0 };
+	char s[128];
+	bool b = true;
+
+	if (!up(&v, c))
+		return;
+	/* musl: nothing to trim, said plainly, and success (the memory is where purge puts it) */
+	if (!hc_expect(&r, 0, "purge", "-p", v.spid, NULL) && c->musl &&
+	    !strstr(r.out, "nothing to purge") && !strstr(r.out, "returns freed memory"))
+		t_fail("purge on musl: %.300s", r.out);
+	hres_free(&r);
+	if (!t_failed() && c->musl && !hc_expect(&r, 0, "purge", "--json", "-p", v.spid, NULL)) {
+		if (json_valid(r.out, s, sizeof(s)) || json_get_bool(r.out, "purged", &b) || b)
+			t_fail("purge --json on musl: %.300s", r.out);
+	}
+	hres_free(&r);
+	unharmed(&v);
+	victim_stop(&v);
+}
+
+static void check_maps_doctor(const struct libc_case *c)
+{
+	struct victim v;
+	struct hres r = { 0 };
+	char s[128];
+
+	if (!up(&v, c))
+		return;
+	if (!hc_expect(&r, 0, "maps", "-p", v.spid, NULL)) {
+		snprintf(s, sizeof(s), "), %s%s: RSS", c->musl ? "musl" : "glibc",
+			 c->is_static ? " (static)" : "");
+		if (!strstr(r.out, s))
+			t_fail("maps does not say '%s': %.300s", s, r.out);
+		if (c->musl && (strstr(r.out, "glibc thread arenas") || strstr(r.out, "glibc's heaps")))
+			t_fail("maps speaks of glibc on musl: %.600s", r.out);
+	}
+	hres_free(&r);
+	if (!t_failed() && !hc_expect(&r, 0, "maps", "--json", "-p", v.spid, NULL) &&
+	    (json_get_str(r.out, "libc", s, sizeof(s)) || strcmp(s, c->musl ? "musl" : "glibc")))
+		t_fail("maps --json libc: %.300s", r.out);
+	hres_free(&r);
+	if (!t_failed() && !hc_expect(&r, 0, "doctor", "-p", v.spid, NULL)) {
+		if (!strstr(r.out, c->musl ? "musl mallocng" : "glibc 2."))
+			t_fail("doctor does not name the allocator: %.300s", r.out);
+		no_wrong_hints(&r, "doctor");
+	}
+	hres_free(&r);
+	unharmed(&v);
+	victim_stop(&v);
+}
+
+/* list shows the process, named after its allocator, not left out */
+static void check_list(const struct libc_case *c)
+{
+	struct victim v;
+	struct hres r = { 0 };
+	char want[96];
+
+	if (!up(&v, c))
+		return;
+	if (!hc_expect(&r, 0, "list", "--json", NULL)) {
+		snprintf(want, sizeof(want), "{\"pid\":%d,", (int)v.pid);
+		const char *row = strstr(r.out, want);
+		const char *al = c->musl ? "\"allocator\":\"musl mallocng\"" : "\"allocator\":\"glibc\"";
+		const char *end = row ? strchr(row, '}') : NULL;
+
+		if (!row || !end)
+			t_fail("list leaves pid %d out: %.300s", (int)v.pid, r.out);
+		else if (!memmem(row, (size_t)(end - row), al, strlen(al)))
+			t_fail("list: %.*s", (int)(end - row), row);
+	}
+	hres_free(&r);
+	unharmed(&v);
+	victim_stop(&v);
+}
+
+/*
+ * prof on, leak and dump refuse with sampler_loadable()'s words and hint;
+ * prof status and prof off succeed and say the same, promising nothing.
+ */
+static void check_refusals(const struct libc_case *c)
+{
+	const char *why = c->musl ? "sampler cannot be loaded into a musl process" :
+				    "sampler cannot be loaded into a static executable";
+	struct victim v;
+	struct hres r = { 0 };
+	char out[400];
+	const char *const on[] = { "prof", "on", "-p", v.spid, NULL };
+	const char *const leak[] = { "leak", "--for", "1", "-p", v.spid, NULL };
+	const char *const dump[] = { "dump", "-o", out, "-p", v.spid, NULL };
+	const char *const *const cmds[] = { on, leak, dump };
+
+	if (!up(&v, c))
+		return;
+	snprintf(out, sizeof(out), "%s/musl-%d.heap", cfg.tmpdir, (int)v.pid);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]) && !t_failed(); i++) {
+		const char *const *args = cmds[i];
+
+		hc_runv(&r, NULL, args);
+		if (hres_exit(&r) == 0 || hres_crash(&r))
+			t_fail("%s %s: %s", args[0], args[1], hres_desc(&r));
+		else if (!strstr(r.err, why))
+			t_fail("%s %s does not say '%s': %.400s", args[0], args[1], why, r.err);
+		else if (!strstr(r.err, "hint: 'heapctl stats' and 'heapctl maps'"))
+			t_fail("%s %s: not sampler_loadable()'s hint: %.400s", args[0], args[1], r.err);
+		no_wrong_hints(&r, args[0]);
+		hres_free(&r);
+	}
+	if (!access(out, F_OK))
+		t_fail("a refused dump left %s", out);
+	for (int off = 0; off < 2 && !t_failed(); off++) {
+		if (!hc_expect(&r, 0, "prof", off ? "off" : "status", "-p", v.spid, NULL) &&
+		    !strstr(r.out, why))
+			t_fail("prof %s does not say '%s': %.300s", off ? "off" : "status", why, r.out);
+		no_wrong_hints(&r, off ? "prof off" : "prof status");
+		hres_free(&r);
+	}
+	unharmed(&v);
+	victim_stop(&v);
+}
+
+#define CASES(prefix, c)                                                       \
+	static void prefix##_info(void) { check_info(&c); }                    \
+	static void prefix##_stats(void) { check_stats(&c); }                  \
+	static void prefix##_purge(void) { check_purge(&c); }                  \
+	static void prefix##_maps(void) { check_maps_doctor(&c); }             \
+	static void prefix##_list(void) { check_list(&c); }                    \
+	static void prefix##_refusals(void) { check_refusals(&c); }
+
+CASES(md, musl_dyn)
+CASES(ms, musl_static)
+CASES(gs, glibc_static)
+CASES(gp, glibc_static_pie)
+
+#define ROWS(name, prefix)                                                      \
+	{ name "-info", prefix##_info, 0 }, { name "-stats", prefix##_stats, 0 },  \
+	{ name "-purge", prefix##_purge, 0 }, { name "-maps-doctor", prefix##_maps, 0 }, \
+	{ name "-list", prefix##_list, 0 }, { name "-refusals", prefix##_refusals, 0 }
+
+const struct itest t_musl_tests[] = {
+	ROWS("libcs-musl", md),
+	ROWS("libcs-musl-static", ms),
+	ROWS("libcs-glibc-static", gs),
+	ROWS("libcs-glibc-static-pie", gp),
+	{ NULL, NULL, 0 },
+};
