@@ -664,7 +664,7 @@ torture: deps
 # target without clang: $(B)/fuzz-replay/NAME is the target built with gcc,
 # ASan and UBSan, around tests/fuzz/replay.c (prints PASS/FAIL fuzz-replay-NAME).
 FUZZ_TARGETS ?= seccomp elf maps status text prof demangle got tcprof glxml evidence linkmap sampler \
-	hook
+	hook ehhdr
 FUZZ_SECONDS ?= $(or $(ENGINE_FUZZ_SECONDS),30)
 FUZZ_RUNS ?=
 FUZZ_MAXLEN ?= maps=8192 glxml=16384

@@ -4,10 +4,10 @@
 # Regenerate the seeds made from real objects for fuzz_evidence
 # (tests/fuzz/corpus/evidence/): small shared objects whose read-only data
 # holds an allocator's strings the way the allocator's own code does, or
-# mentions one without being it.  Then fuzz_linkmap's and one of
-# fuzz_elf's, below.  Run by hand when they should change (needs gcc,
-# binutils, xz, python3); the fuzz targets and the replay read the
-# checked-in files.  (fuzz_got's seeds come from tests/data/got/gen.sh.)
+# mentions one without being it.  Then fuzz_linkmap's, one of
+# fuzz_elf's and fuzz_ehhdr's, below.  Run by hand when they should change
+# (needs gcc, g++, binutils, xz, python3); the fuzz targets and the replay
+# read the checked-in files.  (fuzz_got's seeds come from tests/data/got/gen.sh.)
 #
 #   jemalloc-rjem.so        "<jemalloc>: " messages and _RJEM_MALLOC_CONF
 #   jemalloc-rjem-noshdr.so the same with no section headers (as sstrip
@@ -111,3 +111,44 @@ objcopy -S --remove-section .comment --keep-symbols="$tmp/keep" "$tmp/full" "$tm
 xz "$tmp/mini"
 objcopy --strip-all --remove-section .comment "$tmp/mdi.so" "$tmp/stripped"
 objcopy --add-section .gnu_debugdata="$tmp/mini.xz" "$tmp/stripped" "$here/corpus/elf/tiny_mdi.so"
+
+# fuzz_ehhdr: .eh_frame sections as static executables have them (busybox-static,
+# bash-static), cut at a record boundary below 60 KiB, behind the target's 12-byte
+# header (the section's address, the table's distance from it); and a small C++
+# object's, whose CIEs have personalities and LSDAs ("zPLR").
+mkdir -p "$here/corpus/ehhdr"
+cat >"$tmp/eh.cc" <<'C'
+#include <stdexcept>
+int thrower(int x) { if (x) throw std::runtime_error("x"); return 1; }
+int catcher(int x) { try { return thrower(x); } catch (...) { return -1; } }
+C
+g++ -shared -fPIC -O1 -Wl,--build-id=none -o "$tmp/eh.so" "$tmp/eh.cc"
+python3 - "$here/corpus/ehhdr" "$tmp/eh.so" /bin/busybox /usr/bin/bash-static <<'PY'
+import os, struct, subprocess, sys
+
+def section(path):
+    out = subprocess.run(['readelf', '-SW', path], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = line.replace('[ ', '[').split()
+        if len(f) > 5 and f[1] == '.eh_frame':
+            addr, off, size = int(f[3], 16), int(f[4], 16), int(f[5], 16)
+            with open(path, 'rb') as fh:
+                fh.seek(off)
+                return addr, fh.read(size)
+    return None
+
+for path in sys.argv[2:]:
+    if not os.path.exists(path):
+        continue
+    addr, eh = section(path)
+    end = 0
+    while end + 4 <= len(eh):
+        n = struct.unpack_from('<I', eh, end)[0]
+        if n == 0 or end + 4 + n > 60 * 1024:
+            break
+        end += 4 + n
+    name = os.path.basename(path).replace('.', '-')
+    delta = (len(eh) + 0xfff) & ~0xfff
+    with open(sys.argv[1] + '/' + name, 'wb') as fh:
+        fh.write(struct.pack('<QI', addr, delta) + eh[:end] + b'\0' * 4)
+PY
