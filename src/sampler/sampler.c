@@ -76,6 +76,7 @@ struct tls {
 	uint64_t rng;  /* xorshift state; 0 until the thread's first allocation */
 	uint32_t busy; /* inside the sampled path: do not recurse */
 	uint32_t gen;  /* the profile (state.enabled) this countdown was drawn for; 0 none */
+	uint32_t depth; /* freestanding: inside a hooked call (see OUTER()) */
 };
 
 #ifndef HCS_FREESTANDING
@@ -139,6 +140,31 @@ static inline struct tls *my_tls(void)
 }
 
 #define SHARED(t) unlikely((t) == &tls_shared)
+#endif
+
+#ifdef HCS_FREESTANDING
+/*
+ * Inline hooks see the C library's calls to itself too: musl's calloc()
+ * calls malloc(), its realloc() may call malloc() and free().  Only the
+ * outermost call is the program's: what the allocator does inside it
+ * passes through.  (The shared countdown has no depth of its own: a
+ * thread that got no entry may count such a call twice.)
+ */
+#define OUTER(call)                                                    \
+	({                                                             \
+		struct tls *t_ = my_tls();                             \
+		int own_ = !SHARED(t_);                                \
+		if (own_)                                              \
+			t_->depth++;                                   \
+		__typeof__(call) r_ = (call);                          \
+		if (own_)                                              \
+			t_->depth--;                                   \
+		r_;                                                    \
+	})
+#define NESTED(t) unlikely((t)->depth != 0)
+#else
+#define OUTER(call) (call)
+#define NESTED(t) 0
 #endif
 
 /* ---- the exponential countdown ------------------------------------------------------ */
@@ -411,6 +437,8 @@ static inline void note_alloc(void *p, uint64_t size)
 	if (unlikely(!p) || !profile)
 		return;
 	t = my_tls();
+	if (NESTED(t))
+		return;
 	if (unlikely(t->gen != profile)) {
 		new_countdown(t, profile, (uint64_t)(uintptr_t)p);
 		return;
@@ -441,7 +469,7 @@ static inline void note_free(void *p)
 
 static void *hk_malloc(size_t n)
 {
-	void *p = ORIG(MALLOC, void *(*)(size_t))(n);
+	void *p = OUTER(ORIG(MALLOC, void *(*)(size_t))(n));
 
 	note_alloc(p, n);
 	return p;
@@ -455,7 +483,7 @@ static void hk_free(void *p)
 
 static void *hk_calloc(size_t n, size_t m)
 {
-	void *p = ORIG(CALLOC, void *(*)(size_t, size_t))(n, m);
+	void *p = OUTER(ORIG(CALLOC, void *(*)(size_t, size_t))(n, m));
 
 	note_alloc(p, (uint64_t)n * m);
 	return p;
@@ -465,7 +493,7 @@ static void *hk_calloc(size_t n, size_t m)
 #define REALLOC_BODY(call, newsize)                                                  \
 	struct hcs_live was = { 0 };                                                 \
 	int had = p ? forget((uint64_t)(uintptr_t)p, &was) : 0;                      \
-	void *q = call;                                                              \
+	void *q = OUTER(call);                                                       \
 	if (q)                                                                       \
 		note_alloc(q, newsize);                                              \
 	else if (had && was.meta && (newsize) != 0)                                  \
@@ -484,7 +512,7 @@ static void *hk_reallocarray(void *p, size_t n, size_t m)
 
 static int hk_posix_memalign(void **out, size_t al, size_t n)
 {
-	int r = ORIG(POSIX_MEMALIGN, int (*)(void **, size_t, size_t))(out, al, n);
+	int r = OUTER(ORIG(POSIX_MEMALIGN, int (*)(void **, size_t, size_t))(out, al, n));
 
 	if (r == 0)
 		note_alloc(*out, n);
@@ -494,24 +522,26 @@ static int hk_posix_memalign(void **out, size_t al, size_t n)
 #define ALIGNED_HOOK(id, fn)                                          \
 	static void *fn(size_t al, size_t n)                          \
 	{                                                             \
-		void *p = ORIG(id, void *(*)(size_t, size_t))(al, n); \
+		void *p = OUTER(ORIG(id, void *(*)(size_t, size_t))(al, n)); \
 		note_alloc(p, n);                                     \
 		return p;                                             \
 	}
 ALIGNED_HOOK(ALIGNED_ALLOC, hk_aligned_alloc)
 ALIGNED_HOOK(MEMALIGN, hk_memalign)
 
-#define SIZE_HOOK(id, fn)                                     \
+/* wrap: OUTER for the C functions; C++'s operator new may throw through it */
+#define SIZE_HOOK(id, fn, wrap)                               \
 	static void *fn(size_t n)                             \
 	{                                                     \
-		void *p = ORIG(id, void *(*)(size_t))(n);     \
+		void *p = wrap(ORIG(id, void *(*)(size_t))(n)); \
 		note_alloc(p, n);                             \
 		return p;                                     \
 	}
-SIZE_HOOK(VALLOC, hk_valloc)
-SIZE_HOOK(PVALLOC, hk_pvalloc)
-SIZE_HOOK(NEW, hk_new)
-SIZE_HOOK(NEW_ARR, hk_new_arr)
+#define PLAIN(call) (call)
+SIZE_HOOK(VALLOC, hk_valloc, OUTER)
+SIZE_HOOK(PVALLOC, hk_pvalloc, OUTER)
+SIZE_HOOK(NEW, hk_new, PLAIN)
+SIZE_HOOK(NEW_ARR, hk_new_arr, PLAIN)
 
 /* jemalloc's non-standard API */
 static void *hk_mallocx(size_t n, int fl)

@@ -220,6 +220,8 @@ struct stat;
 int file_open(pid_t pid, const char *path, int nofollow, struct stat *st);
 /* o's file, the one mapped: through map_files, else its name in the target's root. */
 int obj_open(const struct obj *o, struct stat *st);
+/* Where o's .eh_frame is mapped, from its file's section headers (ehframe.c); -1 none. */
+int obj_eh_frame(const struct obj *o, uint64_t *raddr, uint64_t *len);
 /*
  * libelf's view of the ELF file open at fd (fd < 0: none), all of it in
  * memory; fd is closed.  NULL if it is not an ELF file.  elf_end() ends it.

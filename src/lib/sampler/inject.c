@@ -234,10 +234,15 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 static int write_objs(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	struct hcs_obj o[HCS_MAXOBJS];
+	uint64_t own = map_eh_frame_hdr(t->img->arch->e_machine);
 	uint32_t n = 0;
 
-	if (in->eh_frame_hdr)
-		o[n++] = (struct hcs_obj){ in->text_lo, in->text_hi, in->eh_frame_hdr };
+	if (own)
+		o[n++] = (struct hcs_obj){ in->text_lo, in->text_hi, in->base + own };
+	if (unwind_tables(t, in, err) < 0)
+		return -1;
+	for (unsigned i = 0; i < in->nextra && n < HCS_MAXOBJS; i++)
+		o[n++] = in->extra[i];
 	for (size_t i = 0; i < t->img->nobjs && n < HCS_MAXOBJS; i++) {
 		const struct obj *ob = &t->img->objs[i];
 

@@ -29,7 +29,10 @@ struct inj {
 	unsigned ndata;
 	uint64_t state;            /* its struct hcs_state, or 0 */
 	struct hcs_state s;        /* as last read */
-	uint64_t eh_frame_hdr; /* the mapped sampler's, for its unwinder */
+	/* unwind tables heapctl made for objects without .eh_frame_hdr (inline.c) */
+#define INJ_MAXEXTRA 8
+	struct hcs_obj extra[INJ_MAXEXTRA];
+	unsigned nextra;
 	bool loaded_now;
 	bool switched; /* inj_on() or inj_off() turned it on or off */
 	/* what the driver found (its allocator, object, mallctl), as the API gives it; never NULL */

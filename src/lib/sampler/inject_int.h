@@ -55,8 +55,11 @@ int close_memfd(struct engine *t, int64_t fd, struct hc_err *err);
 
 /* map.c: the freestanding sampler, mapped by heapctl where there is no dlopen */
 int map_sampler(struct engine *t, struct inj *in, struct hc_err *err);
+/* Its .eh_frame_hdr's address relative to where it is mapped; 0 none. */
+uint64_t map_eh_frame_hdr(uint16_t machine);
 
 /* inline.c: inline hooks, where no GOT slot leads to the allocator */
+int unwind_tables(struct engine *t, struct inj *in, struct hc_err *err);
 int inline_install(struct engine *t, struct inj *in, uint64_t *orig, struct hc_err *err);
 int inline_repatch(struct engine *t, struct inj *in, struct hc_err *err);
 int inline_remove(struct engine *t, struct inj *in, unsigned *left, struct hc_err *err);

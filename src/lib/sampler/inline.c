@@ -44,18 +44,22 @@
 #include "image.h"
 #include "inject_int.h"
 #include "log.h"
+#include "ehhdr.h"
 #include "mem.h"
 
 #define TRAMP_NAME "heapctl-hooks" /* maps shows "/memfd:heapctl-hooks (deleted)" */
+#define UNWIND_NAME "heapctl-unwind"
 #define FREEZE_TRIES 20
 
-/* The hooks in the order they go in: free first (see above). */
+/*
+ * The hooks in the order they go in: free first (see above).  The C
+ * functions only: C++'s operators new and delete in a static binary call
+ * malloc and free, which are hooked, and the sampler counts the outermost
+ * call (sampler.c, OUTER()).
+ */
 static const int order[] = { HCS_H_FREE, HCS_H_MALLOC, HCS_H_CALLOC, HCS_H_REALLOC,
 			     HCS_H_REALLOCARRAY, HCS_H_POSIX_MEMALIGN, HCS_H_ALIGNED_ALLOC,
-			     HCS_H_MEMALIGN, HCS_H_VALLOC, HCS_H_PVALLOC, HCS_H_NEW, HCS_H_NEW_ARR,
-			     HCS_H_NEW_NT, HCS_H_NEW_ARR_NT, HCS_H_NEW_AL, HCS_H_NEW_ARR_AL,
-			     HCS_H_DEL, HCS_H_DEL_ARR, HCS_H_DEL_SZ, HCS_H_DEL_ARR_SZ, HCS_H_DEL_AL,
-			     HCS_H_DEL_ARR_AL, HCS_H_DEL_SZ_AL, HCS_H_DEL_ARR_SZ_AL };
+			     HCS_H_MEMALIGN, HCS_H_VALLOC, HCS_H_PVALLOC };
 
 static uint64_t dist(uint64_t a, uint64_t b)
 {
@@ -173,32 +177,92 @@ static int plan_all(struct engine *t, struct inj *in, uint64_t tramp, struct pla
 	return 0;
 }
 
-/* Map the trampolines' page(s) at addr from a memfd holding buf. */
-static int map_tramp(struct engine *t, uint64_t addr, const uint8_t *buf, uint64_t len,
-		     struct hc_err *err)
+/* Map len bytes of buf at addr, read-only or read-and-execute, from a memfd named name. */
+static int map_near(struct engine *t, const char *name, uint64_t addr, const uint8_t *buf, uint64_t len,
+		    int prot, struct hc_err *err)
 {
-	uint64_t a[6] = { addr, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED_NOREPLACE, 0, 0 };
+	uint64_t a[6] = { addr, len, (uint64_t)prot, MAP_PRIVATE | MAP_FIXED_NOREPLACE, 0, 0 };
 	char why[160] = "";
 	int64_t rfd, ret;
 	int lfd, rc;
 
-	rc = make_memfd(t, TRAMP_NAME, &rfd, &lfd, why, sizeof(why), err);
+	rc = make_memfd(t, name, &rfd, &lfd, why, sizeof(why), err);
 	if (rc <= 0)
 		return rc < 0 ? -1 :
-		       err_set(err, HC_E_UNSUPPORTED, 0, "pid %d: no memfd for the hooks' trampolines: %s",
-			       t->img->pid, why);
+		       err_set(err, HC_E_UNSUPPORTED, 0, "pid %d: no memfd for heapctl's %s: %s",
+			       t->img->pid, name, why);
 	rc = pwrite(lfd, buf, len, 0) == (ssize_t)len ? 0 :
-	     err_set(err, HC_E_IO, errno, "cannot write the trampolines for pid %d", t->img->pid);
+	     err_set(err, HC_E_IO, errno, "cannot write heapctl's %s for pid %d", name, t->img->pid);
 	close(lfd);
 	a[4] = (uint64_t)rfd;
 	if (rc == 0 && call_syscall(t, t->img->arch->nr_mmap, a, 6, &ret, err) < 0)
 		rc = -1;
 	else if (rc == 0 && (uint64_t)ret != addr)
 		rc = err_set(err, HC_E_UNSUPPORTED, ret < 0 && ret > -4096 ? (int)-ret : 0,
-			     "pid %d: cannot map the hooks' trampolines at 0x%" PRIx64, t->img->pid, addr);
+			     "pid %d: cannot map heapctl's %s at 0x%" PRIx64, t->img->pid, name, addr);
 	if (close_memfd(t, rfd, err) < 0)
 		rc = -1;
 	return rc;
+}
+
+/*
+ * Unwind tables for the objects linked without .eh_frame_hdr (a static
+ * executable; anything musl-gcc links): built here from their .eh_frame
+ * (ehhdr.c) and mapped read-only within reach of it, the table's entries
+ * being 32-bit offsets.  Each goes into in->extra, for the sampler's
+ * object table.  An object whose table cannot be made is only unwound
+ * through no further: its frames end the stack.
+ */
+int unwind_tables(struct engine *t, struct inj *in, struct hc_err *err)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; i < t->img->nobjs && in->nextra < INJ_MAXEXTRA; i++) {
+		struct obj *o = &t->img->objs[i];
+		uint64_t eh, len, lo, hi, at, span;
+		uint8_t *bytes, *tab;
+		size_t tlen;
+		struct hc_err e = { 0 };
+
+		if (o->eh_hdr || o->is_vdso || o->text_hi <= o->text_lo || is_sampler(o->path) ||
+		    obj_eh_frame(o, &eh, &len) < 0 || len > (64u << 20))
+			continue;
+		bytes = malloc(len);
+		if (!bytes)
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		tab = mem_read(t->img->pid, t->img->memfd, eh, bytes, len, &e) < 0 ? NULL :
+		      ehhdr_build(bytes, len, eh, eh, &tlen, &e);
+		lo = eh < o->text_lo ? eh : o->text_lo;
+		hi = eh + len > o->text_hi ? eh + len : o->text_hi;
+		span = tab ? (tlen + pg - 1) & ~(pg - 1) : 0;
+		free(tab);
+		tab = NULL;
+		at = span ? place(t, o, lo, hi, span, (1ull << 31) - (16ull << 20), &e) : 0;
+		if (at)
+			tab = ehhdr_build(bytes, len, eh, at, &tlen, &e);
+		free(bytes);
+		if (tab) {
+			uint8_t *buf = calloc(1, span);
+
+			if (buf && tlen <= span) {
+				memcpy(buf, tab, tlen);
+				if (map_near(t, UNWIND_NAME, at, buf, span, PROT_READ, err) < 0) {
+					free(buf);
+					free(tab);
+					return -1;
+				}
+				in->extra[in->nextra++] = (struct hcs_obj){ o->text_lo, o->text_hi, at };
+				pr_info("sampler: an unwind table for %s (no .eh_frame_hdr) at 0x%" PRIx64,
+					o->path, at);
+			}
+			free(buf);
+			free(tab);
+		} else {
+			pr_warn("sampler: %s has no .eh_frame_hdr and none could be made (%s): its "
+				"frames end the stacks", o->path, e.msg[0] ? e.msg : "no room near it");
+		}
+	}
+	return 0;
 }
 
 /*
@@ -338,7 +402,7 @@ int inline_install(struct engine *t, struct inj *in, uint64_t *orig, struct hc_e
 		for (unsigned i = 0; i < npl; i++)
 			if (in->prep.orig[id] && in->prep.orig[id] == in->prep.orig[pl[i].id])
 				orig[id] = pl[i].p.tramp_orig;
-	rc = map_tramp(t, tramp, buf, len, err);
+	rc = map_near(t, TRAMP_NAME, tramp, buf, len, PROT_READ | PROT_EXEC, err);
 	free(buf);
 	if (rc < 0)
 		return -1;

@@ -56,7 +56,8 @@ static unsigned memfds(const struct engine *t, int *fds, unsigned max)
 		if (d->d_name[0] == '.' || snprintf(path, sizeof(path), "%s/%s", dir, d->d_name) < 0)
 			continue;
 		len = readlink(path, link, sizeof(link) - 1);
-		if (len > 0 && (link[len] = '\0', !strncmp(link, "/memfd:" HCS_NAME, 7 + strlen(HCS_NAME))))
+		/* the sampler's, and the hooks' and unwind tables' (inline.c): "/memfd:heapctl-..." */
+		if (len > 0 && (link[len] = '\0', !strncmp(link, "/memfd:heapctl-", 15)))
 			fds[n++] = atoi(d->d_name);
 	}
 	if (dp)

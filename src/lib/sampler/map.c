@@ -260,6 +260,13 @@ int map_sampler(struct engine *t, struct inj *in, struct hc_err *err)
 	pr_info("sampler: mapped the freestanding sampler at 0x%" PRIx64 " (%" PRIu64 " KiB)", base,
 		l.span / 1024);
 	in->loaded_now = true;
-	in->eh_frame_hdr = l.eh_frame_hdr ? base + l.eh_frame_hdr : 0;
 	return 0;
+}
+
+uint64_t map_eh_frame_hdr(uint16_t machine)
+{
+	struct layout l;
+
+	return parse(hc_sampler_ff_so, (size_t)(hc_sampler_ff_so_end - hc_sampler_ff_so), machine,
+		     (uint64_t)sysconf(_SC_PAGESIZE), &l, &(struct hc_err){ 0 }) < 0 ? 0 : l.eh_frame_hdr;
 }

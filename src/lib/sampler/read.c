@@ -75,6 +75,23 @@ int inj_status(struct engine *t, struct inj *in, struct hc_sampler *out, struct 
 		snprintf(out->objs[0].path, sizeof(out->objs[0].path), "jemalloc's hooks in %s",
 			 in->where->object ? in->where->object : "?");
 	}
+	out->freestanding = in->s.flavour == HCS_FLAVOUR_FREE;
+	for (unsigned i = 0; i < in->s.ninline && i < HCS_MAXINLINE; i++) {
+		const struct hcs_inline *r = &in->s.inl[i];
+		struct obj *o = obj_at(t->img, r->addr);
+
+		out->lost += r->state == HCS_SLOT_CHANGED;
+		if (r->state != HCS_SLOT_PATCHED)
+			continue;
+		out->hooks++;
+		out->inlined++;
+		if (!out->nobjs) {
+			snprintf(out->objs[0].path, sizeof(out->objs[0].path), "%s",
+				 o ? o->path : "the executable");
+			out->nobjs = 1;
+		}
+		out->objs[0].hooks++;
+	}
 	if (!in->s.nslots)
 		return 0;
 	sl = malloc(in->s.nslots * sizeof(*sl));
