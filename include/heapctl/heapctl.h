@@ -289,7 +289,9 @@ struct hc_sampler {
 	uint64_t stacks;   /* distinct stacks */
 	uint64_t dropped;  /* samples lost to full tables */
 	uint64_t no_stack; /* samples whose stack could not be walked */
-	unsigned hooks;    /* GOT slots pointing at the hooks */
+	unsigned hooks;    /* GOT slots pointing at the hooks, or functions hooked inline */
+	unsigned inlined;  /* of hooks: inline, at the entries of the functions (a static binary) */
+	bool freestanding; /* the sampler heapctl maps itself (no dlopen, or not glibc's) */
 	unsigned lost;     /* slots changed by someone else: not restored */
 	unsigned nobjs;
 	struct {

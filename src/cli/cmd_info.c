@@ -130,9 +130,11 @@ static void print_sampler(const struct hc_sampler *s)
 		       "allocator cannot profile)\n");
 		return;
 	}
-	printf("sampler       heapctl's: loaded, %s, one sample per %s; %u GOT slots hooked in %u "
-	       "objects; %llu samples, %llu live\n", s->enabled ? "sampling" : "off",
-	       cli_size(s->interval, iv, sizeof(iv)), s->hooks, s->nobjs,
+	printf("sampler       heapctl's%s: loaded, %s, one sample per %s; %u %s in %u "
+	       "objects; %llu samples, %llu live\n", s->freestanding ? " (freestanding, mapped by heapctl)" : "",
+	       s->enabled ? "sampling" : "off",
+	       cli_size(s->interval, iv, sizeof(iv)), s->hooks,
+	       s->inlined ? "functions hooked inline" : "GOT slots hooked", s->nobjs,
 	       (unsigned long long)s->samples, (unsigned long long)s->live);
 }
 

@@ -76,9 +76,10 @@ static void sampler_text(const struct cli_env *env, const struct prof_state *p)
 	printf("profiling: heapctl's sampler (the allocator has no profiler running): %s, one "
 	       "sample per %s on average%s\n", now, iv, why);
 	if (s->enabled || s->kept) {
-		printf("sampler: %llu samples, %llu live, %llu stacks; %u GOT slots hooked in %u objects\n",
+		printf("sampler: %llu samples, %llu live, %llu stacks; %u %s in %u objects\n",
 		       (unsigned long long)s->samples, (unsigned long long)s->live,
-		       (unsigned long long)s->stacks, s->hooks, s->nobjs);
+		       (unsigned long long)s->stacks, s->hooks,
+		       s->inlined ? "functions hooked inline" : "GOT slots hooked", s->nobjs);
 		for (unsigned i = 0; i < s->nobjs; i++)
 			printf("  %3u  %s\n", s->objs[i].hooks, s->objs[i].path);
 	}
@@ -86,8 +87,8 @@ static void sampler_text(const struct cli_env *env, const struct prof_state *p)
 		printf("warning: %llu samples lost: the sampler's tables are full\n",
 		       (unsigned long long)s->dropped);
 	if (s->lost)
-		printf("warning: %u hooked GOT slots were changed by the process since; left as they are\n",
-		       s->lost);
+		printf("warning: %u hooked %s were changed by the process since; left as they are\n",
+		       s->lost, s->inlined ? "functions" : "GOT slots");
 	if (s->kept)
 		printf("note: the hooks stay and see the frees, so 'heapctl dump -p %d' still shows what "
 		       "was sampled and is live; 'heapctl prof reset -p %d' discards it and removes "

@@ -478,12 +478,13 @@ void cli_sampler_json(const struct hc_sampler *s)
 {
 	printf(",\"sampler\":{\"installed\":%s,\"enabled\":%s,\"kept\":%s,\"interval\":%llu,"
 	       "\"samples\":%llu,\"live_samples\":%llu,\"stacks\":%llu,\"dropped\":%llu,"
-	       "\"no_stack\":%llu,\"hooks\":%u,\"hooks_lost\":%u,\"objects\":[",
+	       "\"no_stack\":%llu,\"hooks\":%u,\"inline_hooks\":%u,\"freestanding\":%s,"
+	       "\"hooks_lost\":%u,\"objects\":[",
 	       cli_bool(s->installed), cli_bool(s->enabled), cli_bool(s->kept),
 	       (unsigned long long)s->interval,
 	       (unsigned long long)s->samples, (unsigned long long)s->live,
 	       (unsigned long long)s->stacks, (unsigned long long)s->dropped,
-	       (unsigned long long)s->no_stack, s->hooks, s->lost);
+	       (unsigned long long)s->no_stack, s->hooks, s->inlined, cli_bool(s->freestanding), s->lost);
 	for (unsigned i = 0; i < s->nobjs; i++) {
 		printf("%s{\"path\":", i ? "," : "");
 		hc_json_str(stdout, s->objs[i].path);

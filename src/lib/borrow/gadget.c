@@ -242,15 +242,21 @@ int gadget_find(struct engine *t, struct hc_err *err)
 	}
 	find_ret_gadgets(t);
 	find_notify(t);
-	if (!t->gadget || !t->restorer || (t->img->arch->ret_gadget && !t->retg.addr))
+	if (t->gadget && !t->restorer)
+		return err_sethint(err, HC_E_UNSUPPORTED, 0,
+				   "a program links its C library's signal return only when it "
+				   "installs a signal handler; heapctl needs it to give the thread "
+				   "back, and never writes code of its own to do so",
+				   "pid %d has no sigreturn restorer in its text (a static program "
+				   "that never calls sigaction())", t->img->pid);
+	if (!t->gadget || (t->img->arch->ret_gadget && !t->retg.addr))
 		return err_sethint(err, HC_E_UNSUPPORTED, 0,
 				   "heapctl runs on the C library's own code in the target: a "
 				   "\"syscall; ret\", its signal return and, on x86_64, a plain "
 				   "function tail that stores %%rax",
 				   "pid %d has no %s in its text", t->img->pid,
-				   !t->gadget	  ? "\"syscall; ret\" sequence" :
-				   !t->restorer ? "sigreturn restorer" :
-						  "function tail that keeps a call's result");
+				   !t->gadget ? "\"syscall; ret\" sequence" :
+						"function tail that keeps a call's result");
 	pr_debug("syscall gadget at 0x%llx, sigreturn restorer at 0x%llx, callbacks at 0x%llx",
 		 (unsigned long long)t->gadget, (unsigned long long)t->restorer,
 		 (unsigned long long)t->notify_fn);
