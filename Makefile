@@ -289,7 +289,8 @@ $(B)/victims/jemalloc_torture $(B)/victims/glibc_torture $(B)/victims/tcmalloc_t
 # instead of glibc's, its crt files and libc, and its loader as the interpreter; -lc, so
 # that DT_NEEDED is the bare "libc.so" musl's loader takes for itself (it has no SONAME).
 LIBC_LEAK_SRCS := tests/victims/libc_leak.c tests/victims/vcommon.h
-GLIBC_STATIC_VICTIMS := $(B)/victims/glibc_leak_static $(B)/victims/glibc_leak_static_pie
+GLIBC_STATIC_VICTIMS := $(B)/victims/glibc_leak_static $(B)/victims/glibc_leak_static_pie \
+	$(B)/victims/glibc_leak_static_stripped
 MUSL_VICTIMS := $(B)/victims/musl_leak $(B)/victims/musl_leak_static
 MUSL_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread
 ifdef CROSS_CC
@@ -307,10 +308,15 @@ HAVE_MUSL := $(shell command -v $(MUSL_CC) 2>/dev/null)
 endif
 VICTIMS += $(GLIBC_STATIC_VICTIMS) $(if $(HAVE_MUSL),$(MUSL_VICTIMS))
 
+# -O2 without frame pointers: the sampler's stacks come from the CFI alone
 $(B)/victims/glibc_leak_static: $(LIBC_LEAK_SRCS)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -static -o $@ $<
+	$(Q)$(CC) $(VICTIM_CFLAGS) -O2 -fomit-frame-pointer -Werror -static -o $@ $<
+# no symbols at all: heapctl must refuse to hook it, never guess
+$(B)/victims/glibc_leak_static_stripped: $(B)/victims/glibc_leak_static
+	$(msg) STRIP $@
+	$(Q)$(CROSS_COMPILE)strip --strip-all -o $@ $<
 $(B)/victims/glibc_leak_static_pie: $(LIBC_LEAK_SRCS)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
@@ -335,7 +341,7 @@ $(B)/victims/musl_leak: $(LIBC_LEAK_SRCS)
 $(B)/victims/musl_leak_static: $(LIBC_LEAK_SRCS)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
-	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $<
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -O2 -fomit-frame-pointer -static -o $@ $<
 endif
 
 # the floor, and with --paired heapctl's own borrow beside it (the library)

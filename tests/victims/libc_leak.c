@@ -13,6 +13,8 @@
  * main feeds on "feed N"; "sleep" blocks in nanosleep() for good.
  * leak_here() leaks LEAK_START bytes at start, in 4 KiB blocks that are
  * never freed (a list keeps them, so they are live, not unreachable).
+ * A SIGUSR1 handler counts what it is sent (as servers install handlers,
+ * which is also what links a static program's signal return).
  *
  * Commands (one reply line each):
  *   ping        pong
@@ -22,6 +24,9 @@
  *   state       state pid=P errors=N eintr_main=N eintr_read=N eintr_sleep=N leaked=BYTES
  *   fds         fds N
  *   maps        maps N anon_odd=M
+ *   churn N     churning T (N more threads in malloc/calloc/realloc/free for good: hooks go in
+ *               and out while they run; each block's bytes are checked before its free)
+ *   churned     churned ops=N bad=M
  *   quit        bye, then exit(0); EOF on CTL_FD also exits
  */
 #ifndef _GNU_SOURCE
@@ -30,6 +35,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include "vcommon.h"
 
@@ -44,6 +50,43 @@ static unsigned long feed_done;
 static char feed_res[128];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static unsigned long usr1, churners, churn_ops, churn_bad;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	__atomic_fetch_add(&usr1, 1, __ATOMIC_RELAXED);
+}
+
+/* Allocation calls of every kind, for good; each block's bytes are checked before it goes. */
+static __attribute__((noinline)) void churn_site(unsigned *seed)
+{
+	unsigned char *p = malloc(16 + rand_r(seed) % 2000), *q = calloc(1 + rand_r(seed) % 64, 8);
+	void *a = NULL;
+
+	if (!p || !q || posix_memalign(&a, 64, 256))
+		vdie("churn");
+	memset(p, 0xa5, 16);
+	q = realloc(q, 4096);
+	if (!q)
+		vdie("churn realloc");
+	q[4095] = 7;
+	if (p[0] != 0xa5 || p[15] != 0xa5 || q[4095] != 7 || ((uintptr_t)a & 63))
+		__atomic_fetch_add(&churn_bad, 1, __ATOMIC_RELAXED);
+	free(p);
+	free(q);
+	free(a);
+	__atomic_fetch_add(&churn_ops, 1, __ATOMIC_RELAXED);
+}
+
+static void *churn_thread(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+
+	for (;;)
+		churn_site(&seed);
+	return NULL;
+}
 
 struct block {
 	struct block *next;
@@ -171,6 +214,13 @@ int main(int argc, char **argv)
 
 	vfds_get(&fds, argc, argv);
 	vallow_ptrace();
+	{
+		struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGUSR1, &sa, NULL))
+			vdie("sigaction");
+	}
 	leak_here(LEAK_START);
 	if (pipe2(feed_pipe, O_CLOEXEC))
 		vdie("pipe2");
@@ -218,8 +268,9 @@ int main(int argc, char **argv)
 			pthread_mutex_lock(&mu);
 			vreply(fds.reply,
 			       "state pid=%d errors=%lu eintr_main=%lu eintr_read=%lu eintr_sleep=%lu "
-			       "leaked=%zu",
-			       (int)getpid(), n_errors, eintr_main, eintr_read, eintr_sleep, leaked);
+			       "leaked=%zu usr1=%lu",
+			       (int)getpid(), n_errors, eintr_main, eintr_read, eintr_sleep, leaked,
+			       __atomic_load_n(&usr1, __ATOMIC_RELAXED));
 			pthread_mutex_unlock(&mu);
 		} else if (!strcmp(cmd, "fds")) {
 			vreply(fds.reply, "fds %ld", vcount_fds());
@@ -228,6 +279,16 @@ int main(int argc, char **argv)
 
 			vcount_maps(&maps, &anon_odd);
 			vreply(fds.reply, "maps %ld anon_odd=%ld", maps, anon_odd);
+		} else if (!strcmp(cmd, "churn")) {
+			long k = strtol(arg, NULL, 10);
+
+			for (long i = 0; i < k && i < 16; i++, churners++)
+				if (pthread_create(&t, NULL, churn_thread, (void *)(uintptr_t)(churners + 1)))
+					vdie("pthread_create");
+			vreply(fds.reply, "churning %lu", churners);
+		} else if (!strcmp(cmd, "churned")) {
+			vreply(fds.reply, "churned ops=%lu bad=%lu", __atomic_load_n(&churn_ops, __ATOMIC_RELAXED),
+			       __atomic_load_n(&churn_bad, __ATOMIC_RELAXED));
 		} else if (!strcmp(cmd, "quit")) {
 			vreply(fds.reply, "bye");
 			break;
