@@ -525,7 +525,7 @@ static void borrow_once(struct victim *v, const struct once_cmd *cmds, size_t n)
 
 #define ONCE_COMMON                                                                \
 	{ { "stats" }, 0, 1 }, { { "stats", "--full" }, 0, 1 },                     \
-		{ { "stats", "--json" }, 0, 1 }, { { "info" }, 0, 1 }, { { "purge" }, 0, 1 }, \
+		{ { "stats", "--json" }, 0, 1 }, { { "purge" }, 0, 1 },                      \
 		{ { "doctor" }, 0, 1 }, { { "doctor", "--json" }, 0, 1 },                   \
 		{ { "stats", "--format", "prometheus" }, 0, 1 }
 
@@ -578,6 +578,7 @@ static void test_once_jemalloc(void)
 {
 	static const struct once_cmd cmds[] = {
 		ONCE_COMMON,
+		{ { "info" }, 0, 1 },
 		{ { "prof", "status" }, 0, 1 },
 		{ { "prof", "on" }, 0, 1 },
 		{ { "dump", "-o", "@OUT" }, 0, 1 },
@@ -602,6 +603,7 @@ static void test_once_tcmalloc(void)
 {
 	static const struct once_cmd cmds[] = {
 		ONCE_COMMON,
+		{ { "info" }, 0, 1 },
 		{ { "prof", "status" }, 0, 1 },
 		{ { "prof", "on" }, 0, 1 },
 		{ { "dump", "-o", "@OUT" }, 0, 1 },
@@ -622,6 +624,7 @@ static void test_once_glibc(void)
 {
 	static const struct once_cmd cmds[] = {
 		ONCE_COMMON,
+		{ { "info" }, 0, 0 }, /* its version and settings are read, not asked */
 		{ { "prof", "status" }, 0, 0 }, /* glibc has no profiler to ask */
 		{ { "prof", "on", "--sampler", "native" }, 1, 0 },
 		{ { "prof", "on" }, 0, 1 }, /* heapctl's sampler: loaded, hooked, on */
@@ -1331,6 +1334,7 @@ static void test_once_mimalloc(void)
 {
 	static const struct once_cmd cmds[] = {
 		ONCE_COMMON,
+		{ { "info" }, 0, 1 },
 		{ { "prof", "status" }, 0, 0 }, /* mimalloc has no profiler to ask */
 		{ { "prof", "on", "--sampler", "native" }, 1, 0 },
 		{ { "prof", "on" }, 0, 1 }, /* heapctl's sampler: loaded, hooked, on */

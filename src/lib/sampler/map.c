@@ -214,7 +214,7 @@ int map_sampler(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	const uint8_t *img = hc_sampler_ff_so;
 	size_t len = (size_t)(hc_sampler_ff_so_end - hc_sampler_ff_so);
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), base = 0, at;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), base = 0, at, prev = 0;
 	uint16_t machine = t->img->arch->e_machine;
 	char why[160] = "";
 	struct layout l;
@@ -243,6 +243,11 @@ int map_sampler(struct engine *t, struct inj *in, struct hc_err *err)
 		const Elf64_Phdr *p = l.load[i];
 		uint64_t lo = p->p_vaddr & ~(pg - 1), fend = up(p->p_vaddr + p->p_filesz, pg);
 		uint64_t mend = up(p->p_vaddr + p->p_memsz, pg);
+
+		/* what the reservation holds between segments goes back: no PROT_NONE left over */
+		if (lo > prev)
+			remote_munmap(t, base + prev, lo - prev);
+		prev = mend;
 
 		if (fend > lo)
 			rc = remote_mmap(t, base + lo, fend - lo, prot_of(p->p_flags), MAP_PRIVATE | MAP_FIXED,
