@@ -30,7 +30,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HEAPCTL=${HEAPCTL:-$ROOT/build/heapctl}
 REAL_DIR=${REAL_DIR:-$ROOT/build/real}
-TMP=$(mktemp -d /tmp/heapctl-real.XXXXXX)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/heapctl-real.XXXXXX")
 ALLOC_FNS="malloc free calloc realloc posix_memalign aligned_alloc memalign"
 PIDS=()
 NPASS=0 NFAIL=0 NSKIP=0
