@@ -454,6 +454,19 @@ uninstall:
 	$(Q)rm -f $(DESTDIR)$(BINDIR)/heapctl $(DESTDIR)$(MANDIR)/man1/heapctl.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/heapctl
 
+# Real programs written elsewhere, profiled while they serve (tests/real/):
+# redis-server linked with musl (dynamic and static), busybox httpd and
+# bash, static and unstripped, all from Debian's source packages (apt-get
+# source), built into $(B)/real/ (a few minutes: never by 'make test').
+# check-real skips what is not built, saying how to build it.
+.PHONY: real-redis-musl real-programs check-real
+real-redis-musl:
+	REAL_DIR=$(abspath $(B))/real tests/real/build.sh redis
+real-programs:
+	REAL_DIR=$(abspath $(B))/real tests/real/build.sh redis busybox bash
+check-real: $(B)/heapctl
+	HEAPCTL=$(abspath $(B))/heapctl REAL_DIR=$(abspath $(B))/real tests/real/static-programs.sh
+
 # Man page and completion against --help, --version, install/uninstall (tests/install/).
 check-install: $(B)/heapctl
 	@tests/install/run.sh $(B)

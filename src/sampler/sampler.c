@@ -375,10 +375,12 @@ static int forget(uint64_t p, struct hcs_live *was)
 
 /*
  * A countdown belongs to one profile (state.enabled names it): a thread
- * whose countdown was drawn for another, or never, draws a new one and
- * samples nothing yet (no bias: the gaps are memoryless).  Checked on
- * every allocation, so a new interval holds from the next one, however
- * long the old countdown had to run.
+ * whose countdown was drawn for another, or never, draws a new one, and
+ * the allocation at hand counts against it like any other (the gaps are
+ * memoryless; skipping it would never sample a thread's first allocation
+ * of a profile: a forked server's child that makes one big one shows
+ * nothing).  Checked on every allocation, so a new interval holds from
+ * this one, however long the old countdown had to run.
  */
 static __attribute__((noinline)) void new_countdown(struct tls *t, uint32_t profile, uint64_t p)
 {
@@ -439,10 +441,8 @@ static inline void note_alloc(void *p, uint64_t size)
 	t = my_tls();
 	if (NESTED(t))
 		return;
-	if (unlikely(t->gen != profile)) {
+	if (unlikely(t->gen != profile))
 		new_countdown(t, profile, (uint64_t)(uintptr_t)p);
-		return;
-	}
 	if (SHARED(t)) {
 		/* the one thread that takes it across zero samples, and draws anew */
 		int64_t was = __atomic_fetch_sub(&t->left, (int64_t)size, __ATOMIC_RELAXED);

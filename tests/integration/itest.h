@@ -398,6 +398,7 @@ bool map_files_open_nocap(pid_t pid, const char *const *prefix);
 extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 extern const struct itest t_sampler_tests[];	/* heapctl's injected sampler */
 extern const struct itest t_musl_tests[];	/* musl and static glibc: named, refused well */
+extern const struct itest t_real_tests[];	/* t_real.c: tests/real/static-programs.sh, programs built apart */
 
 /* victim.c: v's control name reads want after what (or the test fails); 0 or -1 */
 int expect_ctl(struct victim *v, const char *name, const char *want, const char *after);

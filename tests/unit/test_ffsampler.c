@@ -7,7 +7,8 @@
  * Then: hcs_init() and the flavour, samples taken through its hooks with
  * stacks from its own unwinder (its frames left out, the caller's as
  * _Unwind_Backtrace sees them), threads on their own countdowns, and a
- * fork()ed child that notices it is one.  HC_FF_BENCH=1 also prints the
+ * fork()ed child that notices it is one, a new profile's first allocation
+ * sampled as any other.  HC_FF_BENCH=1 also prints the
  * cost of an unsampled malloc/free pair through the hooks.
  *
  * Built twice: against glibc (test_ffsampler, its stacks also compared
@@ -286,6 +287,22 @@ int main(void)
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the child did not stop sampling and forget the parent's samples");
 	CHECK(!st->in_child && st->enabled, "the parent stopped sampling");
+	end();
+
+	/* a thread's first allocation in a new profile counts like any other */
+	begin("ffsampler.first");
+	{
+		void *big;
+
+		((int (*)(uint64_t, uint32_t))(uintptr_t)st->fn_enable)(256, 1);
+		CHECK(st->samples == 0, "a new interval kept %llu samples", (unsigned long long)st->samples);
+		big = HOOK(MALLOC, malloc_fn)(1 << 20);
+		CHECK(st->samples == 1 && st->live_count == 1,
+		      "1 MiB, the first allocation at a mean of 256 bytes: %llu samples, %llu live",
+		      (unsigned long long)st->samples, (unsigned long long)st->live_count);
+		HOOK(FREE, free_fn)(big);
+		CHECK(st->live_count == 0, "freed, still %llu live", (unsigned long long)st->live_count);
+	}
 	end();
 
 	if (getenv("HC_FF_BENCH"))
