@@ -114,5 +114,8 @@ const char *alloc_guess(struct hc_target *t)
 				snprintf(buf, sizeof(buf), "%s", o->path);
 			return buf;
 		}
+	/* a static executable with no symbols: nothing can name what it linked in */
+	if (libc_identify(&t->img)->is_static && libc_identify(&t->img)->kind == LIBC_UNKNOWN)
+		return "an allocator linked into a stripped static executable, which no symbol names";
 	return "an unknown allocator";
 }
