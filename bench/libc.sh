@@ -10,7 +10,9 @@
 # whatever it cannot measure here.
 #
 #   fast path     ns per malloc/free pair (64 B; bench/mallocloop.c built
-#                 for each C library, timing its own loop, best of 5): with
+#                 for each C library, timing its own loop in its thread's
+#                 CPU time, so that preemption by other work on the machine
+#                 does not count, best of 5): with
 #                 no hooks (before the first prof on and after each prof
 #                 reset), hooked and not sampling (prof on --sample-bytes 1G:
 #                 a sample every 16 M pairs), hooked after prof off (the
@@ -36,7 +38,7 @@
 # $BENCH_FRESH processes.
 #
 # Knobs (environment): BENCH_LOOP (2000000 pairs a measure), BENCH_SWITCHES
-# (5), BENCH_FRESH (7 processes per target), BENCH_BUSY (0), BENCH_ONLY (fastpath or
+# (7), BENCH_FRESH (7 processes per target), BENCH_BUSY (0), BENCH_ONLY (fastpath or
 # pauses), BENCH_MUSL_WHY (set by the Makefile: why the musl programs were
 # not built).
 set -u
@@ -45,7 +47,7 @@ export LC_ALL=C
 build=${1:-build}
 heapctl=$build/heapctl
 pairs=${BENCH_LOOP:-2000000}
-switches=${BENCH_SWITCHES:-5}
+switches=${BENCH_SWITCHES:-7}
 fresh=${BENCH_FRESH:-7}
 busy=${BENCH_BUSY:-0}
 only=${BENCH_ONLY:-}
@@ -177,7 +179,7 @@ stop()
 run()
 {
 	local ns
-	echo "run $pairs 64" >&"$lin"
+	echo "run $pairs 64 cpu" >&"$lin"
 	read -t 300 -r ns <&"$lout" || die "mallocloop did not answer"
 	echo "$ns"
 }
@@ -224,7 +226,7 @@ fastpath()
 			"$label ($hooks)" "$b" "$u" "$k" "$s" "$(minus "$u" "$b")" "$(minus "$k" "$b")" \
 			"$(minus "$s" "$b")" "$lo" "$hi"
 	done
-	printf '%-24s (64-byte pairs, a figure the best of 5 x %s; medians: no hooks of %s, before the first\n' \
+	printf '%-24s (64-byte pairs, a figure the best of 5 x %s in thread CPU time; medians: no hooks of %s, before the first\n' \
 		"" "$pairs" "$((switches + 1))"
 	printf '%-24s  prof on and after each prof reset; the others of %s switches. unsampled: prof on\n' "" "$switches"
 	printf '%-24s  --sample-bytes 1G; off, kept: after prof off, hooks in; sampling: 512 KiB, the default.\n' ""
