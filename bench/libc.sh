@@ -130,6 +130,17 @@ times()
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b <= 0) { print "n/a"; exit }
 		r = a / b; printf (r >= 10 ? "%.0fx" : r >= 1 ? "%.1fx" : "%.2fx"), r }'
 }
+# us US [WHY]: microseconds, or "- (WHY)" if none were given, n/a without WHY
+us()
+{
+	if [ "$1" != n/a ]; then
+		echo "$1 us"
+	elif [ -n "${2:-}" ]; then
+		echo "- ($2)"
+	else
+		echo n/a
+	fi
+}
 # microseconds as ms, or n/a
 ms()
 {
@@ -137,16 +148,19 @@ ms()
 }
 
 # hc ARGS...: heapctl -v ARGS, its output in $tmp/hc.out; sets hc_pause (us the
-# borrowed thread was stopped, every borrow summed) and hc_all (us every thread
-# was stopped for inline hooks, summed; n/a if none); fails as heapctl did
+# borrowed thread was stopped, every borrow summed), hc_own (us of that pause
+# that went to heapctl's own work, not to stops, registers, memory or the
+# safe-point check) and hc_all (us every thread was stopped for inline hooks,
+# summed); n/a where heapctl said nothing of it; fails as heapctl did
 hc()
 {
 	"$heapctl" -v "$@" >"$tmp/hc.out" 2>&1
 	local rc=$?
-	read -r hc_pause hc_all < <(awk '
+	read -r hc_pause hc_own hc_all < <(awk '
 		/borrowed tid [0-9]+ for [0-9]+ us/ { for (i = 1; i < NF; i++) if ($i == "for") { p += $(i + 1); np++; break } }
+		/the pause: .* us heapctl.s own work/ { for (i = 2; i < NF; i++) if ($i == "us" && $(i + 1) ~ /^heapctl/) { o += $(i - 1); no++ } }
 		/inline hooks (in|out), every thread stopped for/ { for (i = 1; i < NF; i++) if ($i == "for") { a += $(i + 1); na++; break } }
-		END { print (np ? p : "n/a"), (na ? a : "n/a") }' "$tmp/hc.out")
+		END { print (np ? p : "n/a"), (no ? o : "n/a"), (na ? a : "n/a") }' "$tmp/hc.out")
 	return $rc
 }
 # the error heapctl gave, one line
@@ -237,14 +251,16 @@ fastpath()
 pauses()
 {
 	local t key label sfx hooks why i prog je=
-	local on=() on_all=() off=() off_all=() rs=() rsje=() r
+	local on=() on_own=() on_all=() off=() off_all=() rs=() rsje=() r
 
 	for f in "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" /usr/lib64/libjemalloc.so.2 \
 		/usr/lib/libjemalloc.so.2 /usr/local/lib/libjemalloc.so.2; do
 		[ -f "$f" ] && je=$f && break
 	done
-	printf '%-24s %-22s %-12s %-12s %-12s %-12s %-12s %s\n' "pauses (medians)" "target" "prof on" \
-		"all stopped" "prof reset" "all stopped" "restart" "restart over: prof on's pause, its all stopped"
+	printf '%-24s %-22s %-32s %-22s %-9s %s\n' "pauses (medians)" "" "prof on (first load)" \
+		"prof reset (removal)" "restart" "restart over"
+	printf '%-24s %-22s %-9s %-10s %-11s %-10s %-11s %-9s %s\n' "" "target" "borrowed" "own work" \
+		"all stopped" "borrowed" "all stopped" "" "prof on's borrowed, all stopped"
 	for t in "${targets[@]}"; do
 		IFS='|' read -r key label sfx hooks <<<"$t"
 		why=$(why_not "$key" "$sfx")
@@ -253,7 +269,7 @@ pauses()
 			continue
 		fi
 		prog=$build/bench/mtloop$sfx
-		on=() on_all=() off=() off_all=() rs=() rsje=()
+		on=() on_own=() on_all=() off=() off_all=() rs=() rsje=()
 		for ((i = 0; i < fresh; i++)); do
 			# what a user does instead, in turn with each process
 			r=$("$build/bench/restart" 1 "$prog" 2>"$tmp/rs.err") ||
@@ -272,6 +288,7 @@ pauses()
 			fi
 			hc prof on -p "$lpid" || { why="prof on failed: $(hc_err)"; stop; break; }
 			on+=("$hc_pause")
+			[ "$hc_own" = n/a ] || on_own+=("$hc_own")
 			[ "$hc_all" = n/a ] || on_all+=("$hc_all")
 			hc prof off -p "$lpid" || { why="prof off failed: $(hc_err)"; stop; break; }
 			hc prof reset -p "$lpid" || { why="prof reset failed: $(hc_err)"; stop; break; }
@@ -283,15 +300,14 @@ pauses()
 			printf '%-24s %-22s not measured: %s\n' "" "$label ($hooks)" "$why"
 			continue
 		fi
-		local mon mona moff moffa mrs
-		mon=$(median "${on[@]}") mona=$(median "${on_all[@]}")
+		local mon mono mona moff moffa mrs
+		mon=$(median "${on[@]}") mono=$(median "${on_own[@]}") mona=$(median "${on_all[@]}")
 		moff=$(median "${off[@]}") moffa=$(median "${off_all[@]}") mrs=$(median "${rs[@]}")
-		printf '%-24s %-22s %-12s %-12s %-12s %-12s %-12s %s, %s\n' "" "$label ($hooks)" \
-			"$mon us" "$([ "$mona" = n/a ] && echo "- (GOT)" || echo "$mona us")" "$moff us" \
-			"$([ "$moffa" = n/a ] && echo "- (GOT)" || echo "$moffa us")" "$(ms "$mrs")" \
-			"$(times "$mrs" "$mon")" "$(times "$mrs" "$mona")"
+		printf '%-24s %-22s %-9s %-10s %-11s %-10s %-11s %-9s %s, %s\n' "" "$label ($hooks)" \
+			"$(us "$mon")" "$(us "$mono")" "$(us "$mona" GOT)" "$(us "$moff")" "$(us "$moffa" GOT)" \
+			"$(ms "$mrs")" "$(times "$mrs" "$mon")" "$(times "$mrs" "$mona")"
 		if [ ${#rsje[@]} -gt 0 ]; then
-			printf '%-24s %-22s %-12s %-12s %-12s %-12s %-12s %s\n' "" "  restart, jemalloc prof" "" "" "" "" \
+			printf '%-24s %-22s %-9s %-10s %-11s %-10s %-11s %-9s %s\n' "" "  + jemalloc prof:true" "" "" "" "" "" \
 				"$(ms "$(median "${rsje[@]}")")" "$(times "$(median "${rsje[@]}")" "$mon")"
 		elif [ "$key" = gdyn ]; then
 			printf '%-24s %-22s restart with jemalloc'"'"'s profiler preloaded: not measured (%s)\n' "" "" \
@@ -300,7 +316,8 @@ pauses()
 	done
 	printf '%-24s (%s fresh processes of bench/mtloop per target, 3 threads, the 2 workers %s; prof on:\n' \
 		"" "$fresh" "$([ "$busy" = 1 ] && echo allocating || echo waiting)"
-	printf '%-24s  the borrowed thread'"'"'s pause at the first load, every borrow summed; prof reset: after\n' ""
+	printf '%-24s  the borrowed thread'"'"'s pause at the first load, every borrow summed, and of it heapctl'"'"'s\n' ""
+	printf '%-24s  own work (not stops, registers, memory, the safe-point check); prof reset: after\n' ""
 	printf '%-24s  prof off, the hooks out; all stopped: the instant every thread is stopped while inline\n' ""
 	printf '%-24s  hooks go in or out; restart: the same program, fork+exec until it prints "ready", one\n' ""
 	printf '%-24s  before each process; a static program cannot preload a profiler: it would be relinked)\n' ""
