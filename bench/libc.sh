@@ -96,6 +96,9 @@ targets=(
 why_not()
 {
 	local key=$1 sfx=$2 p
+	case $key in
+	m*) [ -z "$musl_why" ] || { echo "$musl_why"; return; } ;;
+	esac
 	for p in mallocloop mtloop; do
 		if [ ! -x "$build/bench/$p$sfx" ]; then
 			case $key in
