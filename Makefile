@@ -355,11 +355,42 @@ $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_CFLAGS) $(JE_LIBS)
 
-# glibc malloc, hooked or not by heapctl's sampler (mtloop: jemalloc by LD_PRELOAD)
-$(B)/bench/mallocloop $(B)/bench/mtloop: $(B)/bench/%: bench/%.c
+# glibc malloc, hooked or not by heapctl's sampler (mtloop: jemalloc by LD_PRELOAD);
+# restart: the launcher that times a start until the program says it is ready
+$(B)/bench/mallocloop $(B)/bench/mtloop $(B)/bench/restart: $(B)/bench/%: bench/%.c
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -O2 -o $@ $<
+
+# The same two loops as static glibc programs and as musl ones, dynamic and static,
+# for the inline hooks and the freestanding sampler (bench/libc.sh).  Without
+# musl-gcc the musl ones are not built, and bench/libc.sh says so.
+BENCH_LIBC_SRCS := bench/mallocloop.c bench/mtloop.c
+BENCH_GLIBC_STATIC := $(patsubst bench/%.c,$(B)/bench/%_static,$(BENCH_LIBC_SRCS))
+BENCH_MUSL := $(patsubst bench/%.c,$(B)/bench/%_musl,$(BENCH_LIBC_SRCS)) \
+	$(patsubst bench/%.c,$(B)/bench/%_musl_static,$(BENCH_LIBC_SRCS))
+BENCH_BINS += $(BENCH_GLIBC_STATIC)
+$(BENCH_GLIBC_STATIC): $(B)/bench/%_static: bench/%.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -O2 -static -o $@ $<
+ifeq ($(CROSS_CC),)
+ifneq ($(HAVE_MUSL),)
+BENCH_BINS += $(BENCH_MUSL)
+$(filter %_musl,$(BENCH_MUSL)): $(B)/bench/%_musl: bench/%.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -O2 -o $@ $<
+$(filter %_musl_static,$(BENCH_MUSL)): $(B)/bench/%_musl_static: bench/%.c
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -O2 -static -o $@ $<
+else
+BENCH_MUSL_WHY := $(MUSL_CC) not found (musl-tools)
+endif
+else
+BENCH_MUSL_WHY := cross build ($(ARCH)): no musl bench programs
+endif
 
 $(B)/demo/%: demo/%.c
 	$(msg) CC $@
@@ -475,12 +506,14 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(DEMO_BINS)
 	@demo/run.sh $(B)
 
-# heapctl against gdb (attach, pauses, stalls, scaling), then report against jeprof.
+# heapctl against gdb (attach, pauses, stalls, scaling), then report against jeprof, the
+# sampler against the others and per C library (bench/libc.sh), leak accuracy.
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(B)/victims/leak_rate
 	@bench/run.sh $(B)
 	@bench/report.sh $(B)
 	@bench/sampler.sh $(B)
+	@BENCH_MUSL_WHY='$(BENCH_MUSL_WHY)' bench/libc.sh $(B)
 	@bench/accuracy.sh $(B)
 
 format-check:
