@@ -168,10 +168,19 @@ bool sampler_loadable(struct engine *t, const char **why, const char **hint)
 }
 
 /* rescan: only hook what is new, and make no remote call if nothing is */
+void inj_prep_clear(struct inj_prep *p)
+{
+	for (unsigned i = 0; i < p->ntabs; i++)
+		free(p->tabs[i].buf);
+	p->ntabs = 0;
+}
+
 void inj_free(struct inj *in)
 {
-	if (in)
+	if (in) {
+		inj_prep_clear(&in->prep);
 		free(in->prep.slots);
+	}
 	free(in);
 }
 
@@ -186,6 +195,10 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 	p->n = 0;
 	p->inl = false;
 	p->mapped = needs_mapping(t);
+	inj_prep_clear(p);
+	/* the freestanding sampler's unwind tables, where it is yet to be set up */
+	if (p->mapped && !(in->state && in->s.initialised) && unwind_prepare(t, p, err) < 0)
+		return -1;
 	if (!p->slots && !(p->slots = calloc(HCS_MAXSLOTS, sizeof(*p->slots))))
 		return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 	/*
@@ -239,10 +252,13 @@ static int write_objs(struct engine *t, struct inj *in, struct hc_err *err)
 
 	if (own)
 		o[n++] = (struct hcs_obj){ in->text_lo, in->text_hi, in->base + own };
-	if (unwind_tables(t, in, err) < 0)
-		return -1;
-	for (unsigned i = 0; i < in->nextra && n < HCS_MAXOBJS; i++)
-		o[n++] = in->extra[i];
+	{
+		unsigned k;
+
+		if (unwind_map(t, &in->prep, o + n, &k, err) < 0)
+			return -1;
+		n += k;
+	}
 	for (size_t i = 0; i < t->img->nobjs && n < HCS_MAXOBJS; i++) {
 		const struct obj *ob = &t->img->objs[i];
 

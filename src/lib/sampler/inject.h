@@ -20,6 +20,8 @@ struct hc_err;
 struct hc_where;
 struct hc_sampler;
 
+#define INJ_MAXEXTRA 8 /* objects without .eh_frame_hdr given a table */
+
 struct inj {
 	uint64_t base;             /* the sampler's ELF header, or 0: not loaded */
 	uint64_t text_lo, text_hi; /* its code */
@@ -29,10 +31,6 @@ struct inj {
 	unsigned ndata;
 	uint64_t state;            /* its struct hcs_state, or 0 */
 	struct hcs_state s;        /* as last read */
-	/* unwind tables heapctl made for objects without .eh_frame_hdr (inline.c) */
-#define INJ_MAXEXTRA 8
-	struct hcs_obj extra[INJ_MAXEXTRA];
-	unsigned nextra;
 	bool loaded_now;
 	bool switched; /* inj_on() or inj_off() turned it on or off */
 	/* what the driver found (its allocator, object, mallctl), as the API gives it; never NULL */
@@ -50,6 +48,17 @@ struct inj {
 		unsigned n;
 		/* the allocator is in the executable: jemalloc's own hooks instead of GOT slots */
 		uint64_t je_mallctl;
+		/*
+		 * Unwind tables for objects without .eh_frame_hdr (inline.c), built
+		 * before the borrow, where each will be mapped: the borrow only maps.
+		 */
+		struct unw_tab {
+			struct hcs_obj obj; /* the object's code, and where its table goes */
+			uint8_t *buf;
+			size_t len; /* whole pages */
+			const char *path;
+		} tabs[INJ_MAXEXTRA];
+		unsigned ntabs;
 	} prep;
 };
 
@@ -63,6 +72,8 @@ struct inj {
  * Reads only: nothing is stopped.
  */
 bool sampler_loadable(struct engine *t, const char **why, const char **hint);
+/* What inj_prepare() built for the next inj_on(), freed. */
+void inj_prep_clear(struct inj_prep *p);
 
 /* Fills in: 1 loaded (in->s read), 0 not loaded, -1 error. */
 int inj_probe(struct engine *t, struct inj *in, struct hc_err *err);

@@ -59,7 +59,9 @@ int map_sampler(struct engine *t, struct inj *in, struct hc_err *err);
 uint64_t map_eh_frame_hdr(uint16_t machine);
 
 /* inline.c: inline hooks, where no GOT slot leads to the allocator */
-int unwind_tables(struct engine *t, struct inj *in, struct hc_err *err);
+int unwind_prepare(struct engine *t, struct inj_prep *p, struct hc_err *err);
+int unwind_map(struct engine *t, struct inj_prep *p, struct hcs_obj *out, unsigned *n,
+	       struct hc_err *err);
 int inline_install(struct engine *t, struct inj *in, uint64_t *orig, struct hc_err *err);
 int inline_repatch(struct engine *t, struct inj *in, struct hc_err *err);
 int inline_remove(struct engine *t, struct inj *in, unsigned *left, struct hc_err *err);

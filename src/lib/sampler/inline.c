@@ -208,16 +208,17 @@ static int map_near(struct engine *t, const char *name, uint64_t addr, const uin
 /*
  * Unwind tables for the objects linked without .eh_frame_hdr (a static
  * executable; anything musl-gcc links): built here from their .eh_frame
- * (ehhdr.c) and mapped read-only within reach of it, the table's entries
- * being 32-bit offsets.  Each goes into in->extra, for the sampler's
- * object table.  An object whose table cannot be made is only unwound
- * through no further: its frames end the stack.
+ * (ehhdr.c) for a place within reach of it, the table's entries being
+ * 32-bit offsets, all before the borrow (reading .eh_frame and sorting
+ * thousands of entries is most of the work); unwind_map() maps them in
+ * it.  An object whose table cannot be made is only unwound through no
+ * further: its frames end the stacks.
  */
-int unwind_tables(struct engine *t, struct inj *in, struct hc_err *err)
+int unwind_prepare(struct engine *t, struct inj_prep *p, struct hc_err *err)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 
-	for (size_t i = 0; i < t->img->nobjs && in->nextra < INJ_MAXEXTRA; i++) {
+	for (size_t i = 0; i < t->img->nobjs && p->ntabs < INJ_MAXEXTRA; i++) {
 		struct obj *o = &t->img->objs[i];
 		uint64_t eh, len, lo, hi, at, span;
 		uint8_t *bytes, *tab;
@@ -230,6 +231,7 @@ int unwind_tables(struct engine *t, struct inj *in, struct hc_err *err)
 		bytes = malloc(len);
 		if (!bytes)
 			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		/* built once for its size, then again for where it goes */
 		tab = mem_read(t->img->pid, t->img->memfd, eh, bytes, len, &e) < 0 ? NULL :
 		      ehhdr_build(bytes, len, eh, eh, &tlen, &e);
 		lo = eh < o->text_lo ? eh : o->text_lo;
@@ -241,26 +243,38 @@ int unwind_tables(struct engine *t, struct inj *in, struct hc_err *err)
 		if (at)
 			tab = ehhdr_build(bytes, len, eh, at, &tlen, &e);
 		free(bytes);
-		if (tab) {
-			uint8_t *buf = calloc(1, span);
-
-			if (buf && tlen <= span) {
-				memcpy(buf, tab, tlen);
-				if (map_near(t, UNWIND_NAME, at, buf, span, PROT_READ, err) < 0) {
-					free(buf);
-					free(tab);
-					return -1;
-				}
-				in->extra[in->nextra++] = (struct hcs_obj){ o->text_lo, o->text_hi, at };
-				pr_info("sampler: an unwind table for %s (no .eh_frame_hdr) at 0x%" PRIx64,
-					o->path, at);
-			}
-			free(buf);
+		if (!tab || tlen > span) {
 			free(tab);
-		} else {
 			pr_warn("sampler: %s has no .eh_frame_hdr and none could be made (%s): its "
 				"frames end the stacks", o->path, e.msg[0] ? e.msg : "no room near it");
+			continue;
 		}
+		/* whole pages, zero after the table, as they will be mapped */
+		bytes = calloc(1, span);
+		if (!bytes) {
+			free(tab);
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		}
+		memcpy(bytes, tab, tlen);
+		free(tab);
+		p->tabs[p->ntabs++] = (struct unw_tab){ { o->text_lo, o->text_hi, at }, bytes, span, o->path };
+	}
+	return 0;
+}
+
+/* Map the tables unwind_prepare() made; the objects they serve into out (room for p->ntabs). */
+int unwind_map(struct engine *t, struct inj_prep *p, struct hcs_obj *out, unsigned *n,
+	       struct hc_err *err)
+{
+	*n = 0;
+	for (unsigned i = 0; i < p->ntabs; i++) {
+		struct unw_tab *u = &p->tabs[i];
+
+		if (map_near(t, UNWIND_NAME, u->obj.eh_frame_hdr, u->buf, u->len, PROT_READ, err) < 0)
+			return -1;
+		out[(*n)++] = u->obj;
+		pr_info("sampler: an unwind table for %s (no .eh_frame_hdr) at 0x%" PRIx64, u->path,
+			u->obj.eh_frame_hdr);
 	}
 	return 0;
 }
