@@ -854,12 +854,53 @@ static long lines_of(struct victim *v, const char *a1, const char *a2)
 	return n;
 }
 
-/* Runs "heapctl -vvv A1 A2 -p PID" and SIGKILLs it right after its line'th line of stderr. */
-static void kill_at_line(struct victim *v, const char *a1, const char *a2, long line)
+/*
+ * The worker of a heapctl started as front (src/cli/keeper.c): the tracer,
+ * a child of the front's; 0 if there is none (yet).
+ */
+static pid_t worker_of(pid_t front)
+{
+	struct dirent *d;
+	pid_t w = 0;
+	DIR *dp = opendir("/proc");
+
+	while (dp && !w && (d = readdir(dp))) {
+		char path[300], *st, *rp;
+		int ppid;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
+		st = read_file_str(path);
+		rp = st ? strrchr(st, ')') : NULL;
+		if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == (int)front)
+			w = (pid_t)atoi(d->d_name);
+		free(st);
+	}
+	if (dp)
+		closedir(dp);
+	return w;
+}
+
+/*
+ * SIGKILL heapctl: the front, which its worker takes as a request to stop
+ * after the step it is on, or (tracer) the worker first, the tracer
+ * itself, wherever it is.
+ */
+static void kill_heapctl(struct hproc *hp, pid_t worker)
+{
+	if (worker > 0)
+		kill(worker, SIGKILL);
+	kill(hp->pid, SIGKILL);
+}
+
+/* Runs "heapctl -vvv A1 A2 -p PID" and SIGKILLs it (tracer: its worker too) right after its line'th line of stderr. */
+static void kill_at_line(struct victim *v, const char *a1, const char *a2, long line, bool tracer)
 {
 	const char *args[] = { "-vvv", a1, a2, "-p", v->spid, NULL };
 	struct hproc hp;
 	struct hres r = { 0 };
+	pid_t worker = 0;
 	long seen = 0;
 	char c;
 
@@ -867,65 +908,80 @@ static void kill_at_line(struct victim *v, const char *a1, const char *a2, long 
 		t_fail("cannot start heapctl");
 		return;
 	}
-	while (seen < line && read(hp.err, &c, 1) == 1)
+	while (seen < line && read(hp.err, &c, 1) == 1) {
 		seen += c == '\n';
-	kill(hp.pid, SIGKILL);
-	hc_finish(&hp, &r, 10);
-	hres_free(&r);
-}
-
-/* Runs "heapctl A1 A2 -p PID" and SIGKILLs it after us microseconds (or when it ends). */
-static void kill_after_us(struct victim *v, const char *a1, const char *a2, long us)
-{
-	const char *args[] = { a1, a2, "-p", v->spid, NULL };
-	struct hproc hp;
-	struct hres r = { 0 };
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-	if (hc_startv(&hp, NULL, args)) {
-		t_fail("cannot start heapctl");
-		return;
+		/* the worker prints: it is there by the first byte */
+		if (tracer && !worker)
+			worker = worker_of(hp.pid);
 	}
-	nanosleep(&ts, NULL);
-	kill(hp.pid, SIGKILL);
+	kill_heapctl(&hp, worker);
 	hc_finish(&hp, &r, 10);
 	hres_free(&r);
 }
 
 /*
- * Runs "heapctl -vvv A1 A2 -p PID" and SIGKILLs it us microseconds after
- * the first line of its stderr that holds needle (or when it ends).
+ * Runs "heapctl A1 A2 -p PID" and SIGKILLs it after us microseconds (or
+ * when it ends); tracer: its worker too, us after the worker is there.
  */
-static void kill_after_text(struct victim *v, const char *a1, const char *a2, const char *needle,
-			    long us)
+static void kill_after_us(struct victim *v, const char *a1, const char *a2, long us, bool tracer)
 {
-	const char *args[] = { "-vvv", a1, a2, "-p", v->spid, NULL };
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	const char *args[] = { a1, a2, "-p", v->spid, NULL };
 	struct hproc hp;
 	struct hres r = { 0 };
-	char line[1024];
-	size_t n = 0;
-	char c;
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	long end = now_ms() + 2000;
+	pid_t worker = 0;
 
 	if (hc_startv(&hp, NULL, args)) {
 		t_fail("cannot start heapctl");
 		return;
 	}
-	while (read(hp.err, &c, 1) == 1) {
-		if (c != '\n') {
-			if (n < sizeof(line) - 1)
-				line[n++] = c;
-			continue;
-		}
-		line[n] = '\0';
-		n = 0;
-		if (strstr(line, needle)) {
+	while (tracer && !(worker = worker_of(hp.pid)) && now_ms() < end)
+		;
+	nanosleep(&ts, NULL);
+	kill_heapctl(&hp, worker);
+	hc_finish(&hp, &r, 10);
+	hres_free(&r);
+}
+
+/*
+ * Runs "heapctl -vvv A1 A2 -p PID" and SIGKILLs it (tracer: its worker
+ * too) us microseconds after the first line of its stderr that holds
+ * needle (or when it ends).
+ */
+static void kill_after_text(struct victim *v, const char *a1, const char *a2, const char *needle,
+			    long us, bool tracer)
+{
+	const char *args[] = { "-vvv", a1, a2, "-p", v->spid, NULL };
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	struct hproc hp;
+	struct hres r = { 0 };
+	char buf[8192];
+	size_t n = 0, keep = strlen(needle);
+	pid_t worker = 0;
+	ssize_t got;
+
+	if (hc_startv(&hp, NULL, args)) {
+		t_fail("cannot start heapctl");
+		return;
+	}
+	/* whole reads, not a byte at a time: the kill lags the line as little as can be */
+	while ((got = read(hp.err, buf + n, sizeof(buf) - 1 - n)) > 0) {
+		if (tracer && !worker)
+			worker = worker_of(hp.pid);
+		n += (size_t)got;
+		buf[n] = '\0';
+		if (strstr(buf, needle)) {
 			if (us)
 				nanosleep(&ts, NULL);
 			break;
 		}
+		if (n > keep) {
+			memmove(buf, buf + n - keep, keep);
+			n = keep;
+		}
 	}
-	kill(hp.pid, SIGKILL);
+	kill_heapctl(&hp, worker);
 	hc_finish(&hp, &r, 10);
 	hres_free(&r);
 }
@@ -1017,7 +1073,7 @@ static void test_kill_sweep(void)
 	for (long l = 1; l < lines && !t_failed(); l += lines / 24 + 1, runs++) {
 		if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 			return;
-		kill_at_line(&v, "prof", "on", l);
+		kill_at_line(&v, "prof", "on", l, false);
 		fds += memfds_left(v.pid);
 		after_kill(&v, "prof on (loading), -vvv line", l);
 		if (memfds_left(v.pid))
@@ -1042,7 +1098,7 @@ static void test_kill_sweep(void)
 
 			if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 				return;
-			kill_after_us(&v, "prof", "on", us);
+			kill_after_us(&v, "prof", "on", us, false);
 			fds += memfds_left(v.pid);
 			after_kill(&v, "prof on (loading), us", us);
 			victim_check(&v, VC_NO_PROC);
@@ -1071,7 +1127,7 @@ static void test_kill_sweep(void)
 		for (long l = 1; l < lines && !t_failed(); l += lines / 16 + 1, runs++) {
 			struct hres r = { 0 };
 
-			kill_at_line(&v, "prof", word, l);
+			kill_at_line(&v, "prof", word, l, false);
 			after_kill(&v, pass ? "prof on (again), -vvv line" : "prof off, -vvv line", l);
 			if (pass == 0)
 				hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL);
@@ -1466,7 +1522,7 @@ static void test_kill_sweep_inline(void)
 	for (long l = 1; l < lines && !t_failed(); l += lines / 14 + 1) {
 		if (!inl_up(&v, ref, &ops))
 			return;
-		kill_at_line(&v, "prof", "on", l);
+		kill_at_line(&v, "prof", "on", l, true);
 		hooked[0] += inl_check(&v, ref, INL_EITHER, "prof on killed at -vvv line", l, "") > 0;
 		inline_after_kill(&v, ref, &ops, false, "prof on killed at -vvv line", l);
 		victim_check(&v, VC_NO_PROC);
@@ -1479,7 +1535,7 @@ static void test_kill_sweep_inline(void)
 
 		if (!inl_up(&v, ref, &ops))
 			return;
-		kill_after_text(&v, "prof", "on", "froze", us);
+		kill_after_text(&v, "prof", "on", "froze", us, true);
 		hooked[0] += inl_check(&v, ref, INL_EITHER, "prof on killed us after the freeze", us,
 				       "") > 0;
 		inline_after_kill(&v, ref, &ops, false, "prof on killed us after the freeze", us);
@@ -1495,7 +1551,7 @@ static void test_kill_sweep_inline(void)
 
 		if (!inl_up(&v, rf, &ops))
 			return;
-		kill_after_us(&v, "prof", "on", us);
+		kill_after_us(&v, "prof", "on", us, i & 1);
 		hooked[0] += inl_check(&v, rf, INL_EITHER, "prof on killed at us", us, "") > 0;
 		inline_after_kill(&v, rf, &ops, false, "prof on killed at us", us);
 		victim_check(&v, VC_NO_PROC);
@@ -1517,15 +1573,17 @@ static void test_kill_sweep_inline(void)
 		hres_free(&r);
 		lines = lines_of(&v, "prof", "reset");
 		/*
-		 * at every k-th line; then microseconds after the freeze, and
-		 * after the bytes are back but before the sampler is told (its
-		 * state says hooked still).  The next heapctl is prof on, or,
-		 * every other time after the freeze, prof reset.
+		 * at every k-th line; then microseconds after a thread is
+		 * borrowed, after the freeze, and after the bytes are back but
+		 * before the sampler is told.  The next heapctl is prof on, or,
+		 * every other time before the bytes are back, prof reset.
 		 */
-		for (long l = 1, j = 0; l < lines || j < 8;) {
-			const char *text = j < 4 ? "froze" : "inline hooks out";
+		static const char *const texts[] = { "borrowing tid", "froze", "inline hooks out" };
+
+		for (long l = 1, j = 0; l < lines || j < 12;) {
+			const char *text = texts[(j / 4) % 3];
 			long us = l < lines ? l : j & 3 ? 50L << (j & 3) : 0;
-			bool reset = l >= lines && j < 4 && (j & 1);
+			bool reset = l >= lines && j < 8 && (j & 1);
 			char what[96];
 
 			if (t_failed() || hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL) ||
@@ -1534,11 +1592,11 @@ static void test_kill_sweep_inline(void)
 			hres_free(&r);
 			if (l < lines) {
 				snprintf(what, sizeof(what), "prof reset killed at -vvv line");
-				kill_at_line(&v, "prof", "reset", l);
+				kill_at_line(&v, "prof", "reset", l, true);
 			} else {
 				snprintf(what, sizeof(what), "prof reset killed after '%s', us",
 					 text);
-				kill_after_text(&v, "prof", "reset", text, us);
+				kill_after_text(&v, "prof", "reset", text, us, true);
 			}
 			hooked[1] += inl_check(&v, ref, INL_EITHER, what, us, "") > 0;
 			inline_after_kill(&v, ref, &ops, reset, what, us);
@@ -1554,7 +1612,7 @@ static void test_kill_sweep_inline(void)
 	victim_stop(&v);
 	t_note("prof on killed %u times at -vvv lines (of %ld), %u at us after the freeze, %u at "
 	       "random us (%u static binaries); prof reset killed %u times at -vvv lines (of %ld), "
-	       "%u at us after the freeze or the bytes put back", kills[0], ref->lines, kills[1],
+	       "%u at us after a borrow, the freeze or the bytes put back", kills[0], ref->lines, kills[1],
 	       kills[2], nref, kills[3], lines, kills[4]);
 	t_note("the kills left hooks in %u times in prof on, %u times in prof reset; never one "
 	       "half-patched, the churners unharmed, the next heapctl finished each job and prof reset "
