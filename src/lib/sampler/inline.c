@@ -465,8 +465,11 @@ int inline_remove(struct engine *t, struct inj *in, unsigned *left, struct hc_er
 	 */
 	if (set_hooked(t, in, 0, err) < 0)
 		return -1;
-	if (freeze_clear(t, recs, n, call_saved_pc(t), &f, err) < 0)
+	if (freeze_clear(t, recs, n, call_saved_pc(t), &f, err) < 0) {
+		/* nothing was put back: hooked, as it was */
+		set_hooked(t, in, 1, &(struct hc_err){ 0 });
 		return -1;
+	}
 	done = swap_bytes(t, recs, n, false, left);
 	rc = thaw_all(t, &f, err);
 	t->timing.freeze_us = f.held_ns / 1000;
