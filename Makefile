@@ -280,6 +280,12 @@ $(B)/victims/attack_victim_dl: tests/victims/attack_victim.c tests/victims/vcomm
 	rm -rf $$d; exit $$rc
 $(B)/victims/jemalloc_torture $(B)/victims/glibc_torture $(B)/victims/tcmalloc_torture: \
 	$(TORTURE_SRCS)
+# glibc_torture linked -static: heapctl hooks its malloc inline (t_torture.c)
+VICTIMS += $(B)/victims/glibc_torture_static
+$(B)/victims/glibc_torture_static: tests/victims/glibc_torture.c $(TORTURE_SRCS)
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -Werror -static -o $@ $<
 
 # libc_leak.c against each C library heapctl must name (tests/integration/t_musl.c):
 # glibc -static and -static-pie, and musl, dynamic and -static.  The musl ones need

@@ -399,6 +399,13 @@ extern const struct itest t_aarch64_tests[];	/* aarch64 builds only */
 extern const struct itest t_sampler_tests[];	/* heapctl's injected sampler */
 extern const struct itest t_musl_tests[];	/* musl and static glibc: named, refused well */
 extern const struct itest t_real_tests[];	/* t_real.c: tests/real/static-programs.sh, programs built apart */
+/*
+ * t_musl.c: the first 16 bytes of function name in victim v (built from
+ * file in VICTIM_DIR) as it runs, and its address; 1, 0 if file defines no
+ * such function, -1 (t_fail()ed) if they cannot be read.
+ */
+int victim_fn_bytes(struct victim *v, const char *file, const char *name, uint8_t out[16],
+		    unsigned long long *where);
 
 /* victim.c: v's control name reads want after what (or the test fails); 0 or -1 */
 int expect_ctl(struct victim *v, const char *name, const char *want, const char *after);

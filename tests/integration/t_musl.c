@@ -257,8 +257,11 @@ static void check_list(const struct libc_case *c)
 /*
  * The first bytes of the victim's function name, as it runs (its symbol
  * from nm, moved by the load bias of a static-pie): what a hook changes.
+ * 1 and its address in *at, 0 if file defines no such function, -1
+ * (t_fail()ed) if its bytes cannot be read.
  */
-static bool fn_bytes(struct victim *v, const char *file, const char *name, uint8_t out[16])
+int victim_fn_bytes(struct victim *v, const char *file, const char *name, uint8_t out[16],
+		    unsigned long long *where)
 {
 	char path[512], mem[64], line[512], *maps;
 	const char *argv[] = { "nm", "--defined-only", path, NULL };
@@ -280,6 +283,8 @@ static bool fn_bytes(struct victim *v, const char *file, const char *name, uint8
 		addr = 0;
 	}
 	hres_free(&r);
+	if (!addr)
+		return 0;
 	f = fopen(path, "rb");
 	if (!f || fread(eh, 1, sizeof(eh), f) != sizeof(eh))
 		addr = 0;
@@ -303,12 +308,23 @@ static bool fn_bytes(struct victim *v, const char *file, const char *name, uint8
 		ok = pread(fd, out, 16, (off_t)addr) == 16;
 	if (fd >= 0)
 		close(fd);
+	if (where)
+		*where = addr;
 	if (!ok) {
 		snprintf(line, sizeof(line), "cannot read %s's first bytes in pid %d (at 0x%llx, base 0x%llx)",
 			 name, (int)v->pid, addr, base);
 		t_fail("%s", line);
 	}
-	return ok;
+	return ok ? 1 : -1;
+}
+
+static bool fn_bytes(struct victim *v, const char *file, const char *name, uint8_t out[16])
+{
+	int rc = victim_fn_bytes(v, file, name, out, NULL);
+
+	if (rc == 0)
+		t_fail("%s defines no function %s", file, name);
+	return rc > 0;
 }
 
 /* Bytes leak_here() holds in a dump, summed over its stacks (report's folded output). */

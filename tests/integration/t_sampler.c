@@ -870,12 +870,53 @@ static long lines_of(struct victim *v, const char *a1, const char *a2)
 	return n;
 }
 
-/* Runs "heapctl -vvv A1 A2 -p PID" and SIGKILLs it right after its line'th line of stderr. */
-static void kill_at_line(struct victim *v, const char *a1, const char *a2, long line)
+/*
+ * The worker of a heapctl started as front (src/cli/keeper.c): the tracer,
+ * a child of the front's; 0 if there is none (yet).
+ */
+static pid_t worker_of(pid_t front)
+{
+	struct dirent *d;
+	pid_t w = 0;
+	DIR *dp = opendir("/proc");
+
+	while (dp && !w && (d = readdir(dp))) {
+		char path[300], *st, *rp;
+		int ppid;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
+		st = read_file_str(path);
+		rp = st ? strrchr(st, ')') : NULL;
+		if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == (int)front)
+			w = (pid_t)atoi(d->d_name);
+		free(st);
+	}
+	if (dp)
+		closedir(dp);
+	return w;
+}
+
+/*
+ * SIGKILL heapctl: the front, which its worker takes as a request to stop
+ * after the step it is on, or (tracer) the worker first, the tracer
+ * itself, wherever it is.
+ */
+static void kill_heapctl(struct hproc *hp, pid_t worker)
+{
+	if (worker > 0)
+		kill(worker, SIGKILL);
+	kill(hp->pid, SIGKILL);
+}
+
+/* Runs "heapctl -vvv A1 A2 -p PID" and SIGKILLs it (tracer: its worker too) right after its line'th line of stderr. */
+static void kill_at_line(struct victim *v, const char *a1, const char *a2, long line, bool tracer)
 {
 	const char *args[] = { "-vvv", a1, a2, "-p", v->spid, NULL };
 	struct hproc hp;
 	struct hres r = { 0 };
+	pid_t worker = 0;
 	long seen = 0;
 	char c;
 
@@ -883,32 +924,88 @@ static void kill_at_line(struct victim *v, const char *a1, const char *a2, long 
 		t_fail("cannot start heapctl");
 		return;
 	}
-	while (seen < line && read(hp.err, &c, 1) == 1)
+	while (seen < line && read(hp.err, &c, 1) == 1) {
 		seen += c == '\n';
-	kill(hp.pid, SIGKILL);
+		/* the worker prints: it is there by the first byte */
+		if (tracer && !worker)
+			worker = worker_of(hp.pid);
+	}
+	kill_heapctl(&hp, worker);
 	hc_finish(&hp, &r, 10);
 	hres_free(&r);
 }
 
-/* Runs "heapctl A1 A2 -p PID" and SIGKILLs it after us microseconds (or when it ends). */
-static void kill_after_us(struct victim *v, const char *a1, const char *a2, long us)
+/*
+ * Runs "heapctl A1 A2 -p PID" and SIGKILLs it after us microseconds (or
+ * when it ends); tracer: its worker too, us after the worker is there.
+ */
+static void kill_after_us(struct victim *v, const char *a1, const char *a2, long us, bool tracer)
 {
 	const char *args[] = { a1, a2, "-p", v->spid, NULL };
 	struct hproc hp;
 	struct hres r = { 0 };
 	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	long end = now_ms() + 2000;
+	pid_t worker = 0;
 
 	if (hc_startv(&hp, NULL, args)) {
 		t_fail("cannot start heapctl");
 		return;
 	}
+	while (tracer && !(worker = worker_of(hp.pid)) && now_ms() < end)
+		;
 	nanosleep(&ts, NULL);
-	kill(hp.pid, SIGKILL);
+	kill_heapctl(&hp, worker);
 	hc_finish(&hp, &r, 10);
 	hres_free(&r);
 }
 
-/* fds of pid that are a sampler's memfd: what a kill inside the load leaves. */
+/*
+ * Runs "heapctl -vvv A1 A2 -p PID" and SIGKILLs it (tracer: its worker
+ * too) us microseconds after the first line of its stderr that holds
+ * needle (or when it ends).
+ */
+static void kill_after_text(struct victim *v, const char *a1, const char *a2, const char *needle,
+			    long us, bool tracer)
+{
+	const char *args[] = { "-vvv", a1, a2, "-p", v->spid, NULL };
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	struct hproc hp;
+	struct hres r = { 0 };
+	char buf[8192];
+	size_t n = 0, keep = strlen(needle);
+	pid_t worker = 0;
+	ssize_t got;
+
+	if (hc_startv(&hp, NULL, args)) {
+		t_fail("cannot start heapctl");
+		return;
+	}
+	/* whole reads, not a byte at a time: the kill lags the line as little as can be */
+	while ((got = read(hp.err, buf + n, sizeof(buf) - 1 - n)) > 0) {
+		if (tracer && !worker)
+			worker = worker_of(hp.pid);
+		n += (size_t)got;
+		buf[n] = '\0';
+		if (strstr(buf, needle)) {
+			if (us)
+				nanosleep(&ts, NULL);
+			break;
+		}
+		if (n > keep) {
+			memmove(buf, buf + n - keep, keep);
+			n = keep;
+		}
+	}
+	kill_heapctl(&hp, worker);
+	hc_finish(&hp, &r, 10);
+	hres_free(&r);
+}
+
+/*
+ * fds of pid that are a memfd of heapctl's (the sampler, the hooks'
+ * trampolines, unwind tables): what a kill inside the load leaves.
+ */
 static int memfds_left(pid_t pid)
 {
 	char dir[64], path[320], link[256];
@@ -923,7 +1020,7 @@ static int memfds_left(pid_t pid)
 
 		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
 		len = readlink(path, link, sizeof(link) - 1);
-		if (len > 0 && (link[len] = '\0', strstr(link, "memfd:heapctl-sampler")))
+		if (len > 0 && (link[len] = '\0', strstr(link, "memfd:heapctl-")))
 			n++;
 	}
 	if (dp)
@@ -992,7 +1089,7 @@ static void test_kill_sweep(void)
 	for (long l = 1; l < lines && !t_failed(); l += lines / 24 + 1, runs++) {
 		if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 			return;
-		kill_at_line(&v, "prof", "on", l);
+		kill_at_line(&v, "prof", "on", l, false);
 		fds += memfds_left(v.pid);
 		after_kill(&v, "prof on (loading), -vvv line", l);
 		if (memfds_left(v.pid))
@@ -1017,7 +1114,7 @@ static void test_kill_sweep(void)
 
 			if (!victim_up(&v, "alloc_victim", NULL, NULL, false))
 				return;
-			kill_after_us(&v, "prof", "on", us);
+			kill_after_us(&v, "prof", "on", us, false);
 			fds += memfds_left(v.pid);
 			after_kill(&v, "prof on (loading), us", us);
 			victim_check(&v, VC_NO_PROC);
@@ -1046,7 +1143,7 @@ static void test_kill_sweep(void)
 		for (long l = 1; l < lines && !t_failed(); l += lines / 16 + 1, runs++) {
 			struct hres r = { 0 };
 
-			kill_at_line(&v, "prof", word, l);
+			kill_at_line(&v, "prof", word, l, false);
 			after_kill(&v, pass ? "prof on (again), -vvv line" : "prof off, -vvv line", l);
 			if (pass == 0)
 				hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL);
@@ -1062,6 +1159,480 @@ static void test_kill_sweep(void)
 	else
 		t_note("%ld kills: the targets lived on, nothing of heapctl's was left, and the next "
 		       "heapctl finished each job", runs);
+}
+
+/*
+ * The same on a static binary, where the sampler hooks malloc and the rest
+ * inline: killed at any step of prof on or prof reset, each function must
+ * be hooked or not, never half-patched, and the next heapctl must finish
+ * the job and put back every byte.
+ */
+static const char *const inl_fns[] = { "free",		 "malloc",	  "calloc", "realloc",
+				       "reallocarray",	 "posix_memalign", "aligned_alloc",
+				       "memalign",	 "valloc",	  "pvalloc" };
+#define INL_N (sizeof(inl_fns) / sizeof(inl_fns[0]))
+
+/*
+ * What a binary's functions look like unhooked and hooked: orig, and a
+ * complete patch read after a prof on that succeeded (ref).  Only the
+ * jump's operand depends on where the trampolines went: jo and jl say
+ * where it is; jt is where in the trampolines' mapping it leads.
+ */
+struct inl_ref {
+	const char *victim;
+	bool have[INL_N];
+	uint8_t orig[INL_N][16], ref[INL_N][16];
+	int jo[INL_N], jl[INL_N];
+	unsigned long long jt[INL_N];
+	long lines, span_ms;
+	unsigned long long at[INL_N]; /* where they are in the victim of the moment */
+};
+
+/* 16 bytes at addr in pid; 0, or -1. */
+static int mem16(pid_t pid, unsigned long long addr, uint8_t out[16])
+{
+	char path[64];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = pread(fd, out, 16, (off_t)addr) == 16 ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+/* Where the arch's jump at p (at address pc) leads; false if p is not one. */
+static bool inl_jump(const uint8_t *p, unsigned long long pc, int *len, unsigned long long *to)
+{
+#if defined(__x86_64__)
+	int32_t rel;
+
+	if (p[0] != 0xe9)
+		return false;
+	memcpy(&rel, p + 1, 4);
+	*len = 5;
+	*to = pc + 5 + (unsigned long long)(long long)rel;
+	return true;
+#elif defined(__aarch64__)
+	uint32_t w;
+
+	memcpy(&w, p, 4);
+	if ((w & 0xfc000000u) != 0x14000000u)
+		return false;
+	*len = 4;
+	*to = pc + (unsigned long long)((long long)((int32_t)(w << 6) >> 6) * 4);
+	return true;
+#else
+	(void)p, (void)pc, (void)len, (void)to;
+	return false;
+#endif
+}
+
+/* Offset of addr in a "memfd:heapctl-hooks" r-x mapping of pid, or -1 if in none. */
+static long long in_hooks(pid_t pid, unsigned long long addr)
+{
+	char path[64], *maps, *l;
+	long long off = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = read_file_str(path);
+	for (l = maps; l && *l && off < 0; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long long lo, hi;
+		char perm[8];
+		const char *nl = strchr(l, '\n'), *m = strstr(l, "memfd:heapctl-hooks");
+
+		if (m && (!nl || m < nl) && sscanf(l, "%llx-%llx %7s", &lo, &hi, perm) == 3 &&
+		    !strncmp(perm, "r-x", 3) && addr >= lo && addr < hi)
+			off = (long long)(addr - lo);
+	}
+	free(maps);
+	return off;
+}
+
+enum { INL_ORIG, INL_HOOKED, INL_MIXED };
+#define INL_EITHER (1u << INL_ORIG | 1u << INL_HOOKED)
+
+/* What function i of v is now: its own bytes, heapctl's complete patch, or anything else. */
+static int inl_state(struct victim *v, const struct inl_ref *ref, size_t i, uint8_t now[16],
+		     char *why, size_t whysz)
+{
+	unsigned long long at = ref->at[i], to;
+	int jl, jo = ref->jo[i];
+	long long off;
+
+	if (mem16(v->pid, at, now)) {
+		snprintf(why, whysz, "cannot be read");
+		return INL_MIXED;
+	}
+	if (!memcmp(now, ref->orig[i], 16))
+		return INL_ORIG;
+	for (int k = 0; k < 16; k++)
+		if ((k < jo || k >= jo + ref->jl[i]) && now[k] != ref->ref[i][k]) {
+			snprintf(why, whysz, "byte %d is 0x%02x: neither the original's nor the "
+				 "patch's", k, now[k]);
+			return INL_MIXED;
+		}
+	if (!inl_jump(now + jo, at + (unsigned long long)jo, &jl, &to) || jl != ref->jl[i]) {
+		snprintf(why, whysz, "no jump at +%d", jo);
+		return INL_MIXED;
+	}
+	off = in_hooks(v->pid, to);
+	if (off < 0 || (unsigned long long)off != ref->jt[i]) {
+		snprintf(why, whysz, "its jump leads to 0x%llx, %s (+0x%llx in heapctl-hooks "
+			 "wanted)", to, off < 0 ? "outside heapctl's trampolines" : "the wrong trampoline",
+			 ref->jt[i]);
+		return INL_MIXED;
+	}
+	return INL_HOOKED;
+}
+
+static void hex16(const uint8_t *b, char *out)
+{
+	for (int k = 0; k < 16; k++)
+		sprintf(out + 3 * k, "%02x ", b[k]);
+	out[47] = '\0';
+}
+
+/*
+ * Each function in one of the states of mask (1 << INL_ORIG, INL_HOOKED);
+ * a mixed one never.  Returns how many are hooked, or -1 (t_fail()ed).
+ */
+static int inl_check(struct victim *v, const struct inl_ref *ref, unsigned mask, const char *what,
+		     long at, const char *then)
+{
+	int hooked = 0;
+
+	for (size_t i = 0; i < INL_N; i++) {
+		uint8_t now[16];
+		char why[160] = "", h[3][64];
+		int st;
+
+		if (!ref->have[i])
+			continue;
+		st = inl_state(v, ref, i, now, why, sizeof(why));
+		hooked += st == INL_HOOKED;
+		if (st != INL_MIXED && (mask & (1u << st)))
+			continue;
+		hex16(now, h[0]);
+		hex16(ref->orig[i], h[1]);
+		hex16(ref->ref[i], h[2]);
+		t_fail("%s %ld%s: %s's first bytes are %s%s%s [%s], original [%s], a patch [%s]",
+		       what, at, then, inl_fns[i],
+		       st == INL_MIXED ? "half-patched" : st == INL_ORIG ? "unhooked" : "hooked",
+		       why[0] ? ": " : "", why, h[0], h[1], h[2]);
+		return -1;
+	}
+	return hooked;
+}
+
+/* The victim's churning threads: every block checked good, more operations than *ops. */
+static int churn_ok(struct victim *v, unsigned long *ops, const char *what, long at)
+{
+	char reply[256];
+	long n;
+
+	for (int tries = 0; tries < 100; tries++) {
+		if (victim_expect(v, "churned", "churned", reply, sizeof(reply)))
+			return -1;
+		n = kv_long(reply, "ops", 0);
+		if (kv_long(reply, "bad", -1) != 0) {
+			t_fail("%s %ld: the churning threads found a bad block: %s", what, at,
+			       reply);
+			return -1;
+		}
+		if ((unsigned long)n > *ops) {
+			*ops = (unsigned long)n;
+			return 0;
+		}
+		sleep_ms(10);
+	}
+	t_fail("%s %ld: the churning threads do not move on: %s", what, at, reply);
+	return -1;
+}
+
+/* A fresh victim of ref's binary with two threads churning malloc and the rest. */
+static bool inl_up(struct victim *v, struct inl_ref *ref, unsigned long *ops)
+{
+	char reply[128];
+	uint8_t b[16];
+
+	*ops = 0;
+	if (!victim_up(v, ref->victim, NULL, NULL, false))
+		return false;
+	for (size_t i = 0; i < INL_N; i++)
+		if (victim_fn_bytes(v, ref->victim, inl_fns[i], b, &ref->at[i]) < 0) {
+			victim_stop(v);
+			return false;
+		}
+	if (victim_expect(v, "churn 2", "churning", reply, sizeof(reply)) ||
+	    churn_ok(v, ops, "start", 0)) {
+		victim_stop(v);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * ref from a run that succeeds on a fresh victim of binary name (its -vvv
+ * lines of prof on and how long it took too); false when name is not
+ * there (a musl one not built), or t_fail()ed.
+ */
+static bool inl_ref_take(struct inl_ref *ref, const char *name)
+{
+	char path[512], reply[128];
+	struct victim v;
+	struct hres r = { 0 };
+	unsigned long ops;
+	int n = 0;
+
+	memset(ref, 0, sizeof(*ref));
+	ref->victim = name;
+	snprintf(path, sizeof(path), "%s/%s", cfg.victim_dir, name);
+	if (access(path, X_OK))
+		return false;
+	if (!inl_up(&v, ref, &ops))
+		return false;
+	for (size_t i = 0; i < INL_N && !t_failed(); i++)
+		ref->have[i] = victim_fn_bytes(&v, name, inl_fns[i], ref->orig[i], NULL) > 0;
+	ref->span_ms = now_ms();
+	ref->lines = lines_of(&v, "prof", "on");
+	ref->span_ms = now_ms() - ref->span_ms + 1;
+	for (size_t i = 0; i < INL_N && !t_failed(); i++) {
+		unsigned long long at, to;
+		long long off;
+		int jo = 0;
+
+		if (!ref->have[i] || victim_fn_bytes(&v, name, inl_fns[i], ref->ref[i], &at) <= 0)
+			continue;
+		/* the jump: at the entry, or after a landing pad (arm64's "bti c") */
+		while (jo < 16 && ref->ref[i][jo] == ref->orig[i][jo])
+			jo++;
+#if defined(__aarch64__)
+		jo &= ~3;
+#else
+		jo = jo < 16 ? 0 : jo; /* x86_64: always at the entry (which may be a jmp already) */
+#endif
+		if (jo >= 12 ||
+		    !inl_jump(ref->ref[i] + jo, at + (unsigned long long)jo, &ref->jl[i], &to) ||
+		    (off = in_hooks(v.pid, to)) < 0) {
+			char h[2][64];
+
+			hex16(ref->orig[i], h[0]);
+			hex16(ref->ref[i], h[1]);
+			t_fail("%s: after prof on, %s is not hooked as heapctl hooks: [%s], was [%s]",
+			       name, inl_fns[i], h[1], h[0]);
+			break;
+		}
+		ref->jo[i] = jo;
+		ref->jt[i] = (unsigned long long)off;
+		n++;
+	}
+	if (!t_failed() && n < 4)
+		t_fail("%s: prof on hooked %d functions", name, n);
+	if (!t_failed() && !hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL)) {
+		hres_free(&r);
+		hc_expect(&r, 0, "prof", "reset", "-p", v.spid, NULL);
+	}
+	hres_free(&r);
+	if (!t_failed())
+		inl_check(&v, ref, 1u << INL_ORIG, "the reference run's prof reset", 0, "");
+	if (!t_failed())
+		churn_ok(&v, &ops, "the reference run", 0);
+	if (!t_failed() && victim_expect(&v, "state", "", reply, sizeof(reply)) == 0 &&
+	    kv_long(reply, "errors", -1) != 0)
+		t_fail("%s: the victim counted errors: %s", name, reply);
+	victim_stop(&v);
+	return !t_failed();
+}
+
+/*
+ * After a kill: the victim runs untraced, not stopped, its churners go on
+ * with every block good, each function hooked or not; then the next
+ * heapctl finishes the job (prof reset first when reset says so): prof on
+ * hooks them all, a dump sees leak_here(), prof off, prof reset puts back
+ * every byte, and nothing of heapctl's is left open in the target.
+ */
+static void inline_after_kill(struct victim *v, const struct inl_ref *ref, unsigned long *ops,
+			      bool reset, const char *what, long at)
+{
+	char why[512], reply[256], out[400];
+	struct hres r = { 0 };
+	long end = now_ms() + 1000;
+	int rc;
+
+	while ((rc = proc_check_tasks(v->pid, false, why, sizeof(why))) && now_ms() < end)
+		sleep_ms(2);
+	if (rc || !victim_alive(v)) {
+		t_fail("%s %ld: target harmed: %s", what, at, rc ? why : "died");
+		return;
+	}
+	if (inl_check(v, ref, INL_EITHER, what, at, "") < 0 ||
+	    churn_ok(v, ops, what, at))
+		return;
+	if (reset) {
+		if (hc_expect(&r, 0, "prof", "reset", "-p", v->spid, NULL)) {
+			t_note("%s %ld: the next prof reset failed: %.400s", what, at, r.err);
+			goto out;
+		}
+		hres_free(&r);
+		if (inl_check(v, ref, 1u << INL_ORIG, what, at, ", then prof reset") < 0)
+			return;
+	}
+	snprintf(out, sizeof(out), "%s/inl-k.%s.heap", cfg.tmpdir, v->spid);
+	if (hc_expect(&r, 0, "prof", "on", "-p", v->spid, "--sample-bytes", "4K", NULL)) {
+		t_note("%s %ld: the next prof on failed: %.400s", what, at, r.err);
+		goto out;
+	}
+	hres_free(&r);
+	rc = inl_check(v, ref, 1u << INL_HOOKED, what, at, ", then prof on");
+	if (rc < 0)
+		goto out;
+	if (victim_expect(v, "leak 1048576", "leaked", reply, sizeof(reply)) ||
+	    hc_expect(&r, 0, "dump", "-p", v->spid, "-o", out, NULL))
+		goto out;
+	hres_free(&r);
+	if (!hc_expect(&r, 0, "report", out, "--format", "folded", "-p", v->spid, NULL) &&
+	    !strstr(r.out, "leak_here")) {
+		t_fail("%s %ld: the next dump does not see leak_here(): %.300s", what, at, r.out);
+		goto out;
+	}
+	hres_free(&r);
+	if (churn_ok(v, ops, what, at) || hc_expect(&r, 0, "prof", "off", "-p", v->spid, NULL))
+		goto out;
+	hres_free(&r);
+	if (hc_expect(&r, 0, "prof", "reset", "-p", v->spid, NULL))
+		goto out;
+	if (!strstr(r.out, "hooks removed"))
+		t_fail("%s %ld: prof reset: %.300s", what, at, r.out);
+	hres_free(&r);
+	if (inl_check(v, ref, 1u << INL_ORIG, what, at, ", then prof on, off, reset") < 0)
+		goto out;
+	if (memfds_left(v->pid))
+		t_fail("%s %ld: a memfd:heapctl-* is left open in the target", what, at);
+	churn_ok(v, ops, what, at);
+out:
+	hres_free(&r);
+	remove(out);
+}
+
+static void test_kill_sweep_inline(void)
+{
+	static struct inl_ref refs[3];
+	static const char *const names[3] = { "glibc_leak_static", "glibc_leak_static_pie",
+					      "musl_leak_static" };
+	struct inl_ref *ref = &refs[0];
+	unsigned nref = 0, kills[5] = { 0 }, hooked[2] = { 0 };
+	unsigned long ops;
+	struct victim v;
+	long lines;
+
+	for (int i = 0; i < 3 && !t_failed(); i++)
+		if (inl_ref_take(&refs[nref], names[i]))
+			nref++;
+	if (t_failed() || !nref || strcmp(refs[0].victim, names[0]))
+		return;
+	/* prof on, at every k-th line -vvv prints, each on a fresh process */
+	lines = ref->lines;
+	for (long l = 1; l < lines && !t_failed(); l += lines / 14 + 1) {
+		if (!inl_up(&v, ref, &ops))
+			return;
+		kill_at_line(&v, "prof", "on", l, true);
+		hooked[0] += inl_check(&v, ref, INL_EITHER, "prof on killed at -vvv line", l, "") > 0;
+		inline_after_kill(&v, ref, &ops, false, "prof on killed at -vvv line", l);
+		victim_check(&v, VC_NO_PROC);
+		victim_stop(&v);
+		kills[0]++;
+	}
+	/* while every other thread is stopped: between the patches, at microseconds after it */
+	for (int i = 0; i < 8 && !t_failed(); i++) {
+		long us = i ? 10L << i : 0;
+
+		if (!inl_up(&v, ref, &ops))
+			return;
+		kill_after_text(&v, "prof", "on", "froze", us, true);
+		hooked[0] += inl_check(&v, ref, INL_EITHER, "prof on killed us after the freeze", us,
+				       "") > 0;
+		inline_after_kill(&v, ref, &ops, false, "prof on killed us after the freeze", us);
+		victim_check(&v, VC_NO_PROC);
+		victim_stop(&v);
+		kills[1]++;
+	}
+	/* at random moments of a load, on each static binary there is */
+	srandom((unsigned)getpid());
+	for (int i = 0; i < 10 && !t_failed(); i++) {
+		struct inl_ref *rf = &refs[i % nref];
+		long us = random() % (rf->span_ms * 1000);
+
+		if (!inl_up(&v, rf, &ops))
+			return;
+		kill_after_us(&v, "prof", "on", us, i & 1);
+		hooked[0] += inl_check(&v, rf, INL_EITHER, "prof on killed at us", us, "") > 0;
+		inline_after_kill(&v, rf, &ops, false, "prof on killed at us", us);
+		victim_check(&v, VC_NO_PROC);
+		victim_stop(&v);
+		kills[2]++;
+	}
+	/* prof reset after prof on and prof off, at every k-th line; one process */
+	if (t_failed() || !inl_up(&v, ref, &ops))
+		return;
+	{
+		struct hres r = { 0 };
+
+		if (hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL) ||
+		    (hres_free(&r), hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL))) {
+			hres_free(&r);
+			victim_stop(&v);
+			return;
+		}
+		hres_free(&r);
+		lines = lines_of(&v, "prof", "reset");
+		/*
+		 * at every k-th line; then microseconds after a thread is
+		 * borrowed, after the freeze, and after the bytes are back but
+		 * before the sampler is told.  The next heapctl is prof on, or,
+		 * every other time before the bytes are back, prof reset.
+		 */
+		static const char *const texts[] = { "borrowing tid", "froze", "inline hooks out" };
+
+		for (long l = 1, j = 0; l < lines || j < 12;) {
+			const char *text = texts[(j / 4) % 3];
+			long us = l < lines ? l : j & 3 ? 50L << (j & 3) : 0;
+			bool reset = l >= lines && j < 8 && (j & 1);
+			char what[96];
+
+			if (t_failed() || hc_expect(&r, 0, "prof", "on", "-p", v.spid, NULL) ||
+			    (hres_free(&r), hc_expect(&r, 0, "prof", "off", "-p", v.spid, NULL)))
+				break;
+			hres_free(&r);
+			if (l < lines) {
+				snprintf(what, sizeof(what), "prof reset killed at -vvv line");
+				kill_at_line(&v, "prof", "reset", l, true);
+			} else {
+				snprintf(what, sizeof(what), "prof reset killed after '%s', us",
+					 text);
+				kill_after_text(&v, "prof", "reset", text, us, true);
+			}
+			hooked[1] += inl_check(&v, ref, INL_EITHER, what, us, "") > 0;
+			inline_after_kill(&v, ref, &ops, reset, what, us);
+			kills[l < lines ? 3 : 4]++;
+			if (l < lines)
+				l += lines / 8 + 1;
+			else
+				j++;
+		}
+		hres_free(&r);
+	}
+	victim_check(&v, VC_NO_PROC);
+	victim_stop(&v);
+	t_note("prof on killed %u times at -vvv lines (of %ld), %u at us after the freeze, %u at "
+	       "random us (%u static binaries); prof reset killed %u times at -vvv lines (of %ld), "
+	       "%u at us after a borrow, the freeze or the bytes put back", kills[0], ref->lines, kills[1],
+	       kills[2], nref, kills[3], lines, kills[4]);
+	t_note("the kills left hooks in %u times in prof on, %u times in prof reset; never one "
+	       "half-patched, the churners unharmed, the next heapctl finished each job and prof reset "
+	       "put back every byte", hooked[0], hooked[1]);
 }
 
 /* Bad --sampler and --sample-bytes are usage errors that name the fix; nothing is attached. */
@@ -1273,6 +1844,7 @@ const struct itest t_sampler_tests[] = {
 	{ "sampler-mdwe", test_mdwe, 0 },
 	{ "sampler-fork-exec", test_fork_exec, 0 },
 	{ "sampler-kill-sweep", test_kill_sweep, 600 },
+	{ "sampler-kill-sweep-inline", test_kill_sweep_inline, 300 },
 	{ "sampler-mariadb", test_mariadb, 300 },
 	{ "sampler-new-interval", test_new_interval, 0 },
 	{ "leak-defaults", test_leak_defaults, 120 },

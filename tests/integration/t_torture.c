@@ -19,7 +19,10 @@
  * glibc_torture and tcmalloc_torture (tests "torture", "torture-glibc",
  * "torture-tcmalloc"), each with the operations its driver has; on glibc
  * "prof on", "prof off" and "dump" load, hook, unhook and read heapctl's
- * injected sampler.  Two
+ * injected sampler.  glibc_torture_static ("torture-glibc-static") is
+ * glibc_torture linked -static: the freestanding sampler, its hooks
+ * written inline into malloc and the rest while every thread runs, and
+ * "prof reset" taking them out again.  Two
  * heapctls started at once must both succeed: they take turns.
  *
  * ITEST_TORTURE_OPS sets the number of operations per driver (default 400
@@ -46,8 +49,8 @@
 
 static unsigned int nproblems;
 
-/* the drivers an operation applies to */
-enum { J = 1, G = 2, T = 4 };
+/* the drivers an operation applies to; S: glibc linked -static, hooked inline */
+enum { J = 1, G = 2, T = 4, S = 8 };
 
 struct top {
 	const char *name;
@@ -60,20 +63,22 @@ struct top {
 
 static const struct top tops[] = {
 	/* glibc: heapctl's sampler, loaded by the first "prof on", hooked and unhooked */
-	{ "prof on", { "prof", "on" }, 3, J | G | T },
-	{ "prof off", { "prof", "off" }, 3, J | G | T },
-	{ "prof status", { "prof", "status", "--json" }, 1, J | G | T },
-	{ "dump", { "dump", "-o", DUMP }, 3, J | G },
-	{ "stats", { "stats" }, 2, J | G | T },
-	{ "stats --json", { "stats", "--json" }, 2, J | G | T },
+	{ "prof on", { "prof", "on" }, 3, J | G | T | S },
+	{ "prof off", { "prof", "off" }, 3, J | G | T | S },
+	/* static: while off, the inline hooks come out; the next prof on puts them back */
+	{ "prof reset", { "prof", "reset" }, 2, S },
+	{ "prof status", { "prof", "status", "--json" }, 1, J | G | T | S },
+	{ "dump", { "dump", "-o", DUMP }, 3, J | G | S },
+	{ "stats", { "stats" }, 2, J | G | T | S },
+	{ "stats --json", { "stats", "--json" }, 2, J | G | T | S },
 	{ "stats --full", { "stats", "--full" }, 2, J | G | T },
-	{ "purge", { "purge" }, 2, J | G | T },
+	{ "purge", { "purge" }, 2, J | G | T | S },
 	{ "purge --arena", { "purge", "--arena", "0" }, 1, J },
 	{ "get", { "get", "stats.allocated" }, 2, J },
 	{ "get opt", { "get", "opt.narenas" }, 1, J },
 	{ "set prof.active", { "set", "prof.active", "false" }, 1, J },
 	{ "set decay", { "set", "--", "arena.0.dirty_decay_ms", "-1" }, 1, J },
-	{ "info", { "info", "--json" }, 1, J | G | T },
+	{ "info", { "info", "--json" }, 1, J | G | T | S },
 	{ "get mallopt", { "get", "M_MMAP_THRESHOLD" }, 2, G },
 	{ "set mallopt", { "set", "M_TRIM_THRESHOLD", "131072" }, 1, G },
 	{ "get property", { "get", "generic.current_allocated_bytes" }, 2, T },
@@ -332,7 +337,7 @@ static void torture(const char *victim, const char *conf, unsigned int drv, long
 	 * mprotect (malloc_trim: purge): their PROT_NONE parts are its own, so
 	 * only new executable mappings count there.
 	 */
-	s.with_none = drv != G;
+	s.with_none = !(drv & (G | S));
 	s.base_maps = proc_odd_maps(s.v.pid, s.with_none);
 	if (vcount_get(&s.v, &s.base, why, sizeof(why))) {
 		t_fail("%s", why);
@@ -447,9 +452,15 @@ static void test_torture_tcmalloc(void)
 	torture("tcmalloc_torture", NULL, T, 150);
 }
 
+static void test_torture_glibc_static(void)
+{
+	torture("glibc_torture_static", NULL, S, 150);
+}
+
 const struct itest t_torture_tests[] = {
 	{ "torture", test_torture, 1800 },
 	{ "torture-glibc", test_torture_glibc, 1800 },
 	{ "torture-tcmalloc", test_torture_tcmalloc, 1800 },
+	{ "torture-glibc-static", test_torture_glibc_static, 1800 },
 	{ NULL, NULL, 0 },
 };

@@ -24,8 +24,10 @@
  * never half-patched.  free() is hooked first and unhooked last, so no
  * sampled block is ever freed unseen.
  *
- * Removal puts back the original bytes where heapctl's patch still is,
- * under the same freeze, and reads them back; the trampolines stay mapped
+ * Removal first marks the sampler not hooked (a next prof on then patches
+ * again whatever was put back), then puts back the original bytes where
+ * heapctl's patch still is, under the same freeze, and reads them back;
+ * the trampolines stay mapped
  * (a thread may still be in one), as the sampler's code does.
  */
 #include <errno.h>
@@ -468,8 +470,20 @@ int inline_remove(struct engine *t, struct inj *in, unsigned *left, struct hc_er
 	if (!n)
 		return 0;
 	memcpy(recs, in->s.inl, n * sizeof(*recs));
-	if (freeze_clear(t, recs, n, call_saved_pc(t), &f, err) < 0)
+	/*
+	 * Not hooked, before any byte goes back: a heapctl killed after the
+	 * swap, before the sampler is told (fn_unpatch), would leave it saying
+	 * hooked over functions that are not, and the next prof on would take
+	 * its word and sample nothing.  Killed before the swap instead, the
+	 * next prof on patches again and finds each patch in place.
+	 */
+	if (set_hooked(t, in, 0, err) < 0)
 		return -1;
+	if (freeze_clear(t, recs, n, call_saved_pc(t), &f, err) < 0) {
+		/* nothing was put back: hooked, as it was */
+		set_hooked(t, in, 1, &(struct hc_err){ 0 });
+		return -1;
+	}
 	done = swap_bytes(t, recs, n, false, left);
 	rc = thaw_all(t, &f, err);
 	t->timing.freeze_us = f.held_ns / 1000;
