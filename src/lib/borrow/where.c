@@ -631,8 +631,8 @@ static bool word_unsafe(struct engine *t, uint64_t w, uint64_t at, char *why, si
  * a suspicious word, or a stack the scan cannot bound), and the unwind
  * decides.
  */
-static int scan_safe(struct engine *t, pid_t tid, const void *gregs, size_t *bytes, char *why,
-		     size_t len)
+static int scan_safe(struct engine *t, pid_t tid, const void *gregs, size_t *bytes, uint64_t *slot,
+		     char *why, size_t len)
 {
 	const struct hc_arch *ar = t->img->arch;
 	struct uw_arg *a = t->uw;
@@ -676,8 +676,10 @@ static int scan_safe(struct engine *t, pid_t tid, const void *gregs, size_t *byt
 		/* as the scan ahead read it (the same sp nearly always), which found every word safe */
 		if (warm && i < a->warm_n && w == a->warm[i])
 			continue;
-		if (word_unsafe(t, w, sp + 8 * i, why, len))
+		if (word_unsafe(t, w, sp + 8 * i, why, len)) {
+			*slot = sp + 8 * i;
 			return 0;
+		}
 	}
 	return 1;
 }
@@ -745,9 +747,11 @@ int where_safe(struct engine *t, pid_t tid, const void *gregs, char *reason, siz
 	unsigned depth = 0;
 	int ret = 0, r;
 	size_t bytes = 0;
+	uint64_t slot = 0;
+	unw_word_t last_sp = 0;
 	char why[160];
 
-	if (scan_safe(t, tid, gregs, &bytes, why, sizeof(why)) == 1) {
+	if (scan_safe(t, tid, gregs, &bytes, &slot, why, sizeof(why)) == 1) {
 		pr_debug("tid %d: %zu bytes of stack scanned, none returns into the allocator", tid,
 			 bytes);
 		return 1;
@@ -782,6 +786,9 @@ int where_safe(struct engine *t, pid_t tid, const void *gregs, char *reason, siz
 			snprintf(reason, len, "stack deeper than %u frames", MAX_FRAMES);
 			goto out;
 		}
+		/* the last frame found: once a step ends the walk, the cursor says nothing */
+		if (unw_get_reg(&c, UNW_REG_SP, &last_sp) < 0)
+			last_sp = 0;
 		r = unw_step(&c);
 		if (r == 0)
 			break;
@@ -800,6 +807,17 @@ int where_safe(struct engine *t, pid_t tid, const void *gregs, char *reason, siz
 	/* On arm64 a clean end of libunwind's walk proves nothing (see above). */
 	if (records && !frame_records_safe(t, tid, a, depth, reason, len))
 		goto out;
+	/*
+	 * Nor does a walk that ended below the word the scan found returning
+	 * into the allocator: an object without unwind tables (a static
+	 * executable has no .eh_frame_hdr) ends it early, and cleanly.
+	 */
+	if (slot && r == 0 && last_sp <= slot) {
+		snprintf(reason, len, "the unwind ended (frame #%u, sp 0x%llx) below the stack word at "
+			 "0x%llx that returns into the allocator", depth - 1, (unsigned long long)last_sp,
+			 (unsigned long long)slot);
+		goto out;
+	}
 	pr_debug("tid %d: %u frames, none in the allocator", tid, depth);
 	ret = 1;
 out:

@@ -37,9 +37,9 @@ static const char *const names[] = {
 	"__rdl_alloc_zeroed", "__rdl_realloc", "__rg_alloc", "__rg_alloc_zeroed", "__rg_realloc",
 };
 
-/* What allocators export those names under: jemalloc's je_ and Rust's _rjem_, glibc's aliases. */
+/* What allocators export those names under: jemalloc's je_ and Rust's _rjem_, glibc's aliases (__libc_malloc, and __realloc in a static glibc). */
 static const char *const prefixes[] = {
-	"_rjem_je_", "_rjem_", "__je_", "je_", "__libc_", "_",
+	"_rjem_je_", "_rjem_", "__je_", "je_", "__libc_", "__", "_",
 };
 
 /* operator new, new[], delete and delete[] as symbols, every overload (_Znwm, _ZdlPvm, ...). */

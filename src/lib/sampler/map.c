@@ -5,12 +5,15 @@
  * whose loader is not glibc's (musl), where the glibc-built sampler could
  * not be loaded anyway.
  *
- * In one borrow: an address range reserved (mmap PROT_NONE), the object's
- * image written from here into a memfd made in the target, relocated for
- * that address (the object has R_*_RELATIVE relocations only, checked at
- * build time and again here), and each PT_LOAD mapped from the memfd over
- * the reservation with its own protection; .bss beyond the file is
- * anonymous, as ld.so maps it.  Code is mapped from a file read-and-execute
+ * In one borrow: a memfd made in the target, mapped read-only over the
+ * whole span to reserve it, the object's image written from here into the
+ * memfd, relocated for that address (the object has R_*_RELATIVE
+ * relocations only, checked at build time and again here), and each
+ * PT_LOAD mapped from the memfd over the reservation with its own
+ * protection, the one holding the state last; .bss beyond the file is
+ * anonymous, as ld.so maps it.  A heapctl killed on the way leaves
+ * mappings under the sampler's name with no state: the next one takes
+ * them out.  Code is mapped from a file read-and-execute
  * at once: nothing writable is ever made executable (PR_SET_MDWE holds).
  * The memfd is closed again; the mappings keep its name, so find.c finds
  * the sampler as it finds a dlopen()ed one.  Nothing runs in the target
@@ -210,56 +213,101 @@ static int fill(struct engine *t, int lfd, const uint8_t *buf, uint64_t len, str
 		   0;
 }
 
+/* Map segment p (its file part, then its .bss beyond the file) over the reservation at base. */
+static int map_seg(struct engine *t, const Elf64_Phdr *p, uint64_t base, uint64_t pg, int64_t rfd,
+		   struct hc_err *err)
+{
+	uint64_t lo = p->p_vaddr & ~(pg - 1), fend = up(p->p_vaddr + p->p_filesz, pg);
+	uint64_t mend = up(p->p_vaddr + p->p_memsz, pg), at;
+
+	if (fend > lo && remote_mmap(t, base + lo, fend - lo, prot_of(p->p_flags), MAP_PRIVATE | MAP_FIXED,
+				     rfd, lo, &at, err) < 0)
+		return -1;
+	if (mend > fend && remote_mmap(t, base + fend, mend - fend, prot_of(p->p_flags),
+				       MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0, &at, err) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * A sampler a heapctl killed while mapping it left: its mappings, with no
+ * state in a writable one (the state's segment is mapped last).  Nothing
+ * ever ran in it or pointed at it: taken out, under the per-target lock.
+ */
+static int take_out_leftover(struct engine *t, const struct layout *l, struct hc_err *err)
+{
+	struct inj old = { 0 };
+	size_t n;
+	struct range *r = read_maps(t, &n, &old, err);
+
+	if (!r)
+		return -1;
+	free_maps(r, n);
+	if (!old.base)
+		return 0;
+	if (find_state(t, &old, err) < 0)
+		return -1;
+	if (old.state)
+		return err_set(err, HC_E_INTERNAL, 0, "pid %d holds heapctl's sampler already",
+			       t->img->pid);
+	remote_munmap(t, old.base, l->span);
+	pr_info("sampler: took out what a heapctl killed while mapping it left at 0x%" PRIx64, old.base);
+	return 0;
+}
+
 int map_sampler(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	const uint8_t *img = hc_sampler_ff_so;
 	size_t len = (size_t)(hc_sampler_ff_so_end - hc_sampler_ff_so);
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), base = 0, at, prev = 0;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), base = 0, prev = 0;
 	uint16_t machine = t->img->arch->e_machine;
+	const Elf64_Phdr *state_seg = NULL;
 	char why[160] = "";
 	struct layout l;
 	uint8_t *buf;
 	int64_t rfd;
 	int lfd, rc;
 
-	if (parse(img, len, machine, pg, &l, err) < 0)
-		return -1;
-	/* the place first: the relocations need it */
-	if (remote_mmap(t, 0, l.span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, &base,
-			err) < 0)
+	if (parse(img, len, machine, pg, &l, err) < 0 || take_out_leftover(t, &l, err) < 0)
 		return -1;
 	rc = make_memfd(t, HCS_NAME, &rfd, &lfd, why, sizeof(why), err);
-	if (rc <= 0) {
-		remote_munmap(t, base, l.span);
+	if (rc <= 0)
 		return rc < 0 ? -1 : err_sethint(err, HC_E_UNSUPPORTED, 0,
 						 "a process that may not create a memfd cannot take "
 						 "heapctl's sampler",
 						 "pid %d could not map heapctl's sampler: %s", t->img->pid, why);
-	}
-	buf = image_for(img, &l, machine, base, err);
+	/*
+	 * The place first, the relocations need it: the whole span mapped
+	 * read-only from the memfd (nothing reads it before it is written),
+	 * so that whatever a killed heapctl leaves is named as the sampler's,
+	 * and found and taken out by the next one.
+	 */
+	rc = remote_mmap(t, 0, l.span, PROT_READ, MAP_PRIVATE, rfd, 0, &base, err);
+	buf = rc < 0 ? NULL : image_for(img, &l, machine, base, err);
 	rc = buf ? fill(t, lfd, buf, l.file_span, err) : (close(lfd), -1);
 	free(buf);
+	/* the segment with the state (found by its magic, in a writable mapping) goes last */
+	for (unsigned i = 0; i < l.nload; i++)
+		if ((l.load[i]->p_flags & PF_W) && l.load[i]->p_filesz)
+			state_seg = l.load[i];
+	for (unsigned i = 0; i < l.nload && rc == 0; i++)
+		if (l.load[i] != state_seg)
+			rc = map_seg(t, l.load[i], base, pg, rfd, err);
+	if (rc == 0 && state_seg)
+		rc = map_seg(t, state_seg, base, pg, rfd, err);
+	/* and what lies between the segments goes back */
 	for (unsigned i = 0; i < l.nload && rc == 0; i++) {
-		const Elf64_Phdr *p = l.load[i];
-		uint64_t lo = p->p_vaddr & ~(pg - 1), fend = up(p->p_vaddr + p->p_filesz, pg);
-		uint64_t mend = up(p->p_vaddr + p->p_memsz, pg);
+		uint64_t lo = l.load[i]->p_vaddr & ~(pg - 1);
 
-		/* what the reservation holds between segments goes back: no PROT_NONE left over */
 		if (lo > prev)
 			remote_munmap(t, base + prev, lo - prev);
-		prev = mend;
-
-		if (fend > lo)
-			rc = remote_mmap(t, base + lo, fend - lo, prot_of(p->p_flags), MAP_PRIVATE | MAP_FIXED,
-					 rfd, lo, &at, err);
-		if (rc == 0 && mend > fend)
-			rc = remote_mmap(t, base + fend, mend - fend, prot_of(p->p_flags),
-					 MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0, &at, err);
+		prev = up(l.load[i]->p_vaddr + l.load[i]->p_memsz, pg);
 	}
 	if (close_memfd(t, rfd, err) < 0)
 		rc = -1;
 	if (rc < 0) {
-		remote_munmap(t, base, l.span);
+		if (base)
+			remote_munmap(t, base, l.span);
 		return -1;
 	}
 	pr_info("sampler: mapped the freestanding sampler at 0x%" PRIx64 " (%" PRIu64 " KiB)", base,
