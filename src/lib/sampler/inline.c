@@ -285,9 +285,18 @@ int unwind_map(struct engine *t, struct inj_prep *p, struct hcs_obj *out, unsign
  * Stop every other thread with none inside the bytes of recs[0..n) (nor
  * the borrowed thread, as it was), trying again a while if one is.
  */
-static int freeze_clear(struct engine *t, const struct hcs_inline *recs, unsigned n, uint64_t self_pc,
+static int freeze_clear(struct engine *t, const struct hcs_inline *recs, unsigned n,
 			struct freeze *f, struct hc_err *err)
 {
+	uint64_t self_pc;
+
+	/*
+	 * A thread borrowed first: that takes the per-target lock, so another
+	 * heapctl waits its turn rather than meeting the frozen threads.
+	 */
+	if (!call_scratch(t, 8, err))
+		return err_isset(err) ? -1 : err_set(err, HC_E_INTERNAL, 0, "no scratch in pid %d", t->img->pid);
+	self_pc = call_saved_pc(t);
 	for (int tries = 0;; tries++) {
 		pid_t tid = 0;
 		bool busy = false;
@@ -426,7 +435,7 @@ int inline_install(struct engine *t, struct inj *in, uint64_t *orig, struct hc_e
 	    call_write(t, in->state + offsetof(struct hcs_state, tramp), &tramp, 8, err) < 0 ||
 	    write_recs(t, in, recs, npl, err) < 0)
 		return -1;
-	if (freeze_clear(t, recs, npl, call_saved_pc(t), &f, err) < 0)
+	if (freeze_clear(t, recs, npl, &f, err) < 0)
 		return -1;
 	done = swap_bytes(t, recs, npl, true, &changed);
 	rc = thaw_all(t, &f, err);
@@ -447,7 +456,7 @@ int inline_repatch(struct engine *t, struct inj *in, struct hc_err *err)
 	int rc;
 
 	memcpy(recs, in->s.inl, n * sizeof(*recs));
-	if (freeze_clear(t, recs, n, call_saved_pc(t), &f, err) < 0)
+	if (freeze_clear(t, recs, n, &f, err) < 0)
 		return -1;
 	done = swap_bytes(t, recs, n, true, &changed);
 	rc = thaw_all(t, &f, err);
@@ -479,7 +488,7 @@ int inline_remove(struct engine *t, struct inj *in, unsigned *left, struct hc_er
 	 */
 	if (set_hooked(t, in, 0, err) < 0)
 		return -1;
-	if (freeze_clear(t, recs, n, call_saved_pc(t), &f, err) < 0) {
+	if (freeze_clear(t, recs, n, &f, err) < 0) {
 		/* nothing was put back: hooked, as it was */
 		set_hooked(t, in, 1, &(struct hc_err){ 0 });
 		return -1;
