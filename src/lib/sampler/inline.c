@@ -82,9 +82,9 @@ static uint64_t min_addr(void)
 }
 
 /*
- * A free place for len bytes within reach of [lo, hi): the highest below
- * the executable first (brk() grows above it), else the lowest above the
- * first gap after it.  0: none.
+ * A free place for len bytes within reach of [lo, hi): the nearest below
+ * the executable, where nothing grows; only if there is none, above it,
+ * past the gap right after it (where brk() grows).  0: none.
  */
 static uint64_t place(struct engine *t, const struct obj *exe, uint64_t lo, uint64_t hi, uint64_t len,
 		      uint64_t reach, struct hc_err *err)
@@ -97,26 +97,26 @@ static uint64_t place(struct engine *t, const struct obj *exe, uint64_t lo, uint
 	r = read_maps(t, &n, NULL, err);
 	if (!r)
 		return 0;
-	for (size_t i = 0; i <= n; i++) {
-		uint64_t glo = i ? r[i - 1].hi : floor, ghi = i < n ? r[i].lo : 0x800000000000ull, a;
+	for (int above = 0; above < 2 && !best; above++)
+		for (size_t i = 0; i <= n; i++) {
+			uint64_t glo = i ? r[i - 1].hi : floor, ghi = i < n ? r[i].lo : 0x800000000000ull, a;
 
-		if (glo < floor)
-			glo = floor;
-		if (ghi <= glo || ghi - glo < len)
-			continue;
-		if (ghi <= exe->lo) {
-			a = (ghi - len) & ~(pg - 1);
-		} else if (glo >= exe->hi && i && r[i - 1].hi != exe->hi && glo != exe->hi) {
-			a = glo;
-		} else {
-			continue;
+			if (glo < floor)
+				glo = floor;
+			if (ghi <= glo || ghi - glo < len)
+				continue;
+			if (!above && ghi <= exe->lo)
+				a = (ghi - len) & ~(pg - 1);
+			else if (above && glo > exe->hi && i && r[i - 1].hi != exe->hi)
+				a = glo;
+			else
+				continue;
+			if (a < glo || dist(a, lo) >= reach || dist(a + len, hi) >= reach ||
+			    dist(a, hi) >= reach || dist(a + len, lo) >= reach)
+				continue;
+			if (!best || dist(a, lo) < dist(best, lo))
+				best = a;
 		}
-		if (a < glo || dist(a, lo) >= reach || dist(a + len, hi) >= reach ||
-		    dist(a, hi) >= reach || dist(a + len, lo) >= reach)
-			continue;
-		if (!best || dist(a, lo) < dist(best, lo))
-			best = a;
-	}
 	free_maps(r, n);
 	return best;
 }
