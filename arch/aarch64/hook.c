@@ -48,6 +48,7 @@
 #include <capstone/capstone.h>
 
 #include "arch.h"
+#include "hook_int.h"
 
 #define A64_ORIG_OFF 32          /* tramp_orig, after the stub */
 #define A64_SCAN_MAX (64 * 1024) /* the largest function scanned for branches */
@@ -106,22 +107,6 @@ static void put_lit64(struct emit *e, unsigned int rd, uint64_t v)
 	put32(e, 0x14000003u);
 	put32(e, (uint32_t)v);
 	put32(e, (uint32_t)(v >> 32));
-}
-
-static void __attribute__((format(printf, 5, 6)))
-refuse(char *why, size_t whylen, const struct hc_hook_in *in, size_t off, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!why || !whylen)
-		return;
-	n = snprintf(why, whylen, "%s+%zu: ", in->name ? in->name : "entry", off);
-	if (n < 0 || (size_t)n >= whylen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why + n, whylen - (size_t)n, fmt, ap);
-	va_end(ap);
 }
 
 static uint32_t word(const uint8_t *p)

@@ -34,6 +34,7 @@
 #include <capstone/capstone.h>
 
 #include "arch.h"
+#include "hook_int.h"
 
 #define X64_PATCH    5           /* jmp rel32 */
 #define X64_ORIG_OFF 16          /* tramp_orig, after the stub */
@@ -82,22 +83,6 @@ static bool rel32_ok(uint64_t to, uint64_t from)
 	int64_t d = (int64_t)(to - from);
 
 	return d >= INT32_MIN && d <= INT32_MAX;
-}
-
-static void __attribute__((format(printf, 5, 6)))
-refuse(char *why, size_t whylen, const struct hc_hook_in *in, size_t off, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!why || !whylen)
-		return;
-	n = snprintf(why, whylen, "%s+%zu: ", in->name ? in->name : "entry", off);
-	if (n < 0 || (size_t)n >= whylen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why + n, whylen - (size_t)n, fmt, ap);
-	va_end(ap);
 }
 
 /* The direct branch target of insn, if it has one. */

@@ -1033,19 +1033,29 @@ static int memfds_left(pid_t pid)
  * their wake-ups, it allocates (through hooks or not), and heapctl can
  * finish the job: prof on, a dump that names the growth, prof off.
  */
-static void after_kill(struct victim *v, const char *what, long line)
+/* Within a second of a kill: untraced, not stopped and alive (or the test fails). */
+static bool alive_after_kill(struct victim *v, const char *what, long at)
 {
-	char why[512], reply[256], out[512];
-	struct hres r = { 0 };
+	char why[512];
 	long end = now_ms() + 1000;
 	int rc;
 
 	while ((rc = proc_check_tasks(v->pid, false, why, sizeof(why))) && now_ms() < end)
 		sleep_ms(2);
 	if (rc || !victim_alive(v)) {
-		t_fail("%s killed at %ld: target harmed: %s", what, line, rc ? why : "died");
-		return;
+		t_fail("%s %ld: target harmed: %s", what, at, rc ? why : "died");
+		return false;
 	}
+	return true;
+}
+
+static void after_kill(struct victim *v, const char *what, long line)
+{
+	char reply[256], out[512];
+	struct hres r = { 0 };
+
+	if (!alive_after_kill(v, what, line))
+		return;
 	if (victim_expect(v, "grow 16", "grow ok", reply, sizeof(reply)))
 		return;
 	snprintf(out, sizeof(out), "%s/smp-k.%s.heap", cfg.tmpdir, v->spid);
@@ -1457,17 +1467,12 @@ static bool inl_ref_take(struct inl_ref *ref, const char *name)
 static void inline_after_kill(struct victim *v, const struct inl_ref *ref, unsigned long *ops,
 			      bool reset, const char *what, long at)
 {
-	char why[512], reply[256], out[400];
+	char reply[256], out[400];
 	struct hres r = { 0 };
-	long end = now_ms() + 1000;
 	int rc;
 
-	while ((rc = proc_check_tasks(v->pid, false, why, sizeof(why))) && now_ms() < end)
-		sleep_ms(2);
-	if (rc || !victim_alive(v)) {
-		t_fail("%s %ld: target harmed: %s", what, at, rc ? why : "died");
+	if (!alive_after_kill(v, what, at))
 		return;
-	}
 	if (inl_check(v, ref, INL_EITHER, what, at, "") < 0 ||
 	    churn_ok(v, ops, what, at))
 		return;
