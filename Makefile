@@ -119,7 +119,9 @@ VICTIMS := $(patsubst tests/victims/%.c,$(B)/victims/%,$(VICTIM_SRCS))
 VICTIMS += $(patsubst tests/victims/lib/%.c,$(B)/victims/%.so,$(wildcard tests/victims/lib/*.c))
 ITEST_SRCS := $(wildcard tests/integration/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
-DEMO_BINS := $(patsubst demo/%.c,$(B)/demo/%,$(wildcard demo/*.c))
+# demo/leaky.c three ways: plain glibc malloc, jemalloc linked in, static glibc.  Their
+# rules name the Makefile too: an older build/demo/leaky was linked with jemalloc.
+DEMO_BINS := $(B)/demo/leaky $(B)/demo/leaky-jemalloc $(B)/demo/leaky-static
 # Victims, demo and bench targets: plain programs, never sanitized.
 VICTIM_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread
 VICTIM_CFLAGS += $(CROSS_FLAGS)
@@ -398,13 +400,23 @@ else
 BENCH_MUSL_WHY := cross build ($(ARCH)): no musl bench programs
 endif
 
-$(B)/demo/%: demo/%.c
+$(B)/demo/leaky: demo/leaky.c Makefile
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $<
+
+$(B)/demo/leaky-jemalloc: demo/leaky.c Makefile
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(VICTIM_CFLAGS) -o $@ $< $(JE_CFLAGS) $(JE_LIBS)
 
+$(B)/demo/leaky-static: demo/leaky.c Makefile
+	$(msg) CC $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(VICTIM_CFLAGS) -static -o $@ $<
+
 # Debian packages; apt runs only when something is missing.
-DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev libbz2-dev liblzma-dev \
+DEB_PKGS := gcc libc6-dev make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-dev zlib1g-dev libbz2-dev liblzma-dev \
 	libdebuginfod-dev libdebuginfod1 debuginfod xz-utils \
 	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb strace prometheus-node-exporter \
 	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 libmimalloc2.0 libmimalloc-dev \

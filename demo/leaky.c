@@ -16,7 +16,9 @@
  *
  * so the heap grows by a few hundred KiB per second, all of it allocated
  * from session_cache_leak().  Built with -g -O1 -fno-omit-frame-pointer
- * so that jeprof can walk and name those frames.
+ * so that heapctl and jeprof can walk and name those frames, three ways
+ * (demo/run.sh): leaky on glibc's malloc, leaky-jemalloc linked with
+ * jemalloc, leaky-static with gcc -static.
  *
  * Usage: leaky [PIDFILE]
  * The pid is written to PIDFILE (or printed) once every thread runs.

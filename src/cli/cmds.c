@@ -20,8 +20,9 @@ static const char list_help[] =
 	"jemalloc, tcmalloc, mimalloc, glibc malloc or musl's, with their user and RSS.\n"
 	"Only /proc and the processes' ELF files are read: nothing is stopped or\n"
 	"called.  PROF, the heap profiling state, needs a call into the process,\n"
-	"so it shows '-' unless --probe is given ('n/a' where there is no\n"
-	"profiler: glibc, tcmalloc_minimal, mimalloc, musl).\n"
+	"so it shows '-' unless --probe is given ('n/a' where the allocator has\n"
+	"no profiler of its own: glibc, tcmalloc_minimal, mimalloc, musl; 'heapctl\n"
+	"prof on' loads heapctl's sampler there).\n"
 	"With --probe, PROF is 'active' (sampling now), 'enabled' (started with\n"
 	"profiling, sampling paused), 'off' (started without it) or '?' (the\n"
 	"process could not be asked; -v says why), and each jemalloc or tcmalloc\n"
@@ -83,8 +84,10 @@ static const char prof_examples[] =
 
 static const char dump_help[] =
 	"Have the allocator write a heap profile inside the process, copy it here\n"
-	"and remove the process-side file.  Allocations are sampled only while\n"
-	"profiling is active ('heapctl prof on'); dumping while it is off warns.\n"
+	"and remove the process-side file; where heapctl's sampler profiles, read\n"
+	"its tables from the process's memory instead (no file is made there).\n"
+	"Allocations are sampled only while profiling is active ('heapctl prof\n"
+	"on'); dumping while it is off warns.\n"
 	"Read a jemalloc profile with jeprof, a tcmalloc one with pprof, either\n"
 	"with 'heapctl report'.\n";
 static const char dump_opts[] =
