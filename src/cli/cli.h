@@ -256,4 +256,28 @@ void cli_stats_json(FILE *f, pid_t pid, const struct hc_stats *st, double time,
 		    const char *extra);
 void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st);
 
+/*
+ * prom.c: Prometheus text, gathered per metric family so that many
+ * processes' samples share one HELP and TYPE (serve).  Labels NULL are
+ * left out; key/val is one more label, or NULL.
+ */
+struct cli_prom;
+struct cli_prom_labels {
+	pid_t pid;
+	const char *comm, *allocator, *container;
+};
+struct cli_prom *cli_prom_new(void);
+void cli_prom_free(struct cli_prom *p);
+/* heapctl_NAME, anything but [a-zA-Z0-9_] as '_', with _bytes for a size */
+void cli_prom_name(char *out, size_t len, const char *name, bool bytes);
+void cli_prom_u64(struct cli_prom *p, const char *name, const char *type, const char *help,
+		  const struct cli_prom_labels *l, const char *key, const char *val, uint64_t v);
+void cli_prom_f64(struct cli_prom *p, const char *name, const char *type, const char *help,
+		  const struct cli_prom_labels *l, const char *key, const char *val, double v);
+/* Every family, in the order first added; -1 if memory ran out on the way. */
+int cli_prom_write(const struct cli_prom *p, FILE *f);
+/* cmd_stats.c: what stats --format prometheus prints of st, into p */
+void cli_stats_prom_add(struct cli_prom *p, const struct cli_prom_labels *l,
+			const struct hc_stats *st);
+
 #endif /* HEAPCTL_CLI_H */
