@@ -67,6 +67,10 @@ endif
 PKGS := libelf libdw libunwind-ptrace libunwind-generic capstone expat
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+# libmicrohttpd (heapctl serve): its header at build time, the library dlopen()ed
+# by serve alone (src/cli/serve_http.c says why it is not linked)
+PKGS_DLOPEN := libmicrohttpd
+PKG_CFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS_DLOPEN) 2>/dev/null)
 JE_CFLAGS = $(shell $(PKG_CONFIG) --cflags jemalloc 2>/dev/null)
 JE_LIBS = $(shell $(PKG_CONFIG) --libs jemalloc 2>/dev/null)
 # tcmalloc victims: linked even though they only reach it through dlsym
@@ -372,7 +376,8 @@ DEB_PKGS := gcc make pkg-config libelf-dev libdw-dev libunwind-dev libcapstone-d
 	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb strace prometheus-node-exporter \
 	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 libmimalloc2.0 libmimalloc-dev \
 	memcached mariadb-server mariadb-client \
-	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3 musl-tools
+	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3 musl-tools \
+	libmicrohttpd-dev libmicrohttpd12 prometheus
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 		grep -q 'install ok installed' || echo $$p; done); \

@@ -35,7 +35,8 @@ PKGS="libc6 libgcc-s1 libstdc++6 libexpat1 libexpat1-dev
 	libgoogle-perftools-dev libgoogle-perftools4 libtcmalloc-minimal4 libmimalloc2.0
 	binutils-aarch64-linux-gnu libbinutils
 	busybox-static bash libtinfo6 strace
-	musl musl-dev"
+	musl musl-dev
+	libmicrohttpd12 libmicrohttpd-dev"
 
 # The cloud kernel's package name changes with every ABI bump; the
 # metapackage always points at the current one.

@@ -46,6 +46,7 @@ enum cli_opt {
 	CLI_O_FORMAT = 1u << 15,    /* --format: report's, or stats' prometheus */
 	CLI_O_WATCH = 1u << 16,     /* watch --every --count --textfile */
 	CLI_O_SAMPLER = 1u << 17,   /* --sampler --sample-bytes */
+	CLI_O_SERVE = 1u << 18,     /* serve --listen --select --profile --min-interval ... */
 };
 
 struct cli_env;
@@ -98,6 +99,16 @@ struct cli_env {
 	const char *textfile;      /* watch --textfile DIR */
 	uint64_t growth;           /* watch --dump-on-growth SIZE (0: none) */
 	const char *dir;           /* watch --dir DIR, for those profiles */
+	/* serve */
+#define CLI_SERVE_MAX_SEL 16
+	const char *listen;        /* --listen ADDR:PORT */
+	const char *select[CLI_SERVE_MAX_SEL]; /* --select NAME|uid=N|cgroup=SUBSTR */
+	int nselect;
+	const char *profile[CLI_SERVE_MAX_SEL]; /* --profile NAME|PID */
+	int nprofile;
+	unsigned int min_interval_ms; /* --min-interval (0: the default) */
+	const char *token_file;    /* --token-file F */
+	bool allow_control;        /* --allow-control */
 	char **args;               /* positional words after the command */
 	int nargs;
 };
@@ -244,6 +255,7 @@ int cmd_leak(struct cli_env *env);
 int cmd_maps(struct cli_env *env);
 int cmd_watch(struct cli_env *env);
 int cmd_doctor(struct cli_env *env);
+int cmd_serve(struct cli_env *env);
 
 /*
  * cmd_stats.c: the figures of stats --json as one JSON object on f; time
