@@ -449,7 +449,12 @@ out:
 			onerr.msg, onerr.hint);
 		failed(t, &onerr, at, false);
 	}
-	if (err.code) {
+	if (err.code == HC_E_NO_PROC || err.code == HC_E_GONE) {
+		/* gone: no failure of anyone's, no back-off; the pages waiting see it leave */
+		cli_log(HC_LOG_INFO, "pid %d (%s): gone", (int)pid, t->comm);
+		t->err = err;
+		t->err_at = at;
+	} else if (err.code) {
 		failed(t, &err, at, true);
 	} else {
 		t->up = true;
@@ -627,7 +632,7 @@ static void labels(const struct tgt *t, struct cli_prom_labels *l)
 	l->pid = t->pid;
 	l->comm = t->comm;
 	l->allocator = t->allocator;
-	l->container = t->container;
+	l->container = t->container[0] ? t->container : NULL;
 }
 
 static void metrics_of(struct cli_prom *p, const struct tgt *t)

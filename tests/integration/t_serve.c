@@ -860,7 +860,60 @@ out:
 	trio_check_down(&t);
 }
 
+/* --profile NAME: a process of that name started after serve is profiled too, then off */
+static void test_restart(void)
+{
+	struct vic a = { 0 }, b = { 0 };
+	struct served s = { .pid = -1 };
+	const char *args[] = { "--select", NULL, "--profile", NULL, "--min-interval", "1", NULL };
+	char *body = NULL;
+	size_t len;
+	bool on = false;
+
+	if (!vic_up(&a, "alloc_victim", "rs", NULL))
+		goto out;
+	args[1] = args[3] = a.name;
+	if (!serve_up(&s, args))
+		goto out;
+	for (long end = now_ms() + 20000; now_ms() < end && !on; sleep_ms(300)) {
+		free(body);
+		on = http(s.port, "/metrics", NULL, NULL, &body, &len) == 200 &&
+		     metric(body, "heapctl_sampler_enabled", a.v.pid) == 1;
+	}
+	if (!on) {
+		t_fail("--profile %s: the sampler never went on in pid %d", a.name, (int)a.v.pid);
+		goto out;
+	}
+	victim_kill(&a.v);
+	a.up = false;
+	if (!vic_up(&b, "alloc_victim", "rs", NULL))
+		goto out;
+	on = false;
+	for (long end = now_ms() + 20000; now_ms() < end && !on; sleep_ms(300)) {
+		free(body);
+		on = http(s.port, "/metrics", NULL, NULL, &body, &len) == 200 &&
+		     metric(body, "heapctl_sampler_enabled", b.v.pid) == 1;
+	}
+	if (!on)
+		t_fail("--profile %s: the sampler never went on in the restarted pid %d", b.name,
+		       (int)b.v.pid);
+	if (body && metric(body, "heapctl_up", a.v.pid) >= 0)
+		t_fail("the killed pid %d is still in /metrics", (int)a.v.pid);
+	if (serve_down(&s, SIGINT) != 0)
+		t_fail("serve did not exit 0 on SIGINT");
+	sampler_off(b.v.pid);
+out:
+	free(body);
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	if (b.up)
+		victim_check(&b.v, 0);
+	vic_down(&a);
+	vic_down(&b);
+}
+
 const struct itest t_serve_tests[] = {
+	{ "serve-restart", test_restart, 0 },
 	{ "serve-metrics", test_metrics, 0 },
 	{ "serve-prometheus", test_prometheus, 0 },
 	{ "serve-pprof", test_pprof, 0 },
