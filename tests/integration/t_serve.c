@@ -69,6 +69,8 @@ static bool vic_up(struct vic *w, const char *name, const char *tag, const char 
 		return false;
 	}
 	w->up = true;
+	/* and starts the control, which tells machine-wide stalls from serve's own */
+	victim_ticker_reset(&w->v);
 	return true;
 }
 
@@ -314,6 +316,8 @@ static bool trio_up(struct trio *t)
 
 static void trio_check_down(struct trio *t)
 {
+	t_note("victims: %s %d, %s %d, %s %d", t->je.name, (int)t->je.v.pid, t->gl.name,
+	       (int)t->gl.v.pid, t->tc.name, (int)t->tc.v.pid);
 	if (t->je.up)
 		victim_check(&t->je.v, 0);
 	if (t->gl.up)
