@@ -53,6 +53,11 @@
 #define BACKOFF_MAX_S 300.0
 /* how long a page waits for the worker beyond what it asked for */
 #define PAGE_WAIT_S 60.0
+/*
+ * /metrics waits less: under Prometheus' default scrape_timeout (10 s).
+ * A target whose borrow is slower shows its last figures, or none yet.
+ */
+#define METRICS_WAIT_S 5.0
 
 struct tgt {
 	bool used;
@@ -373,7 +378,7 @@ static void borrow(struct tgt *t)
 	struct hc_target_opts o = S.env->topts;
 	struct hc_stats *st = malloc(sizeof(*st));
 	struct hc_sampler *smp = malloc(sizeof(*smp));
-	char path[PATH_MAX] = "";
+	char path[PATH_MAX] = "", comm[64] = "", alloc[32] = "";
 	bool enabled = false, active = false, prof_known = false, on_ok = false, dumped = false;
 	struct hc_timing tm = { 0 };
 	struct hc_target *h = NULL;
@@ -401,7 +406,11 @@ static void borrow(struct tgt *t)
 	h = hc_target_open(pid, &o, &err);
 	if (!h)
 		goto out;
+	if (cli_read_comm(pid, comm, sizeof(comm)))
+		comm[0] = '\0';
 	hc_target_where(h, &w);
+	/* w's strings are h's: kept past hc_target_close() */
+	snprintf(alloc, sizeof(alloc), "%s", w.allocator ? w.allocator : "");
 	hc_session_begin(h);
 	if (turn_on)
 		on_ok = !hc_prof_set(h, true, NULL, &onerr);
@@ -438,8 +447,11 @@ out:
 	}
 	t->last_borrow = at;
 	t->last_borrow_unix = (double)time(NULL);
-	if (w.allocator)
-		snprintf(t->allocator, sizeof(t->allocator), "%s", w.allocator);
+	if (alloc[0])
+		snprintf(t->allocator, sizeof(t->allocator), "%s", alloc);
+	/* an exec keeps the pid and the start time, not the name */
+	if (comm[0])
+		snprintf(t->comm, sizeof(t->comm), "%.15s", comm);
 	if (turn_on && on_ok) {
 		t->prof_ours = true;
 		cli_log(HC_LOG_INFO, "pid %d (%s): profiling on", (int)pid, t->comm);
@@ -690,7 +702,7 @@ void serve_metrics(struct serve_page *pg)
 {
 	struct cli_prom_labels none = { 0 };
 	struct cli_prom *p = cli_prom_new();
-	double now = now_s(), deadline = now + PAGE_WAIT_S;
+	double now = now_s(), deadline = now + METRICS_WAIT_S;
 	char *b = NULL;
 	size_t n = 0, ntg = 0;
 	FILE *f;

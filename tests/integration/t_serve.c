@@ -604,6 +604,43 @@ out:
 	vic_down(&gl);
 }
 
+/* jemalloc's own profiler (prof:true): go tool pprof names the leaking function */
+static void test_pprof_jemalloc(void)
+{
+	struct vic je = { 0 };
+	struct served s = { .pid = -1 };
+	struct hres r = { 0 };
+	char go[256], reply[256], home[400], cmd[1600];
+	const char *sh[] = { "/bin/sh", "-c", cmd, NULL };
+	const char *args[] = { "--select", NULL, "--min-interval", "1", NULL };
+
+	if (!have_prog("go", go, sizeof(go)) ||
+	    !vic_up(&je, "jemalloc_victim", "je", "prof:true,prof_active:true,lg_prof_sample:16"))
+		goto out;
+	args[1] = je.name;
+	if (!serve_up(&s, args) ||
+	    victim_expect(&je.v, "leak 67108864", "leak ok", reply, sizeof(reply)))
+		goto out;
+	snprintf(home, sizeof(home), "%s/gohome", cfg.tmpdir);
+	mkdir(home, 0700);
+	snprintf(cmd, sizeof(cmd), "HOME='%s' PPROF_TMPDIR='%s' '%s' tool pprof -top "
+		 "'http://127.0.0.1:%d/debug/pprof/heap?pid=%d'", home, home, go, s.port,
+		 (int)je.v.pid);
+	run_prog(&r, sh, 120);
+	if (hres_exit(&r) != 0 || !strstr(r.out, "cmd_leak"))
+		t_fail("go tool pprof -top does not name cmd_leak: %s %.800s", hres_desc(&r), r.out);
+	hres_free(&r);
+	if (serve_down(&s, SIGTERM) != 0)
+		t_fail("serve did not exit 0 on SIGTERM");
+out:
+	hres_free(&r);
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	if (je.up)
+		victim_check(&je.v, 0);
+	vic_down(&je);
+}
+
 /*
  * Scrapes as fast as they come for 6 s, from 4 clients at once: each target
  * is borrowed at most once per --min-interval (2 s), and all stay unharmed.
@@ -627,11 +664,16 @@ static void test_abuse(void)
 		if (!kids[c]) {
 			int n = 0;
 
+			char heap[96];
+
+			/* the profiled victim's heap, too: a profile is taken in the same borrow */
+			snprintf(heap, sizeof(heap), "/debug/pprof/heap?pid=%d", (int)t.gl.v.pid);
 			while (now_ms() - start < secs * 1000) {
 				char *b = NULL;
 				size_t l;
 
-				if (http(s.port, c & 1 ? "/metrics" : "/", NULL, NULL, &b, &l) == 200)
+				if (http(s.port, c == 3 ? heap : c & 1 ? "/metrics" : "/", NULL, NULL, &b,
+					 &l) == 200)
 					n++;
 				free(b);
 			}
@@ -647,6 +689,9 @@ static void test_abuse(void)
 	t_note("%d pages served in %ld s", served, secs);
 	if (served < 20)
 		t_fail("only %d pages served in %ld s", served, secs);
+	t_note("borrows during the storm: %d, %d, %d (--min-interval 2)",
+	       borrows_logged(&s, t.je.v.pid) - before[0], borrows_logged(&s, t.gl.v.pid) - before[1],
+	       borrows_logged(&s, t.tc.v.pid) - before[2]);
 	for (int k = 0; k < 3; k++) {
 		int n = borrows_logged(&s, vs[k]->v.pid) - before[k];
 
@@ -921,6 +966,7 @@ const struct itest t_serve_tests[] = {
 	{ "serve-metrics", test_metrics, 0 },
 	{ "serve-prometheus", test_prometheus, 0 },
 	{ "serve-pprof", test_pprof, 0 },
+	{ "serve-pprof-jemalloc", test_pprof_jemalloc, 0 },
 	{ "serve-abuse", test_abuse, 0 },
 	{ "serve-bad-requests", test_bad_requests, 0 },
 	{ "serve-kill-term", test_kill_and_term, 0 },
