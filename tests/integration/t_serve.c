@@ -788,6 +788,29 @@ static void test_bad_requests(void)
 		t_fail("POST: HTTP %d (want 405)", st);
 	free(body);
 	body = NULL;
+	/* clients that send half a request and wait: the others are answered meanwhile */
+	{
+		int idle[16];
+
+		for (int i = 0; i < 16; i++) {
+			struct sockaddr_in a = { .sin_family = AF_INET,
+						 .sin_port = htons((uint16_t)s.port) };
+
+			a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			idle[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (idle[i] >= 0 && !connect(idle[i], (struct sockaddr *)&a, sizeof(a)) &&
+			    write(idle[i], "GET /metrics HTTP/1.1\r\nHost: x\r\n", 33) < 0)
+				t_note("half a request: %s", strerror(errno));
+		}
+		st = http(s.port, "/metrics", NULL, NULL, &body, &len);
+		if (st != 200)
+			t_fail("with 16 half-open requests, /metrics: HTTP %d", st);
+		free(body);
+		body = NULL;
+		for (int i = 0; i < 16; i++)
+			if (idle[i] >= 0)
+				close(idle[i]);
+	}
 	st = http(s.port, "/metrics", NULL, NULL, &body, &len);
 	if (st != 200 || metric(body ? body : "", "heapctl_up", gl.v.pid) != 1)
 		t_fail("after the bad requests, /metrics: HTTP %d", st);
@@ -858,15 +881,34 @@ static void test_kill_and_term(void)
 	if (!trio_up(&t) || !trio_serve(&t, &s, "1"))
 		goto out;
 	dead = t.tc.v.pid;
-	for (int i = 0; i < 30; i++) {
-		if (i == 10)
-			victim_kill(&t.tc.v);
-		st = http(s.port, "/metrics", NULL, NULL, &body, &len);
-		if (st != 200)
-			t_fail("scrape %d: HTTP %d", i, st);
-		free(body);
-		body = NULL;
-		sleep_ms(100);
+	{
+		/* a client scraping without a pause meanwhile: the kill lands mid-scrape */
+		pid_t storm = fork();
+
+		if (!storm) {
+			long end = now_ms() + 4000;
+
+			while (now_ms() < end) {
+				char *b = NULL;
+				size_t l;
+
+				http(s.port, "/metrics", NULL, NULL, &b, &l);
+				free(b);
+			}
+			_exit(0);
+		}
+		for (int i = 0; i < 30; i++) {
+			if (i == 10)
+				victim_kill(&t.tc.v);
+			st = http(s.port, "/metrics", NULL, NULL, &body, &len);
+			if (st != 200)
+				t_fail("scrape %d: HTTP %d", i, st);
+			free(body);
+			body = NULL;
+			sleep_ms(100);
+		}
+		if (storm > 0)
+			waitpid(storm, &st, 0);
 	}
 	t.tc.up = false;
 	sleep_ms(1500);
@@ -961,7 +1003,55 @@ out:
 	vic_down(&b);
 }
 
+/* serve SIGKILLed: its worker hears of it, turns the sampler off and exits */
+static void test_sigkill(void)
+{
+	struct vic gl = { 0 };
+	struct served s = { .pid = -1 };
+	const char *args[] = { "--select", NULL, "--profile", NULL, "--min-interval", "1", NULL };
+	char *body = NULL;
+	size_t len;
+	bool on = false, off = false;
+
+	if (!vic_up(&gl, "alloc_victim", "gk", NULL))
+		goto out;
+	args[1] = args[3] = gl.name;
+	if (!serve_up(&s, args))
+		goto out;
+	for (long end = now_ms() + 20000; now_ms() < end && !on; sleep_ms(300)) {
+		free(body);
+		on = http(s.port, "/metrics", NULL, NULL, &body, &len) == 200 &&
+		     metric(body, "heapctl_sampler_enabled", gl.v.pid) == 1;
+	}
+	if (!on) {
+		t_fail("--profile: the sampler never went on");
+		goto out;
+	}
+	kill(s.pid, SIGKILL);
+	wait_pid(s.pid, NULL, 10000);
+	untrack_pid(s.pid);
+	s.pid = -1;
+	for (long end = now_ms() + 20000; now_ms() < end && !off; sleep_ms(300)) {
+		char *log = read_file_str(s.log);
+
+		off = log && strstr(log, "profiling off");
+		free(log);
+	}
+	if (!off)
+		t_fail("serve SIGKILLed: its worker did not turn profiling off");
+	sleep_ms(500);
+	sampler_off(gl.v.pid);
+out:
+	free(body);
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	if (gl.up)
+		victim_check(&gl.v, 0);
+	vic_down(&gl);
+}
+
 const struct itest t_serve_tests[] = {
+	{ "serve-sigkill", test_sigkill, 0 },
 	{ "serve-restart", test_restart, 0 },
 	{ "serve-metrics", test_metrics, 0 },
 	{ "serve-prometheus", test_prometheus, 0 },
