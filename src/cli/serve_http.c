@@ -14,8 +14,9 @@
  * heapctl acts on is blocked in them (they inherit the worker's mask).
  *
  * Read-only: GET and HEAD only.  A request's query is checked by
- * serve_query.c; nothing it says becomes a path.  A long URL or header is
- * refused by libmicrohttpd itself (414, 431) within MEM_LIMIT.
+ * serve_query.c; nothing it says becomes a path.  A URL longer than
+ * MAX_URI is refused here (414, with the error and hint every refusal
+ * carries); one past MEM_LIMIT, or a header, by libmicrohttpd itself.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -32,7 +33,8 @@
 #include "serve.h"
 
 #define MAX_CONNS 64
-#define MEM_LIMIT (16 * 1024)
+#define MEM_LIMIT (64 * 1024)
+#define MAX_URI 4096
 #define CONN_TIMEOUT_S 30
 
 static struct {
@@ -164,6 +166,24 @@ static bool authorized(struct MHD_Connection *c)
 	return !diff && n == token_len;
 }
 
+/*
+ * The connection's state, in the pointer libmicrohttpd keeps for it
+ * (*con_cls): the request line's URI length, shifted, with CONN_SEEN (the
+ * headers were seen: the first call is over) and CONN_URI (length known).
+ * Nothing to allocate, so nothing to free when a client goes away.
+ */
+#define CONN_URI 1u
+#define CONN_SEEN 2u
+
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	size_t n = strnlen(uri, (size_t)MAX_URI + 1);
+
+	(void)cls;
+	(void)c;
+	return (void *)(uintptr_t)((n << 2) | CONN_URI);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -177,8 +197,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)version;
 	(void)upload_data;
 	/* the first call carries the headers only; a body, if any, is never read */
-	if (!*con_cls) {
-		*con_cls = (void *)1;
+	if (!((uintptr_t)*con_cls & CONN_SEEN)) {
+		*con_cls = (void *)((uintptr_t)*con_cls | CONN_SEEN);
+		if (((uintptr_t)*con_cls >> 2) > MAX_URI) {
+			char msg[80];
+
+			snprintf(msg, sizeof(msg), "the URL is longer than %d bytes", MAX_URI);
+			usage_page(&pg, 414, msg, routes);
+			return send_page(c, &pg);
+		}
 		if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
 			usage_page(&pg, 405, "only GET and HEAD are served",
 				   "heapctl serve is read-only");
@@ -327,7 +354,8 @@ int serve_http_start(const struct serve_http_opts *o, struct hc_err *err)
 			    (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNS,
 			    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
 			    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEM_LIMIT,
-			    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+			    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_URI_LOG_CALLBACK,
+			    uri_seen, NULL, MHD_OPTION_END);
 	if (!daemon_) {
 		int e = errno;
 

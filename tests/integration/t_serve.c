@@ -777,6 +777,14 @@ static void test_bad_requests(void)
 		t_fail("a 40 KB URL: HTTP %d (want a 4xx or the connection closed)", st);
 	free(body);
 	body = NULL;
+	huge[10000] = '\0';
+	st = http(s.port, huge, NULL, NULL, &body, &len);
+	if (st != 414 || !body || !strstr(body, "heapctl: error: ") || !strstr(body, "\nhint: "))
+		t_fail("a 10 KB URL: HTTP %d (want 414 with the error and a hint): %.200s", st,
+		       body ? body : "");
+
+	free(body);
+	body = NULL;
 	st = http(s.port, NULL, "\x01\x02garbage\r\n\r\n", NULL, &body, &len);
 	if (st >= 0 && (st < 400 || st > 499))
 		t_fail("garbage: HTTP %d (want a 4xx or the connection closed)", st);
