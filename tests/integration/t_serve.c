@@ -1058,7 +1058,91 @@ out:
 	vic_down(&gl);
 }
 
+/*
+ * A target that refuses (traced by another tracer) is backed off: up 0, the
+ * failure counted by its code, fewer and fewer tries; back to 1 once free.
+ */
+static void test_backoff(void)
+{
+	struct served s = { .pid = -1 };
+	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	char name[16], path[400], cmd[900], why[200], *body = NULL, *log;
+	const char *argv[] = { path, "600", NULL };
+	const char *args[] = { "--select", name, "--min-interval", "1", "--timeout", "2", NULL };
+	struct hres r = { 0 };
+	pid_t pid = -1, tr = -1;
+	int hold = -1, tries;
+	size_t len;
+	bool up = false;
+
+	snprintf(name, sizeof(name), "sv%dsl", (int)(getpid() % 100000));
+	snprintf(path, sizeof(path), "%s/%s", cfg.tmpdir, name);
+	snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s'", path);
+	{
+		const char *sh[] = { "/bin/sh", "-c", cmd, NULL };
+
+		run_prog(&r, sh, 20);
+		hres_free(&r);
+	}
+	pid = spawn(argv, &o, why, sizeof(why));
+	if (pid < 0 || !wait_exec(pid, path, 5000)) {
+		t_fail("cannot start %s: %s", path, why);
+		goto out;
+	}
+	if (!serve_up(&s, args))
+		goto out;
+	for (long end = now_ms() + 10000; now_ms() < end && !up; sleep_ms(200)) {
+		free(body);
+		up = http(s.port, "/metrics", NULL, NULL, &body, &len) == 200 &&
+		     metric(body, "heapctl_up", pid) == 1;
+	}
+	if (!up) {
+		t_fail("%s never up in /metrics", name);
+		goto out;
+	}
+	tr = tracer_start(pid, &hold);
+	if (tr < 0) {
+		t_fail("cannot trace %d", (int)pid);
+		goto out;
+	}
+	for (long end = now_ms() + 8000; now_ms() < end; sleep_ms(200)) {
+		free(body);
+		http(s.port, "/metrics", NULL, NULL, &body, &len);
+	}
+	if (!body || metric(body, "heapctl_up", pid) != 0 ||
+	    !strstr(body, "code=\"HC_E_TRACED\"}"))
+		t_fail("traced by another: heapctl_up not 0, or no HC_E_TRACED failure: %.1500s",
+		       body ? body : "");
+	log = read_file_str(s.log);
+	tries = count_str(log, "next try in");
+	free(log);
+	t_note("%d tries in 8 s, backed off", tries);
+	if (tries < 1 || tries > 3)
+		t_fail("%d tries in 8 s with --min-interval 1: not backed off (want 1 to 3)", tries);
+	tracer_stop(tr, hold);
+	tr = -1;
+	up = false;
+	for (long end = now_ms() + 20000; now_ms() < end && !up; sleep_ms(300)) {
+		free(body);
+		up = http(s.port, "/metrics", NULL, NULL, &body, &len) == 200 &&
+		     metric(body, "heapctl_up", pid) == 1;
+	}
+	if (!up)
+		t_fail("%s not up again within 20 s of its tracer leaving", name);
+	if (serve_down(&s, SIGTERM) != 0)
+		t_fail("serve did not exit 0 on SIGTERM");
+out:
+	free(body);
+	if (tr > 0)
+		tracer_stop(tr, hold);
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	if (pid > 0)
+		kill_wait(pid);
+}
+
 const struct itest t_serve_tests[] = {
+	{ "serve-backoff", test_backoff, 0 },
 	{ "serve-sigkill", test_sigkill, 0 },
 	{ "serve-restart", test_restart, 0 },
 	{ "serve-metrics", test_metrics, 0 },
