@@ -13,6 +13,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1075,6 +1076,15 @@ static void test_backoff(void)
 	size_t len;
 	bool up = false;
 
+	{
+		char real[PATH_MAX];
+
+		/* busybox's sleep (the arm64 guest's) would not run under another name */
+		if (!realpath("/bin/sleep", real) || strstr(real, "busybox")) {
+			t_skip(false, "/bin/sleep is busybox's: no single-threaded program to copy");
+			return;
+		}
+	}
 	snprintf(name, sizeof(name), "sv%dsl", (int)(getpid() % 100000));
 	snprintf(path, sizeof(path), "%s/%s", cfg.tmpdir, name);
 	snprintf(cmd, sizeof(cmd), "cp /bin/sleep '%s'", path);
