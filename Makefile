@@ -67,6 +67,10 @@ endif
 PKGS := libelf libdw libunwind-ptrace libunwind-generic capstone expat
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+# libmicrohttpd (heapctl serve): its header at build time, the library dlopen()ed
+# by serve alone (src/cli/serve_http.c says why it is not linked)
+PKGS_DLOPEN := libmicrohttpd
+PKG_CFLAGS += $(shell $(PKG_CONFIG) --cflags $(PKGS_DLOPEN) 2>/dev/null)
 JE_CFLAGS = $(shell $(PKG_CONFIG) --cflags jemalloc 2>/dev/null)
 JE_LIBS = $(shell $(PKG_CONFIG) --libs jemalloc 2>/dev/null)
 # tcmalloc victims: linked even though they only reach it through dlsym
@@ -421,7 +425,8 @@ DEB_PKGS := gcc libc6-dev make pkg-config libelf-dev libdw-dev libunwind-dev lib
 	libjemalloc-dev libseccomp-dev redis-server redis-tools gdb strace prometheus-node-exporter \
 	libexpat1-dev libgoogle-perftools-dev libtcmalloc-minimal4 libmimalloc2.0 libmimalloc-dev \
 	memcached mariadb-server mariadb-client \
-	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3 musl-tools
+	libdevel-nytprof-perl chromium golang-go golang-github-google-pprof-dev python3 musl-tools \
+	libmicrohttpd-dev libmicrohttpd12 prometheus
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 		grep -q 'install ok installed' || echo $$p; done); \
@@ -734,7 +739,7 @@ torture: deps
 # target without clang: $(B)/fuzz-replay/NAME is the target built with gcc,
 # ASan and UBSan, around tests/fuzz/replay.c (prints PASS/FAIL fuzz-replay-NAME).
 FUZZ_TARGETS ?= seccomp elf maps status text prof demangle got tcprof glxml evidence linkmap sampler \
-	hook ehhdr
+	hook ehhdr query
 FUZZ_SECONDS ?= $(or $(ENGINE_FUZZ_SECONDS),30)
 FUZZ_RUNS ?=
 FUZZ_MAXLEN ?= maps=8192 glxml=16384
@@ -746,6 +751,9 @@ FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -MMD -MP -Iinclude $(LIB_IQUOTE) -
 FUZZ_LIB_OBJS := $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o \
 	$(B)/obj/sampler_ff_blob.o
 FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+# targets whose code is the CLI's, not the library's: its sources, built in
+FUZZ_EXTRA_query := src/cli/serve_query.c
+FUZZ_EXTRA_CFLAGS_query := -iquote src/cli
 # seeds: tests/fuzz/corpus/NAME, but the profile parser's are the report tests' own
 fuzz_seeds = $(if $(filter prof,$(1)),tests/data/prof,tests/fuzz/corpus/$(1))
 REPLAY_LIB_OBJS := $(patsubst %.c,$(B)/replayobj/%.o,$(LIB_SRCS)) $(B)/obj/sampler_blob.o \
@@ -762,11 +770,12 @@ $(B)/fuzzobj/libheapctl.a: $(FUZZ_LIB_OBJS)
 	$(msg) AR $@
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzzobj/libheapctl.a
+.SECONDEXPANSION:
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzzobj/libheapctl.a $$(FUZZ_EXTRA_$$*)
 	$(msg) FUZZ $@
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< \
-		$(B)/fuzzobj/libheapctl.a $(LDLIBS_ALL)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_EXTRA_CFLAGS_$*) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< \
+		$(FUZZ_EXTRA_$*) $(B)/fuzzobj/libheapctl.a $(LDLIBS_ALL)
 
 $(B)/replayobj/%.o: %.c
 	$(msg) SANCC $<
@@ -779,12 +788,13 @@ $(B)/replayobj/libheapctl.a: $(REPLAY_LIB_OBJS)
 
 # two sources in one command leave a .d for the last only: list the headers
 $(B)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(B)/replayobj/libheapctl.a \
-		$(wildcard tests/fuzz/*.h $(addsuffix /*.h,$(LIB_DIRS)) src/prof/*.h include/heapctl/*.h)
+		$(wildcard tests/fuzz/*.h $(addsuffix /*.h,$(LIB_DIRS)) src/prof/*.h include/heapctl/*.h) \
+		$$(FUZZ_EXTRA_$$*)
 	$(msg) CC $@
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) -DFUZZ_NAME='"$*"' \
+	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(FUZZ_SAN) $(PKG_CFLAGS) $(FUZZ_EXTRA_CFLAGS_$*) -DFUZZ_NAME='"$*"' \
 		-DFUZZ_DIRS='"$(CURDIR)/tests/fuzz/regress/$*:$(CURDIR)/$(call fuzz_seeds,$*)"' \
-		-o $@ $< tests/fuzz/replay.c $(B)/replayobj/libheapctl.a $(LDLIBS_ALL)
+		-o $@ $< tests/fuzz/replay.c $(FUZZ_EXTRA_$*) $(B)/replayobj/libheapctl.a $(LDLIBS_ALL)
 
 fuzz-replay: $(REPLAY_BINS)
 	@tests/run-unit.sh $(B) $(REPLAY_BINS)

@@ -56,7 +56,8 @@ _heapctl()
 		--pid=*) pid=${w#--pid=} ;;
 		--tid | --timeout | -o | --output | --svg | --folded | --base | --format | --top | \
 			--arena | --for | --warm-up | --sample-bytes | --sampler | --opts | --sysroot | \
-			--debug-file | --every | --count | --textfile | --dump-on-growth | --dir)
+			--debug-file | --every | --count | --textfile | --dump-on-growth | --dir | \
+			--listen | --select | --profile | --min-interval | --token-file)
 			((i++))
 			;;
 		-*) ;;
@@ -83,7 +84,11 @@ _heapctl()
 		fi
 		return
 		;;
-	-o | --output | --base | --svg | --folded | --debug-file)
+	--profile | --select)
+		mapfile -t COMPREPLY < <(compgen -W "$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u)" -- "$cur")
+		return
+		;;
+	-o | --output | --base | --svg | --folded | --debug-file | --token-file)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		compopt -o filenames 2>/dev/null
 		return
@@ -97,7 +102,8 @@ _heapctl()
 		mapfile -t COMPREPLY < <(compgen -W "folded svg pprof text json" -- "$cur")
 		return
 		;;
-	--timeout | --top | --arena | --for | --warm-up | --sample-bytes | --opts)
+	--timeout | --top | --arena | --for | --warm-up | --sample-bytes | --opts | --listen | \
+		--min-interval)
 		return
 		;;
 	esac

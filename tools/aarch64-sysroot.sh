@@ -23,7 +23,7 @@ mkdir -p "$out/debs"
 out=$(cd "$out" && pwd)
 
 # Libraries heapctl links with, their runtime dependencies, and what the
-# initramfs needs.  musl and musl-dev: the musl victims (musl_leak, built
+# initramfs needs (libmicrohttpd and GnuTLS's closure: heapctl serve loads it).  musl and musl-dev: the musl victims (musl_leak, built
 # with musl's crt files and libc by hand, see the Makefile) and their loader,
 # /lib/ld-musl-aarch64.so.1, in the guest.  The runtime closure is checked again, file by file, by
 # tests/aarch64/mkinitramfs.sh.
@@ -35,7 +35,9 @@ PKGS="libc6 libgcc-s1 libstdc++6 libexpat1 libexpat1-dev
 	libgoogle-perftools-dev libgoogle-perftools4 libtcmalloc-minimal4 libmimalloc2.0
 	binutils-aarch64-linux-gnu libbinutils
 	busybox-static bash libtinfo6 strace
-	musl musl-dev"
+	musl musl-dev
+	libmicrohttpd12 libmicrohttpd-dev libgnutls30 libp11-kit0 libffi8 libidn2-0
+	libunistring2 libtasn1-6 libnettle8 libhogweed6 libgmp10"
 
 # The cloud kernel's package name changes with every ABI bump; the
 # metapackage always points at the current one.

@@ -110,6 +110,13 @@ struct hc_write_opts {
 	 * range (hc_growth_range()).
 	 */
 	double seconds;
+	/*
+	 * pprof: lay the profile out as Go's /debug/pprof/heap does, sample
+	 * types alloc_objects, alloc_space, inuse_objects, inuse_space (the
+	 * alloc pair 0: jemalloc's profiles count live memory only), so that
+	 * tools made for Go's endpoint (Parca, Pyroscope) read it as a heap
+	 */
+	bool go_heap;
 };
 
 /*

@@ -46,6 +46,7 @@ enum cli_opt {
 	CLI_O_FORMAT = 1u << 15,    /* --format: report's, or stats' prometheus */
 	CLI_O_WATCH = 1u << 16,     /* watch --every --count --textfile */
 	CLI_O_SAMPLER = 1u << 17,   /* --sampler --sample-bytes */
+	CLI_O_SERVE = 1u << 18,     /* serve --listen --select --profile --min-interval ... */
 };
 
 struct cli_env;
@@ -98,6 +99,16 @@ struct cli_env {
 	const char *textfile;      /* watch --textfile DIR */
 	uint64_t growth;           /* watch --dump-on-growth SIZE (0: none) */
 	const char *dir;           /* watch --dir DIR, for those profiles */
+	/* serve */
+#define CLI_SERVE_MAX_SEL 16
+	const char *listen;        /* --listen ADDR:PORT */
+	const char *select[CLI_SERVE_MAX_SEL]; /* --select NAME|uid=N|cgroup=SUBSTR */
+	int nselect;
+	const char *profile[CLI_SERVE_MAX_SEL]; /* --profile NAME|PID */
+	int nprofile;
+	unsigned int min_interval_ms; /* --min-interval (0: the default) */
+	const char *token_file;    /* --token-file F */
+	bool allow_control;        /* --allow-control */
 	char **args;               /* positional words after the command */
 	int nargs;
 };
@@ -244,6 +255,7 @@ int cmd_leak(struct cli_env *env);
 int cmd_maps(struct cli_env *env);
 int cmd_watch(struct cli_env *env);
 int cmd_doctor(struct cli_env *env);
+int cmd_serve(struct cli_env *env);
 
 /*
  * cmd_stats.c: the figures of stats --json as one JSON object on f; time
@@ -255,5 +267,29 @@ int cmd_doctor(struct cli_env *env);
 void cli_stats_json(FILE *f, pid_t pid, const struct hc_stats *st, double time,
 		    const char *extra);
 void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st);
+
+/*
+ * prom.c: Prometheus text, gathered per metric family so that many
+ * processes' samples share one HELP and TYPE (serve).  Labels NULL are
+ * left out; key/val is one more label, or NULL.
+ */
+struct cli_prom;
+struct cli_prom_labels {
+	pid_t pid;
+	const char *comm, *allocator, *container;
+};
+struct cli_prom *cli_prom_new(void);
+void cli_prom_free(struct cli_prom *p);
+/* heapctl_NAME, anything but [a-zA-Z0-9_] as '_', with _bytes for a size */
+void cli_prom_name(char *out, size_t len, const char *name, bool bytes);
+void cli_prom_u64(struct cli_prom *p, const char *name, const char *type, const char *help,
+		  const struct cli_prom_labels *l, const char *key, const char *val, uint64_t v);
+void cli_prom_f64(struct cli_prom *p, const char *name, const char *type, const char *help,
+		  const struct cli_prom_labels *l, const char *key, const char *val, double v);
+/* Every family, in the order first added; -1 if memory ran out on the way. */
+int cli_prom_write(const struct cli_prom *p, FILE *f);
+/* cmd_stats.c: what stats --format prometheus prints of st, into p */
+void cli_stats_prom_add(struct cli_prom *p, const struct cli_prom_labels *l,
+			const struct hc_stats *st);
 
 #endif /* HEAPCTL_CLI_H */

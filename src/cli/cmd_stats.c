@@ -87,6 +87,10 @@ void cli_stats_json(FILE *f, pid_t pid, const struct hc_stats *st, double time,
 	fputs(",\"version\":", f);
 	hc_json_str(f, st->version);
 	if (st->nfig) {
+		/* what every driver fills, as --format prometheus gives them too */
+		if (!st->live_unknown)
+			fprintf(f, ",\"allocated\":%llu,\"dirty\":%llu",
+				(unsigned long long)st->allocated, (unsigned long long)st->dirty);
 		for (i = 0; i < st->nfig; i++) {
 			fputc(',', f);
 			hc_json_str(f, st->fig[i].name);
@@ -104,39 +108,13 @@ void cli_stats_json(FILE *f, pid_t pid, const struct hc_stats *st, double time,
 	fprintf(f, ",\"narenas\":%u%s}", st->narenas, extra ? extra : "");
 }
 
-/* A label value: backslash, double quote and newline escaped, as the format wants. */
-static void prom_label(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', f);
-		if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
-/* heapctl_NAME (NAME: [a-zA-Z0-9_], anything else as '_'), with _bytes for a size. */
-static void prom_metric(FILE *f, const char *name, bool bytes, const char *help, uint64_t v,
-			pid_t pid, const char *comm, const char *allocator)
+static void prom_metric(struct cli_prom *p, const char *name, bool bytes, const char *help,
+			uint64_t v, const struct cli_prom_labels *l)
 {
 	char m[96];
-	size_t i, n = (size_t)snprintf(m, sizeof(m), "heapctl_%s", name);
 
-	for (i = 8; i < n && i < sizeof(m); i++)
-		if (!((m[i] >= 'a' && m[i] <= 'z') || (m[i] >= 'A' && m[i] <= 'Z') ||
-		      (m[i] >= '0' && m[i] <= '9')))
-			m[i] = '_';
-	n = strlen(m);
-	if (bytes && (n < 6 || strcmp(m + n - 6, "_bytes")))
-		snprintf(m + n, sizeof(m) - n, "_bytes");
-	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s{pid=\"%d\",comm=\"", m, help, m, m,
-		(int)pid);
-	prom_label(f, comm);
-	fputs("\",allocator=\"", f);
-	prom_label(f, allocator);
-	fprintf(f, "\"} %llu\n", (unsigned long long)v);
+	cli_prom_name(m, sizeof(m), name, bytes);
+	cli_prom_u64(p, m, "gauge", help, l, NULL, NULL, v);
 }
 
 /*
@@ -144,57 +122,62 @@ static void prom_metric(FILE *f, const char *name, bool bytes, const char *help,
  * same borrow and smaps, read now that the thread is given back.  Nothing
  * when smaps cannot be read (the process has just exited).
  */
-static void prom_findings(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st)
+static void prom_findings(struct cli_prom *p, const struct cli_prom_labels *l,
+			  const struct hc_stats *st)
 {
 	struct hc_doctor *d = malloc(sizeof(*d));
 	struct hc_maps m;
 	struct hc_err err;
 
 	memset(&err, 0, sizeof(err));
-	if (!d || hc_maps_read(pid, &m, &err)) {
+	if (!d || hc_maps_read(l->pid, &m, &err)) {
 		free(d);
 		return;
 	}
-	hc_doctor_run(pid, st, &m, NULL, d);
-	fputs("# HELP heapctl_finding_bytes what heapctl doctor finds behind the RSS, by cause "
-	      "(retained: address space, not RSS)\n"
-	      "# TYPE heapctl_finding_bytes gauge\n",
-	      f);
-	for (unsigned i = 0; i < d->n; i++) {
-		fprintf(f, "heapctl_finding_bytes{pid=\"%d\",comm=\"", (int)pid);
-		prom_label(f, comm);
-		fputs("\",allocator=\"", f);
-		prom_label(f, st->allocator);
-		fprintf(f, "\",cause=\"%s\"} %llu\n", hc_cause_key(d->f[i].cause),
-			(unsigned long long)d->f[i].bytes);
-	}
+	hc_doctor_run(l->pid, st, &m, NULL, d);
+	for (unsigned i = 0; i < d->n; i++)
+		cli_prom_u64(p, "heapctl_finding_bytes", "gauge",
+			     "what heapctl doctor finds behind the RSS, by cause "
+			     "(retained: address space, not RSS)",
+			     l, "cause", hc_cause_key(d->f[i].cause), d->f[i].bytes);
 	free(d);
 }
 
-void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st)
+void cli_stats_prom_add(struct cli_prom *p, const struct cli_prom_labels *l,
+			const struct hc_stats *st)
 {
 	size_t i;
 
 	if (!st->nfig) {
 		for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
-			prom_metric(f, figures[i].name, true, figures[i].what, figure(st, i), pid,
-				    comm, st->allocator);
-		prom_findings(f, pid, comm, st);
+			prom_metric(p, figures[i].name, true, figures[i].what, figure(st, i), l);
+		prom_findings(p, l, st);
 		return;
 	}
 	/* what every driver fills but one that counts no live bytes, then its own figures */
 	if (!st->live_unknown) {
-		prom_metric(f, "allocated", true, figures[0].what, st->allocated, pid, comm,
-			    st->allocator);
-		prom_metric(f, "dirty", true, "free memory the allocator can return (heapctl purge)",
-			    st->dirty, pid, comm, st->allocator);
+		prom_metric(p, "allocated", true, figures[0].what, st->allocated, l);
+		prom_metric(p, "dirty", true, "free memory the allocator can return (heapctl purge)",
+			    st->dirty, l);
 	}
 	for (i = 0; i < st->nfig; i++)
-		prom_metric(f, st->fig[i].name,
+		prom_metric(p, st->fig[i].name,
 			    !strstr(st->fig[i].what, "(count)") && !strstr(st->fig[i].what, "(0/1)"),
-			    st->fig[i].what, st->fig[i].value, pid, comm, st->allocator);
-	prom_metric(f, "rss", true, figures[8].what, st->rss, pid, comm, st->allocator);
-	prom_findings(f, pid, comm, st);
+			    st->fig[i].what, st->fig[i].value, l);
+	prom_metric(p, "rss", true, figures[8].what, st->rss, l);
+	prom_findings(p, l, st);
+}
+
+void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st)
+{
+	struct cli_prom_labels l = { .pid = pid, .comm = comm, .allocator = st->allocator };
+	struct cli_prom *p = cli_prom_new();
+
+	if (!p)
+		return;
+	cli_stats_prom_add(p, &l, st);
+	cli_prom_write(p, f);
+	cli_prom_free(p);
 }
 
 /*

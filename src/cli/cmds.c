@@ -302,6 +302,46 @@ static const char doctor_examples[] =
 	"    heapctl doctor -p 1234\n"
 	"    heapctl doctor -p \"$(pidof -s mysqld)\" --json | jq '.findings[0]'\n";
 
+static const char serve_help[] =
+	"Serve the heap figures of every process heapctl can drive (or those\n"
+	"--select picks) over HTTP, for Prometheus and pprof clients to pull:\n"
+	"  /metrics                  Prometheus text: allocated, active, resident,\n"
+	"                            dirty, mapped, retained (where the allocator\n"
+	"                            has them), RSS, arenas, doctor's causes, the\n"
+	"                            profiler's state, heapctl_up, the borrow pause,\n"
+	"                            failures by error code\n"
+	"  /debug/pprof/heap?pid=N   the heap profile, gzipped pprof laid out as Go's\n"
+	"     or ?name=COMM          (add &seconds=N for the growth over N seconds);\n"
+	"                            needs profiling on: --profile, or 'heapctl prof on'\n"
+	"  /                         an HTML index of the processes\n"
+	"Each process lends a thread at most once per --min-interval, however\n"
+	"often it is scraped; one that fails is left alone for longer each time.\n"
+	"Requests are read-only (GET, HEAD): nothing over HTTP changes a process;\n"
+	"--allow-control is accepted for deployments that name it, and no control\n"
+	"page exists.  SIGTERM or SIGINT: profiling goes off where serve turned it\n"
+	"on, then serve exits 0.\n";
+static const char serve_opts[] =
+	"  --listen ADDR:PORT  where to listen (default 127.0.0.1:6061; [::1]:PORT);\n"
+	"                      beyond loopback --token-file is required\n"
+	"  --select SEL        only these processes: NAME (as ps -o comm shows it),\n"
+	"                      uid=N or cgroup=SUBSTR; repeat for more (any matches)\n"
+	"  --profile NAME|PID  keep heap profiling on in these processes (heapctl's\n"
+	"                      sampler or the allocator's own profiler), in a\n"
+	"                      restarted process of that name too; repeatable\n"
+	"  --sample-bytes N    the sampler's mean bytes between samples (512K)\n"
+	"  --min-interval SEC  borrow each process at most this often (default 10)\n"
+	"  --token-file F      requests must carry 'Authorization: Bearer TOKEN',\n"
+	"                      TOKEN the first line of F (16 bytes at least)\n"
+	"  --allow-control     accepted; serve has no control page yet, so it\n"
+	"                      changes nothing\n";
+static const char serve_examples[] =
+	"    heapctl serve\n"
+	"    heapctl serve --select redis-server --profile redis-server\n"
+	"    curl -s localhost:6061/metrics | grep heapctl_allocated_bytes\n"
+	"    go tool pprof -top 'http://localhost:6061/debug/pprof/heap?name=redis-server'\n"
+	"    heapctl serve --listen 0.0.0.0:6061 --token-file /etc/heapctl/token \\\n"
+	"        --select cgroup=kubepods --min-interval 30\n";
+
 #define CMD(n, o, lo, hi, use, sum, opts_text)                                              \
 	{                                                                                   \
 		.name = #n, .fn = cmd_##n, .opts = (o), .min_args = (lo), .max_args = (hi), \
@@ -348,6 +388,11 @@ const struct cli_cmd cli_cmds[] = {
 	    "heapctl watch -p PID [--every DUR] [--count N] [--json] [--textfile DIR] "
 	    "[--dump-on-growth SIZE --dir DIR]",
 	    "the heap figures over time, one borrow per sample; Prometheus files", watch_opts),
+	CMD(serve, CLI_O_TIMEOUT | CLI_O_SERVE | CLI_O_SAMPLER, 0, 0,
+	    "heapctl serve [--listen ADDR:PORT] [--select NAME|uid=N|cgroup=SUBSTR ...]\n"
+	    "      [--profile NAME|PID ... [--sample-bytes N]] [--min-interval SEC]\n"
+	    "      [--token-file F] [--allow-control]",
+	    "serve /metrics and /debug/pprof/heap over HTTP for Prometheus, pprof", serve_opts),
 };
 
 const size_t cli_ncmds = sizeof(cli_cmds) / sizeof(cli_cmds[0]);

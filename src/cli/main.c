@@ -56,6 +56,12 @@ enum {
 	OPT_DIR,
 	OPT_SAMPLER,
 	OPT_SAMPLE_BYTES,
+	OPT_LISTEN,
+	OPT_SELECT,
+	OPT_PROFILE,
+	OPT_MIN_INTERVAL,
+	OPT_TOKEN_FILE,
+	OPT_ALLOW_CONTROL,
 };
 
 /* '+': no permutation, split_args() already did it; ':': report missing values. */
@@ -95,6 +101,12 @@ static const struct option long_opts[] = {
 	{ "dir", required_argument, NULL, OPT_DIR },
 	{ "sampler", required_argument, NULL, OPT_SAMPLER },
 	{ "sample-bytes", required_argument, NULL, OPT_SAMPLE_BYTES },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "select", required_argument, NULL, OPT_SELECT },
+	{ "profile", required_argument, NULL, OPT_PROFILE },
+	{ "min-interval", required_argument, NULL, OPT_MIN_INTERVAL },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "allow-control", no_argument, NULL, OPT_ALLOW_CONTROL },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -564,6 +576,44 @@ static void parse_opts(struct cli_env *env, int on, char **ov, struct parse_stat
 				parse_error(ps, "empty --dir");
 			env->dir = optarg;
 			break;
+		case OPT_LISTEN:
+			env->seen |= CLI_O_SERVE;
+			if (!optarg[0])
+				parse_error(ps, "empty --listen");
+			env->listen = optarg;
+			break;
+		case OPT_SELECT:
+		case OPT_PROFILE: {
+			const char **v = c == OPT_SELECT ? env->select : env->profile;
+			int *n = c == OPT_SELECT ? &env->nselect : &env->nprofile;
+
+			env->seen |= CLI_O_SERVE;
+			if (!optarg[0])
+				parse_error(ps, "empty %s", c == OPT_SELECT ? "--select" : "--profile");
+			else if (*n == CLI_SERVE_MAX_SEL)
+				parse_error(ps, "more than %d %s", CLI_SERVE_MAX_SEL,
+					    c == OPT_SELECT ? "--select" : "--profile");
+			else
+				v[(*n)++] = optarg;
+			break;
+		}
+		case OPT_MIN_INTERVAL:
+			env->seen |= CLI_O_SERVE;
+			if (cli_parse_duration(optarg, &env->min_interval_ms) ||
+			    env->min_interval_ms < 100 || env->min_interval_ms > 86400000)
+				parse_error(ps, "invalid --min-interval '%s' (expected seconds from 0.1 "
+					    "to a day, e.g. 10, 1.5 or 1m)", optarg);
+			break;
+		case OPT_TOKEN_FILE:
+			env->seen |= CLI_O_SERVE;
+			if (!optarg[0])
+				parse_error(ps, "empty --token-file");
+			env->token_file = optarg;
+			break;
+		case OPT_ALLOW_CONTROL:
+			env->seen |= CLI_O_SERVE;
+			env->allow_control = true;
+			break;
 		case ':':
 			parse_error(ps, "option '%s' needs a value", ov[optind - 1]);
 			break;
@@ -733,7 +783,8 @@ int main(int argc, char **argv)
 	} else {
 		rc = check_env(&env, &ps);
 		/* a command that may borrow a thread: see keeper.c */
-		if (rc == CLI_EXIT_OK && ((env.cmd->opts & CLI_O_TID) || env.probe) )
+		if (rc == CLI_EXIT_OK &&
+		    ((env.cmd->opts & CLI_O_TID) || env.probe || env.cmd->fn == cmd_serve))
 			cli_keeper();
 		if (rc == CLI_EXIT_OK)
 			rc = finish(env.cmd->fn(&env));

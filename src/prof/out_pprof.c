@@ -4,7 +4,9 @@
  * proto/profile.proto), the format `pprof`, `go tool pprof` and most
  * profile viewers read.
  *
- *   sample_type   inuse_objects/count, inuse_space/bytes (default)
+ *   sample_type   inuse_objects/count, inuse_space/bytes (default); with
+ *                 go_heap, alloc_objects/count and alloc_space/bytes (0) first,
+ *                 as Go's /debug/pprof/heap writes them
  *   period_type   space/bytes, period = the profile's sample period
  *   mapping       one per object: address range, file offset, path, build-id
  *   location      one per address (address = return address - 1, the call),
@@ -35,6 +37,7 @@ struct pp {
 	struct u64map fn_of;  /* (name id << 32 | file id) -> function id */
 	uint64_t nfuncs;
 	bool oom;
+	bool go_heap; /* two zero values lead each sample */
 };
 
 static int64_t sid(struct pp *pp, const char *s)
@@ -93,10 +96,10 @@ static void line(struct pbuf *m, uint64_t fn, unsigned ln)
 static void sample(struct pp *pp, const uint64_t *locs, size_t n, int64_t objs, int64_t bytes)
 {
 	struct pbuf m = { 0 };
-	uint64_t v[2] = { (uint64_t)objs, (uint64_t)bytes };
+	uint64_t v[4] = { 0, 0, (uint64_t)objs, (uint64_t)bytes };
 
 	pb_packed(&m, 1, locs, n);
-	pb_packed(&m, 2, v, 2);
+	pb_packed(&m, 2, pp->go_heap ? v : v + 2, pp->go_heap ? 4 : 2);
 	pb_bytes(&pp->out, P_SAMPLE, m.p ? m.p : "", m.len);
 	pp->oom |= m.oom;
 	pbuf_free(&m);
@@ -255,6 +258,11 @@ int out_pprof(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struc
 
 	memset(&pp, 0, sizeof(pp));
 	sid(&pp, ""); /* string_table[0] must be "" */
+	pp.go_heap = w->go_heap;
+	if (pp.go_heap) {
+		value_type(&pp, P_SAMPLE_TYPE, "alloc_objects", "count");
+		value_type(&pp, P_SAMPLE_TYPE, "alloc_space", "bytes");
+	}
 	value_type(&pp, P_SAMPLE_TYPE, "inuse_objects", "count");
 	value_type(&pp, P_SAMPLE_TYPE, "inuse_space", "bytes");
 	if ((r->base ? emit_diff(&pp, r) : emit_plain(&pp, r)) || pp.oom || pp.out.oom)

@@ -112,10 +112,12 @@ find_lib() {
 cp -L "$SYS/usr/lib/$MA/libstdc++.so.6" "$root/usr/lib/$MA/"
 # tcmalloc_minimal, which the sampler tests preload (LD_PRELOAD=libtcmalloc_minimal.so.4)
 cp -L "$SYS/usr/lib/$MA/libtcmalloc_minimal.so.4" "$root/usr/lib/$MA/"
+# libmicrohttpd, which heapctl serve dlopens, and its GnuTLS closure
+cp -L "$SYS/usr/lib/$MA/libmicrohttpd.so.12" "$root/usr/lib/$MA/"
 todo=$(find "$root" -type f -perm -u+x)
 todo="$todo $root/opt/jemalloc-prof/libjemalloc.so.2 $root/usr/lib/$MA/libstdc++.so.6"
-todo="$todo $root/usr/lib/$MA/libtcmalloc_minimal.so.4"
-seen=" libstdc++.so.6 libtcmalloc_minimal.so.4 "
+todo="$todo $root/usr/lib/$MA/libtcmalloc_minimal.so.4 $root/usr/lib/$MA/libmicrohttpd.so.12"
+seen=" libstdc++.so.6 libtcmalloc_minimal.so.4 libmicrohttpd.so.12 "
 while [ -n "$(echo $todo)" ]; do
 	next=
 	for f in $todo; do

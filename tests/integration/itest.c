@@ -378,7 +378,7 @@ int main(int argc, char **argv)
 		t_hostile_tests, t_kill_tests, t_torture_tests, t_timers_tests,
 		t_concurrent_tests, t_syms_tests, t_evidence_tests, t_ns_tests,
 		t_attack_tests,
-		t_deleted_tests, t_doctor_tests, t_sampler_tests, t_musl_tests, t_real_tests,
+		t_deleted_tests, t_doctor_tests, t_sampler_tests, t_musl_tests, t_real_tests, t_serve_tests,
 #if defined(__aarch64__)
 		t_aarch64_tests,
 #endif

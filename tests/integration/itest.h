@@ -361,6 +361,7 @@ struct itest {
 };
 
 extern const struct itest t_basic_tests[];
+extern const struct itest t_serve_tests[];
 extern const struct itest t_cmds_tests[];
 extern const struct itest t_tid_tests[];
 extern const struct itest t_err_tests[];
