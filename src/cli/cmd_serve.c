@@ -66,6 +66,8 @@ struct tgt {
 	char comm[16], allocator[32], container[80];
 	bool profile;    /* --profile names it */
 	bool prof_ours;  /* serve turned its profiling on: off again at the end */
+	/* heapctl's sampler was in with samples before serve: they stay at the end */
+	bool kept_before;
 	bool prof_given_up; /* turning it on failed: not tried again */
 	/* what the last borrow found */
 	bool have;
@@ -380,6 +382,7 @@ static void borrow(struct tgt *t)
 	struct hc_sampler *smp = malloc(sizeof(*smp));
 	char path[PATH_MAX] = "", comm[64] = "", alloc[32] = "";
 	bool enabled = false, active = false, prof_known = false, on_ok = false, dumped = false;
+	bool kept_before = false;
 	struct hc_timing tm = { 0 };
 	struct hc_target *h = NULL;
 	struct hc_where w = { 0 };
@@ -412,8 +415,13 @@ static void borrow(struct tgt *t)
 	/* w's strings are h's: kept past hc_target_close() */
 	snprintf(alloc, sizeof(alloc), "%s", w.allocator ? w.allocator : "");
 	hc_session_begin(h);
-	if (turn_on)
+	if (turn_on) {
+		struct hc_sampler before;
+
+		kept_before = !hc_sampler_get(h, &before, &(struct hc_err){ 0 }) &&
+			      (before.enabled || before.kept);
 		on_ok = !hc_prof_set(h, true, NULL, &onerr);
+	}
 	if (hc_stats_get(h, st, &err))
 		goto end;
 	if (!hc_sampler_get(h, smp, &serr) && (cli_prof_kind(w.allocator) == CLI_PROF_JEMALLOC ||
@@ -454,6 +462,7 @@ out:
 		snprintf(t->comm, sizeof(t->comm), "%.15s", comm);
 	if (turn_on && on_ok) {
 		t->prof_ours = true;
+		t->kept_before = kept_before;
 		cli_log(HC_LOG_INFO, "pid %d (%s): profiling on", (int)pid, t->comm);
 	} else if (turn_on && !err.code && onerr.code) {
 		t->prof_given_up = true;
@@ -532,6 +541,7 @@ static void profiling_off(void)
 		struct tgt *t = &S.t[i];
 		struct hc_target_opts o = S.env->topts;
 		struct hc_err err = { 0 };
+		struct hc_sampler smp = { 0 };
 		struct hc_target *h;
 
 		if (!t->used || !t->prof_ours)
@@ -540,8 +550,15 @@ static void profiling_off(void)
 			continue;
 		o.no_debuginfod = true;
 		h = hc_target_open(t->pid, &o, &err);
-		if (h && !hc_prof_set(h, false, NULL, &err))
-			cli_log(HC_LOG_INFO, "pid %d (%s): profiling off", (int)t->pid, t->comm);
+		/*
+		 * As serve found it: heapctl's sampler, which it loaded or hooked,
+		 * comes out too (prof reset), unless it held samples before.
+		 */
+		if (h && !hc_prof_set(h, false, NULL, &err) &&
+		    (t->kept_before || !hc_sampler_get(h, &smp, &err)) &&
+		    (t->kept_before || !smp.installed || !hc_prof_reset(h, &err)))
+			cli_log(HC_LOG_INFO, "pid %d (%s): profiling off%s", (int)t->pid, t->comm,
+				!t->kept_before && smp.installed ? ", heapctl's hooks out" : "");
 		else
 			cli_log(HC_LOG_WARN, "pid %d (%s): profiling left on: %s", (int)t->pid, t->comm,
 				err.msg);

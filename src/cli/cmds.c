@@ -319,7 +319,7 @@ static const char serve_help[] =
 	"Requests are read-only (GET, HEAD): nothing over HTTP changes a process;\n"
 	"--allow-control is accepted for deployments that name it, and no control\n"
 	"page exists.  SIGTERM or SIGINT: profiling goes off where serve turned it\n"
-	"on, then serve exits 0.\n";
+	"on (heapctl's sampler taken out, its hooks removed), then serve exits 0.\n";
 static const char serve_opts[] =
 	"  --listen ADDR:PORT  where to listen (default 127.0.0.1:6061; [::1]:PORT);\n"
 	"                      beyond loopback --token-file is required\n"
