@@ -643,6 +643,119 @@ out:
 }
 
 /*
+ * go tool pprof -sample_index=INDEX -top -unit=B of url: fn's flat bytes,
+ * 0 if pprof leaves it out (nothing there), -1 if pprof failed.
+ */
+static double pprof_flat(const char *go, const char *home, const char *url, const char *index,
+			 const char *fn, struct hres *r)
+{
+	char cmd[1600];
+	const char *sh[] = { "/bin/sh", "-c", cmd, NULL };
+	const char *p;
+
+	hres_free(r);
+	snprintf(cmd, sizeof(cmd), "HOME='%s' PPROF_TMPDIR='%s' '%s' tool pprof -sample_index=%s "
+		 "-top -unit=B -nodecount=1000 -nodefraction=0 -edgefraction=0 '%s'", home, home, go,
+		 index, url);
+	run_prog(r, sh, 120);
+	if (hres_exit(r) != 0 || !r->out)
+		return -1;
+	for (p = r->out; (p = strstr(p, fn)); p++) {
+		const char *bol = p;
+
+		while (bol > r->out && bol[-1] != '\n')
+			bol--;
+		/* "  67108864B 99.80% 99.80%  67108864B 99.80%  fn" */
+		if (p[strlen(fn)] == '\n' || p[strlen(fn)] == '\0' || p[strlen(fn)] == ' ')
+			return strtod(bol, NULL);
+	}
+	return 0;
+}
+
+/*
+ * The alloc pair: 1024 blocks of 64 KiB allocated at one site and all freed,
+ * sampled at a mean of 64 KiB (~650 samples): alloc_space there is 64 MiB
+ * give or take 10% (the estimate's sd is ~2.5%), inuse_space none of it.
+ * Then jemalloc's own profiler with prof_accum: the same of its leak site.
+ */
+static void test_pprof_alloc(void)
+{
+	struct vic gl = { 0 }, je = { 0 };
+	struct served s = { .pid = -1 };
+	struct hres r = { 0 };
+	char go[256], url[200], reply[256], home[400];
+	const char *args[] = { "--select", NULL, "--select", NULL, "--profile", NULL,
+			       "--sample-bytes", "64K", "--min-interval", "1", NULL };
+	const double want = 64.0 * 1024 * 1024;
+	double a, u;
+
+	if (!have_prog("go", go, sizeof(go)) || !vic_up(&gl, "alloc_victim", "gl", NULL) ||
+	    !vic_up(&je, "jemalloc_victim", "je",
+		    "prof:true,prof_active:true,prof_accum:true,lg_prof_sample:16"))
+		goto out;
+	args[1] = args[5] = gl.name;
+	args[3] = je.name;
+	if (!serve_up(&s, args))
+		goto out;
+	for (long end = now_ms() + 20000; now_ms() < end; sleep_ms(200)) {
+		char *log = read_file_str(s.log);
+		bool on = log && strstr(log, "profiling on");
+
+		free(log);
+		if (on)
+			break;
+	}
+	if (victim_expect(&gl.v, "grow 1024", "grow ok", reply, sizeof(reply)) ||
+	    victim_expect(&gl.v, "free", "free ok", reply, sizeof(reply)) ||
+	    victim_expect(&je.v, "leak 67108864", "leak ok", reply, sizeof(reply)) ||
+	    victim_expect(&je.v, "free", "free ok", reply, sizeof(reply)))
+		goto out;
+	/* past --min-interval: the profile is taken after the frees */
+	sleep_ms(1500);
+	snprintf(home, sizeof(home), "%s/gohome", cfg.tmpdir);
+	mkdir(home, 0700);
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/debug/pprof/heap?pid=%d", s.port,
+		 (int)gl.v.pid);
+	a = pprof_flat(go, home, url, "alloc_space", "victim_grow_site", &r);
+	t_note("sampler: victim_grow_site alloc_space %.0f (want %.0f)", a, want);
+	if (!within(a, want, 0.10))
+		t_fail("sampler: alloc_space of victim_grow_site %.0f, want %.0f +-10%%: %.1500s", a,
+		       want, r.out ? r.out : "");
+	u = pprof_flat(go, home, url, "inuse_space", "victim_grow_site", &r);
+	t_note("sampler: victim_grow_site inuse_space %.0f", u);
+	if (u < 0 || u > want * 0.02)
+		t_fail("sampler: inuse_space of victim_grow_site %.0f after all were freed: %.1500s",
+		       u, r.out ? r.out : "");
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/debug/pprof/heap?pid=%d", s.port,
+		 (int)je.v.pid);
+	a = pprof_flat(go, home, url, "alloc_space", "cmd_leak", &r);
+	t_note("jemalloc prof_accum: cmd_leak alloc_space %.0f (want %.0f)", a, want);
+	if (!within(a, want, 0.10))
+		t_fail("jemalloc: alloc_space of cmd_leak %.0f, want %.0f +-10%%: %.1500s", a, want,
+		       r.out ? r.out : "");
+	u = pprof_flat(go, home, url, "inuse_space", "cmd_leak", &r);
+	t_note("jemalloc prof_accum: cmd_leak inuse_space %.0f", u);
+	if (u < 0 || u > want * 0.02)
+		t_fail("jemalloc: inuse_space of cmd_leak %.0f after all were freed: %.1500s", u,
+		       r.out ? r.out : "");
+	if (serve_down(&s, SIGTERM) != 0)
+		t_fail("serve did not exit 0 on SIGTERM");
+	sampler_off(gl.v.pid);
+out:
+	hres_free(&r);
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	if (gl.up)
+		victim_check(&gl.v, 0);
+	if (je.up)
+		victim_check(&je.v, 0);
+	vic_down(&gl);
+	vic_down(&je);
+}
+
+/*
  * Scrapes as fast as they come for 6 s, from 4 clients at once: each target
  * is borrowed at most once per --min-interval (2 s), and all stay unharmed.
  */
@@ -1159,6 +1272,7 @@ const struct itest t_serve_tests[] = {
 	{ "serve-prometheus", test_prometheus, 0 },
 	{ "serve-pprof", test_pprof, 0 },
 	{ "serve-pprof-jemalloc", test_pprof_jemalloc, 0 },
+	{ "serve-pprof-alloc", test_pprof_alloc, 0 },
 	{ "serve-abuse", test_abuse, 0 },
 	{ "serve-bad-requests", test_bad_requests, 0 },
 	{ "serve-kill-term", test_kill_and_term, 0 },
