@@ -530,7 +530,8 @@ demo: deps
 	@demo/run.sh $(B)
 
 # heapctl against gdb (attach, pauses, stalls, scaling), then report against jeprof, the
-# sampler against the others and per C library (bench/libc.sh), leak accuracy.
+# sampler against the others and per C library (bench/libc.sh), leak accuracy, and
+# a serve scrape against stats --format prometheus per target (bench/serve.sh).
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(B)/victims/leak_rate
 	@bench/run.sh $(B)
@@ -538,6 +539,7 @@ bench: deps
 	@bench/sampler.sh $(B)
 	@BENCH_MUSL_WHY='$(BENCH_MUSL_WHY)' bench/libc.sh $(B)
 	@bench/accuracy.sh $(B)
+	@bench/serve.sh $(B)
 
 format-check:
 	@git diff -U0 --no-color origin/main -- '*.c' '*.h' 2>/dev/null | \
