@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -825,6 +826,233 @@ out:
 	trio_check_down(&t);
 }
 
+/*
+ * The issue's rate: 1,000 scrapes a second over loopback, one in 50 a heap
+ * profile of the sampled victim, the rest /metrics, for
+ * ITEST_SERVE_ABUSE_SECS (default 8; `make torture` runs 30).  Open loop:
+ * a new connection every millisecond on an absolute schedule, however
+ * slow the answers (up to 512 in flight; a slot with none free is
+ * skipped), so a page that waits for a borrow holds up nothing else.  Each
+ * target is borrowed at most ceil(secs / --min-interval) + 1 times, pages
+ * go on being answered (what is past serve's connection limit is closed
+ * unanswered), serve answers normally after, and the victims are unharmed.
+ */
+#define STORM_INFLIGHT 512
+struct storm_conn {
+	int fd;
+	bool heap, sent;
+	size_t got;
+	char head[16];
+};
+
+struct storm {
+	long sent, ok, other, failed, skipped, heap_sent, heap_ok;
+};
+
+static void storm_done(struct storm *st, struct storm_conn *c)
+{
+	int status = -1;
+
+	if (c->got >= 12 && sscanf(c->head, "HTTP/1.%*d %d", &status) == 1 && status == 200) {
+		st->ok++;
+		st->heap_ok += c->heap;
+	} else if (status > 0) {
+		st->other++;
+	} else {
+		st->failed++;
+	}
+	close(c->fd);
+	c->fd = -1;
+}
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+/* The storm; at its end (before the drain) each victim's borrows into at_end. */
+static void storm_run(const struct served *s, const struct vic *const *vs, long secs, long rate,
+		      struct storm *st, int *at_end)
+{
+	int port = s->port;
+	pid_t heap_pid = vs[1]->v.pid;
+	bool ended = false;
+	static struct storm_conn c[STORM_INFLIGHT];
+	struct pollfd pf[STORM_INFLIGHT];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	char heap[160], metrics[96];
+	long start = now_us(), gap = 1000000 / rate, next = start, end = start + secs * 1000000;
+	long drain = end + 90 * 1000000L;
+	int live = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	snprintf(heap, sizeof(heap), "GET /debug/pprof/heap?pid=%d HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
+		 (int)heap_pid);
+	snprintf(metrics, sizeof(metrics), "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+	for (int i = 0; i < STORM_INFLIGHT; i++)
+		c[i].fd = -1;
+	for (;;) {
+		long now = now_us(), wait_ms;
+		int n = 0, idx[STORM_INFLIGHT];
+
+		if (now >= end && !ended) {
+			ended = true;
+			for (int k = 0; k < 3; k++)
+				at_end[k] = borrows_logged(s, vs[k]->v.pid);
+		}
+		/* open the connections whose time has come */
+		while (now < end && next <= now) {
+			int i = 0;
+
+			next += gap;
+			while (i < STORM_INFLIGHT && c[i].fd >= 0)
+				i++;
+			if (i == STORM_INFLIGHT) {
+				st->skipped++;
+				continue;
+			}
+			c[i] = (struct storm_conn){ .fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK |
+									  SOCK_CLOEXEC, 0) };
+			st->sent++;
+			c[i].heap = st->sent % 50 == 0;
+			st->heap_sent += c[i].heap;
+			if (c[i].fd < 0) {
+				st->failed++;
+				continue;
+			}
+			if (connect(c[i].fd, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS) {
+				storm_done(st, &c[i]);
+				continue;
+			}
+			live++;
+		}
+		if (!live && now >= end)
+			break;
+		if (now >= drain) {
+			for (int i = 0; i < STORM_INFLIGHT; i++)
+				if (c[i].fd >= 0)
+					storm_done(st, &c[i]);
+			break;
+		}
+		for (int i = 0; i < STORM_INFLIGHT; i++) {
+			if (c[i].fd < 0)
+				continue;
+			pf[n] = (struct pollfd){ .fd = c[i].fd, .events = c[i].sent ? POLLIN : POLLOUT };
+			idx[n++] = i;
+		}
+		wait_ms = now < end ? (next - now) / 1000 : 100;
+		if (poll(pf, (nfds_t)n, (int)(wait_ms > 0 ? wait_ms : 0)) <= 0)
+			continue;
+		for (int k = 0; k < n; k++) {
+			struct storm_conn *cc = &c[idx[k]];
+
+			if (!pf[k].revents)
+				continue;
+			if (!cc->sent) {
+				const char *req = cc->heap ? heap : metrics;
+
+				cc->sent = true;
+				if (write(cc->fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+					storm_done(st, cc);
+					live--;
+				}
+				continue;
+			}
+			for (;;) {
+				char buf[16384];
+				ssize_t r = read(cc->fd, buf, sizeof(buf));
+
+				if (r > 0) {
+					if (cc->got < sizeof(cc->head) - 1) {
+						size_t take = sizeof(cc->head) - 1 - cc->got;
+
+						memcpy(cc->head + cc->got, buf, (size_t)r < take ? (size_t)r : take);
+					}
+					cc->got += (size_t)r;
+					continue;
+				}
+				if (r < 0 && (errno == EAGAIN || errno == EINTR))
+					break;
+				storm_done(st, cc);
+				live--;
+				break;
+			}
+		}
+	}
+}
+
+static void test_abuse_rate(void)
+{
+	struct trio t;
+	struct served s = { .pid = -1 };
+	const struct vic *vs[] = { &t.je, &t.gl, &t.tc };
+	const char *e = getenv("ITEST_SERVE_ABUSE_SECS");
+	long secs = e && atol(e) > 0 ? atol(e) : 8, rate = 1000, interval = 2, start, took;
+	struct storm st = { 0 };
+	int before[3], at_end[3] = { 0 };
+
+	if (!trio_up(&t) || !trio_serve(&t, &s, "2"))
+		goto out;
+	for (int k = 0; k < 3; k++)
+		before[k] = borrows_logged(&s, vs[k]->v.pid);
+	start = now_ms();
+	storm_run(&s, vs, secs, rate, &st, at_end);
+	took = now_ms() - start;
+	t_note("%ld s at %ld/s: %ld sent (%ld heap), %ld answered 200 (%ld heap), %ld other "
+	       "statuses, %ld no answer, %ld slots skipped (all in flight), %ld ms with the drain",
+	       secs, rate, st.sent, st.heap_sent, st.ok, st.heap_ok, st.other, st.failed, st.skipped,
+	       took);
+	if (st.sent < secs * rate * 9 / 10)
+		t_fail("only %ld of %ld scrapes sent in %ld s", st.sent, secs * rate, secs);
+	/*
+	 * Past its 64 connections serve closes a new one unanswered (a page
+	 * waiting for a borrow holds its connection): bounded.  Most are
+	 * answered: a page that needs no borrow costs serve little.
+	 */
+	if (st.ok < st.sent / 2)
+		t_fail("%ld of %ld pages answered 200 in %ld s", st.ok, st.sent, secs);
+	if (st.heap_ok < 1)
+		t_fail("no heap profile served during the storm");
+	{
+		char *b = NULL;
+		size_t l;
+		int code = http(s.port, "/metrics", NULL, NULL, &b, &l);
+
+		if (code != 200 || !b || metric(b, "heapctl_up", t.gl.v.pid) != 1)
+			t_fail("after the storm /metrics: HTTP %d, heapctl_up %g", code,
+			       b ? metric(b, "heapctl_up", t.gl.v.pid) : -1);
+		free(b);
+	}
+	{
+		int bound = (int)((secs + interval - 1) / interval) + 1, n[3];
+
+		for (int k = 0; k < 3; k++)
+			n[k] = at_end[k] - before[k];
+		t_note("borrows during the storm: %d, %d, %d (--min-interval %ld: at most %d); %d, "
+		       "%d, %d more while the last pages drained", n[0], n[1], n[2], interval, bound,
+		       borrows_logged(&s, vs[0]->v.pid) - at_end[0],
+		       borrows_logged(&s, vs[1]->v.pid) - at_end[1],
+		       borrows_logged(&s, vs[2]->v.pid) - at_end[2]);
+		for (int k = 0; k < 3; k++) {
+			if (n[k] > bound)
+				t_fail("%s borrowed %d times in %ld s with --min-interval %ld (at most %d)",
+				       vs[k]->name, n[k], secs, interval, bound);
+			if (n[k] < 1)
+				t_fail("%s never borrowed during the storm", vs[k]->name);
+		}
+	}
+	if (serve_down(&s, SIGTERM) != 0)
+		t_fail("serve did not exit 0 on SIGTERM");
+	sampler_off(t.gl.v.pid);
+out:
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	trio_check_down(&t);
+}
+
 /* Bad requests: a 4xx with the CLI's error and hint, and serve goes on. */
 static void test_bad_requests(void)
 {
@@ -1274,6 +1502,7 @@ const struct itest t_serve_tests[] = {
 	{ "serve-pprof-jemalloc", test_pprof_jemalloc, 0 },
 	{ "serve-pprof-alloc", test_pprof_alloc, 0 },
 	{ "serve-abuse", test_abuse, 0 },
+	{ "serve-abuse-rate", test_abuse_rate, 0 },
 	{ "serve-bad-requests", test_bad_requests, 0 },
 	{ "serve-kill-term", test_kill_and_term, 0 },
 	{ NULL, NULL, 0 },
