@@ -530,7 +530,8 @@ demo: deps
 	@demo/run.sh $(B)
 
 # heapctl against gdb (attach, pauses, stalls, scaling), then report against jeprof, the
-# sampler against the others and per C library (bench/libc.sh), leak accuracy.
+# sampler against the others and per C library (bench/libc.sh), leak accuracy, and
+# a serve scrape against stats --format prometheus per target (bench/serve.sh).
 bench: deps
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(B)/victims/leak_rate
 	@bench/run.sh $(B)
@@ -538,6 +539,7 @@ bench: deps
 	@bench/sampler.sh $(B)
 	@BENCH_MUSL_WHY='$(BENCH_MUSL_WHY)' bench/libc.sh $(B)
 	@bench/accuracy.sh $(B)
+	@bench/serve.sh $(B)
 
 format-check:
 	@git diff -U0 --no-color origin/main -- '*.c' '*.h' 2>/dev/null | \
@@ -587,9 +589,11 @@ FIXTURES := $(if $(filter x86_64,$(ARCH)),$(B)/victims/fx_idle32) $(B)/victims/f
 # `make torture` knobs: TORTURE_OPS operations per allocator driver (jemalloc, glibc,
 # tcmalloc), KILLS random kills of heapctl (TORTURE_KILL_RUNS is the old name).
 # The per-test watchdog grows with them (about a second per operation or kill, at least).
+# SERVE_ABUSE_SECS: how long serve-abuse-rate scrapes at 1,000 a second (make test: 8).
 TORTURE_KILL_RUNS ?= 10000
 KILLS ?= $(TORTURE_KILL_RUNS)
 TORTURE_OPS ?= 100000
+SERVE_ABUSE_SECS ?= 30
 .PHONY: fixtures torture
 test check-integration: fixtures
 fixtures: $(FIXTURES)
@@ -714,7 +718,10 @@ torture: deps
 		$(B)/tests/itest; k=$$?; \
 	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=torture \
 		ITEST_TORTURE_OPS=$(TORTURE_OPS) ITEST_TEST_TIMEOUT=$$(( $(TORTURE_OPS) + 900 )) \
-		$(B)/tests/itest && [ $$k = 0 ]
+		$(B)/tests/itest; t=$$?; \
+	HEAPCTL=$(B)/heapctl VICTIM_DIR=$(B)/victims ITEST_FILTER=serve-abuse-rate \
+		ITEST_SERVE_ABUSE_SECS=$(SERVE_ABUSE_SECS) \
+		$(B)/tests/itest && [ $$k = 0 ] && [ $$t = 0 ]
 
 # libFuzzer targets (tests/fuzz/fuzz_NAME.c): every parser of what a target
 # controls (its memory, files, /proc text, profiles, symbol names) and the

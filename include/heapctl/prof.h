@@ -113,8 +113,10 @@ struct hc_write_opts {
 	/*
 	 * pprof: lay the profile out as Go's /debug/pprof/heap does, sample
 	 * types alloc_objects, alloc_space, inuse_objects, inuse_space (the
-	 * alloc pair 0: jemalloc's profiles count live memory only), so that
-	 * tools made for Go's endpoint (Parca, Pyroscope) read it as a heap
+	 * alloc pair: what was sampled since the profile started, freed or
+	 * not, where the profile has it: jemalloc with opt.prof_accum,
+	 * heapctl's sampler; else 0), so that tools made for Go's endpoint
+	 * (Parca, Pyroscope) read it as a heap
 	 */
 	bool go_heap;
 };

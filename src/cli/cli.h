@@ -288,8 +288,13 @@ void cli_prom_f64(struct cli_prom *p, const char *name, const char *type, const 
 		  const struct cli_prom_labels *l, const char *key, const char *val, double v);
 /* Every family, in the order first added; -1 if memory ran out on the way. */
 int cli_prom_write(const struct cli_prom *p, FILE *f);
-/* cmd_stats.c: what stats --format prometheus prints of st, into p */
+/*
+ * cmd_stats.c: what stats --format prometheus prints of st, into p; its
+ * findings d from cli_stats_findings(), or NULL to look now (smaps).
+ */
 void cli_stats_prom_add(struct cli_prom *p, const struct cli_prom_labels *l,
-			const struct hc_stats *st);
+			const struct hc_stats *st, const struct hc_doctor *d);
+/* What doctor finds behind pid's RSS (reads /proc/PID/smaps); malloc'ed, or NULL. */
+struct hc_doctor *cli_stats_findings(pid_t pid, const struct hc_stats *st);
 
 #endif /* HEAPCTL_CLI_H */

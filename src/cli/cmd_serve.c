@@ -73,6 +73,7 @@ struct tgt {
 	bool have;
 	double snap_at;
 	struct hc_stats st;
+	struct hc_doctor *doc; /* the findings, from smaps read right after it; or NULL */
 	struct hc_sampler smp;
 	bool prof_known, prof_active;
 	char prof_file[PATH_MAX];
@@ -253,6 +254,7 @@ static void drop(struct tgt *t)
 {
 	if (t->prof_fd >= 0)
 		close(t->prof_fd);
+	free(t->doc);
 	memset(t, 0, sizeof(*t));
 	t->prof_fd = -1;
 }
@@ -386,6 +388,7 @@ static void borrow(struct tgt *t)
 	struct hc_timing tm = { 0 };
 	struct hc_target *h = NULL;
 	struct hc_where w = { 0 };
+	struct hc_doctor *doc = NULL;
 	double at = now_s();
 	int fd = -1;
 
@@ -439,6 +442,12 @@ end:
 	if (tm.tid)
 		cli_log(HC_LOG_INFO, "pid %d: borrowed tid %d for %llu us", (int)pid, (int)tm.tid,
 			(unsigned long long)tm.paused_us);
+	/*
+	 * The findings, with the thread given back: once per borrow, not per
+	 * page (smaps walks the target's whole address space under its mmap lock)
+	 */
+	if (!err.code)
+		doc = cli_stats_findings(pid, st);
 	if (dumped) {
 		/* kept open, the file unlinked: a page may read it while the next is made */
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -483,6 +492,9 @@ out:
 		t->have = true;
 		t->snap_at = at;
 		t->st = *st;
+		free(t->doc);
+		t->doc = doc;
+		doc = NULL;
 		t->smp = *smp;
 		t->prof_known = prof_known;
 		t->prof_active = prof_known ? active : smp->enabled;
@@ -508,6 +520,7 @@ out:
 	pthread_cond_broadcast(&S.cond);
 	free(st);
 	free(smp);
+	free(doc);
 }
 
 /* The next target due, or NULL and *wait (seconds) until one may be. */
@@ -675,7 +688,7 @@ static void metrics_of(struct cli_prom *p, const struct tgt *t)
 		struct hc_stats st = t->st;
 
 		/* the allocator's name is the label's: as it was found when first seen */
-		cli_stats_prom_add(p, &l, &st);
+		cli_stats_prom_add(p, &l, &st, t->doc);
 		cli_prom_u64(p, "heapctl_arenas", "gauge", "the allocator's arenas", &l, NULL, NULL,
 			     t->st.narenas);
 		cli_prom_u64(p, "heapctl_profiling_active", "gauge",
@@ -976,6 +989,56 @@ static struct hc_prof *load_fd(int fd, const char *name, struct hc_err *err)
 	return p;
 }
 
+/*
+ * The last pages of plain heap profiles (no seconds=), by process and the
+ * time of the profile: a profile is symbolized and written once however
+ * many scrapes ask for it within --min-interval.  Under report_lock.
+ */
+#define HEAP_CACHE 8
+static struct heap_page {
+	pid_t pid;
+	double at;
+	char *body;
+	size_t len;
+	unsigned long used;
+} heap_pages[HEAP_CACHE];
+static unsigned long heap_pages_tick;
+
+/* A copy of the page of (pid, at), or NULL. */
+static char *heap_page_get(pid_t pid, double at, size_t *len)
+{
+	for (int i = 0; i < HEAP_CACHE; i++) {
+		struct heap_page *c = &heap_pages[i];
+		char *b;
+
+		if (!c->body || c->pid != pid || c->at != at)
+			continue;
+		if (!(b = malloc(c->len ? c->len : 1)))
+			return NULL;
+		memcpy(b, c->body, c->len);
+		c->used = ++heap_pages_tick;
+		*len = c->len;
+		return b;
+	}
+	return NULL;
+}
+
+/* Keep a copy of body as the page of (pid, at), in place of the least recently used. */
+static void heap_page_put(pid_t pid, double at, const char *body, size_t len)
+{
+	struct heap_page *c = &heap_pages[0];
+	char *b = malloc(len ? len : 1);
+
+	if (!b)
+		return;
+	memcpy(b, body, len);
+	for (int i = 1; i < HEAP_CACHE && c->body; i++)
+		if (!heap_pages[i].body || heap_pages[i].used < c->used)
+			c = &heap_pages[i];
+	free(c->body);
+	*c = (struct heap_page){ pid, at, b, len, ++heap_pages_tick };
+}
+
 void serve_heap(const struct serve_query *q, struct serve_page *pg)
 {
 	struct hc_prof *a = NULL, *b = NULL;
@@ -1001,11 +1064,25 @@ void serve_heap(const struct serve_query *q, struct serve_page *pg)
 			goto fail;
 		if (!(b = load_fd(fb, "later", &err)))
 			goto fail;
+	} else {
+		pthread_mutex_lock(&S.report_lock);
+		body = heap_page_get(pid, at1, &n);
+		pthread_mutex_unlock(&S.report_lock);
+		if (body) {
+			page_text(pg, 200, "application/octet-stream", body, n);
+			goto out;
+		}
 	}
 	if (!(a = load_fd(fa, "profile", &err)))
 		goto fail;
 	ro.pid = pid;
 	pthread_mutex_lock(&S.report_lock);
+	/* another page may have written it while this one waited for the lock */
+	if (!b && (body = heap_page_get(pid, at1, &n))) {
+		pthread_mutex_unlock(&S.report_lock);
+		page_text(pg, 200, "application/octet-stream", body, n);
+		goto out;
+	}
 	r = b ? hc_report_build(b, a, &ro, &err) : hc_report_build(a, NULL, &ro, &err);
 	f = r ? open_memstream(&body, &n) : NULL;
 	if (r && f && !hc_report_write(r, HC_FMT_PPROF, &wo, f, &err) && !fclose(f)) {
@@ -1020,6 +1097,8 @@ void serve_heap(const struct serve_query *q, struct serve_page *pg)
 			snprintf(err.msg, sizeof(err.msg), "out of memory writing the profile");
 		}
 	}
+	if (body && !b)
+		heap_page_put(pid, at1, body, n);
 	pthread_mutex_unlock(&S.report_lock);
 	if (!body)
 		goto fail;

@@ -122,36 +122,47 @@ static void prom_metric(struct cli_prom *p, const char *name, bool bytes, const 
  * same borrow and smaps, read now that the thread is given back.  Nothing
  * when smaps cannot be read (the process has just exited).
  */
-static void prom_findings(struct cli_prom *p, const struct cli_prom_labels *l,
-			  const struct hc_stats *st)
+struct hc_doctor *cli_stats_findings(pid_t pid, const struct hc_stats *st)
 {
 	struct hc_doctor *d = malloc(sizeof(*d));
 	struct hc_maps m;
 	struct hc_err err;
 
 	memset(&err, 0, sizeof(err));
-	if (!d || hc_maps_read(l->pid, &m, &err)) {
+	if (!d || hc_maps_read(pid, &m, &err)) {
 		free(d);
-		return;
+		return NULL;
 	}
-	hc_doctor_run(l->pid, st, &m, NULL, d);
+	hc_doctor_run(pid, st, &m, NULL, d);
+	return d;
+}
+
+/* given: what cli_stats_findings() found, or NULL to look now */
+static void prom_findings(struct cli_prom *p, const struct cli_prom_labels *l,
+			  const struct hc_stats *st, const struct hc_doctor *given)
+{
+	struct hc_doctor *mine = given ? NULL : cli_stats_findings(l->pid, st);
+	const struct hc_doctor *d = given ? given : mine;
+
+	if (!d)
+		return;
 	for (unsigned i = 0; i < d->n; i++)
 		cli_prom_u64(p, "heapctl_finding_bytes", "gauge",
 			     "what heapctl doctor finds behind the RSS, by cause "
 			     "(retained: address space, not RSS)",
 			     l, "cause", hc_cause_key(d->f[i].cause), d->f[i].bytes);
-	free(d);
+	free(mine);
 }
 
 void cli_stats_prom_add(struct cli_prom *p, const struct cli_prom_labels *l,
-			const struct hc_stats *st)
+			const struct hc_stats *st, const struct hc_doctor *d)
 {
 	size_t i;
 
 	if (!st->nfig) {
 		for (i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
 			prom_metric(p, figures[i].name, true, figures[i].what, figure(st, i), l);
-		prom_findings(p, l, st);
+		prom_findings(p, l, st, d);
 		return;
 	}
 	/* what every driver fills but one that counts no live bytes, then its own figures */
@@ -165,7 +176,7 @@ void cli_stats_prom_add(struct cli_prom *p, const struct cli_prom_labels *l,
 			    !strstr(st->fig[i].what, "(count)") && !strstr(st->fig[i].what, "(0/1)"),
 			    st->fig[i].what, st->fig[i].value, l);
 	prom_metric(p, "rss", true, figures[8].what, st->rss, l);
-	prom_findings(p, l, st);
+	prom_findings(p, l, st, d);
 }
 
 void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats *st)
@@ -175,7 +186,7 @@ void cli_stats_prom(FILE *f, pid_t pid, const char *comm, const struct hc_stats 
 
 	if (!p)
 		return;
-	cli_stats_prom_add(p, &l, st);
+	cli_stats_prom_add(p, &l, st, NULL);
 	cli_prom_write(p, f);
 	cli_prom_free(p);
 }

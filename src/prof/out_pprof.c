@@ -5,8 +5,10 @@
  * profile viewers read.
  *
  *   sample_type   inuse_objects/count, inuse_space/bytes (default); with
- *                 go_heap, alloc_objects/count and alloc_space/bytes (0) first,
- *                 as Go's /debug/pprof/heap writes them
+ *                 go_heap, alloc_objects/count and alloc_space/bytes first,
+ *                 as Go's /debug/pprof/heap writes them: the profile's
+ *                 accumulated pair (jemalloc with opt.prof_accum, heapctl's
+ *                 sampler), un-biased like the live one; 0 where it has none
  *   period_type   space/bytes, period = the profile's sample period
  *   mapping       one per object: address range, file offset, path, build-id
  *   location      one per address (address = return address - 1, the call),
@@ -93,10 +95,11 @@ static void line(struct pbuf *m, uint64_t fn, unsigned ln)
 	pbuf_free(&l);
 }
 
-static void sample(struct pp *pp, const uint64_t *locs, size_t n, int64_t objs, int64_t bytes)
+static void sample(struct pp *pp, const uint64_t *locs, size_t n, int64_t aobjs, int64_t abytes,
+		   int64_t objs, int64_t bytes)
 {
 	struct pbuf m = { 0 };
-	uint64_t v[4] = { 0, 0, (uint64_t)objs, (uint64_t)bytes };
+	uint64_t v[4] = { (uint64_t)aobjs, (uint64_t)abytes, (uint64_t)objs, (uint64_t)bytes };
 
 	pb_packed(&m, 1, locs, n);
 	pb_packed(&m, 2, pp->go_heap ? v : v + 2, pp->go_heap ? 4 : 2);
@@ -191,7 +194,8 @@ static int emit_plain(struct pp *pp, struct hc_report *r)
 		/* Leaf first in profile.proto; r->locs holds root first. */
 		for (k = 0; k < s->n; k++)
 			ids[k] = (uint64_t)r->locs[s->first + s->n - 1 - k] + 1;
-		sample(pp, ids, s->n, prof_round(s->objs), prof_round(s->bytes));
+		sample(pp, ids, s->n, prof_round(s->accum_objs), prof_round(s->accum_bytes),
+		       prof_round(s->objs), prof_round(s->bytes));
 	}
 	free(ids);
 	free(used);
@@ -215,9 +219,11 @@ static int emit_diff(struct pp *pp, struct hc_report *r)
 		const struct rstack *s = &r->stacks[i];
 		int64_t dobj = prof_round(s->v[0][0] - s->v[1][0]);
 		int64_t dbytes = prof_round(s->v[0][1] - s->v[1][1]);
+		int64_t daobj = pp->go_heap ? prof_round(s->acc[0][0] - s->acc[1][0]) : 0;
+		int64_t dabytes = pp->go_heap ? prof_round(s->acc[0][1] - s->acc[1][1]) : 0;
 		uint32_t k;
 
-		if (!dobj && !dbytes)
+		if (!dobj && !dbytes && !daobj && !dabytes)
 			continue;
 		if (prof_grow(&ids, &ids_cap, s->n + 1, sizeof(*ids)))
 			goto oom;
@@ -238,7 +244,7 @@ static int emit_diff(struct pp *pp, struct hc_report *r)
 			}
 			ids[k] = id;
 		}
-		sample(pp, ids, s->n, dobj, dbytes);
+		sample(pp, ids, s->n, daobj, dabytes, dobj, dbytes);
 	}
 	free(ids);
 	u64map_free(&loc_of);

@@ -5,7 +5,9 @@
  * The format (jemalloc(3), HEAP PROFILE FORMAT; unchanged from 4.x to 5.3):
  *
  *   heap_v2/524288                        sample period, bytes
- *     t*: 28106: 56637512 [0: 0]          totals: live objects: bytes [accum]
+ *     t*: 28106: 56637512 [0: 0]          totals: live objects: bytes [accum: since
+ *                                         the profile started, freed or not; jemalloc
+ *                                         writes it with opt.prof_accum, else 0: 0]
  *     t3: 352: 16777344 [0: 0] name       per thread, optionally named
  *   @ 0x7f..630 0x7f..d21 0x55..3a2       a backtrace, innermost frame first
  *     t*: 13: 6688 [0: 0]                 its counts, then per thread
@@ -194,9 +196,9 @@ static const char *expect(const char *s, const char *end, char c)
 	return skip_blank(s + 1, end);
 }
 
-/* "A: B [C: D]" -> a, b (the accumulated pair is checked and dropped). */
-static const char *parse_counts(struct parser *ps, const char *s, const char *end, uint64_t *a,
-				uint64_t *b)
+/* "A: B [C: D]" -> a, b, and the accumulated pair c, d (where not NULL). */
+static const char *parse_counts4(struct parser *ps, const char *s, const char *end, uint64_t *a,
+				 uint64_t *b, uint64_t *pc, uint64_t *pd)
 {
 	uint64_t c, d;
 
@@ -226,7 +228,17 @@ static const char *parse_counts(struct parser *ps, const char *s, const char *en
 		perr(ps, "expected ']'%s", "");
 		return NULL;
 	}
+	if (pc)
+		*pc = c;
+	if (pd)
+		*pd = d;
 	return s + 1;
+}
+
+static const char *parse_counts(struct parser *ps, const char *s, const char *end, uint64_t *a,
+				uint64_t *b)
+{
+	return parse_counts4(ps, s, end, a, b, NULL, NULL);
 }
 
 /* ---- building -------------------------------------------------------- */
@@ -267,11 +279,16 @@ static int add_stack(struct parser *ps, const char *s, const char *end)
 	return 0;
 }
 
-static void set_counts(struct parser *ps, struct prof_sample *smp, uint64_t objs, uint64_t bytes)
+static void set_counts(struct parser *ps, struct prof_sample *smp, uint64_t objs, uint64_t bytes,
+		       uint64_t aobjs, uint64_t abytes)
 {
 	smp->raw_objs = objs;
 	smp->raw_bytes = bytes;
 	unbias(ps, objs, bytes, &smp->objs, &smp->bytes);
+	/* un-biased on its own, as jeprof does the accumulated pair */
+	unbias(ps, aobjs, abytes, &smp->accum_objs, &smp->accum_bytes);
+	if (aobjs || abytes)
+		ps->p->has_accum = true;
 }
 
 /* "tN: A: B [C: D] name" or "t*: ..." (s points after the 't'). */
@@ -279,7 +296,7 @@ static int thread_line(struct parser *ps, const char *s, const char *end, bool i
 		       bool *star)
 {
 	struct hc_prof *p = ps->p;
-	uint64_t uid = 0, objs, bytes;
+	uint64_t uid = 0, objs, bytes, aobjs, abytes;
 	bool is_star = s < end && *s == '*';
 
 	if (is_star)
@@ -288,12 +305,12 @@ static int thread_line(struct parser *ps, const char *s, const char *end, bool i
 		return -1;
 	if (s >= end || *s != ':')
 		return perr(ps, "expected ':' after the thread id%s", "");
-	if (!(s = parse_counts(ps, s + 1, end, &objs, &bytes)))
+	if (!(s = parse_counts4(ps, s + 1, end, &objs, &bytes, &aobjs, &abytes)))
 		return -1;
 	*star = is_star;
 	if (in_stack) {
 		if (is_star)
-			set_counts(ps, &p->samples[p->nsamples - 1], objs, bytes);
+			set_counts(ps, &p->samples[p->nsamples - 1], objs, bytes, aobjs, abytes);
 		s = skip_blank(s, end);
 		if (s < end)
 			return perr(ps, "unexpected text after the counts%s", "");
@@ -466,16 +483,16 @@ static int header(struct parser *ps, const char *s, const char *end)
 static int legacy_line(struct parser *ps, const char *s, const char *end)
 {
 	struct hc_prof *p = ps->p;
-	uint64_t objs, bytes;
+	uint64_t objs, bytes, aobjs, abytes;
 
-	if (!(s = parse_counts(ps, s, end, &objs, &bytes)))
+	if (!(s = parse_counts4(ps, s, end, &objs, &bytes, &aobjs, &abytes)))
 		return -1;
 	s = skip_blank(s, end);
 	if (s >= end || *s != '@')
 		return perr(ps, "expected '@' and a backtrace%s", "");
 	if (add_stack(ps, s + 1, end))
 		return -1;
-	set_counts(ps, &p->samples[p->nsamples - 1], objs, bytes);
+	set_counts(ps, &p->samples[p->nsamples - 1], objs, bytes, aobjs, abytes);
 	return 0;
 }
 

@@ -85,6 +85,7 @@ struct prof_sample {
 	uint32_t naddrs;
 	uint64_t raw_objs, raw_bytes; /* as written */
 	double objs, bytes;           /* un-biased */
+	double accum_objs, accum_bytes; /* the accumulated pair, un-biased (0 if not kept) */
 };
 
 struct prof_thread {
@@ -107,6 +108,7 @@ struct hc_prof {
 	size_t nthreads, threads_cap;
 	struct strtab strs;
 	bool has_maps, truncated;
+	bool has_accum; /* some stack's accumulated pair is not 0: 0 */
 	unsigned nwarnings;
 };
 
@@ -173,6 +175,7 @@ struct rstack {
 	size_t first;   /* into hc_report.frames */
 	uint32_t n;
 	double v[2][2]; /* [new, base][objects, bytes] */
+	double acc[2][2]; /* the same of the accumulated pair */
 	double raw[2];  /* [new, base]: sampled objects, as the profile wrote them */
 	int32_t rep;    /* a raw sample standing for it (pprof without base), or -1 */
 };
@@ -182,6 +185,7 @@ struct rsample {
 	size_t first;   /* into hc_report.locs */
 	uint32_t n;
 	double objs, bytes;
+	double accum_objs, accum_bytes;
 	bool base;
 };
 

@@ -254,6 +254,8 @@ static int add_profile(struct hc_report *r, struct merge *m, const struct hc_pro
 			goto out;
 		r->stacks[st].v[base][0] += smp->objs;
 		r->stacks[st].v[base][1] += smp->bytes;
+		r->stacks[st].acc[base][0] += smp->accum_objs;
+		r->stacks[st].acc[base][1] += smp->accum_bytes;
 		r->stacks[st].raw[base] += (double)smp->raw_objs;
 		/* The raw sample, locations root first, for pprof. */
 		if (prof_grow(&r->samples, &r->samples_cap, r->nsamples + 1, sizeof(*r->samples)) ||
@@ -264,6 +266,8 @@ static int add_profile(struct hc_report *r, struct merge *m, const struct hc_pro
 		rs->n = n - cut;
 		rs->objs = smp->objs;
 		rs->bytes = smp->bytes;
+		rs->accum_objs = smp->accum_objs;
+		rs->accum_bytes = smp->accum_bytes;
 		rs->base = base;
 		for (j = n; j-- > cut;)
 			r->locs[r->nlocs++] = locs[j];

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define HCS_MAGIC 0x314c504d41534348ull /* "HCSAMPL1" */
-#define HCS_VERSION 5
+#define HCS_VERSION 6
 /* The memfd's name: maps shows "/memfd:heapctl-sampler (deleted)". */
 #define HCS_NAME "heapctl-sampler"
 
@@ -67,6 +67,12 @@ struct hcs_stack {
 	uint32_t nframes;
 	uint32_t hash;
 	uint64_t frames[HCS_MAXFRAMES]; /* return addresses, innermost first */
+	/*
+	 * Allocations sampled here since the profile started, freed or not,
+	 * and their bytes (heap_v2's accumulated pair): added to atomically on
+	 * the sampled path, zeroed with the live table (clear()).
+	 */
+	uint64_t accum_objs, accum_bytes;
 };
 
 /* pending: not hooked (or put back); changed: the process wrote it since, left alone */

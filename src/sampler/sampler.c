@@ -414,7 +414,7 @@ static int forked(void)
 static __attribute__((noinline)) void sampled(struct tls *t, uint64_t p, uint64_t size)
 {
 	uint64_t frames[HCS_MAXFRAMES];
-	uint32_t n;
+	uint32_t n, id;
 	int bad;
 
 #ifdef HCS_FREESTANDING
@@ -427,7 +427,12 @@ static __attribute__((noinline)) void sampled(struct tls *t, uint64_t p, uint64_
 	if (n == 0 || bad)
 		ADD(&hcs_state.unwind_short, 1);
 	ADD(&hcs_state.samples, 1);
-	remember(p, size, stack_id(frames, n));
+	id = stack_id(frames, n);
+	if (id) {
+		ADD(&stack_tab[id].accum_objs, 1);
+		ADD(&stack_tab[id].accum_bytes, size);
+	}
+	remember(p, size, id);
 	t->busy = 0;
 }
 
@@ -771,12 +776,22 @@ static void in_child(void)
 
 /*
  * Empty the tables of sampled pointers; the stacks stay (ids are only
- * names).  The pages go back to the kernel, zero when next touched.  A
- * hook that races this finds an empty slot, or writes one the next
- * profile holds: a sample more or less.
+ * names), their accumulated counts zeroed.  The pages go back to the
+ * kernel, zero when next touched.  A hook that races this finds an empty
+ * slot, or writes one the next profile holds: a sample more or less.
  */
 static void clear(void)
 {
+	uint64_t nst = LOAD(&hcs_state.nstacks) + 1;
+
+	if (nst > HCS_STACKS)
+		nst = HCS_STACKS;
+	for (uint64_t i = 1; i < nst; i++) {
+		if (LOAD(&stack_tab[i].accum_objs))
+			STORE(&stack_tab[i].accum_objs, 0);
+		if (LOAD(&stack_tab[i].accum_bytes))
+			STORE(&stack_tab[i].accum_bytes, 0);
+	}
 	if (sys_madvise(live_tab, sizeof(live_tab), MADV_DONTNEED))
 		for (size_t i = 0; i < sizeof(live_tab) / sizeof(live_tab[0]); i++)
 			STORE(&live_tab[i].ptr, 0);

@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	nlive = (size - at) / sizeof(*live);
 	live = malloc(nlive ? nlive * sizeof(*live) : 1);
-	sites = malloc(nlive ? nlive * sizeof(*sites) : 1);
+	sites = malloc((nlive + nst) * sizeof(*sites));
 	if (!live || !sites) {
 		free(live);
 		free(sites);
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		objs += sites[i].objs;
 	}
-	if (n > nlive || objs != tot.objs)
+	if (n > nlive + nst || objs != tot.objs)
 		__builtin_trap();
 
 	f = open_memstream(&text, &len);

@@ -13,6 +13,8 @@
  *                 empty to pass none)
  *   ITEST_KEEP=1  keep the scratch directory
  *   ITEST_TEST_TIMEOUT  per-test watchdog in seconds (default 180, redis 600)
+ *   ITEST_SERVE_ABUSE_SECS  serve-abuse-rate's storm at 1,000 scrapes a second
+ *                       (default 8; make torture: 30)
  *   ITEST_MAXGAP_US     ticker gap limit (default 50000; 200000 when heapctl
  *                       is an ASan build); a longer gap is forgiven only if
  *                       the untouched control process had one of half the

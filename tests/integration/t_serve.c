@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -643,6 +644,119 @@ out:
 }
 
 /*
+ * go tool pprof -sample_index=INDEX -top -unit=B of url: fn's flat bytes,
+ * 0 if pprof leaves it out (nothing there), -1 if pprof failed.
+ */
+static double pprof_flat(const char *go, const char *home, const char *url, const char *index,
+			 const char *fn, struct hres *r)
+{
+	char cmd[1600];
+	const char *sh[] = { "/bin/sh", "-c", cmd, NULL };
+	const char *p;
+
+	hres_free(r);
+	snprintf(cmd, sizeof(cmd), "HOME='%s' PPROF_TMPDIR='%s' '%s' tool pprof -sample_index=%s "
+		 "-top -unit=B -nodecount=1000 -nodefraction=0 -edgefraction=0 '%s'", home, home, go,
+		 index, url);
+	run_prog(r, sh, 120);
+	if (hres_exit(r) != 0 || !r->out)
+		return -1;
+	for (p = r->out; (p = strstr(p, fn)); p++) {
+		const char *bol = p;
+
+		while (bol > r->out && bol[-1] != '\n')
+			bol--;
+		/* "  67108864B 99.80% 99.80%  67108864B 99.80%  fn" */
+		if (p[strlen(fn)] == '\n' || p[strlen(fn)] == '\0' || p[strlen(fn)] == ' ')
+			return strtod(bol, NULL);
+	}
+	return 0;
+}
+
+/*
+ * The alloc pair: 1024 blocks of 64 KiB allocated at one site and all freed,
+ * sampled at a mean of 64 KiB (~650 samples): alloc_space there is 64 MiB
+ * give or take 10% (the estimate's sd is ~2.5%), inuse_space none of it.
+ * Then jemalloc's own profiler with prof_accum: the same of its leak site.
+ */
+static void test_pprof_alloc(void)
+{
+	struct vic gl = { 0 }, je = { 0 };
+	struct served s = { .pid = -1 };
+	struct hres r = { 0 };
+	char go[256], url[200], reply[256], home[400];
+	const char *args[] = { "--select", NULL, "--select", NULL, "--profile", NULL,
+			       "--sample-bytes", "64K", "--min-interval", "1", NULL };
+	const double want = 64.0 * 1024 * 1024;
+	double a, u;
+
+	if (!have_prog("go", go, sizeof(go)) || !vic_up(&gl, "alloc_victim", "gl", NULL) ||
+	    !vic_up(&je, "jemalloc_victim", "je",
+		    "prof:true,prof_active:true,prof_accum:true,lg_prof_sample:16"))
+		goto out;
+	args[1] = args[5] = gl.name;
+	args[3] = je.name;
+	if (!serve_up(&s, args))
+		goto out;
+	for (long end = now_ms() + 20000; now_ms() < end; sleep_ms(200)) {
+		char *log = read_file_str(s.log);
+		bool on = log && strstr(log, "profiling on");
+
+		free(log);
+		if (on)
+			break;
+	}
+	if (victim_expect(&gl.v, "grow 1024", "grow ok", reply, sizeof(reply)) ||
+	    victim_expect(&gl.v, "free", "free ok", reply, sizeof(reply)) ||
+	    victim_expect(&je.v, "leak 67108864", "leak ok", reply, sizeof(reply)) ||
+	    victim_expect(&je.v, "free", "free ok", reply, sizeof(reply)))
+		goto out;
+	/* past --min-interval: the profile is taken after the frees */
+	sleep_ms(1500);
+	snprintf(home, sizeof(home), "%s/gohome", cfg.tmpdir);
+	mkdir(home, 0700);
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/debug/pprof/heap?pid=%d", s.port,
+		 (int)gl.v.pid);
+	a = pprof_flat(go, home, url, "alloc_space", "victim_grow_site", &r);
+	t_note("sampler: victim_grow_site alloc_space %.0f (want %.0f)", a, want);
+	if (!within(a, want, 0.10))
+		t_fail("sampler: alloc_space of victim_grow_site %.0f, want %.0f +-10%%: %.1500s", a,
+		       want, r.out ? r.out : "");
+	u = pprof_flat(go, home, url, "inuse_space", "victim_grow_site", &r);
+	t_note("sampler: victim_grow_site inuse_space %.0f", u);
+	if (u < 0 || u > want * 0.02)
+		t_fail("sampler: inuse_space of victim_grow_site %.0f after all were freed: %.1500s",
+		       u, r.out ? r.out : "");
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/debug/pprof/heap?pid=%d", s.port,
+		 (int)je.v.pid);
+	a = pprof_flat(go, home, url, "alloc_space", "cmd_leak", &r);
+	t_note("jemalloc prof_accum: cmd_leak alloc_space %.0f (want %.0f)", a, want);
+	if (!within(a, want, 0.10))
+		t_fail("jemalloc: alloc_space of cmd_leak %.0f, want %.0f +-10%%: %.1500s", a, want,
+		       r.out ? r.out : "");
+	u = pprof_flat(go, home, url, "inuse_space", "cmd_leak", &r);
+	t_note("jemalloc prof_accum: cmd_leak inuse_space %.0f", u);
+	if (u < 0 || u > want * 0.02)
+		t_fail("jemalloc: inuse_space of cmd_leak %.0f after all were freed: %.1500s", u,
+		       r.out ? r.out : "");
+	if (serve_down(&s, SIGTERM) != 0)
+		t_fail("serve did not exit 0 on SIGTERM");
+	sampler_off(gl.v.pid);
+out:
+	hres_free(&r);
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	if (gl.up)
+		victim_check(&gl.v, 0);
+	if (je.up)
+		victim_check(&je.v, 0);
+	vic_down(&gl);
+	vic_down(&je);
+}
+
+/*
  * Scrapes as fast as they come for 6 s, from 4 clients at once: each target
  * is borrowed at most once per --min-interval (2 s), and all stay unharmed.
  */
@@ -702,6 +816,233 @@ static void test_abuse(void)
 			       secs);
 		if (n < 1)
 			t_fail("%s never borrowed during the storm", vs[k]->name);
+	}
+	if (serve_down(&s, SIGTERM) != 0)
+		t_fail("serve did not exit 0 on SIGTERM");
+	sampler_off(t.gl.v.pid);
+out:
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	trio_check_down(&t);
+}
+
+/*
+ * The issue's rate: 1,000 scrapes a second over loopback, one in 50 a heap
+ * profile of the sampled victim, the rest /metrics, for
+ * ITEST_SERVE_ABUSE_SECS (default 8; `make torture` runs 30).  Open loop:
+ * a new connection every millisecond on an absolute schedule, however
+ * slow the answers (up to 512 in flight; a slot with none free is
+ * skipped), so a page that waits for a borrow holds up nothing else.  Each
+ * target is borrowed at most ceil(secs / --min-interval) + 1 times, pages
+ * go on being answered (what is past serve's connection limit is closed
+ * unanswered), serve answers normally after, and the victims are unharmed.
+ */
+#define STORM_INFLIGHT 512
+struct storm_conn {
+	int fd;
+	bool heap, sent;
+	size_t got;
+	char head[16];
+};
+
+struct storm {
+	long sent, ok, other, failed, skipped, heap_sent, heap_ok;
+};
+
+static void storm_done(struct storm *st, struct storm_conn *c)
+{
+	int status = -1;
+
+	if (c->got >= 12 && sscanf(c->head, "HTTP/1.%*d %d", &status) == 1 && status == 200) {
+		st->ok++;
+		st->heap_ok += c->heap;
+	} else if (status > 0) {
+		st->other++;
+	} else {
+		st->failed++;
+	}
+	close(c->fd);
+	c->fd = -1;
+}
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+/* The storm; at its end (before the drain) each victim's borrows into at_end. */
+static void storm_run(const struct served *s, const struct vic *const *vs, long secs, long rate,
+		      struct storm *st, int *at_end)
+{
+	int port = s->port;
+	pid_t heap_pid = vs[1]->v.pid;
+	bool ended = false;
+	static struct storm_conn c[STORM_INFLIGHT];
+	struct pollfd pf[STORM_INFLIGHT];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	char heap[160], metrics[96];
+	long start = now_us(), gap = 1000000 / rate, next = start, end = start + secs * 1000000;
+	long drain = end + 90 * 1000000L;
+	int live = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	snprintf(heap, sizeof(heap), "GET /debug/pprof/heap?pid=%d HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
+		 (int)heap_pid);
+	snprintf(metrics, sizeof(metrics), "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+	for (int i = 0; i < STORM_INFLIGHT; i++)
+		c[i].fd = -1;
+	for (;;) {
+		long now = now_us(), wait_ms;
+		int n = 0, idx[STORM_INFLIGHT];
+
+		if (now >= end && !ended) {
+			ended = true;
+			for (int k = 0; k < 3; k++)
+				at_end[k] = borrows_logged(s, vs[k]->v.pid);
+		}
+		/* open the connections whose time has come */
+		while (now < end && next <= now) {
+			int i = 0;
+
+			next += gap;
+			while (i < STORM_INFLIGHT && c[i].fd >= 0)
+				i++;
+			if (i == STORM_INFLIGHT) {
+				st->skipped++;
+				continue;
+			}
+			c[i] = (struct storm_conn){ .fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK |
+									  SOCK_CLOEXEC, 0) };
+			st->sent++;
+			c[i].heap = st->sent % 50 == 0;
+			st->heap_sent += c[i].heap;
+			if (c[i].fd < 0) {
+				st->failed++;
+				continue;
+			}
+			if (connect(c[i].fd, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS) {
+				storm_done(st, &c[i]);
+				continue;
+			}
+			live++;
+		}
+		if (!live && now >= end)
+			break;
+		if (now >= drain) {
+			for (int i = 0; i < STORM_INFLIGHT; i++)
+				if (c[i].fd >= 0)
+					storm_done(st, &c[i]);
+			break;
+		}
+		for (int i = 0; i < STORM_INFLIGHT; i++) {
+			if (c[i].fd < 0)
+				continue;
+			pf[n] = (struct pollfd){ .fd = c[i].fd, .events = c[i].sent ? POLLIN : POLLOUT };
+			idx[n++] = i;
+		}
+		wait_ms = now < end ? (next - now) / 1000 : 100;
+		if (poll(pf, (nfds_t)n, (int)(wait_ms > 0 ? wait_ms : 0)) <= 0)
+			continue;
+		for (int k = 0; k < n; k++) {
+			struct storm_conn *cc = &c[idx[k]];
+
+			if (!pf[k].revents)
+				continue;
+			if (!cc->sent) {
+				const char *req = cc->heap ? heap : metrics;
+
+				cc->sent = true;
+				if (write(cc->fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+					storm_done(st, cc);
+					live--;
+				}
+				continue;
+			}
+			for (;;) {
+				char buf[16384];
+				ssize_t r = read(cc->fd, buf, sizeof(buf));
+
+				if (r > 0) {
+					if (cc->got < sizeof(cc->head) - 1) {
+						size_t take = sizeof(cc->head) - 1 - cc->got;
+
+						memcpy(cc->head + cc->got, buf, (size_t)r < take ? (size_t)r : take);
+					}
+					cc->got += (size_t)r;
+					continue;
+				}
+				if (r < 0 && (errno == EAGAIN || errno == EINTR))
+					break;
+				storm_done(st, cc);
+				live--;
+				break;
+			}
+		}
+	}
+}
+
+static void test_abuse_rate(void)
+{
+	struct trio t;
+	struct served s = { .pid = -1 };
+	const struct vic *vs[] = { &t.je, &t.gl, &t.tc };
+	const char *e = getenv("ITEST_SERVE_ABUSE_SECS");
+	long secs = e && atol(e) > 0 ? atol(e) : 8, rate = 1000, interval = 2, start, took;
+	struct storm st = { 0 };
+	int before[3], at_end[3] = { 0 };
+
+	if (!trio_up(&t) || !trio_serve(&t, &s, "2"))
+		goto out;
+	for (int k = 0; k < 3; k++)
+		before[k] = borrows_logged(&s, vs[k]->v.pid);
+	start = now_ms();
+	storm_run(&s, vs, secs, rate, &st, at_end);
+	took = now_ms() - start;
+	t_note("%ld s at %ld/s: %ld sent (%ld heap), %ld answered 200 (%ld heap), %ld other "
+	       "statuses, %ld no answer, %ld slots skipped (all in flight), %ld ms with the drain",
+	       secs, rate, st.sent, st.heap_sent, st.ok, st.heap_ok, st.other, st.failed, st.skipped,
+	       took);
+	if (st.sent < secs * rate * 9 / 10)
+		t_fail("only %ld of %ld scrapes sent in %ld s", st.sent, secs * rate, secs);
+	/*
+	 * Past its 64 connections serve closes a new one unanswered (a page
+	 * waiting for a borrow holds its connection): bounded.  Most are
+	 * answered: a page that needs no borrow costs serve little.
+	 */
+	if (st.ok < st.sent / 2)
+		t_fail("%ld of %ld pages answered 200 in %ld s", st.ok, st.sent, secs);
+	if (st.heap_ok < 1)
+		t_fail("no heap profile served during the storm");
+	{
+		char *b = NULL;
+		size_t l;
+		int code = http(s.port, "/metrics", NULL, NULL, &b, &l);
+
+		if (code != 200 || !b || metric(b, "heapctl_up", t.gl.v.pid) != 1)
+			t_fail("after the storm /metrics: HTTP %d, heapctl_up %g", code,
+			       b ? metric(b, "heapctl_up", t.gl.v.pid) : -1);
+		free(b);
+	}
+	{
+		int bound = (int)((secs + interval - 1) / interval) + 1, n[3];
+
+		for (int k = 0; k < 3; k++)
+			n[k] = at_end[k] - before[k];
+		t_note("borrows during the storm: %d, %d, %d (--min-interval %ld: at most %d); %d, "
+		       "%d, %d more while the last pages drained", n[0], n[1], n[2], interval, bound,
+		       borrows_logged(&s, vs[0]->v.pid) - at_end[0],
+		       borrows_logged(&s, vs[1]->v.pid) - at_end[1],
+		       borrows_logged(&s, vs[2]->v.pid) - at_end[2]);
+		for (int k = 0; k < 3; k++) {
+			if (n[k] > bound)
+				t_fail("%s borrowed %d times in %ld s with --min-interval %ld (at most %d)",
+				       vs[k]->name, n[k], secs, interval, bound);
+			if (n[k] < 1)
+				t_fail("%s never borrowed during the storm", vs[k]->name);
+		}
 	}
 	if (serve_down(&s, SIGTERM) != 0)
 		t_fail("serve did not exit 0 on SIGTERM");
@@ -1159,7 +1500,9 @@ const struct itest t_serve_tests[] = {
 	{ "serve-prometheus", test_prometheus, 0 },
 	{ "serve-pprof", test_pprof, 0 },
 	{ "serve-pprof-jemalloc", test_pprof_jemalloc, 0 },
+	{ "serve-pprof-alloc", test_pprof_alloc, 0 },
 	{ "serve-abuse", test_abuse, 0 },
+	{ "serve-abuse-rate", test_abuse_rate, 0 },
 	{ "serve-bad-requests", test_bad_requests, 0 },
 	{ "serve-kill-term", test_kill_and_term, 0 },
 	{ NULL, NULL, 0 },

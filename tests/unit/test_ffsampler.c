@@ -198,9 +198,24 @@ static void bench(void)
 		(t1 - t0) * 1e9 / n, (t2 - t1) * 1e9 / n, ((t2 - t1) - (t1 - t0)) * 1e9 / n);
 }
 
+/* The stacks' accumulated counts, summed. */
+static uint64_t accum(uint64_t *bytes)
+{
+	const struct hcs_stack *stacks = (const struct hcs_stack *)(uintptr_t)st->stacks;
+	uint64_t objs = 0;
+
+	*bytes = 0;
+	for (uint64_t id = 1; id <= st->nstacks && id < HCS_STACKS; id++) {
+		objs += stacks[id].accum_objs;
+		*bytes += stacks[id].accum_bytes;
+	}
+	return objs;
+}
+
 int main(void)
 {
 	const struct hcs_stack *stacks;
+	uint64_t abytes;
 	struct work w = { .n = 100000, .size = 100 };
 	pthread_t th[8];
 	uint64_t samples;
@@ -277,12 +292,22 @@ int main(void)
 	CHECK(!st->tls_full, "the thread table is full after 9 threads");
 	end();
 
+	/* every sample counted at its stack, freed or not (these are all freed) */
+	begin("ffsampler.accum");
+	CHECK(accum(&abytes) == st->samples - st->dropped_stacks && st->live_count < st->samples,
+	      "%llu accumulated, %llu samples, %llu live", (unsigned long long)accum(&abytes),
+	      (unsigned long long)st->samples, (unsigned long long)st->live_count);
+	CHECK(abytes >= 100 * (st->samples - st->dropped_stacks), "%llu bytes accumulated",
+	      (unsigned long long)abytes);
+	end();
+
 	begin("ffsampler.fork");
 	pid = fork();
 	if (pid == 0) {
 		w.n = 10000;
 		chain_plain(1, allocate, &w);
-		_exit(st->in_child == 1 && st->enabled == 0 && st->samples == 0 ? 0 : 1);
+		_exit(st->in_child == 1 && st->enabled == 0 && st->samples == 0 && !accum(&abytes) ?
+			      0 : 1);
 	}
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "the child did not stop sampling and forget the parent's samples");
@@ -296,12 +321,16 @@ int main(void)
 
 		((int (*)(uint64_t, uint32_t))(uintptr_t)st->fn_enable)(256, 1);
 		CHECK(st->samples == 0, "a new interval kept %llu samples", (unsigned long long)st->samples);
+		CHECK(accum(&abytes) == 0 && abytes == 0, "a new interval kept %llu accumulated",
+		      (unsigned long long)accum(&abytes));
 		big = HOOK(MALLOC, malloc_fn)(1 << 20);
 		CHECK(st->samples == 1 && st->live_count == 1,
 		      "1 MiB, the first allocation at a mean of 256 bytes: %llu samples, %llu live",
 		      (unsigned long long)st->samples, (unsigned long long)st->live_count);
 		HOOK(FREE, free_fn)(big);
 		CHECK(st->live_count == 0, "freed, still %llu live", (unsigned long long)st->live_count);
+		CHECK(accum(&abytes) == 1 && abytes == 1 << 20, "freed: %llu accumulated, %llu bytes",
+		      (unsigned long long)accum(&abytes), (unsigned long long)abytes);
 	}
 	end();
 

@@ -1055,6 +1055,50 @@ static void growth_range_coverage(void)
 	end();
 }
 
+/*
+ * heap_v2's accumulated pair: kept per stack, un-biased on its own, a
+ * stack with nothing live kept for it; the report carries it per sample.
+ */
+static void accum_pair(void)
+{
+	static const char text[] = "heap_v2/65536\n"
+				   "  t*: 1: 65536 [7: 458752]\n"
+				   "@ 0x10 0x20\n"
+				   "  t*: 1: 65536 [3: 196608]\n"
+				   "@ 0x30\n"
+				   "  t*: 0: 0 [4: 262144]\n"
+				   "\nMAPPED_LIBRARIES:\n";
+	struct hc_report_opts ro = { .keep_alloc = true };
+	struct hc_err err;
+	struct hc_prof *p;
+	struct hc_report *r = NULL;
+	double o, b;
+
+	begin("prof.accum_pair");
+	p = parse(text, &err);
+	CHECK(p && p->nsamples == 2 && p->has_accum, "parsed: %s", err.msg);
+	if (p) {
+		prof_unbias(65536, 3, 196608, &o, &b);
+		CHECK(near(p->samples[0].accum_objs, o, 1e-9) &&
+			      near(p->samples[0].accum_bytes, b, 1e-9),
+		      "accum %g %g, want %g %g", p->samples[0].accum_objs,
+		      p->samples[0].accum_bytes, o, b);
+		CHECK(near(b, 196608 / (1 - 0.36787944117144233), 1e-6), "un-biased %g", b);
+		CHECK(p->samples[1].objs == 0 && p->samples[1].accum_objs > 4,
+		      "a stack with none live: %g live, %g accumulated", p->samples[1].objs,
+		      p->samples[1].accum_objs);
+		r = hc_report_build(p, NULL, &ro, &err);
+		CHECK(r && r->nsamples == 2 && near(r->samples[0].accum_bytes, b, 1e-9),
+		      "report: %s", err.msg);
+	}
+	hc_report_free(r);
+	hc_prof_free(p);
+	p = parse("heap_v2/65536\n  t*: 1: 65536 [0: 0]\n@ 0x10\n  t*: 1: 65536 [0: 0]\n", &err);
+	CHECK(p && !p->has_accum && p->samples[0].accum_objs == 0, "no accumulated pair");
+	hc_prof_free(p);
+	end();
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1068,6 +1112,7 @@ int main(void)
 	demangle_oracle();
 	symbolize_self();
 	writers();
+	accum_pair();
 	corpus();
 	return nfailed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

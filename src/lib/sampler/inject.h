@@ -97,16 +97,22 @@ int inj_status(struct engine *t, struct inj *in, struct hc_sampler *out, struct 
 /* Write the sampled live heap to out (heapctl's side), as jemalloc's heap_v2. */
 int inj_dump(struct engine *t, struct inj *in, const char *out, struct hc_err *err);
 
-/* One allocation site of a dump: a stack of the sampler's, and what is live there. */
+/*
+ * One allocation site of a dump: a stack of the sampler's, what is live
+ * there, and what was sampled there since the profile started (accum).
+ */
 struct inj_site {
 	uint32_t id; /* into the stack table */
 	uint64_t objs, bytes;
+	uint64_t accum_objs, accum_bytes;
 };
 /*
  * inj_dump()'s reading of the sampler's tables as read from the target
  * (its writable memory, so fuzzed): the live entries that name a stack
  * below nst with 1..HCS_MAXFRAMES frames, summed per stack into out (room
- * for nlive), the most bytes first, and over all of them into *tot.
+ * for nlive + nst), with each such stack's accumulated counts, and the
+ * stacks with none live but some accumulated; the most live bytes first,
+ * then the most accumulated bytes, and over all of them into *tot.
  * Returns how many sites.
  */
 size_t inj_sites(const struct hcs_live *live, size_t nlive, const struct hcs_stack *st,

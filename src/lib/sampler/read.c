@@ -145,7 +145,14 @@ static int by_bytes(const void *a, const void *b)
 {
 	const struct inj_site *x = a, *y = b;
 
-	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->accum_bytes > y->accum_bytes ? -1 : x->accum_bytes < y->accum_bytes;
+}
+
+static bool stack_ok(const struct hcs_stack *st, size_t nst, uint32_t id)
+{
+	return id && id < nst && st[id].nframes && st[id].nframes <= HCS_MAXFRAMES;
 }
 
 size_t inj_sites(const struct hcs_live *live, size_t nlive, const struct hcs_stack *st,
@@ -157,10 +164,9 @@ size_t inj_sites(const struct hcs_live *live, size_t nlive, const struct hcs_sta
 	for (size_t i = 0; i < nlive; i++) {
 		uint32_t id = (uint32_t)(live[i].meta & 0xffffff);
 
-		if (live[i].ptr <= HCS_TOMB || !live[i].meta || !id || id >= nst || !st[id].nframes ||
-		    st[id].nframes > HCS_MAXFRAMES)
+		if (live[i].ptr <= HCS_TOMB || !live[i].meta || !stack_ok(st, nst, id))
 			continue;
-		out[na++] = (struct inj_site){ id, 1, live[i].meta >> 24 };
+		out[na++] = (struct inj_site){ id, 1, live[i].meta >> 24, 0, 0 };
 	}
 	qsort(out, na, sizeof(*out), by_id);
 	for (size_t i = 0; i < na; i++) {
@@ -173,22 +179,43 @@ size_t inj_sites(const struct hcs_live *live, size_t nlive, const struct hcs_sta
 		tot->objs++;
 		tot->bytes += out[i].bytes;
 	}
-	qsort(out, k, sizeof(*out), by_bytes);
-	return k;
+	/* Every stack's accumulated counts: out[0, k) is by id, the stacks with none live go after. */
+	na = k;
+	for (size_t id = 1, j = 0; id < nst; id++) {
+		const struct hcs_stack *s = &st[id];
+
+		if (!stack_ok(st, nst, (uint32_t)id))
+			continue;
+		while (j < k && out[j].id < id)
+			j++;
+		if (j < k && out[j].id == id) {
+			out[j].accum_objs = s->accum_objs;
+			out[j].accum_bytes = s->accum_bytes;
+		} else if (s->accum_objs) {
+			out[na++] = (struct inj_site){ (uint32_t)id, 0, 0, s->accum_objs, s->accum_bytes };
+		} else {
+			continue;
+		}
+		tot->accum_objs += s->accum_objs;
+		tot->accum_bytes += s->accum_bytes;
+	}
+	qsort(out, na, sizeof(*out), by_bytes);
+	return na;
 }
 
 void inj_write_sites(FILE *f, uint64_t interval, const struct inj_site *sites, size_t n,
 		     const struct inj_site *tot, const struct hcs_stack *st)
 {
-	fprintf(f, "heap_v2/%" PRIu64 "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", interval,
-		tot->objs, tot->bytes);
+	fprintf(f, "heap_v2/%" PRIu64 "\n  t*: %" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64 "]\n",
+		interval, tot->objs, tot->bytes, tot->accum_objs, tot->accum_bytes);
 	for (size_t i = 0; i < n; i++) {
 		const struct hcs_stack *s = &st[sites[i].id];
 
 		fputc('@', f);
 		for (uint32_t k = 0; k < s->nframes; k++)
 			fprintf(f, " 0x%" PRIx64, s->frames[k]);
-		fprintf(f, "\n  t*: %" PRIu64 ": %" PRIu64 " [0: 0]\n", sites[i].objs, sites[i].bytes);
+		fprintf(f, "\n  t*: %" PRIu64 ": %" PRIu64 " [%" PRIu64 ": %" PRIu64 "]\n", sites[i].objs,
+			sites[i].bytes, sites[i].accum_objs, sites[i].accum_bytes);
 	}
 }
 
@@ -211,7 +238,7 @@ int inj_dump(struct engine *t, struct inj *in, const char *out, struct hc_err *e
 		goto done;
 	nst = in->s.nstacks + 1 < HCS_STACKS ? in->s.nstacks + 1 : HCS_STACKS;
 	st = malloc(nst * sizeof(*st));
-	ag = malloc(nlive * sizeof(*ag));
+	ag = malloc((nlive + nst) * sizeof(*ag));
 	if (!live || !st || !ag) {
 		err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
 		goto done;
