@@ -147,23 +147,27 @@ static inline struct tls *my_tls(void)
  * Inline hooks see the C library's calls to itself too: musl's calloc()
  * calls malloc(), its realloc() may call malloc() and free().  Only the
  * outermost call is the program's: what the allocator does inside it
- * passes through.  (The shared countdown has no depth of its own: a
- * thread that got no entry may count such a call twice.)
+ * passes through.  The slot found here is the one note_alloc() then
+ * uses: one lookup per call.  None while nothing samples, which is what
+ * the hooks left in after prof off cost.  (A call under way when sampling
+ * starts, and a thread that got no slot of its own, may count an inner
+ * call too.)
  */
-#define OUTER(call)                                                    \
+#define OUTER(t, call)                                                 \
 	({                                                             \
-		struct tls *t_ = my_tls();                             \
-		int own_ = !SHARED(t_);                                \
+		int own_;                                              \
+		(t) = LOAD(&hcs_state.enabled) ? my_tls() : NULL;      \
+		own_ = (t) && !SHARED(t);                              \
 		if (own_)                                              \
-			t_->depth++;                                   \
+			(t)->depth++;                                  \
 		__typeof__(call) r_ = (call);                          \
 		if (own_)                                              \
-			t_->depth--;                                   \
+			(t)->depth--;                                  \
 		r_;                                                    \
 	})
 #define NESTED(t) unlikely((t)->depth != 0)
 #else
-#define OUTER(call) (call)
+#define OUTER(t, call) ((t) = NULL, (call))
 #define NESTED(t) 0
 #endif
 
@@ -436,14 +440,15 @@ static __attribute__((noinline)) void sampled(struct tls *t, uint64_t p, uint64_
 	t->busy = 0;
 }
 
-static inline void note_alloc(void *p, uint64_t size)
+/* t: the slot OUTER() found, or NULL (looked up here). */
+static inline void note_alloc(struct tls *t, void *p, uint64_t size)
 {
 	uint32_t profile = LOAD(&hcs_state.enabled);
-	struct tls *t;
 
 	if (unlikely(!p) || !profile)
 		return;
-	t = my_tls();
+	if (!t)
+		t = my_tls();
 	if (NESTED(t))
 		return;
 	if (unlikely(t->gen != profile))
@@ -474,9 +479,10 @@ static inline void note_free(void *p)
 
 static void *hk_malloc(size_t n)
 {
-	void *p = OUTER(ORIG(MALLOC, void *(*)(size_t))(n));
+	struct tls *t;
+	void *p = OUTER(t, ORIG(MALLOC, void *(*)(size_t))(n));
 
-	note_alloc(p, n);
+	note_alloc(t, p, n);
 	return p;
 }
 
@@ -488,9 +494,10 @@ static void hk_free(void *p)
 
 static void *hk_calloc(size_t n, size_t m)
 {
-	void *p = OUTER(ORIG(CALLOC, void *(*)(size_t, size_t))(n, m));
+	struct tls *t;
+	void *p = OUTER(t, ORIG(CALLOC, void *(*)(size_t, size_t))(n, m));
 
-	note_alloc(p, (uint64_t)n * m);
+	note_alloc(t, p, (uint64_t)n * m);
 	return p;
 }
 
@@ -498,9 +505,10 @@ static void *hk_calloc(size_t n, size_t m)
 #define REALLOC_BODY(call, newsize)                                                  \
 	struct hcs_live was = { 0 };                                                 \
 	int had = p ? forget((uint64_t)(uintptr_t)p, &was) : 0;                      \
-	void *q = OUTER(call);                                                       \
+	struct tls *t;                                                               \
+	void *q = OUTER(t, call);                                                    \
 	if (q)                                                                       \
-		note_alloc(q, newsize);                                              \
+		note_alloc(t, q, newsize);                                           \
 	else if (had && was.meta && (newsize) != 0)                                  \
 		remember((uint64_t)(uintptr_t)p, was.meta >> 24, (uint32_t)(was.meta & 0xffffff)); \
 	return q
@@ -517,18 +525,20 @@ static void *hk_reallocarray(void *p, size_t n, size_t m)
 
 static int hk_posix_memalign(void **out, size_t al, size_t n)
 {
-	int r = OUTER(ORIG(POSIX_MEMALIGN, int (*)(void **, size_t, size_t))(out, al, n));
+	struct tls *t;
+	int r = OUTER(t, ORIG(POSIX_MEMALIGN, int (*)(void **, size_t, size_t))(out, al, n));
 
 	if (r == 0)
-		note_alloc(*out, n);
+		note_alloc(t, *out, n);
 	return r;
 }
 
 #define ALIGNED_HOOK(id, fn)                                          \
 	static void *fn(size_t al, size_t n)                          \
 	{                                                             \
-		void *p = OUTER(ORIG(id, void *(*)(size_t, size_t))(al, n)); \
-		note_alloc(p, n);                                     \
+		struct tls *t;                                        \
+		void *p = OUTER(t, ORIG(id, void *(*)(size_t, size_t))(al, n)); \
+		note_alloc(t, p, n);                                  \
 		return p;                                             \
 	}
 ALIGNED_HOOK(ALIGNED_ALLOC, hk_aligned_alloc)
@@ -538,11 +548,12 @@ ALIGNED_HOOK(MEMALIGN, hk_memalign)
 #define SIZE_HOOK(id, fn, wrap)                               \
 	static void *fn(size_t n)                             \
 	{                                                     \
-		void *p = wrap(ORIG(id, void *(*)(size_t))(n)); \
-		note_alloc(p, n);                             \
+		struct tls *t;                                \
+		void *p = wrap(t, ORIG(id, void *(*)(size_t))(n)); \
+		note_alloc(t, p, n);                          \
 		return p;                                     \
 	}
-#define PLAIN(call) (call)
+#define PLAIN(t, call) ((t) = NULL, (call))
 SIZE_HOOK(VALLOC, hk_valloc, OUTER)
 SIZE_HOOK(PVALLOC, hk_pvalloc, OUTER)
 SIZE_HOOK(NEW, hk_new, PLAIN)
@@ -553,7 +564,7 @@ static void *hk_mallocx(size_t n, int fl)
 {
 	void *p = ORIG(MALLOCX, void *(*)(size_t, int))(n, fl);
 
-	note_alloc(p, n);
+	note_alloc(NULL, p, n);
 	return p;
 }
 
@@ -587,7 +598,7 @@ static void *hk_new_nt(size_t n, const struct nothrow *nt)
 {
 	void *p = ORIG(NEW_NT, void *(*)(size_t, const struct nothrow *))(n, nt);
 
-	note_alloc(p, n);
+	note_alloc(NULL, p, n);
 	return p;
 }
 
@@ -595,7 +606,7 @@ static void *hk_new_arr_nt(size_t n, const struct nothrow *nt)
 {
 	void *p = ORIG(NEW_ARR_NT, void *(*)(size_t, const struct nothrow *))(n, nt);
 
-	note_alloc(p, n);
+	note_alloc(NULL, p, n);
 	return p;
 }
 
@@ -603,7 +614,7 @@ static void *hk_new_al(size_t n, size_t al)
 {
 	void *p = ORIG(NEW_AL, void *(*)(size_t, size_t))(n, al);
 
-	note_alloc(p, n);
+	note_alloc(NULL, p, n);
 	return p;
 }
 
@@ -611,7 +622,7 @@ static void *hk_new_arr_al(size_t n, size_t al)
 {
 	void *p = ORIG(NEW_ARR_AL, void *(*)(size_t, size_t))(n, al);
 
-	note_alloc(p, n);
+	note_alloc(NULL, p, n);
 	return p;
 }
 
@@ -681,7 +692,7 @@ static void je_alloc_hook(void *extra, int type, void *result, uintptr_t raw, ui
 	default:
 		return;
 	}
-	note_alloc(result, size);
+	note_alloc(NULL, result, size);
 }
 
 static void je_dalloc_hook(void *extra, int type, void *address, uintptr_t args[3])
