@@ -142,6 +142,13 @@ static bool needs_mapping(struct engine *t)
 	       !libc_fn(t, "gnu_get_libc_version");
 }
 
+/* A static executable's malloc with no symbol: said once, for sampler_loadable() and inj_prepare() */
+static const char stripped_why[] =
+	"its executable is stripped: malloc and free have no symbols to hook them by, and "
+	"heapctl never hooks by guesswork";
+static const char stripped_hint[] =
+	"give heapctl the program's debug file (--debug-file FILE), or install its -dbgsym package";
+
 bool sampler_loadable(struct engine *t, const char **why, const char **hint)
 {
 	struct obj *own = obj_malloc_owner(t->img);
@@ -160,10 +167,8 @@ bool sampler_loadable(struct engine *t, const char **why, const char **hint)
 		return true;
 	if (sym_by_name(own, "mallctl") || sym_by_name(own, "_rjem_mallctl") || sym_by_name(own, "je_mallctl"))
 		return true;
-	*why = "its executable is stripped: malloc and free have no symbols to hook them by, and "
-	       "heapctl never hooks by guesswork";
-	*hint = "give heapctl the program's debug file (--debug-file FILE), or install its -dbgsym "
-		"package";
+	*why = stripped_why;
+	*hint = stripped_hint;
 	return false;
 }
 
@@ -188,7 +193,6 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 {
 	struct obj *own = obj_malloc_owner(t->img);
 	struct inj_prep *p = &in->prep;
-	const char *why, *hint;
 
 	p->ready = false;
 	p->je_mallctl = 0;
@@ -222,9 +226,10 @@ int inj_prepare(struct engine *t, struct inj *in, struct hc_err *err)
 				   own->path);
 	if (!own)
 		return err_set(err, HC_E_NO_ALLOC, 0, "no object in pid %d defines malloc", t->img->pid);
-	if (!sampler_loadable(t, &why, &hint))
-		return err_sethint(err, HC_E_NO_SYM, 0, hint, "pid %d: %s", t->img->pid, why);
 	find_originals(t, own, p->orig, p->size);
+	if ((!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE]) && own->is_exe)
+		return err_sethint(err, HC_E_NO_SYM, 0, stripped_hint, "pid %d: %s", t->img->pid,
+				   stripped_why);
 	if (!p->orig[HCS_H_MALLOC] || !p->orig[HCS_H_FREE])
 		return err_set(err, HC_E_NO_SYM, 0, "malloc or free has no definition in pid %d", t->img->pid);
 	p->n = 0;

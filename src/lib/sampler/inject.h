@@ -63,10 +63,11 @@ struct inj {
 };
 
 /*
- * Can heapctl's sampler be loaded into t's process at all?  The one place
- * that decides it (inj_prepare() refuses through it; the API asks it for
- * prof on, dump, info and prof status): false for musl and for static
- * executables (for now), and for a libc without dlopen().  Then *why says
+ * Can heapctl's sampler go into t's process at all?  What the API asks for
+ * prof on, dump, info and prof status (inj_prepare() refuses the same case
+ * in the same words): false only for a static executable whose malloc has
+ * no symbol to hook it by (musl, static binaries and a libc without
+ * dlopen() take the freestanding sampler, mapped by heapctl).  Then *why says
  * what stands in the way (a phrase without the pid) and *hint what can
  * work for this very process; both are static strings, "" when true.
  * Reads only: nothing is stopped.
