@@ -76,7 +76,7 @@ static void unharmed(struct victim *v)
 		t_fail("the victim's sleeping thread %d is not back in its sleep", (int)v->t_sleep);
 	if (!victim_cmd(v, "state", st, sizeof(st), REPLY_DEF_MS) &&
 	    (kv_long(st, "errors", -1) != 0 || kv_long(st, "eintr_sleep", -1) != 0 ||
-	     kv_long(st, "eintr_read", -1) != 0))
+	     kv_long(st, "eintr_read", -1) != 0 || kv_long(st, "eintr_epoll", -1) != 0))
 		t_fail("the victim counted errors: %s", st);
 	errs = read_file_str(v->errpath);
 	if (errs && *errs)

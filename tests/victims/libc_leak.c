@@ -21,7 +21,8 @@
  *   tids        tids pid=P main=T read=T sleep=T
  *   leak N      leaked TOTAL (N more bytes from leak_here())
  *   feed N      read ok N | read bad WHY
- *   state       state pid=P errors=N eintr_main=N eintr_read=N eintr_sleep=N leaked=BYTES
+ *   state       state pid=P errors=N eintr_main=N eintr_read=N eintr_sleep=N eintr_epoll=N
+ *               leaked=BYTES usr1=N
  *   fds         fds N
  *   maps        maps N anon_odd=M
  *   churn N     churning T (N more threads in malloc/calloc/realloc/free for good: hooks go in
@@ -36,6 +37,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/epoll.h>
 
 #include "vcommon.h"
 
@@ -43,8 +45,8 @@
 #define LEAK_START (256 * 1024)
 
 static int feed_pipe[2];
-static pid_t tid_read, tid_sleep;
-static unsigned long eintr_main, eintr_read, eintr_sleep, n_errors;
+static pid_t tid_read, tid_sleep, tid_epoll;
+static unsigned long eintr_main, eintr_read, eintr_sleep, eintr_epoll, n_errors;
 static size_t feed_len;
 static unsigned long feed_done;
 static char feed_res[128];
@@ -148,6 +150,29 @@ static void *read_thread(void *arg)
 }
 
 /* Asleep for good: an interrupted nanosleep() that returns EINTR is counted. */
+/*
+ * In epoll_wait() with no timeout on an epoll set nothing ever fires: a
+ * stop of heapctl's (the freeze of inline hooks) must not give it EINTR.
+ */
+static void *epoll_thread(void *arg)
+{
+	struct epoll_event ev;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	(void)arg;
+	if (ep < 0)
+		vdie("epoll_create1");
+	__atomic_store_n(&tid_epoll, vgettid(), __ATOMIC_RELEASE);
+	for (;;)
+		if (epoll_wait(ep, &ev, 1, -1) < 0 && errno == EINTR) {
+			pthread_mutex_lock(&mu);
+			eintr_epoll++;
+			n_errors++;
+			pthread_mutex_unlock(&mu);
+		}
+	return NULL;
+}
+
 static void *sleep_thread(void *arg)
 {
 	(void)arg;
@@ -206,6 +231,11 @@ int main(int argc, char **argv)
 	const long nr_read[] = { SYS_read };
 	/* arm64 has no nanosleep syscall: libcs sleep in clock_nanosleep there */
 	const long nr_sleep[] = { VSYS_NANOSLEEP, SYS_clock_nanosleep };
+#ifdef SYS_epoll_wait
+	const long nr_epoll[] = { SYS_epoll_pwait, SYS_epoll_wait };
+#else
+	const long nr_epoll[] = { SYS_epoll_pwait };
+#endif
 	struct vline line = { .len = 0 };
 	struct vfds fds;
 	pthread_t t;
@@ -225,13 +255,16 @@ int main(int argc, char **argv)
 	if (pipe2(feed_pipe, O_CLOEXEC))
 		vdie("pipe2");
 	if (pthread_create(&t, NULL, read_thread, NULL) ||
-	    pthread_create(&t, NULL, sleep_thread, NULL))
+	    pthread_create(&t, NULL, sleep_thread, NULL) ||
+	    pthread_create(&t, NULL, epoll_thread, NULL))
 		vdie("pthread_create");
 	while (!__atomic_load_n(&tid_read, __ATOMIC_ACQUIRE) ||
-	       !__atomic_load_n(&tid_sleep, __ATOMIC_ACQUIRE))
+	       !__atomic_load_n(&tid_sleep, __ATOMIC_ACQUIRE) ||
+	       !__atomic_load_n(&tid_epoll, __ATOMIC_ACQUIRE))
 		sched_yield();
 	if (!vwait_in_syscall(tid_read, nr_read, 1, 10000) ||
-	    !vwait_in_syscall(tid_sleep, nr_sleep, 2, 10000)) {
+	    !vwait_in_syscall(tid_sleep, nr_sleep, 2, 10000) ||
+	    !vwait_in_syscall(tid_epoll, nr_epoll, sizeof(nr_epoll) / sizeof(nr_epoll[0]), 10000)) {
 		fprintf(stderr, "victim: a thread did not park\n");
 		return 3;
 	}
@@ -267,9 +300,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(cmd, "state")) {
 			pthread_mutex_lock(&mu);
 			vreply(fds.reply,
-			       "state pid=%d errors=%lu eintr_main=%lu eintr_read=%lu eintr_sleep=%lu "
+			       "state pid=%d errors=%lu eintr_main=%lu eintr_read=%lu eintr_sleep=%lu eintr_epoll=%lu "
 			       "leaked=%zu usr1=%lu",
-			       (int)getpid(), n_errors, eintr_main, eintr_read, eintr_sleep, leaked,
+			       (int)getpid(), n_errors, eintr_main, eintr_read, eintr_sleep, eintr_epoll, leaked,
 			       __atomic_load_n(&usr1, __ATOMIC_RELAXED));
 			pthread_mutex_unlock(&mu);
 		} else if (!strcmp(cmd, "fds")) {
