@@ -318,8 +318,9 @@ static bool trio_up(struct trio *t)
 
 static void trio_check_down(struct trio *t)
 {
-	t_note("victims: %s %d, %s %d, %s %d", t->je.name, (int)t->je.v.pid, t->gl.name,
-	       (int)t->gl.v.pid, t->tc.name, (int)t->tc.v.pid);
+	if (t->je.up || t->gl.up || t->tc.up)
+		t_note("victims: %s %d, %s %d, %s %d", t->je.name, (int)t->je.v.pid, t->gl.name,
+		       (int)t->gl.v.pid, t->tc.name, (int)t->tc.v.pid);
 	if (t->je.up)
 		victim_check(&t->je.v, 0);
 	if (t->gl.up)
@@ -352,7 +353,7 @@ static void test_metrics(void)
 		"heapctl_borrow_pause_seconds", "heapctl_borrows_total", "heapctl_arenas",
 		"heapctl_profiling_active", "heapctl_finding_bytes",
 	};
-	struct trio t;
+	struct trio t = { 0 };
 	struct served s = { .pid = -1 };
 	struct hres r = { 0 };
 	char promtool[256], *body = NULL, path[400];
@@ -426,7 +427,7 @@ out:
 /* A real Prometheus scrapes serve every second; its API has each victim's series. */
 static void test_prometheus(void)
 {
-	struct trio t;
+	struct trio t = { 0 };
 	struct served s = { .pid = -1 };
 	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
 	char prom[256], conf[400], data[400], listen[64], why[256], q[256], *body = NULL;
@@ -762,7 +763,7 @@ out:
  */
 static void test_abuse(void)
 {
-	struct trio t;
+	struct trio t = { 0 };
 	struct served s = { .pid = -1 };
 	long start, secs = 6;
 	int served = 0, kids[4];
@@ -835,7 +836,8 @@ out:
  * skipped), so a page that waits for a borrow holds up nothing else.  Each
  * target is borrowed at most ceil(secs / --min-interval) + 1 times, pages
  * go on being answered (what is past serve's connection limit is closed
- * unanswered), serve answers normally after, and the victims are unharmed.
+ * unanswered), serve answers normally again within 10 s, and the victims
+ * are unharmed.
  */
 #define STORM_INFLIGHT 512
 struct storm_conn {
@@ -986,7 +988,7 @@ static void storm_run(const struct served *s, const struct vic *const *vs, long 
 
 static void test_abuse_rate(void)
 {
-	struct trio t;
+	struct trio t = { 0 };
 	struct served s = { .pid = -1 };
 	const struct vic *vs[] = { &t.je, &t.gl, &t.tc };
 	const char *e = getenv("ITEST_SERVE_ABUSE_SECS");
@@ -1026,8 +1028,26 @@ static void test_abuse_rate(void)
 	{
 		char *b = NULL;
 		size_t l;
-		int code = http(s.port, "/metrics", NULL, NULL, &b, &l);
+		long t0 = now_ms(), tries = 0;
+		int code;
 
+		/*
+		 * A connection serve has closed still counts against its limit
+		 * until libmicrohttpd's own thread has reaped it: on a slow
+		 * machine the first page after the storm may be closed
+		 * unanswered.  serve must be answering again within 10 s.
+		 */
+		for (;;) {
+			code = http(s.port, "/metrics", NULL, NULL, &b, &l);
+			tries++;
+			if (code >= 0 || now_ms() - t0 > 10000)
+				break;
+			free(b);
+			usleep(100000);
+		}
+		if (tries > 1)
+			t_note("after the storm /metrics answered at try %ld, %ld ms on", tries,
+			       now_ms() - t0);
 		if (code != 200 || !b || metric(b, "heapctl_up", t.gl.v.pid) != 1)
 			t_fail("after the storm /metrics: HTTP %d, heapctl_up %g", code,
 			       b ? metric(b, "heapctl_up", t.gl.v.pid) : -1);
@@ -1228,7 +1248,7 @@ out:
  */
 static void test_kill_and_term(void)
 {
-	struct trio t;
+	struct trio t = { 0 };
 	struct served s = { .pid = -1 };
 	char *body = NULL, url[128];
 	size_t len;
