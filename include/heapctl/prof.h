@@ -119,6 +119,8 @@ struct hc_write_opts {
 	 * (Parca, Pyroscope) read it as a heap
 	 */
 	bool go_heap;
+	/* with go_heap: alloc_space the default sample type, as in Go's /debug/pprof/allocs */
+	bool go_allocs;
 };
 
 /*

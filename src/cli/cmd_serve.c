@@ -841,8 +841,9 @@ void serve_index(struct serve_page *pg)
 			!t->last_borrow ? "-" : t->up ? "yes" : "no",
 			!t->have ? "-" : t->prof_active || t->smp.enabled ? "on" : "off");
 		fprintf(f, "<td><a href=\"/debug/pprof/heap?pid=%d\">heap</a> "
+			"<a href=\"/debug/pprof/allocs?pid=%d\">allocs</a> "
 			"<a href=\"/debug/pprof/heap?pid=%d&amp;seconds=30\">growth over 30 s</a>"
-			"</td></tr>\n", (int)t->pid, (int)t->pid);
+			"</td></tr>\n", (int)t->pid, (int)t->pid, (int)t->pid);
 	}
 	pthread_mutex_unlock(&S.lock);
 	fputs("</table>\n</body></html>\n", f);
@@ -998,20 +999,21 @@ static struct hc_prof *load_fd(int fd, const char *name, struct hc_err *err)
 static struct heap_page {
 	pid_t pid;
 	double at;
+	bool allocs; /* /debug/pprof/allocs: its default sample type differs */
 	char *body;
 	size_t len;
 	unsigned long used;
 } heap_pages[HEAP_CACHE];
 static unsigned long heap_pages_tick;
 
-/* A copy of the page of (pid, at), or NULL. */
-static char *heap_page_get(pid_t pid, double at, size_t *len)
+/* A copy of the page of (pid, at, allocs), or NULL. */
+static char *heap_page_get(pid_t pid, double at, bool allocs, size_t *len)
 {
 	for (int i = 0; i < HEAP_CACHE; i++) {
 		struct heap_page *c = &heap_pages[i];
 		char *b;
 
-		if (!c->body || c->pid != pid || c->at != at)
+		if (!c->body || c->pid != pid || c->at != at || c->allocs != allocs)
 			continue;
 		if (!(b = malloc(c->len ? c->len : 1)))
 			return NULL;
@@ -1023,8 +1025,8 @@ static char *heap_page_get(pid_t pid, double at, size_t *len)
 	return NULL;
 }
 
-/* Keep a copy of body as the page of (pid, at), in place of the least recently used. */
-static void heap_page_put(pid_t pid, double at, const char *body, size_t len)
+/* Keep a copy of body as the page of (pid, at, allocs), in place of the least recently used. */
+static void heap_page_put(pid_t pid, double at, bool allocs, const char *body, size_t len)
 {
 	struct heap_page *c = &heap_pages[0];
 	char *b = malloc(len ? len : 1);
@@ -1036,14 +1038,14 @@ static void heap_page_put(pid_t pid, double at, const char *body, size_t len)
 		if (!heap_pages[i].body || heap_pages[i].used < c->used)
 			c = &heap_pages[i];
 	free(c->body);
-	*c = (struct heap_page){ pid, at, b, len, ++heap_pages_tick };
+	*c = (struct heap_page){ pid, at, allocs, b, len, ++heap_pages_tick };
 }
 
 void serve_heap(const struct serve_query *q, struct serve_page *pg)
 {
 	struct hc_prof *a = NULL, *b = NULL;
 	struct hc_report_opts ro = { 0 };
-	struct hc_write_opts wo = { .go_heap = true };
+	struct hc_write_opts wo = { .go_heap = true, .go_allocs = q->allocs };
 	struct hc_report *r = NULL;
 	struct hc_err err = { 0 };
 	double at1 = 0, at2 = 0, now = now_s();
@@ -1066,7 +1068,7 @@ void serve_heap(const struct serve_query *q, struct serve_page *pg)
 			goto fail;
 	} else {
 		pthread_mutex_lock(&S.report_lock);
-		body = heap_page_get(pid, at1, &n);
+		body = heap_page_get(pid, at1, q->allocs, &n);
 		pthread_mutex_unlock(&S.report_lock);
 		if (body) {
 			page_text(pg, 200, "application/octet-stream", body, n);
@@ -1078,7 +1080,7 @@ void serve_heap(const struct serve_query *q, struct serve_page *pg)
 	ro.pid = pid;
 	pthread_mutex_lock(&S.report_lock);
 	/* another page may have written it while this one waited for the lock */
-	if (!b && (body = heap_page_get(pid, at1, &n))) {
+	if (!b && (body = heap_page_get(pid, at1, q->allocs, &n))) {
 		pthread_mutex_unlock(&S.report_lock);
 		page_text(pg, 200, "application/octet-stream", body, n);
 		goto out;
@@ -1098,7 +1100,7 @@ void serve_heap(const struct serve_query *q, struct serve_page *pg)
 		}
 	}
 	if (body && !b)
-		heap_page_put(pid, at1, body, n);
+		heap_page_put(pid, at1, q->allocs, body, n);
 	pthread_mutex_unlock(&S.report_lock);
 	if (!body)
 		goto fail;

@@ -313,6 +313,8 @@ static const char serve_help[] =
 	"  /debug/pprof/heap?pid=N   the heap profile, gzipped pprof laid out as Go's\n"
 	"     or ?name=COMM          (add &seconds=N for the growth over N seconds);\n"
 	"                            needs profiling on: --profile, or 'heapctl prof on'\n"
+	"  /debug/pprof/allocs?...   the same, alloc_space its default sample type,\n"
+	"                            as Go's (the path Parca and Alloy ask by default)\n"
 	"  /                         an HTML index of the processes\n"
 	"Each process lends a thread at most once per --min-interval, however\n"
 	"often it is scraped; one that fails is left alone for longer each time.\n"

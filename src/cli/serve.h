@@ -17,13 +17,17 @@
 
 /* ---- serve_query.c ---------------------------------------------------- */
 
-/* What /debug/pprof/heap is asked: ?pid=N or ?name=COMM, and &seconds=N. */
+/*
+ * What /debug/pprof/heap (or /allocs) is asked: ?pid=N or ?name=COMM, and
+ * &seconds=N.
+ */
 struct serve_query {
 	pid_t pid;          /* 0: not given */
 	char name[16];      /* comm, "" if not given */
 	unsigned seconds;   /* 0: the profile now, else the growth over that many */
 	bool have_seconds;
 	unsigned nargs;
+	bool allocs;        /* the page is /debug/pprof/allocs (set by the router, not the query) */
 };
 #define SERVE_MAX_SECONDS 3600u
 #define SERVE_MAX_ARGS 8
@@ -58,7 +62,10 @@ struct serve_page {
 void serve_metrics(struct serve_page *pg);
 /* /: the processes, with links. */
 void serve_index(struct serve_page *pg);
-/* /debug/pprof/heap: the profile (or growth) of the process q names. */
+/*
+ * /debug/pprof/heap: the profile (or growth) of the process q names;
+ * /debug/pprof/allocs the same, its default sample type alloc_space, as Go's.
+ */
 void serve_heap(const struct serve_query *q, struct serve_page *pg);
 /* A page saying err as the CLI says it ("heapctl: error: ...\nhint: ..."). */
 void serve_error_page(struct serve_page *pg, unsigned status, const struct hc_err *err);

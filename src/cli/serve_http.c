@@ -189,7 +189,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			      size_t *upload_data_size, void **con_cls)
 {
 	static const char *const routes = "/, /metrics, /debug/pprof/heap?pid=N|name=COMM"
-					  "[&seconds=N]";
+					  "[&seconds=N], /debug/pprof/allocs?(the same)";
 	struct serve_page pg = { 0 };
 	struct qstate qs;
 
@@ -237,7 +237,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return send_page(c, &pg);
 		}
 		serve_metrics(&pg);
-	} else if (!strcmp(url, "/debug/pprof/heap")) {
+	} else if (!strcmp(url, "/debug/pprof/heap") || !strcmp(url, "/debug/pprof/allocs")) {
+		qs.q.allocs = !strcmp(url, "/debug/pprof/allocs");
 		if (serve_query_done(&qs.q, qs.why, sizeof(qs.why))) {
 			usage_page(&pg, 400, qs.why, routes);
 			return send_page(c, &pg);

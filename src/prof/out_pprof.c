@@ -8,7 +8,8 @@
  *                 go_heap, alloc_objects/count and alloc_space/bytes first,
  *                 as Go's /debug/pprof/heap writes them: the profile's
  *                 accumulated pair (jemalloc with opt.prof_accum, heapctl's
- *                 sampler), un-biased like the live one; 0 where it has none
+ *                 sampler), un-biased like the live one; 0 where it has none;
+ *                 with go_allocs, alloc_space the default, as /allocs has it
  *   period_type   space/bytes, period = the profile's sample period
  *   mapping       one per object: address range, file offset, path, build-id
  *   location      one per address (address = return address - 1, the call),
@@ -282,8 +283,9 @@ int out_pprof(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struc
 			 r->base ? " difference (new - base)" : "", HC_VERSION);
 		pb_int(&pp.out, P_COMMENT, sid(&pp, c));
 	}
-	pb_int(&pp.out, P_DEFAULT_SAMPLE_TYPE, sid(&pp, w->objects ? "inuse_objects" :
-								     "inuse_space"));
+	pb_int(&pp.out, P_DEFAULT_SAMPLE_TYPE,
+	       sid(&pp, w->go_heap && w->go_allocs ? (w->objects ? "alloc_objects" : "alloc_space") :
+		   w->objects ? "inuse_objects" : "inuse_space"));
 	/* The string table last: every id above is now allocated. */
 	for (i = 0; i < pp.strs.n; i++)
 		pb_str(&pp.out, P_STRING_TABLE, pp.strs.str[i]);

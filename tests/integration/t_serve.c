@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@
 struct served {
 	pid_t pid;
 	int port;
+	bool v6; /* listening on [::1] */
 	char log[320];
 };
 
@@ -83,8 +85,11 @@ static void vic_down(struct vic *w)
 	w->up = false;
 }
 
-/* heapctl -v serve ARGS... with its stderr in a file; waits until it listens. */
-static bool serve_up(struct served *s, const char *const *args)
+/*
+ * heapctl -v serve ARGS... with its stderr in a file, on 127.0.0.1 (or
+ * [::1] with v6); waits until it listens.
+ */
+static bool serve_up_on(struct served *s, const char *const *args, bool v6)
 {
 	const char *argv[40];
 	struct spawn_opts o = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
@@ -94,7 +99,8 @@ static bool serve_up(struct served *s, const char *const *args)
 
 	memset(s, 0, sizeof(*s));
 	s->port = loopback_free_port();
-	snprintf(port, sizeof(port), "127.0.0.1:%d", s->port);
+	s->v6 = v6;
+	snprintf(port, sizeof(port), v6 ? "[::1]:%d" : "127.0.0.1:%d", s->port);
 	snprintf(s->log, sizeof(s->log), "%s/serve.%d.log", cfg.tmpdir, s->port);
 	argv[n++] = cfg.heapctl;
 	argv[n++] = "-v";
@@ -133,6 +139,11 @@ static bool serve_up(struct served *s, const char *const *args)
 	return false;
 }
 
+static bool serve_up(struct served *s, const char *const *args)
+{
+	return serve_up_on(s, args, false);
+}
+
 /* SIGTERM; its exit status (-1 if it had to be killed). */
 static int serve_down(struct served *s, int sig)
 {
@@ -152,11 +163,16 @@ static int serve_down(struct served *s, int sig)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* GET path (or raw bytes as the request when raw); status, body malloc'ed; -1 if no answer. */
-static int http(int port, const char *path, const char *raw, const char *auth, char **body,
-		size_t *blen)
+/*
+ * GET path (or raw bytes as the request when raw) from 127.0.0.1:port, or
+ * [::1]:port with v6; status, body malloc'ed; -1 if no answer.
+ */
+static int http_on(bool v6, int port, const char *path, const char *raw, const char *auth,
+		   char **body, size_t *blen)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 	char *req = NULL, *buf = NULL;
 	size_t len = 0, cap = 0;
 	int fd, status = -1;
@@ -165,8 +181,9 @@ static int http(int port, const char *path, const char *raw, const char *auth, c
 	*body = NULL;
 	*blen = 0;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+	fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || (v6 ? connect(fd, (struct sockaddr *)&a6, sizeof(a6)) :
+			    connect(fd, (struct sockaddr *)&a, sizeof(a)))) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -216,6 +233,12 @@ static int http(int port, const char *path, const char *raw, const char *auth, c
 	}
 	free(buf);
 	return status;
+}
+
+static int http(int port, const char *path, const char *raw, const char *auth, char **body,
+		size_t *blen)
+{
+	return http_on(false, port, path, raw, auth, body, blen);
 }
 
 /* The value of the sample of metric whose labels hold pid="PID"; -1 if none. */
@@ -656,9 +679,9 @@ static double pprof_flat(const char *go, const char *home, const char *url, cons
 	const char *p;
 
 	hres_free(r);
-	snprintf(cmd, sizeof(cmd), "HOME='%s' PPROF_TMPDIR='%s' '%s' tool pprof -sample_index=%s "
+	snprintf(cmd, sizeof(cmd), "HOME='%s' PPROF_TMPDIR='%s' '%s' tool pprof %s%s "
 		 "-top -unit=B -nodecount=1000 -nodefraction=0 -edgefraction=0 '%s'", home, home, go,
-		 index, url);
+		 index ? "-sample_index=" : "", index ? index : "", url);
 	run_prog(r, sh, 120);
 	if (hres_exit(r) != 0 || !r->out)
 		return -1;
@@ -729,6 +752,14 @@ static void test_pprof_alloc(void)
 	if (u < 0 || u > want * 0.02)
 		t_fail("sampler: inuse_space of victim_grow_site %.0f after all were freed: %.1500s",
 		       u, r.out ? r.out : "");
+	/* /debug/pprof/allocs, as Parca and Alloy ask by default: alloc_space unasked */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/debug/pprof/allocs?pid=%d", s.port,
+		 (int)gl.v.pid);
+	a = pprof_flat(go, home, url, NULL, "victim_grow_site", &r);
+	t_note("sampler: /debug/pprof/allocs, no -sample_index: victim_grow_site %.0f", a);
+	if (!r.out || !strstr(r.out, "Type: alloc_space") || !within(a, want, 0.10))
+		t_fail("sampler: /debug/pprof/allocs is not alloc_space by default, or victim_grow_site "
+		       "%.0f is not %.0f +-10%%: %.1500s", a, want, r.out ? r.out : "");
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/debug/pprof/heap?pid=%d", s.port,
 		 (int)je.v.pid);
@@ -1103,6 +1134,8 @@ static void test_bad_requests(void)
 		{ "/debug/pprof/heap?pid=1&name=x", 400, "not both" },
 		{ "/debug/pprof/heap?pid=1&seconds=0", 400, "invalid seconds" },
 		{ "/debug/pprof/heap?file=/etc/passwd", 400, "unknown query argument" },
+		{ "/debug/pprof/allocs", 400, "which process" },
+		{ "/debug/pprof/allocs?pid=1&file=/etc/passwd", 400, "unknown query argument" },
 		{ "/metrics?x=1", 400, "unknown query argument" },
 		{ "/nosuchpage", 404, "no page" },
 	};
@@ -1519,6 +1552,188 @@ out:
 		kill_wait(pid);
 }
 
+/* A new cgroup named name, in the first hierarchy that takes one and pid; its directory into dir. */
+static bool cgroup_put(pid_t pid, const char *name, char *dir, size_t len, char *why, size_t wlen)
+{
+	static const char *const roots[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup/pids",
+					     "/sys/fs/cgroup/cpu", "/sys/fs/cgroup" };
+	char path[PATH_MAX + 32], num[16];
+
+	snprintf(why, wlen, "no cgroup hierarchy here");
+	snprintf(num, sizeof(num), "%d", (int)pid);
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		int fd;
+		bool ok;
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", roots[i]);
+		if (access(path, F_OK))
+			continue;
+		snprintf(dir, len, "%s/%s", roots[i], name);
+		if (mkdir(dir, 0755)) {
+			snprintf(why, wlen, "mkdir %s: %s", dir, strerror(errno));
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		ok = fd >= 0 && write(fd, num, strlen(num)) == (ssize_t)strlen(num);
+		if (!ok)
+			snprintf(why, wlen, "moving pid %d into %s: %s", (int)pid, dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return true;
+		rmdir(dir);
+	}
+	dir[0] = '\0';
+	return false;
+}
+
+/* A uid no process of the machine runs as (from 61000 up), or -1. */
+static int unused_uid(void)
+{
+	for (int uid = 61000 + (int)(getpid() % 1000); uid < 64000; uid += 7) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		bool used = false;
+
+		while (d && !used && (e = readdir(d))) {
+			char path[300];
+			struct stat st;
+
+			snprintf(path, sizeof(path), "/proc/%s", e->d_name);
+			used = e->d_name[0] >= '1' && e->d_name[0] <= '9' && !stat(path, &st) &&
+			       st.st_uid == (uid_t)uid;
+		}
+		if (d)
+			closedir(d);
+		if (d && !used)
+			return uid;
+	}
+	return -1;
+}
+
+/*
+ * --select uid=N and cgroup=PART: a victim running under a uid of its own and one in
+ * a cgroup of the test's own are served; one that is neither (root's, in
+ * no such cgroup) is not.
+ */
+static void test_select(void)
+{
+	struct vic cg = { 0 }, other = { 0 };
+	struct victim nob = { 0 };
+	struct served s = { .pid = -1 };
+	const char *as_nobody[5];
+	char why[512], cgname[64], cgdir[400] = "", sel[96], seluid[32], uid[16], *body = NULL;
+	const char *args[] = { "--select", seluid, "--select", sel, "--min-interval", "1", NULL };
+	bool nob_up = false;
+	size_t len;
+	int u = unused_uid();
+
+	if (!vic_up(&cg, "alloc_victim", "cg", NULL) || !vic_up(&other, "alloc_victim", "ot", NULL))
+		goto out;
+	snprintf(cgname, sizeof(cgname), "heapctl-itest-%d", (int)getpid());
+	if (!cgroup_put(cg.v.pid, cgname, cgdir, sizeof(cgdir), why, sizeof(why))) {
+		t_skip(false, "no cgroup of the test's own: %s", why);
+		goto out;
+	}
+	/* a uid nothing else runs as: serve borrows no process but the test's */
+	if (u < 0) {
+		t_skip(false, "every uid from 61000 to 64000 has a process");
+		goto out;
+	}
+	snprintf(uid, sizeof(uid), "%d", u);
+	snprintf(seluid, sizeof(seluid), "uid=%d", u);
+	as_nobody[exec_as(as_nobody, "--uid", uid)] = NULL;
+	if (victim_start_wrapped(&nob, as_nobody, "alloc_victim", NULL, NULL, why, sizeof(why))) {
+		t_skip(false, "the victim cannot run as uid %d here: %s", u, why);
+		goto out;
+	}
+	nob_up = true;
+	snprintf(sel, sizeof(sel), "cgroup=%s", cgname);
+	if (!serve_up(&s, args))
+		goto out;
+	/* processes are found once per interval: both within a few */
+	for (long end = now_ms() + 20000; now_ms() < end; sleep_ms(200)) {
+		free(body);
+		body = NULL;
+		if (http(s.port, "/metrics", NULL, NULL, &body, &len) == 200 && body &&
+		    metric(body, "heapctl_up", nob.pid) == 1 && metric(body, "heapctl_up", cg.v.pid) == 1)
+			break;
+	}
+	if (!body || metric(body, "heapctl_up", nob.pid) != 1)
+		t_fail("--select %s: pid %d (uid %d) is not served up: %.2000s", seluid,
+		       (int)nob.pid, u, body ? body : "");
+	if (!body || metric(body, "heapctl_up", cg.v.pid) != 1)
+		t_fail("--select %s: pid %d, in %s, is not served up: %.2000s", sel, (int)cg.v.pid,
+		       cgdir, body ? body : "");
+	if (body && metric(body, "heapctl_up", other.v.pid) >= 0)
+		t_fail("pid %d (root's, in no cgroup of the test's) is served: neither selection "
+		       "names it", (int)other.v.pid);
+	if (body && metric(body, "heapctl_allocated_bytes", nob.pid) <= 0)
+		t_fail("pid %d (uid %d): no heapctl_allocated_bytes", (int)nob.pid, u);
+	if (serve_down(&s, SIGTERM) != 0)
+		t_fail("serve did not exit 0 on SIGTERM");
+out:
+	free(body);
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	if (nob_up) {
+		victim_check(&nob, 0);
+		victim_stop(&nob);
+	}
+	if (cg.up)
+		victim_check(&cg.v, 0);
+	if (other.up)
+		victim_check(&other.v, 0);
+	vic_down(&cg);
+	vic_down(&other);
+	if (cgdir[0] && rmdir(cgdir))
+		t_note("could not remove %s: %s", cgdir, strerror(errno));
+}
+
+/* --listen [::1]:PORT: served over IPv6 loopback, with no token (it is loopback). */
+static void test_ipv6(void)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct vic gl = { 0 };
+	struct served s = { .pid = -1 };
+	const char *args[] = { "--select", NULL, "--min-interval", "1", NULL };
+	char *body = NULL;
+	size_t len;
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), st;
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		t_skip(false, "no IPv6 loopback here: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	if (!vic_up(&gl, "alloc_victim", "v6", NULL))
+		goto out;
+	args[1] = gl.name;
+	if (!serve_up_on(&s, args, true))
+		goto out;
+	st = http_on(true, s.port, "/metrics", NULL, NULL, &body, &len);
+	if (st != 200 || !body || metric(body, "heapctl_up", gl.v.pid) != 1)
+		t_fail("/metrics over [::1]:%d: HTTP %d, heapctl_up %g", s.port, st,
+		       body ? metric(body, "heapctl_up", gl.v.pid) : -1);
+	free(body);
+	body = NULL;
+	/* and only there: nothing on 127.0.0.1 */
+	if (http(s.port, "/metrics", NULL, NULL, &body, &len) == 200)
+		t_fail("serve on [::1]:%d answers on 127.0.0.1 too", s.port);
+	if (serve_down(&s, SIGTERM) != 0)
+		t_fail("serve did not exit 0 on SIGTERM");
+out:
+	free(body);
+	if (s.pid > 0)
+		serve_down(&s, SIGTERM);
+	if (gl.up)
+		victim_check(&gl.v, 0);
+	vic_down(&gl);
+}
+
 const struct itest t_serve_tests[] = {
 	{ "serve-backoff", test_backoff, 0 },
 	{ "serve-sigkill", test_sigkill, 0 },
@@ -1532,5 +1747,7 @@ const struct itest t_serve_tests[] = {
 	{ "serve-abuse-rate", test_abuse_rate, 0 },
 	{ "serve-bad-requests", test_bad_requests, 0 },
 	{ "serve-kill-term", test_kill_and_term, 0 },
+	{ "serve-select", test_select, 0 },
+	{ "serve-ipv6", test_ipv6, 0 },
 	{ NULL, NULL, 0 },
 };
