@@ -1196,6 +1196,7 @@ struct inl_ref {
 	unsigned long long jt[INL_N];
 	long lines, span_ms;
 	unsigned long long at[INL_N]; /* where they are in the victim of the moment */
+	int pages; /* heapctl-hooks and heapctl-unwind mappings after one prof on */
 };
 
 /* 16 bytes at addr in pid; 0, or -1. */
@@ -1238,6 +1239,24 @@ static bool inl_jump(const uint8_t *p, unsigned long long pc, int *len, unsigned
 	(void)p, (void)pc, (void)len, (void)to;
 	return false;
 #endif
+}
+
+/* How many mappings of pid are heapctl's trampolines or unwind tables. */
+static int hook_pages(pid_t pid)
+{
+	char path[64], *maps, *l;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = read_file_str(path);
+	for (l = maps; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *nl = strchr(l, '\n'), *h = strstr(l, "memfd:heapctl-hooks"),
+			   *u = strstr(l, "memfd:heapctl-unwind");
+
+		n += (h && (!nl || h < nl)) || (u && (!nl || u < nl));
+	}
+	free(maps);
+	return n;
 }
 
 /* Offset of addr in a "memfd:heapctl-hooks" r-x mapping of pid, or -1 if in none. */
@@ -1409,6 +1428,7 @@ static bool inl_ref_take(struct inl_ref *ref, const char *name)
 	ref->span_ms = now_ms();
 	ref->lines = lines_of(&v, "prof", "on");
 	ref->span_ms = now_ms() - ref->span_ms + 1;
+	ref->pages = hook_pages(v.pid);
 	for (size_t i = 0; i < INL_N && !t_failed(); i++) {
 		unsigned long long at, to;
 		long long off;
@@ -1462,7 +1482,8 @@ static bool inl_ref_take(struct inl_ref *ref, const char *name)
  * with every block good, each function hooked or not; then the next
  * heapctl finishes the job (prof reset first when reset says so): prof on
  * hooks them all, a dump sees leak_here(), prof off, prof reset puts back
- * every byte, and nothing of heapctl's is left open in the target.
+ * every byte, nothing of heapctl's is left open in the target, and of its
+ * pages only those one prof on maps (the trampolines, the unwind tables).
  */
 static void inline_after_kill(struct victim *v, const struct inl_ref *ref, unsigned long *ops,
 			      bool reset, const char *what, long at)
@@ -1516,6 +1537,10 @@ static void inline_after_kill(struct victim *v, const struct inl_ref *ref, unsig
 		goto out;
 	if (memfds_left(v->pid))
 		t_fail("%s %ld: a memfd:heapctl-* is left open in the target", what, at);
+	/* the trampolines and unwind tables the state names, and no page a killed heapctl left */
+	if (hook_pages(v->pid) != ref->pages)
+		t_fail("%s %ld: %d heapctl-hooks and heapctl-unwind mappings in the target; one prof "
+		       "on makes %d", what, at, hook_pages(v->pid), ref->pages);
 	churn_ok(v, ops, what, at);
 out:
 	hres_free(&r);

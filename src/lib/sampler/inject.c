@@ -371,6 +371,8 @@ int inj_on(struct engine *t, struct inj *in, uint64_t interval, struct hc_err *e
 	if (turn_on(t, in, interval, false, err) < 0)
 		return -1;
 	in->switched = true;
+	/* once the state names what it uses: what a killed heapctl left */
+	inline_take_out_strays(t, in);
 	return 0;
 }
 
@@ -432,5 +434,6 @@ int inj_reset(struct engine *t, struct inj *in, struct hc_err *err)
 		pr_warn("sampler: %u GOT slots were changed by the process since: left as they are",
 			(unsigned)ret);
 	in->switched = true;
+	inline_take_out_strays(t, in);
 	return 0;
 }

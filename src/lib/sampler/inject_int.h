@@ -57,6 +57,8 @@ int close_memfd(struct engine *t, int64_t fd, struct hc_err *err);
 int map_sampler(struct engine *t, struct inj *in, struct hc_err *err);
 /* Its .eh_frame_hdr's address relative to where it is mapped; 0 none. */
 uint64_t map_eh_frame_hdr(uint16_t machine);
+/* munmap in the borrowed thread, even while heapctl is being cancelled; errors ignored. */
+void remote_munmap(struct engine *t, uint64_t addr, uint64_t len);
 
 /* inline.c: inline hooks, where no GOT slot leads to the allocator */
 int unwind_prepare(struct engine *t, struct inj_prep *p, struct hc_err *err);
@@ -65,5 +67,10 @@ int unwind_map(struct engine *t, struct inj_prep *p, struct hcs_obj *out, unsign
 int inline_install(struct engine *t, struct inj *in, uint64_t *orig, struct hc_err *err);
 int inline_repatch(struct engine *t, struct inj *in, struct hc_err *err);
 int inline_remove(struct engine *t, struct inj *in, unsigned *left, struct hc_err *err);
+/*
+ * Take out the hooks' and unwind tables' pages the state does not name (a
+ * killed heapctl's); what cannot be done is only said (-v).
+ */
+void inline_take_out_strays(struct engine *t, struct inj *in);
 
 #endif

@@ -447,6 +447,46 @@ int inline_install(struct engine *t, struct inj *in, uint64_t *orig, struct hc_e
 	return read_state(t, in, err);
 }
 
+/*
+ * The pages of trampolines and unwind tables a heapctl killed between
+ * mapping them and recording them in the state left.  Nothing of the
+ * sampler's leads into one: patches are written only after the records
+ * that name their trampolines, and the sampler reads only the tables its
+ * state lists (entries first, their count after).  So no thread runs or
+ * reads there, and, under the per-target lock, they are taken out.  Pages
+ * the state names stay, even once the hooks are out: a thread may still
+ * be in a trampoline, as in the sampler's own code.
+ */
+void inline_take_out_strays(struct engine *t, struct inj *in)
+{
+	struct hc_err e = { 0 };
+	struct range *r;
+	size_t n;
+
+	if (!in->state || in->s.flavour != HCS_FLAVOUR_FREE || read_state(t, in, &e) < 0 ||
+	    !(r = read_maps(t, &n, NULL, &e))) {
+		if (e.msg[0])
+			pr_info("sampler: no look for pages a killed heapctl left: %s", e.msg);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool named;
+
+		if (!r[i].path || (!strstr(r[i].path, "/memfd:" TRAMP_NAME " ") &&
+				   !strstr(r[i].path, "/memfd:" UNWIND_NAME " ")))
+			continue;
+		named = r[i].lo == in->s.tramp;
+		for (unsigned k = 0; k < in->s.nobjs && k < HCS_MAXOBJS && !named; k++)
+			named = r[i].lo == in->s.objs[k].eh_frame_hdr;
+		if (named)
+			continue;
+		remote_munmap(t, r[i].lo, r[i].hi - r[i].lo);
+		pr_info("sampler: took out 0x%" PRIx64 "-0x%" PRIx64 " (%s), left by a heapctl killed "
+			"before it was recorded", r[i].lo, r[i].hi, r[i].path);
+	}
+	free_maps(r, n);
+}
+
 /* Patch again, under one freeze, what inline_remove() put back. */
 int inline_repatch(struct engine *t, struct inj *in, struct hc_err *err)
 {

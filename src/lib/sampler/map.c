@@ -175,7 +175,7 @@ static int remote_mmap(struct engine *t, uint64_t addr, uint64_t len, int prot, 
 	return 0;
 }
 
-static void remote_munmap(struct engine *t, uint64_t addr, uint64_t len)
+void remote_munmap(struct engine *t, uint64_t addr, uint64_t len)
 {
 	uint64_t a[2] = { addr, len };
 	int64_t ret;
