@@ -85,6 +85,14 @@ static void vic_down(struct vic *w)
 	w->up = false;
 }
 
+/* At a test's end: unharmed (if it was up), then stopped. */
+static void vic_done(struct vic *w)
+{
+	if (w->up)
+		victim_check(&w->v, 0);
+	vic_down(w);
+}
+
 /*
  * heapctl -v serve ARGS... with its stderr in a file, on 127.0.0.1 (or
  * [::1] with v6); waits until it listens.
@@ -344,15 +352,9 @@ static void trio_check_down(struct trio *t)
 	if (t->je.up || t->gl.up || t->tc.up)
 		t_note("victims: %s %d, %s %d, %s %d", t->je.name, (int)t->je.v.pid, t->gl.name,
 		       (int)t->gl.v.pid, t->tc.name, (int)t->tc.v.pid);
-	if (t->je.up)
-		victim_check(&t->je.v, 0);
-	if (t->gl.up)
-		victim_check(&t->gl.v, 0);
-	if (t->tc.up)
-		victim_check(&t->tc.v, 0);
-	vic_down(&t->je);
-	vic_down(&t->gl);
-	vic_down(&t->tc);
+	vic_done(&t->je);
+	vic_done(&t->gl);
+	vic_done(&t->tc);
 }
 
 /* serve over the three, the glibc one profiled by the sampler */
@@ -625,9 +627,7 @@ out:
 	hres_free(&r);
 	if (s.pid > 0)
 		serve_down(&s, SIGTERM);
-	if (gl.up)
-		victim_check(&gl.v, 0);
-	vic_down(&gl);
+	vic_done(&gl);
 }
 
 /* jemalloc's own profiler (prof:true): go tool pprof names the leaking function */
@@ -662,9 +662,7 @@ out:
 	hres_free(&r);
 	if (s.pid > 0)
 		serve_down(&s, SIGTERM);
-	if (je.up)
-		victim_check(&je.v, 0);
-	vic_down(&je);
+	vic_done(&je);
 }
 
 /*
@@ -780,12 +778,8 @@ out:
 	hres_free(&r);
 	if (s.pid > 0)
 		serve_down(&s, SIGTERM);
-	if (gl.up)
-		victim_check(&gl.v, 0);
-	if (je.up)
-		victim_check(&je.v, 0);
-	vic_down(&gl);
-	vic_down(&je);
+	vic_done(&gl);
+	vic_done(&je);
 }
 
 /*
@@ -1269,9 +1263,7 @@ out:
 	free(huge);
 	if (s.pid > 0)
 		serve_down(&s, SIGTERM);
-	if (gl.up)
-		victim_check(&gl.v, 0);
-	vic_down(&gl);
+	vic_done(&gl);
 }
 
 /*
@@ -1407,10 +1399,8 @@ out:
 	free(body);
 	if (s.pid > 0)
 		serve_down(&s, SIGTERM);
-	if (b.up)
-		victim_check(&b.v, 0);
-	vic_down(&a);
-	vic_down(&b);
+	vic_done(&b);
+	vic_down(&a); /* killed by the test */
 }
 
 /* serve SIGKILLed: its worker hears of it, turns the sampler off and exits */
@@ -1455,9 +1445,7 @@ out:
 	free(body);
 	if (s.pid > 0)
 		serve_down(&s, SIGTERM);
-	if (gl.up)
-		victim_check(&gl.v, 0);
-	vic_down(&gl);
+	vic_done(&gl);
 }
 
 /*
@@ -1681,12 +1669,8 @@ out:
 		victim_check(&nob, 0);
 		victim_stop(&nob);
 	}
-	if (cg.up)
-		victim_check(&cg.v, 0);
-	if (other.up)
-		victim_check(&other.v, 0);
-	vic_down(&cg);
-	vic_down(&other);
+	vic_done(&cg);
+	vic_done(&other);
 	if (cgdir[0] && rmdir(cgdir))
 		t_note("could not remove %s: %s", cgdir, strerror(errno));
 }
@@ -1729,9 +1713,7 @@ out:
 	free(body);
 	if (s.pid > 0)
 		serve_down(&s, SIGTERM);
-	if (gl.up)
-		victim_check(&gl.v, 0);
-	vic_down(&gl);
+	vic_done(&gl);
 }
 
 const struct itest t_serve_tests[] = {
