@@ -116,7 +116,8 @@ struct hc_write_opts {
 	 * alloc pair: what was sampled since the profile started, freed or
 	 * not, where the profile has it: jemalloc with opt.prof_accum,
 	 * heapctl's sampler; else 0), so that tools made for Go's endpoint
-	 * (Parca, Pyroscope) read it as a heap
+	 * (Parca, Pyroscope) read it as a heap; a profile that has the alloc
+	 * pair is always written so
 	 */
 	bool go_heap;
 	/* with go_heap: alloc_space the default sample type, as in Go's /debug/pprof/allocs */

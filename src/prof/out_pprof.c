@@ -5,7 +5,9 @@
  * profile viewers read.
  *
  *   sample_type   inuse_objects/count, inuse_space/bytes (default); with
- *                 go_heap, alloc_objects/count and alloc_space/bytes first,
+ *                 go_heap, or a profile with an accumulated pair (jemalloc's
+ *                 opt.prof_accum, heapctl's sampler), alloc_objects/count
+ *                 and alloc_space/bytes first,
  *                 as Go's /debug/pprof/heap writes them: the profile's
  *                 accumulated pair (jemalloc with opt.prof_accum, heapctl's
  *                 sampler), un-biased like the live one; 0 where it has none;
@@ -265,7 +267,8 @@ int out_pprof(struct hc_report *r, const struct hc_write_opts *w, FILE *f, struc
 
 	memset(&pp, 0, sizeof(pp));
 	sid(&pp, ""); /* string_table[0] must be "" */
-	pp.go_heap = w->go_heap;
+	/* Go's four types wherever asked, or the profile has an accumulated pair to put in them */
+	pp.go_heap = w->go_heap || r->prof->has_accum || (r->base && r->base->has_accum);
 	if (pp.go_heap) {
 		value_type(&pp, P_SAMPLE_TYPE, "alloc_objects", "count");
 		value_type(&pp, P_SAMPLE_TYPE, "alloc_space", "bytes");

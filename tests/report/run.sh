@@ -76,7 +76,7 @@ T="timeout -k 5 60"
 
 # ---- the victim ---------------------------------------------------------
 mkfifo ctl out
-MALLOC_CONF=prof:true,prof_active:false,lg_prof_sample:12 "$V" <ctl >out 2>victim.err &
+MALLOC_CONF=prof:true,prof_active:false,prof_accum:true,lg_prof_sample:12 "$V" <ctl >out 2>victim.err &
 vpid=$!
 exec 3>ctl 4<out
 ask() # command -> reply in $reply
@@ -237,6 +237,8 @@ check pprof.gzip python3 -c '
 import gzip, sys
 d = gzip.open(sys.argv[1]).read()
 assert len(d) > 20 and b"inuse_space" in d and b"make_entry" in d, "bad payload"
+# prof_accum: the alloc pair, laid out as Go lays it out
+assert b"alloc_space" in d, "no alloc_space from a profile with prof_accum"
 ' b.pb.gz
 PPROF=${PPROF:-}
 if [ -z "$PPROF" ]; then
@@ -260,6 +262,8 @@ if [ -x "$PPROF" ]; then
 		pass pprof.inline_traces || fail pprof.inline_traces "no make_entry <- cache_put trace"
 	$T "$PPROF" -top -sample_index=inuse_space d.pb.gz >ppd.txt 2>&1 && grep -q make_entry ppd.txt &&
 		pass pprof.diff || fail pprof.diff "$(head -3 ppd.txt | tr '\n' ' ')"
+	$T "$PPROF" -top -sample_index=alloc_space b.pb.gz >ppa.txt 2>&1 && grep -q make_entry ppa.txt &&
+		pass pprof.alloc_space || fail pprof.alloc_space "$(head -3 ppa.txt | tr '\n' ' ')"
 else
 	skip pprof "no pprof: needs golang-go and golang-github-google-pprof-dev$( [ -f gobuild.log ] && echo ": $(tail -1 gobuild.log)")"
 fi

@@ -895,9 +895,51 @@ static void writers(void)
 		CHECK(memmem(raw, z.total_out, "inuse_space", 11) &&
 			      memmem(raw, z.total_out, "bytes", 5),
 		      "sample types");
+		CHECK(!memmem(raw, z.total_out, "alloc_space", 11),
+		      "alloc_space in a profile with no accumulated pair");
 		inflateEnd(&z);
 	}
 	free(s);
+	end();
+
+	/* a profile that keeps the accumulated pair: Go's four types, the alloc pair first */
+	begin("prof.write_pprof_alloc_pair");
+	{
+		static const char acc_text[] = "heap_v2/1\n"
+					       "  t*: 1: 4096 [3: 12288]\n"
+					       "@ 0x1000 0x2000\n"
+					       "  t*: 1: 4096 [3: 12288]\n";
+		struct hc_prof *p = parse(acc_text, &err);
+		struct hc_report_opts aro = { 0 };
+		struct hc_report *ar = p ? hc_report_build(p, NULL, &aro, &err) : NULL;
+		unsigned char raw[8192];
+		z_stream z;
+		char *g;
+
+		CHECK(ar != NULL, "build: %s", err.msg);
+		g = ar ? render(ar, HC_FMT_PPROF, &wo, &len) : NULL;
+		CHECK(g != NULL, "render");
+		if (g) {
+			const unsigned char *ao, *as, *io;
+
+			memset(&z, 0, sizeof(z));
+			inflateInit2(&z, 15 + 16);
+			z.next_in = (unsigned char *)g;
+			z.avail_in = (uInt)len;
+			z.next_out = raw;
+			z.avail_out = sizeof(raw);
+			CHECK(inflate(&z, Z_FINISH) == Z_STREAM_END, "gunzip");
+			ao = memmem(raw, z.total_out, "alloc_objects", 13);
+			as = memmem(raw, z.total_out, "alloc_space", 11);
+			io = memmem(raw, z.total_out, "inuse_objects", 13);
+			CHECK(ao && as && io && ao < as && as < io,
+			      "string table: alloc_objects, alloc_space, then inuse_objects");
+			inflateEnd(&z);
+		}
+		free(g);
+		hc_report_free(ar);
+		hc_prof_free(p);
+	}
 	end();
 out:
 	hc_report_free(r);
