@@ -20,7 +20,9 @@
  * other mount namespaces unwind the same way; registers come from the
  * image thread.c saved at the stop, so libunwind makes no ptrace call of its
  * own.  libunwind-ptrace's lookup is kept only for an .eh_frame_hdr in an
- * encoding no linker writes.
+ * encoding no linker writes.  An object linked without one (a static
+ * executable, anything musl-gcc links) is unwound through a table heapctl
+ * builds from its .eh_frame before any stop (ehhdr.c).
  */
 #include <elf.h>
 #include <errno.h>
@@ -32,6 +34,8 @@
 #include <libunwind-ptrace.h>
 
 #include "allocfn.h"
+#include "ehhdr.h"
+#include "log.h"
 #include "mem.h"
 #include "ptrace.h"
 #include "engine.h"
@@ -60,6 +64,22 @@ struct xrange {
  */
 #define GRAN_SHIFT 16
 #define GRAN_SLOTS 1024
+
+/*
+ * The tables heapctl built, read by libunwind at TAB_BASE + (k << 32): an
+ * address no process can map (non-canonical on x86_64; on arm64 beyond any
+ * user address once its top byte is ignored), so no read of the target's
+ * memory is ever answered from one.  Their entries count from the
+ * object's .eh_frame (segbase).  buf is padded to whole words: libunwind
+ * reads words.
+ */
+#define TAB_BASE 0x80f0000000000000ull
+#define MAX_TABS 8
+struct utab {
+	uint64_t lo, hi, segbase; /* the object's text; its .eh_frame */
+	uint8_t *buf;
+	size_t len;
+};
 
 struct uw_arg {
 	struct engine *t;
@@ -91,7 +111,19 @@ struct uw_arg {
 	size_t warm_n;
 	bool warm_safe;
 	uint64_t warm_pc;
+	struct utab tabs[MAX_TABS];
+	unsigned ntabs;
 };
+
+static int tab_read(const struct uw_arg *a, uint64_t addr, void *out, size_t len)
+{
+	uint64_t k = (addr - TAB_BASE) >> 32, off = (addr - TAB_BASE) & 0xffffffffull;
+
+	if (k >= a->ntabs || off > a->tabs[k].len || len > a->tabs[k].len - off)
+		return -1;
+	memcpy(out, a->tabs[k].buf + off, len);
+	return 0;
+}
 
 static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
 {
@@ -99,6 +131,8 @@ static int uw_read(struct uw_arg *a, uint64_t addr, void *out, size_t len)
 	struct hc_err e = { 0 };
 	unsigned i;
 
+	if (addr >= TAB_BASE)
+		return tab_read(a, addr, out, len);
 	if ((addr & (CPAGE - 1)) + len > CPAGE ||
 	    (!a->cache && !(a->cache = calloc(CACHE_PAGES, sizeof(*a->cache)))))
 		return mem_read(a->t->img->pid, a->t->img->memfd, addr, out, len, &e);
@@ -136,6 +170,22 @@ static int uw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t
 	int32_t fde_count;
 	unw_dyn_info_t di;
 
+	memset(&di, 0, sizeof(di));
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	for (unsigned k = 0; o && !o->eh_hdr && k < a->ntabs; k++) {
+		const struct utab *u = &a->tabs[k];
+		uint32_t n;
+
+		if (ip < u->lo || ip >= u->hi)
+			continue;
+		memcpy(&n, u->buf + 8, 4);
+		di.start_ip = u->lo;
+		di.end_ip = u->hi;
+		di.u.rti.segbase = u->segbase;
+		di.u.rti.table_data = TAB_BASE + ((uint64_t)k << 32) + 12;
+		di.u.rti.table_len = (unw_word_t)n * 8 / sizeof(unw_word_t);
+		return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need, arg);
+	}
 	if (!o || !o->eh_hdr || uw_read(a, o->eh_hdr, hdr, sizeof(hdr)) < 0)
 		return -UNW_ENOINFO;
 	/*
@@ -151,8 +201,6 @@ static int uw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t
 	}
 	if (uw_read(a, o->eh_hdr + 8, &fde_count, sizeof(fde_count)) < 0 || fde_count <= 0)
 		return -UNW_ENOINFO;
-	memset(&di, 0, sizeof(di));
-	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
 	di.start_ip = o->text_lo;
 	di.end_ip = o->text_hi;
 	di.u.rti.segbase = o->eh_hdr;
@@ -245,6 +293,42 @@ static unw_addr_space_t unw_space(struct engine *t)
 	return t->unw;
 }
 
+/*
+ * The tables of the objects with code and no .eh_frame_hdr, built now,
+ * before any stop: reading .eh_frame and sorting its FDEs takes
+ * milliseconds.  One that cannot be built is only said: the walk ends
+ * there, and a walk that ends early proves nothing (where_safe()).
+ */
+static void tabs_build(struct engine *t, struct uw_arg *a)
+{
+	for (size_t i = 0; i < t->img->nobjs && a->ntabs < MAX_TABS; i++) {
+		const struct obj *o = &t->img->objs[i];
+		struct hc_err e = { 0 };
+		uint64_t eh, len;
+		uint8_t *bytes, *tab = NULL, *buf = NULL;
+		size_t tlen = 0;
+
+		if (o->eh_hdr || o->is_vdso || o->text_hi <= o->text_lo ||
+		    obj_eh_frame(o, &eh, &len) < 0 || len > (64u << 20))
+			continue;
+		bytes = malloc(len);
+		if (bytes && mem_read(t->img->pid, t->img->memfd, eh, bytes, len, &e) == 0)
+			tab = ehhdr_build(bytes, len, eh, eh, &tlen, &e);
+		free(bytes);
+		if (tab && (buf = calloc(1, (tlen + 15) & ~(size_t)7)))
+			memcpy(buf, tab, tlen);
+		free(tab);
+		if (!buf) {
+			pr_debug("%s has no .eh_frame_hdr and no table could be made (%s): unwinding "
+				 "stops there", o->path, e.msg[0] ? e.msg : "out of memory");
+			continue;
+		}
+		a->tabs[a->ntabs++] = (struct utab){ o->text_lo, o->text_hi, eh, buf,
+						     (tlen + 15) & ~(size_t)7 };
+		pr_debug("%s: an unwind table of %zu bytes made from its .eh_frame", o->path, tlen);
+	}
+}
+
 int where_init(struct engine *t, struct hc_err *err)
 {
 	t->uw = calloc(1, sizeof(struct uw_arg));
@@ -267,6 +351,7 @@ int where_init(struct engine *t, struct hc_err *err)
 	 * a hypervisor).  A deeper stack, or an unwind, takes a few.
 	 */
 	memset(t->uw->stack, 0, 16 * 1024);
+	tabs_build(t, t->uw);
 	return 0;
 }
 
@@ -358,6 +443,8 @@ void where_fini(struct engine *t)
 		free(t->uw->stack);
 		free(t->uw->warm);
 		free(t->uw->cache);
+		for (unsigned k = 0; k < t->uw->ntabs; k++)
+			free(t->uw->tabs[k].buf);
 	}
 	free(t->uw);
 	t->uw = NULL;
