@@ -13,7 +13,8 @@
  * past it).  Checks: no crash; a failure returns NULL with an error; a
  * table has the GNU ld header, points back at eh_addr, is as long as its
  * count says, sorted strictly by location, and names FDEs inside the
- * section.
+ * section; ehhdr_rebase() moves it to eh_addr and back to the same bytes,
+ * or refuses with HC_E_UNSUPPORTED.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,6 +71,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if ((i && loc <= prev) || !loc || fde - eh_addr >= len)
 			__builtin_trap();
 		prev = loc;
+	}
+	/* moved by -delta (to eh_addr), then back: either refused, or the same bytes again */
+	{
+		uint8_t *c = malloc(out_len);
+
+		if (c) {
+			memcpy(c, h, out_len);
+			memset(&err, 0, sizeof(err));
+			if (!ehhdr_rebase(c, out_len, hdr, eh_addr, &err)) {
+				if (eh_addr + 4 + s32(c + 4) != eh_addr ||
+				    ehhdr_rebase(c, out_len, eh_addr, hdr, &err) || memcmp(c, h, out_len))
+					__builtin_trap();
+			} else if (err.code != HC_E_UNSUPPORTED) {
+				__builtin_trap();
+			}
+			free(c);
+		}
 	}
 	free(h);
 	free(eh);

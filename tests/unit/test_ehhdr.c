@@ -331,6 +331,22 @@ static void test_linker(const char *name, const char *path)
 		printf("  %s: %u FDEs, as the linker's\n", name, cnt);
 	}
 	free(h);
+	/* built for another address and moved to the linker's: the same bytes */
+	h = ehhdr_build(o.eh_frame->d_buf, o.eh_frame->d_size, o.eh_addr, o.hdr_addr + 0x12345678,
+			&n, &err);
+	CHECK(h && !ehhdr_rebase(h, n, o.hdr_addr + 0x12345678, o.hdr_addr, &err) &&
+		      n <= o.hdr->d_size && !memcmp(h, o.hdr->d_buf, n),
+	      "rebased to the linker's address, the table differs from the linker's: %s", err.msg);
+	/* moved beyond 2 GiB of its object, or not a table: refused */
+	memset(&err, 0, sizeof(err));
+	CHECK(h && ehhdr_rebase(h, n, o.hdr_addr, o.hdr_addr + (3ull << 30), &err) &&
+		      err.code == HC_E_UNSUPPORTED,
+	      "a table moved 3 GiB away was taken");
+	memset(&err, 0, sizeof(err));
+	CHECK(h && ehhdr_rebase(h, 11, o.hdr_addr, o.hdr_addr, &err) && err.code == HC_E_FORMAT &&
+		      ehhdr_rebase(h, n - 1, o.hdr_addr, o.hdr_addr, &err),
+	      "a cut table was taken");
+	free(h);
 	obj_close(&o);
 	end();
 }

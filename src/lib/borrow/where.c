@@ -76,9 +76,10 @@ struct xrange {
 #define TAB_BASE 0x80f0000000000000ull
 #define MAX_TABS 8
 struct utab {
-	uint64_t lo, hi, segbase; /* the object's text; its .eh_frame */
-	uint8_t *buf;
-	size_t len;
+	uint64_t lo, hi, segbase, eh_len; /* the object's text; its .eh_frame */
+	uint8_t *buf;                     /* NULL: none could be made, for why */
+	size_t len, tlen;                 /* padded; the table's own */
+	char why[128];
 };
 
 struct uw_arg {
@@ -119,7 +120,7 @@ static int tab_read(const struct uw_arg *a, uint64_t addr, void *out, size_t len
 {
 	uint64_t k = (addr - TAB_BASE) >> 32, off = (addr - TAB_BASE) & 0xffffffffull;
 
-	if (k >= a->ntabs || off > a->tabs[k].len || len > a->tabs[k].len - off)
+	if (k >= a->ntabs || !a->tabs[k].buf || off > a->tabs[k].len || len > a->tabs[k].len - off)
 		return -1;
 	memcpy(out, a->tabs[k].buf + off, len);
 	return 0;
@@ -176,7 +177,7 @@ static int uw_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t
 		const struct utab *u = &a->tabs[k];
 		uint32_t n;
 
-		if (ip < u->lo || ip >= u->hi)
+		if (ip < u->lo || ip >= u->hi || !u->buf)
 			continue;
 		memcpy(&n, u->buf + 8, 4);
 		di.start_ip = u->lo;
@@ -318,15 +319,42 @@ static void tabs_build(struct engine *t, struct uw_arg *a)
 		if (tab && (buf = calloc(1, (tlen + 15) & ~(size_t)7)))
 			memcpy(buf, tab, tlen);
 		free(tab);
+		a->tabs[a->ntabs] = (struct utab){ o->text_lo, o->text_hi, eh, len, buf,
+						   (tlen + 15) & ~(size_t)7, tlen, "" };
 		if (!buf) {
+			snprintf(a->tabs[a->ntabs].why, sizeof(a->tabs[0].why), "%.120s",
+				 e.msg[0] ? e.msg : "out of memory");
 			pr_debug("%s has no .eh_frame_hdr and no table could be made (%s): unwinding "
-				 "stops there", o->path, e.msg[0] ? e.msg : "out of memory");
-			continue;
+				 "stops there", o->path, a->tabs[a->ntabs].why);
+		} else {
+			pr_debug("%s: an unwind table of %zu bytes made from its .eh_frame", o->path,
+				 tlen);
 		}
-		a->tabs[a->ntabs++] = (struct utab){ o->text_lo, o->text_hi, eh, buf,
-						     (tlen + 15) & ~(size_t)7 };
-		pr_debug("%s: an unwind table of %zu bytes made from its .eh_frame", o->path, tlen);
+		a->ntabs++;
 	}
+}
+
+const uint8_t *where_eh_table(const struct engine *t, uint64_t text_lo, size_t *len, uint64_t *eh,
+			      uint64_t *eh_len, char *why, size_t whylen)
+{
+	const struct uw_arg *a = t->uw;
+
+	snprintf(why, whylen, "%s", "");
+	for (unsigned k = 0; a && k < a->ntabs; k++) {
+		const struct utab *u = &a->tabs[k];
+
+		if (u->lo != text_lo)
+			continue;
+		if (!u->buf) {
+			snprintf(why, whylen, "%s", u->why);
+			return NULL;
+		}
+		*len = u->tlen;
+		*eh = u->segbase;
+		*eh_len = u->eh_len;
+		return u->buf;
+	}
+	return NULL;
 }
 
 int where_init(struct engine *t, struct hc_err *err)

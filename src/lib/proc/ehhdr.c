@@ -374,3 +374,28 @@ fail:
 	free(v);
 	return NULL;
 }
+
+int ehhdr_rebase(uint8_t *tab, size_t len, uint64_t from, uint64_t to, struct hc_err *err)
+{
+	uint32_t n;
+
+	if (len < 12 || tab[0] != 1 || tab[1] != 0x1b || tab[2] != 0x03 || tab[3] != 0x3b ||
+	    (n = (uint32_t)tab[8] | (uint32_t)tab[9] << 8 | (uint32_t)tab[10] << 16 |
+		 (uint32_t)tab[11] << 24,
+	     (len - 12) / 8 < n))
+		return err_set(err, HC_E_FORMAT, 0, "not a table ehhdr_build() made (%zu bytes)", len);
+	/* eh_frame_ptr, then each entry's two offsets, all counted from the table's address */
+	for (size_t i = 0; i < 1 + 2 * (size_t)n; i++) {
+		uint8_t *p = tab + (i ? 8 + 4 * i : 4);
+		int32_t v = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+				      (uint32_t)p[3] << 24), d;
+
+		if (!off32(from + (uint64_t)(int64_t)v, to, &d))
+			return err_sethint(err, HC_E_UNSUPPORTED, 0, HINT_FAR,
+					   "an .eh_frame_hdr moved from %#llx to %#llx: an offset "
+					   "no longer fits in 32 bits",
+					   (unsigned long long)from, (unsigned long long)to);
+		put32(p, (uint32_t)d);
+	}
+	return 0;
+}

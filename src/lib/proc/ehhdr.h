@@ -39,4 +39,13 @@
 uint8_t *ehhdr_build(const uint8_t *eh, size_t len, uint64_t eh_addr, uint64_t hdr_addr,
 		     size_t *out_len, struct hc_err *err);
 
+/*
+ * The table ehhdr_build() made for hdr_addr from, changed in place to be
+ * placed at to: its offsets count from the table's own address.  0, or -1
+ * with err set: HC_E_FORMAT if tab[0..len) is not such a table,
+ * HC_E_UNSUPPORTED if an offset no longer fits in 32 bits (tab is then
+ * partly changed).
+ */
+int ehhdr_rebase(uint8_t *tab, size_t len, uint64_t from, uint64_t to, struct hc_err *err);
+
 #endif

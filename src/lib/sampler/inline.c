@@ -48,6 +48,7 @@
 #include "log.h"
 #include "ehhdr.h"
 #include "mem.h"
+#include "where.h"
 
 #define TRAMP_NAME "heapctl-hooks" /* maps shows "/memfd:heapctl-hooks (deleted)" */
 #define UNWIND_NAME "heapctl-unwind"
@@ -209,12 +210,12 @@ static int map_near(struct engine *t, const char *name, uint64_t addr, const uin
 
 /*
  * Unwind tables for the objects linked without .eh_frame_hdr (a static
- * executable; anything musl-gcc links): built here from their .eh_frame
- * (ehhdr.c) for a place within reach of it, the table's entries being
- * 32-bit offsets, all before the borrow (reading .eh_frame and sorting
- * thousands of entries is most of the work); unwind_map() maps them in
- * it.  An object whose table cannot be made is only unwound through no
- * further: its frames end the stacks.
+ * executable; anything musl-gcc links): the ones where_init() built from
+ * their .eh_frame for the safe-point check, moved to a place within reach
+ * of it (the table's entries are 32-bit offsets from its own address),
+ * before the borrow; unwind_map() maps them in it.  An object whose table
+ * could not be made is only unwound through no further: its frames end
+ * the stacks.
  */
 int unwind_prepare(struct engine *t, struct inj_prep *p, struct hc_err *err)
 {
@@ -222,43 +223,39 @@ int unwind_prepare(struct engine *t, struct inj_prep *p, struct hc_err *err)
 
 	for (size_t i = 0; i < t->img->nobjs && p->ntabs < INJ_MAXEXTRA; i++) {
 		struct obj *o = &t->img->objs[i];
-		uint64_t eh, len, lo, hi, at, span;
-		uint8_t *bytes, *tab;
+		uint64_t eh, eh_len, lo, hi, at = 0, span;
+		const uint8_t *tab;
+		uint8_t *bytes = NULL;
 		size_t tlen;
 		struct hc_err e = { 0 };
+		char why[128];
 
-		if (o->eh_hdr || o->is_vdso || o->text_hi <= o->text_lo || is_sampler(o->path) ||
-		    obj_eh_frame(o, &eh, &len) < 0 || len > (64u << 20))
+		if (o->eh_hdr || is_sampler(o->path))
 			continue;
-		bytes = malloc(len);
-		if (!bytes)
-			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-		/* built once for its size, then again for where it goes */
-		tab = mem_read(t->img->pid, t->img->memfd, eh, bytes, len, &e) < 0 ? NULL :
-		      ehhdr_build(bytes, len, eh, eh, &tlen, &e);
+		tab = where_eh_table(t, o->text_lo, &tlen, &eh, &eh_len, why, sizeof(why));
+		if (!tab) {
+			if (why[0])
+				pr_warn("sampler: %s has no .eh_frame_hdr and none could be made (%s): "
+					"its frames end the stacks", o->path, why);
+			continue;
+		}
 		lo = eh < o->text_lo ? eh : o->text_lo;
-		hi = eh + len > o->text_hi ? eh + len : o->text_hi;
-		span = tab ? (tlen + pg - 1) & ~(pg - 1) : 0;
-		free(tab);
-		tab = NULL;
-		at = span ? place(t, o, lo, hi, span, (1ull << 31) - (16ull << 20), &e) : 0;
-		if (at)
-			tab = ehhdr_build(bytes, len, eh, at, &tlen, &e);
-		free(bytes);
-		if (!tab || tlen > span) {
-			free(tab);
-			pr_warn("sampler: %s has no .eh_frame_hdr and none could be made (%s): its "
-				"frames end the stacks", o->path, e.msg[0] ? e.msg : "no room near it");
+		hi = eh + eh_len > o->text_hi ? eh + eh_len : o->text_hi;
+		span = (tlen + pg - 1) & ~(pg - 1);
+		at = place(t, o, lo, hi, span, (1ull << 31) - (16ull << 20), &e);
+		/* whole pages, zero after the table, as they will be mapped */
+		if (at && !(bytes = calloc(1, span)))
+			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
+		if (bytes && (memcpy(bytes, tab, tlen), ehhdr_rebase(bytes, tlen, eh, at, &e) < 0)) {
+			free(bytes);
+			bytes = NULL;
+		}
+		if (!bytes) {
+			pr_warn("sampler: %s has no .eh_frame_hdr, and its table has no place within "
+				"reach (%s): its frames end the stacks", o->path,
+				e.msg[0] ? e.msg : "no free address");
 			continue;
 		}
-		/* whole pages, zero after the table, as they will be mapped */
-		bytes = calloc(1, span);
-		if (!bytes) {
-			free(tab);
-			return err_set(err, HC_E_NOMEM, ENOMEM, "out of memory");
-		}
-		memcpy(bytes, tab, tlen);
-		free(tab);
 		p->tabs[p->ntabs++] = (struct unw_tab){ { o->text_lo, o->text_hi, at }, bytes, span, o->path };
 	}
 	return 0;
