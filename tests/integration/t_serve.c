@@ -171,6 +171,15 @@ static int serve_down(struct served *s, int sig)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* The end of a test that went well: SIGTERM, and serve exits 0. */
+static void serve_end(struct served *s)
+{
+	int st = serve_down(s, SIGTERM);
+
+	if (st != 0)
+		t_fail("serve exited %d on SIGTERM (0 wanted)", st);
+}
+
 /*
  * GET path (or raw bytes as the request when raw) from 127.0.0.1:port, or
  * [::1]:port with v6; status, body malloc'ed; -1 if no answer.
@@ -438,14 +447,11 @@ static void test_metrics(void)
 	}
 	if (metric(body, "heapctl_sampler_enabled", t.gl.v.pid) != 1)
 		t_fail("--profile did not turn the sampler on in %s", t.gl.name);
-	st = serve_down(&s, SIGTERM);
-	if (st != 0)
-		t_fail("serve exited %d on SIGTERM", st);
+	serve_end(&s);
 	sampler_off(t.gl.v.pid);
 out:
 	free(body);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	trio_check_down(&t);
 }
 
@@ -532,15 +538,13 @@ static void test_prometheus(void)
 				       body ? body : "");
 		}
 	}
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 	sampler_off(t.gl.v.pid);
 out:
 	free(body);
 	if (pp > 0)
 		kill_wait(pp);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	trio_check_down(&t);
 }
 
@@ -620,13 +624,11 @@ static void test_pprof(void)
 			       "%.800s", url, hres_desc(&r), r.out);
 		hres_free(&r);
 	}
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 	sampler_off(gl.v.pid);
 out:
 	hres_free(&r);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	vic_done(&gl);
 }
 
@@ -656,12 +658,10 @@ static void test_pprof_jemalloc(void)
 	if (hres_exit(&r) != 0 || !strstr(r.out, "cmd_leak"))
 		t_fail("go tool pprof -top does not name cmd_leak: %s %.800s", hres_desc(&r), r.out);
 	hres_free(&r);
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 out:
 	hres_free(&r);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	vic_done(&je);
 }
 
@@ -771,13 +771,11 @@ static void test_pprof_alloc(void)
 	if (u < 0 || u > want * 0.02)
 		t_fail("jemalloc: inuse_space of cmd_leak %.0f after all were freed: %.1500s", u,
 		       r.out ? r.out : "");
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 	sampler_off(gl.v.pid);
 out:
 	hres_free(&r);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	vic_done(&gl);
 	vic_done(&je);
 }
@@ -843,12 +841,10 @@ static void test_abuse(void)
 		if (n < 1)
 			t_fail("%s never borrowed during the storm", vs[k]->name);
 	}
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 	sampler_off(t.gl.v.pid);
 out:
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	trio_check_down(&t);
 }
 
@@ -1096,12 +1092,10 @@ static void test_abuse_rate(void)
 				t_fail("%s never borrowed during the storm", vs[k]->name);
 		}
 	}
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 	sampler_off(t.gl.v.pid);
 out:
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	trio_check_down(&t);
 }
 
@@ -1220,8 +1214,7 @@ static void test_bad_requests(void)
 		t_fail("after the bad requests, /metrics: HTTP %d", st);
 	free(body);
 	body = NULL;
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 
 	/* beyond loopback without a token: refused at start */
 	{
@@ -1256,13 +1249,11 @@ static void test_bad_requests(void)
 		t_fail("the token: HTTP %d (want 200)", st);
 	free(body);
 	body = NULL;
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 out:
 	free(body);
 	free(huge);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	vic_done(&gl);
 }
 
@@ -1348,8 +1339,7 @@ static void test_kill_and_term(void)
 	sampler_off(t.gl.v.pid);
 out:
 	free(body);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	trio_check_down(&t);
 }
 
@@ -1397,8 +1387,7 @@ static void test_restart(void)
 	sampler_off(b.v.pid);
 out:
 	free(body);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	vic_done(&b);
 	vic_down(&a); /* killed by the test */
 }
@@ -1443,8 +1432,7 @@ static void test_sigkill(void)
 	sampler_off(gl.v.pid);
 out:
 	free(body);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	vic_done(&gl);
 }
 
@@ -1528,14 +1516,12 @@ static void test_backoff(void)
 	}
 	if (!up)
 		t_fail("%s not up again within 20 s of its tracer leaving", name);
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 out:
 	free(body);
 	if (tr > 0)
 		tracer_stop(tr, hold);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	if (pid > 0)
 		kill_wait(pid);
 }
@@ -1659,12 +1645,10 @@ static void test_select(void)
 		       "names it", (int)other.v.pid);
 	if (body && metric(body, "heapctl_allocated_bytes", nob.pid) <= 0)
 		t_fail("pid %d (uid %d): no heapctl_allocated_bytes", (int)nob.pid, u);
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 out:
 	free(body);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	if (nob_up) {
 		victim_check(&nob, 0);
 		victim_stop(&nob);
@@ -1707,12 +1691,10 @@ static void test_ipv6(void)
 	/* and only there: nothing on 127.0.0.1 */
 	if (http(s.port, "/metrics", NULL, NULL, &body, &len) == 200)
 		t_fail("serve on [::1]:%d answers on 127.0.0.1 too", s.port);
-	if (serve_down(&s, SIGTERM) != 0)
-		t_fail("serve did not exit 0 on SIGTERM");
+	serve_end(&s);
 out:
 	free(body);
-	if (s.pid > 0)
-		serve_down(&s, SIGTERM);
+	serve_down(&s, SIGTERM); /* if a failure left it up */
 	vic_done(&gl);
 }
 
