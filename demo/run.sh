@@ -192,11 +192,9 @@ say "The same, step by step" \
 	"prof on / dump / report are the parts leak is made of, for when the" \
 	"profiles should be kept (or read by jeprof, or converted to pprof)."
 run "$heapctl" prof on -p "$pid" --sample-bytes 16K
-printf '%s$ sleep 1%s\n' "$dim" "$off"
-sleep 1
+run sleep 1
 run "$heapctl" dump -p "$pid" -o "$tmp/glibc.0.heap"
-printf '%s$ sleep 2%s\n' "$dim" "$off"
-sleep 2
+run sleep 2
 run "$heapctl" dump -p "$pid" -o "$tmp/glibc.1.heap"
 run "$heapctl" report --base "$tmp/glibc.0.heap" "$tmp/glibc.1.heap" -p "$pid" --top 3
 "$heapctl" report --base "$tmp/glibc.0.heap" "$tmp/glibc.1.heap" -p "$pid" --format folded \
@@ -228,11 +226,9 @@ say "Switch jemalloc's profiler on, take two profiles" \
 	"This flips prof.active.  Each dump is written by jemalloc inside the process," \
 	"copied here and removed from the process side."
 run "$heapctl" prof on -p "$pid"
-printf '%s$ sleep 1%s\n' "$dim" "$off"
-sleep 1
+run sleep 1
 run "$heapctl" dump -p "$pid" -o "$tmp/base.heap"
-printf '%s$ sleep 3%s\n' "$dim" "$off"
-sleep 3
+run sleep 3
 run "$heapctl" dump -p "$pid" -o "$tmp/later.heap"
 
 say "Which call stacks grew" \

@@ -114,6 +114,7 @@ struct uw_arg {
 	uint64_t warm_pc;
 	struct utab tabs[MAX_TABS];
 	unsigned ntabs;
+	bool tabs_built; /* once, before the first borrow (or prof on's asking) */
 };
 
 static int tab_read(const struct uw_arg *a, uint64_t addr, void *out, size_t len)
@@ -295,13 +296,17 @@ static unw_addr_space_t unw_space(struct engine *t)
 }
 
 /*
- * The tables of the objects with code and no .eh_frame_hdr, built now,
- * before any stop: reading .eh_frame and sorting its FDEs takes
- * milliseconds.  One that cannot be built is only said: the walk ends
- * there, and a walk that ends early proves nothing (where_safe()).
+ * The tables of the objects with code and no .eh_frame_hdr, built once,
+ * before the first stop and only by a command that borrows: reading
+ * .eh_frame and sorting its FDEs takes milliseconds.  One that cannot be
+ * built is only said: the walk ends there, and a walk that ends early
+ * proves nothing (where_safe()).
  */
 static void tabs_build(struct engine *t, struct uw_arg *a)
 {
+	if (a->tabs_built)
+		return;
+	a->tabs_built = true;
 	for (size_t i = 0; i < t->img->nobjs && a->ntabs < MAX_TABS; i++) {
 		const struct obj *o = &t->img->objs[i];
 		struct hc_err e = { 0 };
@@ -334,12 +339,14 @@ static void tabs_build(struct engine *t, struct uw_arg *a)
 	}
 }
 
-const uint8_t *where_eh_table(const struct engine *t, uint64_t text_lo, size_t *len, uint64_t *eh,
+const uint8_t *where_eh_table(struct engine *t, uint64_t text_lo, size_t *len, uint64_t *eh,
 			      uint64_t *eh_len, char *why, size_t whylen)
 {
-	const struct uw_arg *a = t->uw;
+	struct uw_arg *a = t->uw;
 
 	snprintf(why, whylen, "%s", "");
+	if (a)
+		tabs_build(t, a);
 	for (unsigned k = 0; a && k < a->ntabs; k++) {
 		const struct utab *u = &a->tabs[k];
 
@@ -379,7 +386,6 @@ int where_init(struct engine *t, struct hc_err *err)
 	 * a hypervisor).  A deeper stack, or an unwind, takes a few.
 	 */
 	memset(t->uw->stack, 0, 16 * 1024);
-	tabs_build(t, t->uw);
 	return 0;
 }
 
@@ -425,6 +431,7 @@ int where_prepare(struct engine *t)
 
 	if (!a)
 		return -1;
+	tabs_build(t, a);
 	/* judged against the ranges rebuilt here */
 	a->warm_safe = false;
 	a->warm_pc = 0;

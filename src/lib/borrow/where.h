@@ -15,13 +15,14 @@ struct engine;
 int where_init(struct engine *t, struct hc_err *err);
 void where_fini(struct engine *t);
 /*
- * The unwind table heapctl built (where_init()) for the object whose text
- * starts at text_lo, one linked without .eh_frame_hdr: an .eh_frame_hdr
+ * The unwind table heapctl built (once, before the first borrow, or here)
+ * for the object whose text starts at text_lo, one linked without
+ * .eh_frame_hdr: an .eh_frame_hdr
  * made for the address of the object's .eh_frame (eh, eh_len bytes long),
  * len bytes.  NULL if the object has none: why says what failed, or is ""
  * if nothing was tried (it has a table of its own, or no .eh_frame).
  */
-const uint8_t *where_eh_table(const struct engine *t, uint64_t text_lo, size_t *len, uint64_t *eh,
+const uint8_t *where_eh_table(struct engine *t, uint64_t text_lo, size_t *len, uint64_t *eh,
 			      uint64_t *eh_len, char *why, size_t whylen);
 /* What where_safe() needs ready before anything stops; -1 if out of memory. */
 int where_prepare(struct engine *t);
