@@ -69,7 +69,8 @@ int inline_repatch(struct engine *t, struct inj *in, struct hc_err *err);
 int inline_remove(struct engine *t, struct inj *in, unsigned *left, struct hc_err *err);
 /*
  * Take out the hooks' and unwind tables' pages the state does not name (a
- * killed heapctl's); what cannot be done is only said (-v).
+ * killed heapctl's), in->s as just read; what cannot be done is only said
+ * (-v).
  */
 void inline_take_out_strays(struct engine *t, struct inj *in);
 

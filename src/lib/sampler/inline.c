@@ -210,8 +210,8 @@ static int map_near(struct engine *t, const char *name, uint64_t addr, const uin
 
 /*
  * Unwind tables for the objects linked without .eh_frame_hdr (a static
- * executable; anything musl-gcc links): the ones where_init() built from
- * their .eh_frame for the safe-point check, moved to a place within reach
+ * executable; anything musl-gcc links): the ones the safe-point check
+ * built from their .eh_frame (where_eh_table()), moved to a place within reach
  * of it (the table's entries are 32-bit offsets from its own address),
  * before the borrow; unwind_map() maps them in it.  An object whose table
  * could not be made is only unwound through no further: its frames end
@@ -460,8 +460,7 @@ void inline_take_out_strays(struct engine *t, struct inj *in)
 	struct range *r;
 	size_t n;
 
-	if (!in->state || in->s.flavour != HCS_FLAVOUR_FREE || read_state(t, in, &e) < 0 ||
-	    !(r = read_maps(t, &n, NULL, &e))) {
+	if (!in->state || in->s.flavour != HCS_FLAVOUR_FREE || !(r = read_maps(t, &n, NULL, &e))) {
 		if (e.msg[0])
 			pr_info("sampler: no look for pages a killed heapctl left: %s", e.msg);
 		return;
